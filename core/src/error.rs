@@ -1,0 +1,184 @@
+//! Error codes and the `SUPABASH_*` markers the database raises. One table maps each marker to
+//! its SQLSTATE and to the client error code, so both sides agree.
+
+use std::fmt;
+
+/// The closed set of error codes a client sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    Authentication,
+    Authorization,
+    CommitConflict,
+    CommitCoordination,
+    CommitInProgress,
+    ExpiredCapability,
+    HistoryCorruption,
+    IdempotencyConflict,
+    InvalidArgument,
+    InvalidCapability,
+    InvalidPatch,
+    InvalidPath,
+    NotFound,
+    PartialCommit,
+    PolicyDenied,
+    QuotaExceeded,
+    Redacted,
+    RevisionNotFound,
+    Storage,
+    UnsupportedContent,
+}
+
+impl ErrorCode {
+    /// The code's stable name, e.g. `COMMIT_CONFLICT`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Authentication => "AUTHENTICATION",
+            ErrorCode::Authorization => "AUTHORIZATION",
+            ErrorCode::CommitConflict => "COMMIT_CONFLICT",
+            ErrorCode::CommitCoordination => "COMMIT_COORDINATION",
+            ErrorCode::CommitInProgress => "COMMIT_IN_PROGRESS",
+            ErrorCode::ExpiredCapability => "EXPIRED_CAPABILITY",
+            ErrorCode::HistoryCorruption => "HISTORY_CORRUPTION",
+            ErrorCode::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::InvalidCapability => "INVALID_CAPABILITY",
+            ErrorCode::InvalidPatch => "INVALID_PATCH",
+            ErrorCode::InvalidPath => "INVALID_PATH",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::PartialCommit => "PARTIAL_COMMIT",
+            ErrorCode::PolicyDenied => "POLICY_DENIED",
+            ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
+            ErrorCode::Redacted => "REDACTED",
+            ErrorCode::RevisionNotFound => "REVISION_NOT_FOUND",
+            ErrorCode::Storage => "STORAGE",
+            ErrorCode::UnsupportedContent => "UNSUPPORTED_CONTENT",
+        }
+    }
+
+    /// Whether an immediate retry may succeed.
+    pub fn retryable(self) -> bool {
+        matches!(self, ErrorCode::CommitCoordination | ErrorCode::Storage)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A marker the database puts at the start of an error message (`SUPABASH_<NAME>: ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    AuthenticationRequired,
+    WorkspaceDenied,
+    InvalidArgument,
+    InvalidPath,
+    PathNotFound,
+    RevisionNotFound,
+    CheckpointNotFound,
+    CommitConflict,
+    CommitCoordination,
+    IdempotencyConflict,
+    Quota,
+    UnsupportedContent,
+    BodyHashCollision,
+}
+
+/// Every marker, for lookups and documentation.
+pub const MARKERS: [Marker; 13] = [
+    Marker::AuthenticationRequired,
+    Marker::WorkspaceDenied,
+    Marker::InvalidArgument,
+    Marker::InvalidPath,
+    Marker::PathNotFound,
+    Marker::RevisionNotFound,
+    Marker::CheckpointNotFound,
+    Marker::CommitConflict,
+    Marker::CommitCoordination,
+    Marker::IdempotencyConflict,
+    Marker::Quota,
+    Marker::UnsupportedContent,
+    Marker::BodyHashCollision,
+];
+
+impl Marker {
+    /// The marker text, e.g. `SUPABASH_COMMIT_CONFLICT`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Marker::AuthenticationRequired => "SUPABASH_AUTHENTICATION_REQUIRED",
+            Marker::WorkspaceDenied => "SUPABASH_WORKSPACE_DENIED",
+            Marker::InvalidArgument => "SUPABASH_INVALID_ARGUMENT",
+            Marker::InvalidPath => "SUPABASH_INVALID_PATH",
+            Marker::PathNotFound => "SUPABASH_PATH_NOT_FOUND",
+            Marker::RevisionNotFound => "SUPABASH_REVISION_NOT_FOUND",
+            Marker::CheckpointNotFound => "SUPABASH_CHECKPOINT_NOT_FOUND",
+            Marker::CommitConflict => "SUPABASH_COMMIT_CONFLICT",
+            Marker::CommitCoordination => "SUPABASH_COMMIT_COORDINATION",
+            Marker::IdempotencyConflict => "SUPABASH_IDEMPOTENCY_CONFLICT",
+            Marker::Quota => "SUPABASH_QUOTA_EXCEEDED",
+            Marker::UnsupportedContent => "SUPABASH_UNSUPPORTED_CONTENT",
+            Marker::BodyHashCollision => "SUPABASH_BODY_HASH_COLLISION",
+        }
+    }
+
+    /// The SQLSTATE the caller receives. `PT409` is raised by the SQL wrapper (PostgREST: 409).
+    pub fn sqlstate(self) -> &'static str {
+        match self {
+            Marker::AuthenticationRequired | Marker::WorkspaceDenied => "42501",
+            Marker::InvalidArgument
+            | Marker::InvalidPath
+            | Marker::PathNotFound
+            | Marker::RevisionNotFound
+            | Marker::CheckpointNotFound => "22023",
+            Marker::CommitConflict => "PT409",
+            Marker::CommitCoordination => "55P03",
+            Marker::IdempotencyConflict => "23505",
+            Marker::Quota => "54000",
+            Marker::UnsupportedContent => "0A000",
+            Marker::BodyHashCollision => "XX001",
+        }
+    }
+
+    /// The client error code.
+    pub fn code(self) -> ErrorCode {
+        match self {
+            Marker::AuthenticationRequired => ErrorCode::Authentication,
+            Marker::WorkspaceDenied => ErrorCode::Authorization,
+            Marker::InvalidArgument => ErrorCode::InvalidArgument,
+            Marker::InvalidPath => ErrorCode::InvalidPath,
+            Marker::PathNotFound => ErrorCode::NotFound,
+            Marker::RevisionNotFound | Marker::CheckpointNotFound => ErrorCode::RevisionNotFound,
+            Marker::CommitConflict => ErrorCode::CommitConflict,
+            Marker::CommitCoordination => ErrorCode::CommitCoordination,
+            Marker::IdempotencyConflict => ErrorCode::IdempotencyConflict,
+            Marker::Quota => ErrorCode::QuotaExceeded,
+            Marker::UnsupportedContent => ErrorCode::UnsupportedContent,
+            Marker::BodyHashCollision => ErrorCode::HistoryCorruption,
+        }
+    }
+
+    /// Finds the marker an error message starts with.
+    pub fn from_message(message: &str) -> Option<Marker> {
+        MARKERS.into_iter().find(|m| {
+            message
+                .strip_prefix(m.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_round_trip_from_messages() {
+        for m in MARKERS {
+            assert_eq!(Marker::from_message(&format!("{}: x", m.as_str())), Some(m));
+            assert_eq!(Marker::from_message(m.as_str()), Some(m));
+        }
+        assert_eq!(Marker::from_message("SUPABASH_INVALID_PATHX"), None);
+        assert_eq!(Marker::from_message("permission denied"), None);
+    }
+}

@@ -1,0 +1,10 @@
+//! supabash-core: the rules the supabash extension and client share. Pure Rust, no I/O.
+
+pub mod document;
+pub mod error;
+pub mod hash;
+pub mod limits;
+pub mod path;
+pub mod wire;
+
+pub use error::{ErrorCode, Marker};

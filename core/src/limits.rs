@@ -1,0 +1,56 @@
+//! Hard ceilings the database enforces on every request. Clients have their own, lower,
+//! configurable defaults; these are the last line.
+
+/// Largest body of one file, in bytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+/// Most changes in one commit.
+pub const MAX_CHANGES_PER_COMMIT: usize = 100_000;
+/// Longest actor, correlation id or idempotency key, in bytes.
+pub const MAX_LABEL_BYTES: usize = 1024;
+/// Longest commit cause or checkpoint label, in bytes.
+pub const MAX_CAUSE_BYTES: usize = 4096;
+/// Largest commit metadata object, as compact JSON bytes.
+pub const MAX_COMMIT_METADATA_BYTES: usize = 16 * 1024;
+/// Largest history page.
+pub const MAX_HISTORY_PAGE: i64 = 1000;
+/// Default history page.
+pub const DEFAULT_HISTORY_PAGE: i64 = 100;
+/// Largest diff preview per entry, in bytes.
+pub const MAX_DIFF_PREVIEW_BYTES: i64 = 64 * 1024;
+/// Default diff preview per entry, in bytes.
+pub const DEFAULT_DIFF_PREVIEW_BYTES: i64 = 8 * 1024;
+/// Revisions purge keeps when the caller names no rule.
+pub const DEFAULT_PURGE_KEEP: i64 = 50;
+/// Marker appended to a cut preview.
+pub const TRUNCATED_MARKER: &str = "\n[truncated]\n";
+
+/// The longest prefix of `s` that is at most `max` bytes and ends on a character boundary.
+pub fn utf8_prefix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn prefix_is_a_boundary(s in "\\PC{0,40}", max in 0usize..50) {
+            let p = utf8_prefix(&s, max);
+            prop_assert!(p.len() <= max);
+            prop_assert!(s.starts_with(p));
+            if s.len() > max {
+                let next = s[p.len()..].chars().next().unwrap();
+                prop_assert!(p.len() + next.len_utf8() > max);
+            }
+        }
+    }
+}
