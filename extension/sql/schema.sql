@@ -1,0 +1,155 @@
+-- supabash: private schema, owner role, tables and row-level security.
+-- Runs first in CREATE EXTENSION (pgrx "bootstrap"); sql/api.sql runs last.
+
+DO $$
+BEGIN
+  -- Throwaway test clusters may opt in to getting the three Supabase API roles created here
+  -- (postgresql.conf: supabash.bootstrap_roles = on); everyone else gets them from Supabase or
+  -- from sql/bootstrap.sql.
+  IF current_setting('supabash.bootstrap_roles', true) = 'on' THEN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'anon') THEN
+      CREATE ROLE anon NOLOGIN NOINHERIT;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'authenticated') THEN
+      CREATE ROLE authenticated NOLOGIN NOINHERIT;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'service_role') THEN
+      CREATE ROLE service_role NOLOGIN NOINHERIT BYPASSRLS;
+    END IF;
+  END IF;
+  IF (SELECT count(*) FROM pg_catalog.pg_roles
+       WHERE rolname IN ('anon', 'authenticated', 'service_role')) <> 3 THEN
+    RAISE EXCEPTION 'SUPABASH_INSTALL: the Supabase roles anon, authenticated and service_role must exist'
+      USING HINT = 'On plain PostgreSQL run sql/bootstrap.sql first.';
+  END IF;
+  -- The role every RPC runs as. Cluster-wide, so it outlives DROP EXTENSION (see sql/uninstall.sql).
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'supabash_owner') THEN
+    CREATE ROLE supabash_owner NOLOGIN NOINHERIT NOBYPASSRLS;
+  ELSIF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'supabash_owner'
+                   AND (rolcanlogin OR rolbypassrls OR rolsuper)) THEN
+    RAISE EXCEPTION 'SUPABASH_INSTALL: role supabash_owner exists and can log in, bypass RLS or is superuser';
+  END IF;
+END
+$$;
+
+-- Who is calling, from the claims PostgREST sets (request.jwt.claims, or the legacy
+-- request.jwt.claim.* settings). The claimed role must also be the role the session runs as,
+-- so a claim set by hand under another role identifies nobody.
+CREATE FUNCTION supabash.request_claims() RETURNS jsonb
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT coalesce(
+    nullif(current_setting('request.jwt.claims', true), '')::jsonb,
+    jsonb_strip_nulls(jsonb_build_object(
+      'role', nullif(current_setting('request.jwt.claim.role', true), ''),
+      'sub', nullif(current_setting('request.jwt.claim.sub', true), ''))))
+$$;
+
+CREATE FUNCTION supabash.request_role() RETURNS text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT CASE WHEN supabash.request_claims() ->> 'role' = current_setting('role')
+              THEN supabash.request_claims() ->> 'role' END
+$$;
+
+CREATE FUNCTION supabash.request_owner() RETURNS uuid
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT CASE WHEN supabash.request_role() = 'authenticated'
+               AND supabash.request_claims() ->> 'sub'
+                   ~ '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
+              THEN (supabash.request_claims() ->> 'sub')::uuid END
+$$;
+
+-- Commit order: taken under the workspace lock, so positions follow commit order.
+CREATE SEQUENCE supabash.positions;
+
+CREATE TABLE supabash.workspaces (
+  id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  owner_id      uuid NOT NULL,
+  head_revision uuid,
+  head_position bigint,
+  created_at    timestamptz NOT NULL DEFAULT now(),
+  updated_at    timestamptz NOT NULL DEFAULT now(),
+  CHECK ((head_revision IS NULL) = (head_position IS NULL))
+);
+CREATE INDEX workspaces_owner_idx ON supabash.workspaces (owner_id, id);
+
+-- One row per commit; the receipt is stored whole so replays return it byte for byte.
+CREATE TABLE supabash.revisions (
+  workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  revision_id     uuid NOT NULL,
+  position        bigint NOT NULL,
+  parent_revision uuid,
+  transaction_id  uuid NOT NULL,
+  idempotency_key text,
+  request_hash    bytea NOT NULL,
+  committed_at    timestamptz NOT NULL,
+  receipt         jsonb NOT NULL,
+  PRIMARY KEY (workspace_id, revision_id),
+  UNIQUE (workspace_id, position),
+  UNIQUE (workspace_id, transaction_id),
+  UNIQUE (workspace_id, idempotency_key)
+);
+
+ALTER TABLE supabash.workspaces
+  ADD FOREIGN KEY (id, head_revision) REFERENCES supabash.revisions (workspace_id, revision_id)
+  DEFERRABLE INITIALLY DEFERRED;
+
+-- Content-addressed bodies (SHA-256 of the bytes), stored once per workspace.
+CREATE TABLE supabash.bodies (
+  workspace_id uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  hash         bytea NOT NULL CHECK (octet_length(hash) = 32),
+  size         bigint NOT NULL CHECK (size = octet_length(body)),
+  body         bytea NOT NULL,
+  PRIMARY KEY (workspace_id, hash)
+);
+
+-- Interval-versioned files: a row is visible at positions [valid_from, valid_until).
+-- The head tree is the set of open rows (valid_until IS NULL).
+CREATE TABLE supabash.entries (
+  workspace_id uuid NOT NULL,
+  path         text COLLATE "C" NOT NULL,
+  valid_from   bigint NOT NULL,
+  valid_until  bigint CHECK (valid_until > valid_from),
+  body_hash    bytea NOT NULL,
+  body_size    bigint NOT NULL,
+  content_hash bytea NOT NULL,
+  content_size bigint NOT NULL,
+  metadata     jsonb NOT NULL DEFAULT '{}',
+  PRIMARY KEY (workspace_id, path, valid_from),
+  FOREIGN KEY (workspace_id, body_hash) REFERENCES supabash.bodies (workspace_id, hash)
+);
+CREATE UNIQUE INDEX entries_open_idx ON supabash.entries (workspace_id, path) WHERE valid_until IS NULL;
+CREATE INDEX entries_body_idx ON supabash.entries (workspace_id, body_hash);
+
+CREATE TABLE supabash.checkpoints (
+  workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  checkpoint_id   uuid NOT NULL DEFAULT gen_random_uuid(),
+  revision_id     uuid NOT NULL,
+  label           text,
+  retention_class text,
+  idempotency_key text,
+  request_hash    bytea NOT NULL,
+  created_at      timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (workspace_id, checkpoint_id),
+  UNIQUE (workspace_id, idempotency_key),
+  FOREIGN KEY (workspace_id, revision_id) REFERENCES supabash.revisions (workspace_id, revision_id)
+);
+
+-- Row-level security, forced, for every table: a row is visible only when its workspace
+-- belongs to the verified caller. Child tables defer to the workspaces policy.
+ALTER TABLE supabash.workspaces ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.workspaces FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.workspaces TO supabash_owner
+  USING (owner_id = supabash.request_owner()) WITH CHECK (owner_id = supabash.request_owner());
+
+DO $$
+DECLARE t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['revisions', 'bodies', 'entries', 'checkpoints'] LOOP
+    EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
+    EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
+    EXECUTE format('CREATE POLICY owner ON supabash.%I TO supabash_owner
+                      USING (workspace_id IN (SELECT id FROM supabash.workspaces))
+                      WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces))', t);
+  END LOOP;
+END
+$$;

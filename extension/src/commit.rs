@@ -1,0 +1,421 @@
+//! The native commit: authorise, lock, replay, compare-and-swap, then apply every change with a
+//! handful of set-based statements. Any error rolls the whole transaction back.
+
+use crate::access::{self, Workspace};
+use crate::args::Args;
+use crate::db;
+use crate::fail::{invalid, Fail, Outcome};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use supabash_core::document::{metadata_to_json, render};
+use supabash_core::hash::sha256;
+use supabash_core::limits::{MAX_CAUSE_BYTES, MAX_COMMIT_METADATA_BYTES, MAX_LABEL_BYTES};
+use supabash_core::wire::{parse_changes, Change, ChangeError, Content, Receipt, ReceiptLine};
+use supabash_core::Marker;
+
+/// The stored state of one path.
+#[derive(Clone, PartialEq)]
+struct Version {
+    body_hash: Vec<u8>,
+    body_size: i64,
+    content_hash: Vec<u8>,
+    content_size: i64,
+    metadata: Value,
+}
+
+impl Version {
+    fn of(content: &Content) -> Self {
+        let rendered_len;
+        let content_hash = if content.metadata.is_empty() {
+            rendered_len = content.body.len();
+            sha256(&content.body).to_vec()
+        } else {
+            let rendered = render(&content.body, &content.metadata);
+            rendered_len = rendered.len();
+            sha256(&rendered).to_vec()
+        };
+        Version {
+            body_hash: sha256(&content.body).to_vec(),
+            body_size: content.body.len() as i64,
+            content_hash,
+            content_size: rendered_len as i64,
+            metadata: metadata_to_json(&content.metadata),
+        }
+    }
+}
+
+fn change_error(e: ChangeError) -> Fail {
+    match &e {
+        ChangeError::Path { path, error, index } => Fail::new(Marker::InvalidPath, e.to_string())
+            .with_detail(json!({ "index": index, "path": path, "reason": error.reason() })),
+        ChangeError::TooMany(_) | ChangeError::TooLarge { .. } => {
+            Fail::new(Marker::Quota, e.to_string())
+        }
+        _ => invalid(e.to_string()),
+    }
+}
+
+struct Context {
+    base: Option<String>,
+    transaction_id: String,
+    actor: String,
+    correlation_id: Option<String>,
+    idempotency_key: Option<String>,
+    cause: Option<String>,
+    metadata: Value,
+    source_revision: Option<String>,
+}
+
+fn context(args: &Args) -> Outcome<Context> {
+    let metadata = args.json("metadata").cloned().unwrap_or_else(|| json!({}));
+    if !metadata.is_object() {
+        return Err(invalid("metadata must be a JSON object"));
+    }
+    if metadata.to_string().len() > MAX_COMMIT_METADATA_BYTES {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("metadata is larger than {MAX_COMMIT_METADATA_BYTES} bytes"),
+        ));
+    }
+    Ok(Context {
+        base: args.uuid_opt("baseRevision")?,
+        transaction_id: match args.uuid_opt("transactionId")? {
+            Some(t) => t,
+            None => uuid::Uuid::new_v4().to_string(),
+        },
+        actor: args
+            .text_opt("actor", MAX_LABEL_BYTES)?
+            .ok_or_else(|| invalid("actor is required"))?,
+        correlation_id: args.text_opt("correlationId", MAX_LABEL_BYTES)?,
+        idempotency_key: args.text_opt("idempotencyKey", MAX_LABEL_BYTES)?,
+        cause: args.text_opt("cause", MAX_CAUSE_BYTES)?,
+        metadata,
+        source_revision: args.uuid_opt("sourceRevision")?,
+    })
+}
+
+/// Returns the stored receipt when this request was already committed, or an idempotency
+/// conflict when the same transaction id or key was used for a different request.
+fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Value>> {
+    let found = db::json(
+        "SELECT jsonb_build_object('hash', encode(request_hash, 'hex'), 'receipt', receipt)
+           FROM supabash.revisions
+          WHERE workspace_id = $1::uuid
+            AND (transaction_id = $2::uuid OR idempotency_key = $3)
+          ORDER BY position LIMIT 1",
+        &[
+            ws.into(),
+            ctx.transaction_id.as_str().into(),
+            ctx.idempotency_key.clone().into(),
+        ],
+    )?;
+    let Some(found) = found else { return Ok(None) };
+    if found["hash"].as_str() == Some(hex::encode(request_hash).as_str()) {
+        return Ok(Some(
+            json!({ "receipt": found["receipt"], "replayed": true }),
+        ));
+    }
+    Err(Fail::new(
+        Marker::IdempotencyConflict,
+        "this transaction id or idempotency key was already used for a different request",
+    )
+    .with_detail(
+        json!({ "transactionId": ctx.transaction_id, "idempotencyKey": ctx.idempotency_key }),
+    ))
+}
+
+fn current_versions(ws: &str, paths: Vec<String>) -> Outcome<BTreeMap<String, Version>> {
+    let rows = db::file_rows(
+        "SELECT path, body_hash, body_size, content_hash, content_size, metadata
+           FROM supabash.entries
+          WHERE workspace_id = $1::uuid AND valid_until IS NULL AND path = ANY($2)",
+        &[ws.into(), paths.into()],
+    )?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let v = Version {
+                body_hash: r.body_hash,
+                body_size: r.body_size,
+                content_hash: r.content_hash,
+                content_size: r.content_size,
+                metadata: r.metadata,
+            };
+            (r.path, v)
+        })
+        .collect())
+}
+
+fn line(
+    op: &str,
+    path: &str,
+    from: Option<&str>,
+    before: Option<&Version>,
+    after: Option<&Version>,
+) -> ReceiptLine {
+    ReceiptLine {
+        op: op.to_owned(),
+        path: path.to_owned(),
+        from: from.map(str::to_owned),
+        before_hash: before.map(|v| hex::encode(&v.content_hash)),
+        before_size: before.map(|v| v.content_size),
+        after_hash: after.map(|v| hex::encode(&v.content_hash)),
+        after_size: after.map(|v| v.content_size),
+    }
+}
+
+fn missing(path: &str) -> Fail {
+    Fail::new(Marker::PathNotFound, format!("{path:?} does not exist"))
+        .with_detail(json!({ "path": path }))
+}
+
+/// Applies the changes, in order, to the touched part of the tree. Returns the final state of
+/// every touched path, the receipt lines and the bytes of every body introduced.
+#[allow(clippy::type_complexity)]
+fn simulate(
+    changes: Vec<Change>,
+    state: &mut BTreeMap<String, Option<Version>>,
+) -> Outcome<(Vec<ReceiptLine>, HashMap<Vec<u8>, Vec<u8>>)> {
+    let mut lines = Vec::with_capacity(changes.len());
+    let mut bodies = HashMap::new();
+    let mut intro = |content: Content| {
+        let v = Version::of(&content);
+        bodies.entry(v.body_hash.clone()).or_insert(content.body);
+        v
+    };
+    for change in changes {
+        match change {
+            Change::Upsert { path, content } => {
+                let after = intro(content);
+                let before = state.insert(path.clone(), Some(after.clone())).flatten();
+                lines.push(line("upsert", &path, None, before.as_ref(), Some(&after)));
+            }
+            Change::Delete { path } => {
+                let before = state
+                    .insert(path.clone(), None)
+                    .flatten()
+                    .ok_or_else(|| missing(&path))?;
+                lines.push(line("delete", &path, None, Some(&before), None));
+            }
+            Change::Move {
+                from,
+                path,
+                content,
+            } => {
+                let before = state
+                    .insert(from.clone(), None)
+                    .flatten()
+                    .ok_or_else(|| missing(&from))?;
+                let after = match content {
+                    Some(c) => intro(c),
+                    None => before.clone(),
+                };
+                state.insert(path.clone(), Some(after.clone()));
+                lines.push(line(
+                    "move",
+                    &path,
+                    Some(&from),
+                    Some(&before),
+                    Some(&after),
+                ));
+            }
+        }
+    }
+    Ok((lines, bodies))
+}
+
+/// Stores new bodies once; an existing body under the same hash must hold the same bytes.
+fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
+    if bodies.is_empty() {
+        return Ok(());
+    }
+    let sizes: Vec<i64> = bodies.iter().map(|(_, b)| b.len() as i64).collect();
+    let (hashes, bytes): (Vec<Vec<u8>>, Vec<Vec<u8>>) = bodies.into_iter().unzip();
+    let collisions = db::json(
+        "WITH incoming AS (SELECT * FROM unnest($2::bytea[], $3::bigint[], $4::bytea[]) AS u(hash, size, body)),
+              inserted AS (
+                INSERT INTO supabash.bodies (workspace_id, hash, size, body)
+                SELECT $1::uuid, hash, size, body FROM incoming
+                ON CONFLICT (workspace_id, hash) DO NOTHING
+                RETURNING hash)
+         SELECT to_jsonb(count(*)) FROM incoming i
+           JOIN supabash.bodies b ON b.workspace_id = $1::uuid AND b.hash = i.hash
+          WHERE i.hash NOT IN (SELECT hash FROM inserted) AND (b.size <> i.size OR b.body <> i.body)",
+        &[ws.into(), hashes.into(), sizes.into(), bytes.into()],
+    )?;
+    if collisions.and_then(|v| v.as_i64()).unwrap_or(0) > 0 {
+        return Err(Fail::new(
+            Marker::BodyHashCollision,
+            "stored bytes differ from new bytes with the same SHA-256",
+        ));
+    }
+    Ok(())
+}
+
+/// The interval rows a commit closes and opens.
+#[derive(Default)]
+struct Plan {
+    close: Vec<String>,
+    paths: Vec<String>,
+    versions: Vec<Version>,
+}
+
+/// Compares the final state of every touched path with its initial state.
+fn plan(initial: &BTreeMap<String, Version>, state: &BTreeMap<String, Option<Version>>) -> Plan {
+    let mut plan = Plan::default();
+    for (path, fin) in state {
+        let cur = initial.get(path);
+        if cur == fin.as_ref() {
+            continue;
+        }
+        if cur.is_some() {
+            plan.close.push(path.clone());
+        }
+        if let Some(v) = fin {
+            plan.paths.push(path.clone());
+            plan.versions.push(v.clone());
+        }
+    }
+    plan
+}
+
+/// Closes the open interval of every changed path and opens the new ones, set-based.
+fn write_entries(ws: &str, position: i64, plan: Plan) -> Outcome<()> {
+    if !plan.close.is_empty() {
+        db::exec(
+            "UPDATE supabash.entries SET valid_until = $2
+              WHERE workspace_id = $1::uuid AND valid_until IS NULL AND path = ANY($3)",
+            &[ws.into(), position.into(), plan.close.into()],
+        )?;
+    }
+    if plan.paths.is_empty() {
+        return Ok(());
+    }
+    let v = &plan.versions;
+    let bh: Vec<Vec<u8>> = v.iter().map(|v| v.body_hash.clone()).collect();
+    let bs: Vec<i64> = v.iter().map(|v| v.body_size).collect();
+    let ch: Vec<Vec<u8>> = v.iter().map(|v| v.content_hash.clone()).collect();
+    let cs: Vec<i64> = v.iter().map(|v| v.content_size).collect();
+    let md: Vec<pgrx::JsonB> = v.iter().map(|v| pgrx::JsonB(v.metadata.clone())).collect();
+    db::exec(
+        "INSERT INTO supabash.entries
+                (workspace_id, path, valid_from, body_hash, body_size, content_hash, content_size, metadata)
+         SELECT $1::uuid, p, $2, bh, bs, ch, cs, md
+           FROM unnest($3::text[], $4::bytea[], $5::bigint[], $6::bytea[], $7::bigint[], $8::jsonb[])
+             AS u(p, bh, bs, ch, cs, md)",
+        &[ws.into(), position.into(), plan.paths.into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
+    )
+}
+
+/// `supabash_commit`: see docs/sql-contract.md.
+pub fn commit(args: &Args) -> Outcome<Value> {
+    let ws = args.uuid("workspaceId")?;
+    let raw_changes = args
+        .json("changes")
+        .ok_or_else(|| invalid("changes is required"))?;
+    let changes = parse_changes(raw_changes).map_err(change_error)?;
+    let ctx = context(args)?;
+    let Workspace {
+        head,
+        head_position,
+        ..
+    } = access::open_locked(&ws)?;
+
+    let request_hash = sha256(
+        json!({
+            "workspaceId": ws, "baseRevision": ctx.base, "changes": raw_changes,
+            "actor": ctx.actor, "correlationId": ctx.correlation_id,
+            "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
+            "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
+        })
+        .to_string()
+        .as_bytes(),
+    );
+    if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
+        return Ok(replayed);
+    }
+    if head != ctx.base {
+        return Err(Fail::new(
+            Marker::CommitConflict,
+            "the workspace head moved since the base revision",
+        )
+        .with_detail(json!({ "expectedRevision": ctx.base, "actualRevision": head })));
+    }
+    if let Some(source) = &ctx.source_revision {
+        access::revision_position(&ws, source)?;
+    }
+
+    let mut touched: Vec<String> = changes.iter().map(|c| c.path().to_owned()).collect();
+    touched.extend(changes.iter().filter_map(|c| match c {
+        Change::Move { from, .. } => Some(from.clone()),
+        _ => None,
+    }));
+    touched.sort();
+    touched.dedup();
+    let initial = current_versions(&ws, touched.clone())?;
+    let mut state: BTreeMap<String, Option<Version>> = touched
+        .into_iter()
+        .map(|p| {
+            let v = initial.get(&p).cloned();
+            (p, v)
+        })
+        .collect();
+    let (lines, mut bodies) = simulate(changes, &mut state)?;
+
+    let stamp = db::json(
+        "SELECT jsonb_build_object('position', nextval('supabash.positions'),
+                'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'))",
+        &[],
+    )?
+    .unwrap_or(Value::Null);
+    let position = stamp["position"].as_i64().unwrap_or_default();
+    debug_assert!(head_position.is_none_or(|h| h < position));
+
+    let plan = plan(&initial, &state);
+    let new_bodies: Vec<(Vec<u8>, Vec<u8>)> = plan
+        .versions
+        .iter()
+        .filter_map(|v| bodies.remove_entry(&v.body_hash))
+        .collect();
+    store_bodies(&ws, new_bodies)?;
+    write_entries(&ws, position, plan)?;
+
+    let receipt = Receipt {
+        workspace_id: ws.clone(),
+        revision: uuid::Uuid::new_v4().to_string(),
+        parent_revision: head,
+        position,
+        transaction_id: ctx.transaction_id.clone(),
+        idempotency_key: ctx.idempotency_key.clone(),
+        actor: ctx.actor,
+        correlation_id: ctx.correlation_id,
+        cause: ctx.cause,
+        metadata: ctx.metadata,
+        source_revision: ctx.source_revision,
+        committed_at: stamp["at"].as_str().unwrap_or_default().to_owned(),
+        changes: lines,
+    };
+    let receipt_json = serde_json::to_value(&receipt).expect("receipt serialises");
+    db::exec(
+        "INSERT INTO supabash.revisions
+                (workspace_id, revision_id, position, parent_revision, transaction_id,
+                 idempotency_key, request_hash, committed_at, receipt)
+         VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8)",
+        &[
+            ws.as_str().into(),
+            receipt.revision.as_str().into(),
+            position.into(),
+            receipt.parent_revision.clone().into(),
+            receipt.transaction_id.as_str().into(),
+            receipt.idempotency_key.clone().into(),
+            request_hash.to_vec().into(),
+            pgrx::JsonB(receipt_json.clone()).into(),
+        ],
+    )?;
+    db::exec(
+        "UPDATE supabash.workspaces SET head_revision = $2::uuid, head_position = $3, updated_at = now()
+          WHERE id = $1::uuid",
+        &[ws.as_str().into(), receipt.revision.as_str().into(), position.into()],
+    )?;
+    Ok(json!({ "receipt": receipt_json, "replayed": false }))
+}

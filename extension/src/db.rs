@@ -1,0 +1,62 @@
+//! Thin SPI helpers. Every statement is parameterised; arguments travel as `DatumWithOid`.
+
+use crate::fail::Outcome;
+use pgrx::datum::DatumWithOid;
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use serde_json::Value;
+
+/// Runs a statement that returns at most one row with one jsonb column; `None` when no row
+/// (or a SQL NULL) comes back.
+pub fn json(sql: &str, args: &[DatumWithOid]) -> Outcome<Option<Value>> {
+    Spi::connect_mut(|c| {
+        let table = c.update(sql, None, args)?;
+        if table.is_empty() {
+            return Ok(None);
+        }
+        Ok(table.first().get_one::<JsonB>()?.map(|j| j.0))
+    })
+}
+
+/// Runs a statement for its effect.
+pub fn exec(sql: &str, args: &[DatumWithOid]) -> Outcome<()> {
+    Spi::connect_mut(|c| c.update(sql, None, args).map(|_| ()))?;
+    Ok(())
+}
+
+/// A row of the shape most reads share: path, bytea hashes, sizes, metadata and maybe a body.
+pub struct FileRow {
+    pub path: String,
+    pub body_hash: Vec<u8>,
+    pub body_size: i64,
+    pub content_hash: Vec<u8>,
+    pub content_size: i64,
+    pub metadata: Value,
+    pub body: Option<Vec<u8>>,
+}
+
+/// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,
+/// metadata[, body]` and collects the rows.
+pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
+    Spi::connect_mut(|c| {
+        let table = c.update(sql, None, args)?;
+        let with_body = table.columns()? >= 7;
+        let mut out = Vec::with_capacity(table.len());
+        for row in table {
+            out.push(FileRow {
+                path: row.get::<String>(1)?.unwrap_or_default(),
+                body_hash: row.get::<Vec<u8>>(2)?.unwrap_or_default(),
+                body_size: row.get::<i64>(3)?.unwrap_or_default(),
+                content_hash: row.get::<Vec<u8>>(4)?.unwrap_or_default(),
+                content_size: row.get::<i64>(5)?.unwrap_or_default(),
+                metadata: row.get::<JsonB>(6)?.map(|j| j.0).unwrap_or(Value::Null),
+                body: if with_body {
+                    row.get::<Vec<u8>>(7)?
+                } else {
+                    None
+                },
+            });
+        }
+        Ok(out)
+    })
+}

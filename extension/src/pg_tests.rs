@@ -1,0 +1,163 @@
+//! In-backend tests of the RPCs, played the way PostgREST calls them: claims set for the
+//! transaction, `SET LOCAL ROLE`, then the public function. Each test runs in its own rolled
+//! back transaction.
+
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+    use serde_json::{json, Value};
+
+    const ALICE: &str = "11111111-1111-4111-8111-111111111111";
+    const BOB: &str = "22222222-2222-4222-8222-222222222222";
+
+    fn become_user(sub: &str) {
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run_with_args(
+            "SELECT set_config('request.jwt.claims', $1, true)",
+            &[json!({ "sub": sub, "role": "authenticated" })
+                .to_string()
+                .into()],
+        )
+        .unwrap();
+        Spi::run("SET LOCAL ROLE authenticated").unwrap();
+    }
+
+    fn call(sql: &str, args: Vec<pgrx::datum::DatumWithOid>) -> Value {
+        Spi::get_one_with_args::<JsonB>(sql, &args)
+            .unwrap()
+            .unwrap()
+            .0
+    }
+
+    fn new_workspace(sub: &str) -> String {
+        become_user(sub);
+        let ws = call("SELECT supabash_create_workspace()", vec![]);
+        ws["workspaceId"].as_str().unwrap().to_owned()
+    }
+
+    fn commit(ws: &str, base: Option<&str>, changes: Value) -> Value {
+        call(
+            "SELECT supabash_commit(workspace_id => $1, changes => $2, actor => 'test', base_revision => $3)",
+            vec![ws.into(), JsonB(changes).into(), base.map(str::to_owned).into()],
+        )
+    }
+
+    #[pg_test]
+    fn commit_then_read_back() {
+        let ws = new_workspace(ALICE);
+        let r = commit(
+            &ws,
+            None,
+            json!([
+                {"op": "upsert", "path": "/notes/été.md", "text": "bonjour"},
+                {"op": "upsert", "path": "/bin.dat", "base64": "AP8A"},
+            ]),
+        );
+        assert_eq!(r["replayed"], json!(false));
+        let rev = r["receipt"]["revision"].as_str().unwrap().to_owned();
+        assert_eq!(r["receipt"]["changes"].as_array().unwrap().len(), 2);
+        let doc = call(
+            "SELECT supabash_load_document($1, '/notes/été.md', $2)",
+            vec![ws.as_str().into(), rev.as_str().into()],
+        );
+        assert_eq!(doc["text"], json!("bonjour"));
+        assert_eq!(
+            doc["contentHash"],
+            json!(supabash_core::hash::sha256_hex("bonjour".as_bytes()))
+        );
+        let snap = call(
+            "SELECT supabash_load_snapshot($1)",
+            vec![ws.as_str().into()],
+        );
+        assert_eq!(snap["files"][0]["path"], json!("/bin.dat"));
+        assert_eq!(snap["files"][0]["base64"], json!("AP8A"));
+    }
+
+    #[pg_test]
+    fn intervals_touch_only_changed_paths() {
+        let ws = new_workspace(ALICE);
+        let files: Vec<Value> = (0..20)
+            .map(|i| json!({"op": "upsert", "path": format!("/f{i}"), "text": format!("v{i}")}))
+            .collect();
+        let r1 = commit(&ws, None, Value::Array(files));
+        let rev1 = r1["receipt"]["revision"].as_str().unwrap().to_owned();
+        let r2 = commit(
+            &ws,
+            Some(&rev1),
+            json!([{"op": "upsert", "path": "/f3", "text": "changed"}]),
+        );
+        let rev2 = r2["receipt"]["revision"].as_str().unwrap().to_owned();
+        Spi::run("RESET ROLE").unwrap();
+        let rows = Spi::get_one_with_args::<i64>(
+            "SELECT count(*) FROM supabash.entries WHERE workspace_id = $1::uuid",
+            &[ws.as_str().into()],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(rows, 21, "one new interval for one changed path");
+        become_user(ALICE);
+        let old = call(
+            "SELECT supabash_load_document($1, '/f3', $2)",
+            vec![ws.as_str().into(), rev1.as_str().into()],
+        );
+        let new = call(
+            "SELECT supabash_load_document($1, '/f3', $2)",
+            vec![ws.as_str().into(), rev2.as_str().into()],
+        );
+        assert_eq!(old["text"], json!("v3"));
+        assert_eq!(new["text"], json!("changed"));
+    }
+
+    #[pg_test(error = "SUPABASH_WORKSPACE_DENIED: workspace not found or not owned by the caller")]
+    fn another_user_is_denied() {
+        let ws = new_workspace(ALICE);
+        become_user(BOB);
+        call(
+            "SELECT supabash_load_manifest($1)",
+            vec![ws.as_str().into()],
+        );
+    }
+
+    #[pg_test(error = "SUPABASH_COMMIT_CONFLICT: the workspace head moved since the base revision")]
+    fn stale_base_conflicts() {
+        let ws = new_workspace(ALICE);
+        commit(
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/a", "text": "1"}]),
+        );
+        commit(
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/a", "text": "2"}]),
+        );
+    }
+
+    #[pg_test(error = "SUPABASH_PATH_NOT_FOUND: \"/missing\" does not exist")]
+    fn delete_of_missing_path_fails() {
+        let ws = new_workspace(ALICE);
+        commit(&ws, None, json!([{"op": "delete", "path": "/missing"}]));
+    }
+
+    #[pg_test(error = "deliberate panic for tests")]
+    fn panic_becomes_an_error() {
+        Spi::run("SELECT supabash._call('panic', '{}')").unwrap();
+    }
+
+    #[pg_test]
+    fn claims_under_another_role_identify_nobody() {
+        Spi::run_with_args(
+            "SELECT set_config('request.jwt.claims', $1, true)",
+            &[json!({ "sub": ALICE, "role": "authenticated" })
+                .to_string()
+                .into()],
+        )
+        .unwrap();
+        let owner = Spi::get_one::<pgrx::Uuid>("SELECT supabash.request_owner()").unwrap();
+        assert!(
+            owner.is_none(),
+            "claims without the matching SET ROLE must not identify a user"
+        );
+    }
+}

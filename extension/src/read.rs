@@ -1,0 +1,221 @@
+//! Workspace creation and every read: manifest, pinned documents and snapshots, revisions and
+//! history pages.
+
+use crate::access::{self, Workspace};
+use crate::args::Args;
+use crate::db::{self, FileRow};
+use crate::fail::{invalid, Fail, Outcome};
+use base64::Engine;
+use serde_json::{json, Map, Value};
+use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
+use supabash_core::path;
+use supabash_core::Marker;
+
+/// `supabash_create_workspace`: a new, empty workspace owned by the caller.
+pub fn create_workspace() -> Outcome<Value> {
+    let owner = access::caller()?;
+    Ok(db::json(
+        "INSERT INTO supabash.workspaces (owner_id) VALUES ($1::uuid)
+         RETURNING jsonb_build_object('workspaceId', id, 'createdAt', created_at, 'headRevision', NULL)",
+        &[owner.into()],
+    )?
+    .unwrap_or(Value::Null))
+}
+
+/// Adds the body of a file to its JSON: `text` when it is UTF-8, `base64` otherwise.
+pub fn put_body(obj: &mut Map<String, Value>, body: Vec<u8>) {
+    match String::from_utf8(body) {
+        Ok(text) => obj.insert("text".into(), Value::String(text)),
+        Err(e) => obj.insert(
+            "base64".into(),
+            Value::String(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
+        ),
+    };
+}
+
+/// The JSON form of a file row (with its body when the row carries one).
+pub fn file_json(row: FileRow) -> Value {
+    let mut obj = Map::new();
+    obj.insert("path".into(), Value::String(row.path));
+    obj.insert(
+        "contentHash".into(),
+        Value::String(hex::encode(row.content_hash)),
+    );
+    obj.insert("size".into(), json!(row.content_size));
+    obj.insert("bodyHash".into(), Value::String(hex::encode(row.body_hash)));
+    obj.insert("bodySize".into(), json!(row.body_size));
+    obj.insert("metadata".into(), row.metadata);
+    if let Some(body) = row.body {
+        put_body(&mut obj, body);
+    }
+    Value::Object(obj)
+}
+
+const FILE_COLUMNS: &str =
+    "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata";
+
+/// The files of a workspace at a position (`None`: the head), optionally one path only,
+/// optionally with bodies. Reading the head uses the open-interval index; any other retained
+/// position is an index range scan over the workspace's intervals.
+pub fn files_at(
+    ws: &Workspace,
+    position: Option<i64>,
+    only: Option<&str>,
+    bodies: bool,
+) -> Outcome<Vec<FileRow>> {
+    let (body_col, body_join) = if bodies {
+        (
+            ", b.body",
+            "JOIN supabash.bodies b ON b.workspace_id = e.workspace_id AND b.hash = e.body_hash",
+        )
+    } else {
+        ("", "")
+    };
+    let at_head = position.is_none() || position == ws.head_position;
+    let interval = if at_head {
+        "e.valid_until IS NULL"
+    } else {
+        "e.valid_from <= $2 AND (e.valid_until IS NULL OR e.valid_until > $2)"
+    };
+    let sql = format!(
+        "SELECT {FILE_COLUMNS}{body_col} FROM supabash.entries e {body_join}
+          WHERE e.workspace_id = $1::uuid AND {interval} AND ($3::text IS NULL OR e.path = $3)
+          ORDER BY e.path"
+    );
+    db::file_rows(
+        &sql,
+        &[
+            ws.id.as_str().into(),
+            position.unwrap_or(0).into(),
+            only.into(),
+        ],
+    )
+}
+
+/// Resolves an optional revision argument to (revision id, position); absent means the head.
+fn pinned(ws: &Workspace, args: &Args) -> Outcome<(Option<String>, Option<i64>)> {
+    match args.uuid_opt("revision")? {
+        None => Ok((ws.head.clone(), ws.head_position)),
+        Some(rev) => {
+            let pos = access::revision_position(&ws.id, &rev)?;
+            Ok((Some(rev), Some(pos)))
+        }
+    }
+}
+
+/// `supabash_load_manifest`: the head tree without bodies.
+pub fn load_manifest(args: &Args) -> Outcome<Value> {
+    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let files: Vec<Value> = files_at(&ws, None, None, false)?
+        .into_iter()
+        .map(file_json)
+        .collect();
+    Ok(
+        json!({ "workspaceId": ws.id, "revision": ws.head, "position": ws.head_position, "files": files }),
+    )
+}
+
+/// `supabash_load_document`: one file, with its body, at a pinned revision (default: head).
+pub fn load_document(args: &Args) -> Outcome<Value> {
+    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let path = args
+        .text_opt("path", path::MAX_PATH_BYTES)?
+        .ok_or_else(|| invalid("path is required"))?;
+    path::validate(&path).map_err(|e| {
+        Fail::new(Marker::InvalidPath, format!("{path:?}: {e}"))
+            .with_detail(json!({ "path": path, "reason": e.reason() }))
+    })?;
+    let (revision, position) = pinned(&ws, args)?;
+    let row = files_at(&ws, position, Some(&path), true)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| {
+            Fail::new(
+                Marker::PathNotFound,
+                format!("{path:?} does not exist at this revision"),
+            )
+            .with_detail(json!({ "path": path, "revision": revision }))
+        })?;
+    let mut doc = file_json(row);
+    doc["revision"] = json!(revision);
+    Ok(doc)
+}
+
+/// `supabash_load_snapshot`: every file with its body at a pinned revision (default: head).
+pub fn load_snapshot(args: &Args) -> Outcome<Value> {
+    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let (revision, position) = pinned(&ws, args)?;
+    let files: Vec<Value> = if revision.is_none() {
+        Vec::new()
+    } else {
+        files_at(&ws, position, None, true)?
+            .into_iter()
+            .map(file_json)
+            .collect()
+    };
+    Ok(json!({ "workspaceId": ws.id, "revision": revision, "position": position, "files": files }))
+}
+
+/// The stored receipt of a revision.
+fn receipt(ws: &str, revision: &str) -> Outcome<Value> {
+    db::json(
+        "SELECT receipt FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+        &[ws.into(), revision.into()],
+    )?
+    .ok_or_else(|| Fail::new(Marker::RevisionNotFound, "revision not found in this workspace"))
+}
+
+/// `supabash_load_revision`: a revision's receipt and its full tree with bodies.
+pub fn load_revision(args: &Args) -> Outcome<Value> {
+    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let revision = args.uuid("revision")?;
+    let position = access::revision_position(&ws.id, &revision)?;
+    let files: Vec<Value> = files_at(&ws, Some(position), None, true)?
+        .into_iter()
+        .map(file_json)
+        .collect();
+    Ok(json!({ "receipt": receipt(&ws.id, &revision)?, "files": files }))
+}
+
+/// `supabash_history`: receipts oldest first, a page at a time. The cursor is the revision id
+/// of the last record of the previous page.
+pub fn history(args: &Args) -> Outcome<Value> {
+    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let limit = args.int_opt("limit")?.unwrap_or(DEFAULT_HISTORY_PAGE);
+    if !(1..=MAX_HISTORY_PAGE).contains(&limit) {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("limit must be between 1 and {MAX_HISTORY_PAGE}"),
+        ));
+    }
+    let after = match args.uuid_opt("cursor")? {
+        None => i64::MIN,
+        Some(cursor) => match access::revision_position(&ws.id, &cursor) {
+            Ok(p) => p,
+            Err(_) if args.flag("restartIfMissing")? => i64::MIN,
+            Err(_) => {
+                return Err(Fail::new(
+                    Marker::RevisionNotFound,
+                    "the cursor names no retained revision",
+                )
+                .with_detail(json!({ "cursor": cursor })))
+            }
+        },
+    };
+    let page = db::json(
+        "SELECT coalesce(jsonb_agg(receipt ORDER BY position), '[]'::jsonb) FROM (
+           SELECT receipt, position FROM supabash.revisions
+            WHERE workspace_id = $1::uuid AND position > $2 ORDER BY position LIMIT $3) p",
+        &[ws.id.as_str().into(), after.into(), (limit + 1).into()],
+    )?
+    .unwrap_or_else(|| json!([]));
+    let mut records = page.as_array().cloned().unwrap_or_default();
+    let more = records.len() as i64 > limit;
+    records.truncate(limit as usize);
+    let next = if more {
+        records.last().map(|r| r["revision"].clone())
+    } else {
+        None
+    };
+    Ok(json!({ "records": records, "nextCursor": next }))
+}
