@@ -1,0 +1,30 @@
+# supabash tasks. `scripts/setup.sh` installs what a fresh machine lacks.
+
+pg_config := "/usr/lib/postgresql/15/bin/pg_config"
+lock := "/tmp/supabash-pgrx-install.lock"
+
+# Installs the toolchain (idempotent, seconds when done).
+setup:
+    ./scripts/setup.sh --postrust
+
+# Builds the extension and installs it into the system PostgreSQL (one install at a time).
+install:
+    cd extension && flock {{lock}} cargo pgrx install --release --pg-config {{pg_config}}
+
+# Formatting and lints, warnings are errors.
+lint:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets --exclude supabash-extension -- -D warnings
+    cd extension && cargo clippy --all-targets --features "pg15 pg_test" --no-default-features -- -D warnings
+
+# In-backend #[pg_test] tests (installs a test build; run as the postgres OS user).
+pgtest:
+    mkdir -p /tmp/supabash-pgrx-pgdata && chown postgres /tmp/supabash-pgrx-pgdata 2>/dev/null || true
+    cd extension && flock {{lock}} cargo pgrx test pg15 --runas postgres --pgdata /tmp/supabash-pgrx-pgdata
+
+# End-to-end tests against throwaway clusters with the installed extension.
+e2e: install
+    cargo test --workspace --exclude supabash-extension
+
+# Every test: lints, core, in-backend, end-to-end and SQL scenarios.
+test: setup lint pgtest e2e

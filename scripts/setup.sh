@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs, idempotently, what building and testing supabash needs on a fresh Debian 12 machine
+# with PostgreSQL 15 server binaries: server headers, libclang, sudo, cargo-pgrx 0.18.1 (about
+# 10 minutes the first time), pgrx's config for the system PostgreSQL, just, and (with
+# --postrust) the PostgREST stand-in used by end-to-end tests. Each step is skipped when done.
+set -euo pipefail
+PG_MAJOR=${PG_MAJOR:-15}
+PGRX_VERSION=0.18.1
+pg_config=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
+want_postrust=0
+for a in "$@"; do
+  case $a in
+    --postrust) want_postrust=1 ;;
+    *) echo "setup: unknown option $a" >&2; exit 2 ;;
+  esac
+done
+sudo_cmd=""
+if [ "$(id -u)" != 0 ]; then sudo_cmd=sudo; fi
+
+need_apt=()
+for pkg in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang sudo; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${need_apt[*]}"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION\$"; then
+  echo "setup: cargo install cargo-pgrx $PGRX_VERSION (about 10 minutes)"
+  cargo install cargo-pgrx --version "$PGRX_VERSION" --locked --quiet
+fi
+if ! grep -qs "pg$PG_MAJOR = \"$pg_config\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
+  echo "setup: cargo pgrx init --pg$PG_MAJOR $pg_config"
+  cargo pgrx init --pg$PG_MAJOR "$pg_config" >/dev/null
+fi
+if ! command -v just >/dev/null 2>&1; then
+  echo "setup: cargo install just"
+  cargo install just --locked --quiet
+fi
+if [ $want_postrust = 1 ] && ! command -v postrust >/dev/null 2>&1; then
+  echo "setup: cargo install postrust-server 3.1.0 (about 5 minutes)"
+  cargo install postrust-server --version 3.1.0 --quiet
+fi
+echo "setup: ready ($(cargo pgrx --version), $("$pg_config" --version))"

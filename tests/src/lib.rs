@@ -1,0 +1,11 @@
+//! Test support: a throwaway PostgreSQL cluster with `sql/bootstrap.sql` applied and the
+//! installed `supabash` extension created, and a caller that plays PostgREST's per-request
+//! transaction (claims, `SET LOCAL ROLE`, one function call with named arguments).
+//!
+//! The extension must already be installed into the system PostgreSQL (`just install`).
+
+pub mod cluster;
+pub mod rest;
+
+pub use cluster::Cluster;
+pub use rest::{Caller, DbError, Rest};
