@@ -32,6 +32,10 @@ BEGIN
 END
 $$;
 
+-- Created here, not by the control file, so the schema is a member of the extension and
+-- DROP EXTENSION removes it with everything in it.
+CREATE SCHEMA supabash;
+
 -- Who is calling, from the claims PostgREST sets (request.jwt.claims, or the legacy
 -- request.jwt.claim.* settings). The claimed role must also be the role the session runs as,
 -- so a claim set by hand under another role identifies nobody.

@@ -3,7 +3,6 @@
 //! SQL wrappers (sql/api.sql) that run as that role under forced row-level security.
 
 use pgrx::prelude::*;
-use pgrx::JsonB;
 
 mod access;
 mod args;
@@ -25,34 +24,42 @@ pub(crate) fn clip(s: &str) -> &str {
     supabash_core::limits::utf8_prefix(s, 64)
 }
 
-/// Dispatches one RPC. Errors leave as Postgres ERRORs with a `SUPABASH_*` marker; a panic
-/// is caught by pgrx and becomes an ERROR too, never a crashed backend.
-#[pg_extern(name = "_call")]
-fn call(op: &str, args: JsonB) -> JsonB {
-    let a = args::Args(&args.0);
-    let result = match op {
-        "create_workspace" => read::create_workspace(),
-        "load_manifest" => read::load_manifest(&a),
-        "load_document" => read::load_document(&a),
-        "load_snapshot" => read::load_snapshot(&a),
-        "load_revision" => read::load_revision(&a),
-        "history" => read::history(&a),
-        "commit" => commit::commit(&a),
-        "diff" => diff::diff(&a),
-        "checkpoint" => checkpoint::checkpoint(&a),
-        "checkpoints" => checkpoint::checkpoints(&a),
-        "delete_checkpoint" => checkpoint::delete_checkpoint(&a),
-        "purge" => purge::purge(&a),
-        #[cfg(feature = "pg_test")]
-        "panic" => panic!("deliberate panic for tests"),
-        other => Err(fail::invalid(format!(
-            "unknown operation {:?}",
-            clip(other)
-        ))),
-    };
-    match result {
-        Ok(v) => JsonB(v),
-        Err(f) => f.raise(),
+/// The private schema (created by sql/schema.sql); pgrx only needs to know its name.
+#[pg_schema]
+mod supabash {
+    use crate::{args, checkpoint, clip, commit, diff, fail, purge, read};
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+
+    /// Dispatches one RPC. Errors leave as Postgres ERRORs with a `SUPABASH_*` marker; a panic
+    /// is caught by pgrx and becomes an ERROR too, never a crashed backend.
+    #[pg_extern(name = "_call")]
+    fn call(op: &str, args: JsonB) -> JsonB {
+        let a = args::Args(&args.0);
+        let result = match op {
+            "create_workspace" => read::create_workspace(),
+            "load_manifest" => read::load_manifest(&a),
+            "load_document" => read::load_document(&a),
+            "load_snapshot" => read::load_snapshot(&a),
+            "load_revision" => read::load_revision(&a),
+            "history" => read::history(&a),
+            "commit" => commit::commit(&a),
+            "diff" => diff::diff(&a),
+            "checkpoint" => checkpoint::checkpoint(&a),
+            "checkpoints" => checkpoint::checkpoints(&a),
+            "delete_checkpoint" => checkpoint::delete_checkpoint(&a),
+            "purge" => purge::purge(&a),
+            #[cfg(feature = "pg_test")]
+            "panic" => panic!("deliberate panic for tests"),
+            other => Err(fail::invalid(format!(
+                "unknown operation {:?}",
+                clip(other)
+            ))),
+        };
+        match result {
+            Ok(v) => JsonB(v),
+            Err(f) => f.raise(),
+        }
     }
 }
 
