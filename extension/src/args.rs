@@ -1,7 +1,8 @@
 //! Typed access to the JSON argument object the SQL wrappers build from named RPC parameters.
 
-use crate::fail::{invalid, Outcome};
+use crate::fail::{invalid, Fail, Outcome};
 use serde_json::Value;
+use supabash_core::Marker;
 
 /// The arguments of one call.
 pub struct Args<'a>(pub &'a Value);
@@ -70,6 +71,3 @@ impl Args<'_> {
         self.field(name)
     }
 }
-
-use crate::fail::Fail;
-use supabash_core::Marker;
