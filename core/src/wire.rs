@@ -163,11 +163,10 @@ pub fn parse_changes(value: &Value) -> Result<Vec<Change>, ChangeError> {
         .iter()
         .enumerate()
         .map(|(index, item)| {
-            let raw: RawChange =
-                serde_json::from_value(item.clone()).map_err(|e| ChangeError::Shape {
-                    index,
-                    reason: e.to_string(),
-                })?;
+            let raw = RawChange::deserialize(item).map_err(|e| ChangeError::Shape {
+                index,
+                reason: e.to_string(),
+            })?;
             let path = checked_path(index, &raw.path)?;
             let shape = |reason: &str| ChangeError::Shape {
                 index,

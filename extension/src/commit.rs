@@ -25,23 +25,81 @@ struct Version {
 
 impl Version {
     fn of(content: &Content) -> Self {
-        let rendered_len;
-        let content_hash = if content.metadata.is_empty() {
-            rendered_len = content.body.len();
-            sha256(&content.body).to_vec()
+        let body_hash = sha256(&content.body).to_vec();
+        let (content_hash, content_size) = if content.metadata.is_empty() {
+            (body_hash.clone(), content.body.len())
         } else {
             let rendered = render(&content.body, &content.metadata);
-            rendered_len = rendered.len();
-            sha256(&rendered).to_vec()
+            (sha256(&rendered).to_vec(), rendered.len())
         };
         Version {
-            body_hash: sha256(&content.body).to_vec(),
+            body_hash,
             body_size: content.body.len() as i64,
             content_hash,
-            content_size: rendered_len as i64,
+            content_size: content_size as i64,
             metadata: metadata_to_json(&content.metadata),
         }
     }
+}
+
+/// A change with its new content already hashed (done before the lock is taken).
+enum Hashed {
+    Upsert {
+        path: String,
+        after: Version,
+    },
+    Delete {
+        path: String,
+    },
+    Move {
+        from: String,
+        path: String,
+        after: Option<Version>,
+    },
+}
+
+impl Hashed {
+    /// A compact, content-addressed description for the request hash.
+    fn digest(&self) -> Value {
+        let v = |v: &Version| json!([hex::encode(&v.body_hash), hex::encode(&v.content_hash)]);
+        match self {
+            Hashed::Upsert { path, after } => json!(["upsert", path, v(after)]),
+            Hashed::Delete { path } => json!(["delete", path]),
+            Hashed::Move { from, path, after } => {
+                json!(["move", from, path, after.as_ref().map(v)])
+            }
+        }
+    }
+}
+
+/// Hashes every new body once and keeps its bytes by body hash.
+fn hash_changes(changes: Vec<Change>) -> (Vec<Hashed>, HashMap<Vec<u8>, Vec<u8>>) {
+    let mut bodies = HashMap::new();
+    let mut intro = |content: Content| {
+        let v = Version::of(&content);
+        bodies.entry(v.body_hash.clone()).or_insert(content.body);
+        v
+    };
+    let hashed = changes
+        .into_iter()
+        .map(|c| match c {
+            Change::Upsert { path, content } => Hashed::Upsert {
+                path,
+                after: intro(content),
+            },
+            Change::Delete { path } => Hashed::Delete { path },
+            Change::Move {
+                from,
+                path,
+                content,
+            } => Hashed::Move {
+                from,
+                path,
+                after: content.map(&mut intro),
+            },
+        })
+        .collect();
+    (hashed, bodies)
 }
 
 fn change_error(e: ChangeError) -> Fail {
@@ -169,59 +227,38 @@ fn missing(path: &str) -> Fail {
         .with_detail(json!({ "path": path }))
 }
 
-/// Applies the changes, in order, to the touched part of the tree. Returns the final state of
-/// every touched path, the receipt lines and the bytes of every body introduced.
-#[allow(clippy::type_complexity)]
+/// Applies the changes, in order, to the touched part of the tree, leaving the final state of
+/// every touched path in `state`, and returns the receipt lines.
 fn simulate(
-    changes: Vec<Change>,
+    changes: &[Hashed],
     state: &mut BTreeMap<String, Option<Version>>,
-) -> Outcome<(Vec<ReceiptLine>, HashMap<Vec<u8>, Vec<u8>>)> {
+) -> Outcome<Vec<ReceiptLine>> {
     let mut lines = Vec::with_capacity(changes.len());
-    let mut bodies = HashMap::new();
-    let mut intro = |content: Content| {
-        let v = Version::of(&content);
-        bodies.entry(v.body_hash.clone()).or_insert(content.body);
-        v
-    };
     for change in changes {
         match change {
-            Change::Upsert { path, content } => {
-                let after = intro(content);
+            Hashed::Upsert { path, after } => {
                 let before = state.insert(path.clone(), Some(after.clone())).flatten();
-                lines.push(line("upsert", &path, None, before.as_ref(), Some(&after)));
+                lines.push(line("upsert", path, None, before.as_ref(), Some(after)));
             }
-            Change::Delete { path } => {
+            Hashed::Delete { path } => {
                 let before = state
                     .insert(path.clone(), None)
                     .flatten()
-                    .ok_or_else(|| missing(&path))?;
-                lines.push(line("delete", &path, None, Some(&before), None));
+                    .ok_or_else(|| missing(path))?;
+                lines.push(line("delete", path, None, Some(&before), None));
             }
-            Change::Move {
-                from,
-                path,
-                content,
-            } => {
+            Hashed::Move { from, path, after } => {
                 let before = state
                     .insert(from.clone(), None)
                     .flatten()
-                    .ok_or_else(|| missing(&from))?;
-                let after = match content {
-                    Some(c) => intro(c),
-                    None => before.clone(),
-                };
+                    .ok_or_else(|| missing(from))?;
+                let after = after.clone().unwrap_or_else(|| before.clone());
                 state.insert(path.clone(), Some(after.clone()));
-                lines.push(line(
-                    "move",
-                    &path,
-                    Some(&from),
-                    Some(&before),
-                    Some(&after),
-                ));
+                lines.push(line("move", path, Some(from), Some(&before), Some(&after)));
             }
         }
     }
-    Ok((lines, bodies))
+    Ok(lines)
 }
 
 /// Stores new bodies once; an existing body under the same hash must hold the same bytes.
@@ -315,15 +352,11 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         .ok_or_else(|| invalid("changes is required"))?;
     let changes = parse_changes(raw_changes).map_err(change_error)?;
     let ctx = context(args)?;
-    let Workspace {
-        head,
-        head_position,
-        ..
-    } = access::open_locked(&ws)?;
-
+    let (changes, mut bodies) = hash_changes(changes);
+    let digests: Vec<Value> = changes.iter().map(Hashed::digest).collect();
     let request_hash = sha256(
         json!({
-            "workspaceId": ws, "baseRevision": ctx.base, "changes": raw_changes,
+            "workspaceId": ws, "baseRevision": ctx.base, "changes": digests,
             "actor": ctx.actor, "correlationId": ctx.correlation_id,
             "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
             "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
@@ -331,6 +364,11 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         .to_string()
         .as_bytes(),
     );
+    let Workspace {
+        head,
+        head_position,
+        ..
+    } = access::open_locked(&ws)?;
     if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
         return Ok(replayed);
     }
@@ -345,11 +383,13 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         access::revision_position(&ws, source)?;
     }
 
-    let mut touched: Vec<String> = changes.iter().map(|c| c.path().to_owned()).collect();
-    touched.extend(changes.iter().filter_map(|c| match c {
-        Change::Move { from, .. } => Some(from.clone()),
-        _ => None,
-    }));
+    let mut touched: Vec<String> = Vec::with_capacity(changes.len());
+    for c in &changes {
+        match c {
+            Hashed::Upsert { path, .. } | Hashed::Delete { path } => touched.push(path.clone()),
+            Hashed::Move { from, path, .. } => touched.extend([from.clone(), path.clone()]),
+        }
+    }
     touched.sort();
     touched.dedup();
     let initial = current_versions(&ws, touched.clone())?;
@@ -360,7 +400,7 @@ pub fn commit(args: &Args) -> Outcome<Value> {
             (p, v)
         })
         .collect();
-    let (lines, mut bodies) = simulate(changes, &mut state)?;
+    let lines = simulate(&changes, &mut state)?;
 
     let stamp = db::json(
         "SELECT jsonb_build_object('position', nextval('supabash.positions'),
