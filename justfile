@@ -26,5 +26,9 @@ pgtest:
 e2e: install
     cargo test --workspace --exclude supabash-extension
 
+# SQL scenarios (pg_test/: pg_regress, expected output) against the installed extension.
+pgsql: install
+    ./pg_test/run.sh
+
 # Every test: lints, core, in-backend, end-to-end and SQL scenarios.
-test: setup lint pgtest e2e
+test: setup lint pgtest e2e pgsql

@@ -1,0 +1,150 @@
+//! Stored files as the RPCs return them, and their verification: the client re-renders every
+//! body it receives with the shared renderer and checks the content hash and size the server
+//! recorded. A mismatch is `HISTORY_CORRUPTION`.
+
+use crate::error::{Result, SupabashError};
+use base64::Engine;
+use serde_json::Value;
+use supabash_core::document::{metadata_from_json, render};
+use supabash_core::hash::sha256_hex;
+use supabash_core::ErrorCode;
+
+/// One stored file: rendered content hash and size, body hash and size, metadata, and the body
+/// when the RPC sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredFile {
+    pub path: String,
+    pub content_hash: String,
+    pub size: u64,
+    pub body_hash: String,
+    pub body_size: u64,
+    pub metadata: Value,
+    pub body: Option<Vec<u8>>,
+}
+
+fn corrupt(path: &str, what: impl Into<String>) -> SupabashError {
+    SupabashError::new(ErrorCode::HistoryCorruption, what).with_path(path)
+}
+
+fn field_str(v: &Value, name: &str, path: &str) -> Result<String> {
+    v[name]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| corrupt(path, format!("stored file lacks {name}")))
+}
+
+fn field_u64(v: &Value, name: &str, path: &str) -> Result<u64> {
+    v[name]
+        .as_u64()
+        .ok_or_else(|| corrupt(path, format!("stored file lacks {name}")))
+}
+
+impl StoredFile {
+    /// Reads the JSON of one file (`text` or `base64` carries the body when present).
+    pub fn from_json(v: &Value) -> Result<Self> {
+        let path = v["path"]
+            .as_str()
+            .ok_or_else(|| SupabashError::new(ErrorCode::HistoryCorruption, "file lacks path"))?
+            .to_owned();
+        let body = match (&v["text"], &v["base64"]) {
+            (Value::String(t), _) => Some(t.as_bytes().to_vec()),
+            (_, Value::String(b)) => Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .map_err(|e| corrupt(&path, format!("body is not base64: {e}")))?,
+            ),
+            _ => None,
+        };
+        Ok(StoredFile {
+            content_hash: field_str(v, "contentHash", &path)?,
+            size: field_u64(v, "size", &path)?,
+            body_hash: field_str(v, "bodyHash", &path)?,
+            body_size: field_u64(v, "bodySize", &path)?,
+            metadata: v.get("metadata").cloned().unwrap_or(Value::Null),
+            body,
+            path,
+        })
+    }
+
+    /// Reads a JSON array of files.
+    pub fn list(v: &Value) -> Result<Vec<Self>> {
+        v.as_array()
+            .ok_or_else(|| SupabashError::new(ErrorCode::Storage, "expected a list of files"))?
+            .iter()
+            .map(StoredFile::from_json)
+            .collect()
+    }
+
+    /// The rendered bytes a shell sees, after checking them against the recorded hashes and
+    /// sizes (and `expected`, the content hash and size the caller pinned, when given).
+    pub fn verified(&self, expected: Option<(&str, u64)>) -> Result<Vec<u8>> {
+        let path = &self.path;
+        let body = self
+            .body
+            .as_ref()
+            .ok_or_else(|| corrupt(path, "the server sent no body"))?;
+        if body.len() as u64 != self.body_size || sha256_hex(body) != self.body_hash {
+            return Err(corrupt(
+                path,
+                "body bytes do not match their recorded hash or size",
+            ));
+        }
+        let metadata = if self.metadata.is_null() {
+            Default::default()
+        } else {
+            metadata_from_json(&self.metadata)
+                .map_err(|e| corrupt(path, format!("stored metadata is invalid: {e}")))?
+        };
+        let rendered = render(body, &metadata);
+        if rendered.len() as u64 != self.size || sha256_hex(&rendered) != self.content_hash {
+            return Err(corrupt(
+                path,
+                "rendered content does not match its recorded hash or size",
+            ));
+        }
+        if let Some((hash, size)) = expected {
+            if hash != self.content_hash || size != self.size {
+                return Err(corrupt(
+                    path,
+                    "the stored file differs from the pinned manifest",
+                ));
+            }
+        }
+        Ok(rendered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stored(text: &str) -> Value {
+        json!({"path": "/a", "contentHash": sha256_hex(text.as_bytes()), "size": text.len(),
+               "bodyHash": sha256_hex(text.as_bytes()), "bodySize": text.len(), "metadata": {}, "text": text})
+    }
+
+    #[test]
+    fn verifies_and_detects_tampering() {
+        let f = StoredFile::from_json(&stored("hello")).unwrap();
+        assert_eq!(f.verified(None).unwrap(), b"hello");
+        let mut v = stored("hello");
+        v["text"] = json!("hellO");
+        let e = StoredFile::from_json(&v).unwrap().verified(None).unwrap_err();
+        assert_eq!(e.code, ErrorCode::HistoryCorruption);
+        let e = f.verified(Some(("00", 5))).unwrap_err();
+        assert_eq!(e.code, ErrorCode::HistoryCorruption);
+    }
+
+    #[test]
+    fn renders_metadata() {
+        let body = "b\n";
+        let rendered = "---\nt: 1\n---\nb\n";
+        let v = json!({"path": "/a", "contentHash": sha256_hex(rendered.as_bytes()), "size": rendered.len(),
+                      "bodyHash": sha256_hex(body.as_bytes()), "bodySize": body.len(), "metadata": {"t": 1}, "text": body});
+        assert_eq!(
+            StoredFile::from_json(&v).unwrap().verified(None).unwrap(),
+            rendered.as_bytes()
+        );
+    }
+}

@@ -1,0 +1,22 @@
+//! supabash client: the staged tree an agent edits, the transports that reach the supabash
+//! RPCs (PostgREST over HTTP, or Postgres directly for trusted hosts), and the host's
+//! workspace API (commit, history, diff, restore, checkpoints, purge).
+//!
+//! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
+
+pub mod documents;
+pub mod error;
+pub mod limits;
+pub mod transport;
+pub mod tree;
+pub mod workspace;
+
+#[cfg(feature = "devcluster")]
+pub mod devcluster;
+
+pub use error::{Result, SupabashError};
+pub use limits::Limits;
+pub use supabash_core::ErrorCode;
+pub use transport::{PostgresTransport, PostgrestTransport, Transport};
+pub use tree::{Errno, FsError, StagedTree};
+pub use workspace::Workspace;

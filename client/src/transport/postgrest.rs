@@ -1,0 +1,104 @@
+//! PostgREST over HTTP: the production path. On Supabase the base URL is the project URL plus
+//! `/rest/v1`; any PostgREST-compatible server works when given its own base URL.
+
+use super::{Delivery, RpcError, Transport};
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+/// Calls RPCs as `POST {base}/rpc/{name}` with the `apikey` and `Authorization: Bearer` headers.
+pub struct PostgrestTransport {
+    http: reqwest::Client,
+    base_url: String,
+    api_key: String,
+    bearer: String,
+}
+
+impl PostgrestTransport {
+    /// A transport for a Supabase project: `{supabase_url}/rest/v1`.
+    pub fn supabase(supabase_url: &str, api_key: &str, bearer: &str) -> Self {
+        Self::new(
+            &format!("{}/rest/v1", supabase_url.trim_end_matches('/')),
+            api_key,
+            bearer,
+        )
+    }
+
+    /// A transport for any PostgREST base URL (RPCs live at `{base_url}/rpc/...`).
+    /// `api_key` goes in the `apikey` header, `bearer` (the user's access token) in
+    /// `Authorization`.
+    pub fn new(base_url: &str, api_key: &str, bearer: &str) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(120))
+            .build()
+            .expect("a rustls HTTP client builds");
+        PostgrestTransport {
+            http,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key: api_key.to_owned(),
+            bearer: bearer.to_owned(),
+        }
+    }
+}
+
+fn send_error(e: reqwest::Error) -> RpcError {
+    // A connection that could not be made carried nothing; anything later may have.
+    let delivery = if e.is_connect() || e.is_builder() {
+        Delivery::Unreached
+    } else {
+        Delivery::Lost
+    };
+    RpcError::transport(delivery, format!("request failed: {e}"))
+}
+
+fn text_field(body: &Value, name: &str) -> Option<String> {
+    match body.get(name)? {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for PostgrestTransport {
+    async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError> {
+        let url = format!("{}/rpc/{rpc}", self.base_url);
+        let body = serde_json::to_vec(&args).expect("JSON arguments serialise");
+        let response = self
+            .http
+            .post(url)
+            .header("apikey", &self.api_key)
+            .header("Authorization", format!("Bearer {}", self.bearer))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(send_error)?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.map_err(send_error)?;
+        if (200..300).contains(&status) {
+            if bytes.is_empty() {
+                return Ok(Value::Null);
+            }
+            return serde_json::from_slice(&bytes).map_err(|e| RpcError {
+                status: Some(status),
+                code: None,
+                message: format!("the answer is not JSON: {e}"),
+                details: None,
+                hint: None,
+                delivery: Delivery::Answered,
+            });
+        }
+        let parsed: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Err(RpcError {
+            status: Some(status),
+            code: text_field(&parsed, "code"),
+            message: text_field(&parsed, "message")
+                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned()),
+            details: text_field(&parsed, "details"),
+            hint: text_field(&parsed, "hint"),
+            delivery: Delivery::Answered,
+        })
+    }
+}

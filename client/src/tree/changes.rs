@@ -1,0 +1,191 @@
+//! The change set: the difference between the staged tree and its base, never a log of what
+//! tools did. A base file that is gone and a new or changed path with the same content pair up
+//! as a move (in path order); everything else is an upsert or a delete.
+
+use super::{committable, Body, Node, StagedTree};
+use crate::error::{Result, SupabashError};
+use base64::Engine;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use supabash_core::ErrorCode;
+
+/// What a change does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Upsert,
+    Delete,
+    Move,
+}
+
+/// One staged change, by rendered content hash and size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StagedChange {
+    pub kind: ChangeKind,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_size: Option<u64>,
+}
+
+/// The JSON body fields of some bytes: `text` when UTF-8, else `base64`.
+pub(crate) fn content_json(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => json!({ "text": text }),
+        Err(_) => json!({ "base64": base64::engine::general_purpose::STANDARD.encode(bytes) }),
+    }
+}
+
+impl StagedTree {
+    /// The committable files of the staged tree. A symbolic link outside the shell-owned
+    /// roots cannot be stored and gives `UNSUPPORTED_CONTENT`.
+    fn staged_files(&self) -> Result<BTreeMap<String, Body>> {
+        let inner = self.lock();
+        let mut files = BTreeMap::new();
+        for (p, node) in &inner.nodes {
+            if !committable(p) {
+                continue;
+            }
+            match node {
+                Node::File { body, .. } => {
+                    files.insert(p.clone(), body.clone());
+                }
+                Node::Symlink { .. } => {
+                    return Err(SupabashError::new(
+                        ErrorCode::UnsupportedContent,
+                        "symbolic links cannot be committed",
+                    )
+                    .with_path(p))
+                }
+                Node::Dir { .. } => {}
+            }
+        }
+        Ok(files)
+    }
+
+    fn plan(&self) -> Result<Vec<(StagedChange, Option<Body>)>> {
+        let files = self.staged_files()?;
+        let base = self.lock().base.clone();
+        let mut candidates = Vec::new();
+        for (p, body) in &files {
+            let hash = body.content_hash();
+            match base.get(p) {
+                Some(b) if b.content_hash == hash => {}
+                before => candidates.push((p.clone(), hash, body.clone(), before.cloned())),
+            }
+        }
+        let mut gone: HashMap<String, Vec<String>> = HashMap::new();
+        for (p, b) in base.iter().rev() {
+            if !files.contains_key(p) {
+                gone.entry(b.content_hash.clone())
+                    .or_default()
+                    .push(p.clone());
+            }
+        }
+        let mut moves = Vec::new();
+        let mut upserts = Vec::new();
+        for (p, hash, body, before) in candidates {
+            let size = body.size();
+            match gone.get_mut(&hash).and_then(Vec::pop) {
+                Some(from) => moves.push((
+                    StagedChange {
+                        kind: ChangeKind::Move,
+                        path: p,
+                        before_hash: Some(hash.clone()),
+                        before_size: Some(base[&from].size),
+                        from: Some(from),
+                        after_hash: Some(hash),
+                        after_size: Some(size),
+                    },
+                    None,
+                )),
+                None => upserts.push((
+                    StagedChange {
+                        kind: ChangeKind::Upsert,
+                        path: p,
+                        from: None,
+                        before_hash: before.as_ref().map(|b| b.content_hash.clone()),
+                        before_size: before.map(|b| b.size),
+                        after_hash: Some(hash),
+                        after_size: Some(size),
+                    },
+                    Some(body),
+                )),
+            }
+        }
+        let mut deletes: Vec<(StagedChange, Option<Body>)> = gone
+            .into_values()
+            .flatten()
+            .map(|p| {
+                let b = &base[&p];
+                let change = StagedChange {
+                    kind: ChangeKind::Delete,
+                    before_hash: Some(b.content_hash.clone()),
+                    before_size: Some(b.size),
+                    path: p,
+                    from: None,
+                    after_hash: None,
+                    after_size: None,
+                };
+                (change, None)
+            })
+            .collect();
+        deletes.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        // Sources of moves and deletes are absent from the tree and destinations present, so
+        // no path appears twice and this order is safe to apply.
+        moves.extend(upserts);
+        moves.extend(deletes);
+        Ok(moves)
+    }
+
+    /// The staged changes against the base: moves, then upserts, then deletes, each by path.
+    pub fn changes(&self) -> Result<Vec<StagedChange>> {
+        Ok(self.plan()?.into_iter().map(|(c, _)| c).collect())
+    }
+
+    /// The changes with the wire shape `supabash_commit` takes (loading bodies it needs).
+    pub(crate) async fn wire_changes(&self) -> Result<(Vec<StagedChange>, Vec<Value>)> {
+        let plan = self.plan()?;
+        let mut wire = Vec::with_capacity(plan.len());
+        let mut summary = Vec::with_capacity(plan.len());
+        for (change, body) in plan {
+            let mut v = match change.kind {
+                ChangeKind::Upsert => json!({ "op": "upsert", "path": change.path }),
+                ChangeKind::Delete => json!({ "op": "delete", "path": change.path }),
+                ChangeKind::Move => {
+                    json!({ "op": "move", "path": change.path, "from": change.from })
+                }
+            };
+            if let Some(body) = body {
+                let bytes = self.bytes_of(&body).await?;
+                if let (Value::Object(o), Value::Object(c)) = (&mut v, content_json(&bytes)) {
+                    o.extend(c);
+                }
+            }
+            wire.push(v);
+            summary.push(change);
+        }
+        Ok((summary, wire))
+    }
+
+    /// Every committable file with its content, as `supabash_diff` takes a staged side.
+    pub(crate) async fn staged_documents(&self) -> Result<Vec<Value>> {
+        let mut docs = Vec::new();
+        for (p, body) in self.staged_files()? {
+            let bytes = self.bytes_of(&body).await?;
+            let mut doc = content_json(&bytes);
+            doc["path"] = json!(p);
+            docs.push(doc);
+        }
+        Ok(docs)
+    }
+}

@@ -1,0 +1,74 @@
+//! Filesystem errors with POSIX names, as shells and file tools expect them.
+
+use crate::error::SupabashError;
+use std::fmt;
+
+/// The POSIX error numbers the staged tree reports.
+#[allow(clippy::upper_case_acronyms)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Errno {
+    /// No such file or directory.
+    ENOENT,
+    /// File exists.
+    EEXIST,
+    /// Not a directory.
+    ENOTDIR,
+    /// Is a directory.
+    EISDIR,
+    /// Directory not empty.
+    ENOTEMPTY,
+    /// Invalid argument.
+    EINVAL,
+    /// Too many levels of symbolic links.
+    ELOOP,
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = match self {
+            Errno::ENOENT => "no such file or directory",
+            Errno::EEXIST => "file already exists",
+            Errno::ENOTDIR => "not a directory",
+            Errno::EISDIR => "is a directory",
+            Errno::ENOTEMPTY => "directory not empty",
+            Errno::EINVAL => "invalid argument",
+            Errno::ELOOP => "too many levels of symbolic links",
+        };
+        write!(f, "{self:?}: {text}")
+    }
+}
+
+/// A failed filesystem operation: a POSIX error, or a supabash error (invalid path, quota,
+/// commit in progress, a lazy body that failed to load or verify).
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    /// A POSIX-style failure of `op` on `path`.
+    #[error("{errno}, {op} '{path}'")]
+    Posix {
+        errno: Errno,
+        op: &'static str,
+        path: String,
+    },
+    /// Any other failure.
+    #[error(transparent)]
+    Supabash(#[from] SupabashError),
+}
+
+impl FsError {
+    /// The POSIX error number, if this is one.
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            FsError::Posix { errno, .. } => Some(*errno),
+            FsError::Supabash(_) => None,
+        }
+    }
+}
+
+/// Shorthand for a POSIX error.
+pub(crate) fn posix(errno: Errno, op: &'static str, path: &str) -> FsError {
+    FsError::Posix {
+        errno,
+        op,
+        path: path.to_owned(),
+    }
+}

@@ -1,0 +1,326 @@
+//! The staged tree: the in-memory filesystem an agent edits. Nothing here is durable. Files of
+//! the base revision load lazily and are verified; the change set is the difference between
+//! the tree and its base (see `changes`), so what tools create and undo never reaches a commit.
+//! Paths under `/tmp`, `/dev`, `/proc`, `/bin` and `/usr` belong to the shell and are never
+//! committed. Directories, modes and times are not durable: only files are.
+
+mod changes;
+mod errno;
+mod ops;
+
+pub use changes::StagedChange;
+pub use errno::{Errno, FsError};
+pub use ops::{DirEntry, FileKind, Stat};
+
+use crate::documents::StoredFile;
+use crate::error::{Result, SupabashError};
+use crate::limits::Limits;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+use supabash_core::path;
+use supabash_core::ErrorCode;
+
+/// Loads one file of a pinned revision (with its body) for lazy reads.
+#[async_trait::async_trait]
+pub trait BodySource: Send + Sync {
+    /// The stored file at `path` in `revision`.
+    async fn load(&self, revision: &str, path: &str) -> Result<StoredFile>;
+}
+
+/// A file of the base revision whose body has not been needed yet.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Lazy {
+    pub revision: String,
+    pub path: String,
+    pub content_hash: String,
+    pub size: u64,
+}
+
+/// A file body: bytes in memory or a pinned reference.
+#[derive(Debug, Clone)]
+pub(crate) enum Body {
+    Bytes(Arc<Vec<u8>>),
+    Lazy(Lazy),
+}
+
+impl Body {
+    pub fn size(&self) -> u64 {
+        match self {
+            Body::Bytes(b) => b.len() as u64,
+            Body::Lazy(l) => l.size,
+        }
+    }
+
+    pub fn content_hash(&self) -> String {
+        match self {
+            Body::Bytes(b) => supabash_core::hash::sha256_hex(b),
+            Body::Lazy(l) => l.content_hash.clone(),
+        }
+    }
+}
+
+/// Mode and modification time (kept in memory only).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta {
+    pub mode: u32,
+    pub mtime: SystemTime,
+}
+
+impl Meta {
+    fn new(mode: u32) -> Self {
+        Meta {
+            mode,
+            mtime: SystemTime::now(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Node {
+    File { body: Body, meta: Meta },
+    Dir { meta: Meta },
+    Symlink { target: String, meta: Meta },
+}
+
+impl Node {
+    pub fn file(body: Body) -> Self {
+        Node::File {
+            body,
+            meta: Meta::new(0o644),
+        }
+    }
+
+    pub fn dir() -> Self {
+        Node::Dir {
+            meta: Meta::new(0o755),
+        }
+    }
+
+    pub fn meta_mut(&mut self) -> &mut Meta {
+        match self {
+            Node::File { meta, .. } | Node::Dir { meta } | Node::Symlink { meta, .. } => meta,
+        }
+    }
+}
+
+/// What the base revision holds at a path: rendered content hash and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BaseFile {
+    pub content_hash: String,
+    pub size: u64,
+}
+
+pub(crate) struct Inner {
+    /// Every path but the root, canonical.
+    pub nodes: BTreeMap<String, Node>,
+    pub base: BTreeMap<String, BaseFile>,
+    pub base_revision: Option<String>,
+    /// Verified lazy bodies.
+    pub loaded: HashMap<Lazy, Arc<Vec<u8>>>,
+    pub committing: bool,
+}
+
+/// The staged tree. Cheap to share behind an `Arc`; every method takes `&self`.
+pub struct StagedTree {
+    inner: Mutex<Inner>,
+    source: Option<Arc<dyn BodySource>>,
+    limits: Limits,
+}
+
+/// A file of the base revision, for building a tree.
+#[derive(Debug, Clone)]
+pub struct BaseEntry {
+    /// Canonical path.
+    pub path: String,
+    /// SHA-256 of the rendered content.
+    pub content_hash: String,
+    /// Rendered size in bytes.
+    pub size: u64,
+}
+
+/// True when `p` is committed (not the root and not shell-owned).
+pub(crate) fn committable(p: &str) -> bool {
+    p != "/" && !path::is_shell_owned(p)
+}
+
+fn insert_parents(nodes: &mut BTreeMap<String, Node>, p: &str) {
+    let mut dir = path::parent(p);
+    while dir != "/" && !nodes.contains_key(dir) {
+        nodes.insert(dir.to_owned(), Node::dir());
+        dir = path::parent(dir);
+    }
+}
+
+impl StagedTree {
+    /// An empty tree with no base revision.
+    pub fn empty(limits: Limits) -> Self {
+        Self::from_base(None, Vec::new(), None, limits)
+    }
+
+    /// A tree whose base is `revision` holding `entries`; bodies load through `source`.
+    pub fn from_base(
+        revision: Option<String>,
+        entries: Vec<BaseEntry>,
+        source: Option<Arc<dyn BodySource>>,
+        limits: Limits,
+    ) -> Self {
+        let mut inner = Inner {
+            nodes: BTreeMap::new(),
+            base: BTreeMap::new(),
+            base_revision: revision,
+            loaded: HashMap::new(),
+            committing: false,
+        };
+        for e in entries {
+            inner.base.insert(
+                e.path.clone(),
+                BaseFile {
+                    content_hash: e.content_hash,
+                    size: e.size,
+                },
+            );
+        }
+        inner.reset_to_base();
+        StagedTree {
+            inner: Mutex::new(inner),
+            source,
+            limits,
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().expect("staged tree lock")
+    }
+
+    /// The limits this tree enforces.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The revision the tree is based on (`None`: an empty workspace).
+    pub fn base_revision(&self) -> Option<String> {
+        self.lock().base_revision.clone()
+    }
+
+    /// Fails with `COMMIT_IN_PROGRESS` while a commit is in flight.
+    pub(crate) fn check_idle(inner: &Inner) -> Result<()> {
+        if inner.committing {
+            return Err(SupabashError::new(
+                ErrorCode::CommitInProgress,
+                "a commit is in flight; the staged tree is read-only until it ends",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Throws away every staged edit: the tree becomes its base again.
+    pub fn discard(&self) -> Result<()> {
+        let mut inner = self.lock();
+        Self::check_idle(&inner)?;
+        inner.reset_to_base();
+        Ok(())
+    }
+
+    /// Marks a commit as in flight (mutations fail until [`Self::end_commit`]).
+    pub(crate) fn begin_commit(&self) -> Result<()> {
+        let mut inner = self.lock();
+        Self::check_idle(&inner)?;
+        inner.committing = true;
+        Ok(())
+    }
+
+    /// Ends a commit. With `Some(revision)` it succeeded: the staged tree becomes the base of
+    /// `revision`, and lazy files now point at it.
+    pub(crate) fn end_commit(&self, committed: Option<String>) {
+        let mut inner = self.lock();
+        inner.committing = false;
+        let Some(revision) = committed else { return };
+        let mut base = BTreeMap::new();
+        let mut loaded = HashMap::new();
+        let old_loaded = std::mem::take(&mut inner.loaded);
+        for (p, node) in inner.nodes.iter_mut() {
+            let Node::File { body, .. } = node else {
+                continue;
+            };
+            if !committable(p) {
+                continue;
+            }
+            base.insert(
+                p.clone(),
+                BaseFile {
+                    content_hash: body.content_hash(),
+                    size: body.size(),
+                },
+            );
+            if let Body::Lazy(lazy) = body {
+                let moved = Lazy {
+                    revision: revision.clone(),
+                    path: p.clone(),
+                    ..lazy.clone()
+                };
+                if let Some(bytes) = old_loaded.get(lazy) {
+                    loaded.insert(moved.clone(), bytes.clone());
+                }
+                *lazy = moved;
+            }
+        }
+        inner.base = base;
+        inner.loaded = loaded;
+        inner.base_revision = Some(revision);
+    }
+
+    /// Replaces every committable path with `files` (path, rendered bytes); shell-owned paths
+    /// stay. Used by restore.
+    pub(crate) fn stage_files(&self, files: Vec<(String, Vec<u8>)>) -> Result<()> {
+        let mut inner = self.lock();
+        Self::check_idle(&inner)?;
+        inner.nodes.retain(|p, _| !committable(p));
+        for (p, bytes) in files {
+            insert_parents(&mut inner.nodes, &p);
+            inner.nodes.insert(p, Node::file(Body::Bytes(Arc::new(bytes))));
+        }
+        Ok(())
+    }
+
+    /// The bytes of a body, loading and verifying a lazy one.
+    pub(crate) async fn bytes_of(&self, body: &Body) -> Result<Arc<Vec<u8>>> {
+        let lazy = match body {
+            Body::Bytes(b) => return Ok(b.clone()),
+            Body::Lazy(lazy) => lazy,
+        };
+        if let Some(bytes) = self.lock().loaded.get(lazy) {
+            return Ok(bytes.clone());
+        }
+        let source = self.source.as_ref().ok_or_else(|| {
+            SupabashError::new(ErrorCode::Storage, "no source for lazy bodies")
+                .with_path(&lazy.path)
+        })?;
+        let stored = source.load(&lazy.revision, &lazy.path).await?;
+        let bytes = Arc::new(stored.verified(Some((&lazy.content_hash, lazy.size)))?);
+        self.lock().loaded.insert(lazy.clone(), bytes.clone());
+        Ok(bytes)
+    }
+}
+
+impl Inner {
+    fn reset_to_base(&mut self) {
+        self.nodes.clear();
+        let revision = self.base_revision.clone().unwrap_or_default();
+        let base: Vec<(String, BaseFile)> = self
+            .base
+            .iter()
+            .map(|(p, f)| (p.clone(), f.clone()))
+            .collect();
+        for (p, f) in base {
+            insert_parents(&mut self.nodes, &p);
+            let lazy = Lazy {
+                revision: revision.clone(),
+                path: p.clone(),
+                content_hash: f.content_hash,
+                size: f.size,
+            };
+            self.nodes.insert(p, Node::file(Body::Lazy(lazy)));
+        }
+    }
+}

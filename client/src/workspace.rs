@@ -1,0 +1,476 @@
+//! The host's workspace API (never model tools): open or create a workspace, let an agent edit
+//! its staged tree, then commit, inspect history, diff, read old revisions, restore forward,
+//! checkpoint and purge.
+
+use crate::documents::StoredFile;
+use crate::error::{Result, SupabashError};
+use crate::limits::Limits;
+use crate::transport::{call, Transport};
+use crate::tree::{BaseEntry, BodySource, StagedChange, StagedTree};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use supabash_core::hash::sha256_hex;
+use supabash_core::wire::{CommitResult, DiffEntry, Receipt};
+use supabash_core::ErrorCode;
+
+/// One opened workspace: a staged tree pinned to a base revision, and a transport.
+pub struct Workspace {
+    transport: Arc<dyn Transport>,
+    id: String,
+    tree: Arc<StagedTree>,
+    limits: Limits,
+    pending: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// The revision a restore staged; the next commit records it.
+    restore_source: Option<String>,
+    /// The last commit whose outcome is unknown: (request fingerprint, transaction id).
+    unknown: Option<(String, String)>,
+}
+
+/// Who commits and why. Only `actor` is required.
+#[derive(Debug, Clone, Default)]
+pub struct CommitOptions {
+    pub actor: String,
+    pub correlation_id: Option<String>,
+    pub cause: Option<String>,
+    pub idempotency_key: Option<String>,
+    /// A JSON object stored with the revision.
+    pub metadata: Option<Value>,
+}
+
+impl CommitOptions {
+    /// Options for `actor`.
+    pub fn new(actor: impl Into<String>) -> Self {
+        CommitOptions {
+            actor: actor.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// One side of a diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiffSide {
+    Revision(String),
+    Checkpoint(String),
+    /// The committed head.
+    Head,
+    /// The staged tree (its documents are sent along).
+    Staged,
+}
+
+impl DiffSide {
+    fn reference(&self) -> Value {
+        match self {
+            DiffSide::Revision(r) => json!({ "revision": r }),
+            DiffSide::Checkpoint(c) => json!({ "checkpoint": c }),
+            DiffSide::Head => json!({ "head": true }),
+            DiffSide::Staged => json!({ "staged": true }),
+        }
+    }
+}
+
+/// A diff: the labels of both sides and the entries, by path.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Diff {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub entries: Vec<DiffEntry>,
+}
+
+/// One page of history, oldest first.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryPage {
+    pub records: Vec<Receipt>,
+    /// Pass it back for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A checkpoint: a named pin on a revision that purge keeps.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    pub checkpoint_id: String,
+    pub revision: String,
+    pub label: Option<String>,
+    pub retention_class: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub created_at: String,
+    /// True when an idempotent retry returned an existing checkpoint.
+    #[serde(default)]
+    pub replayed: bool,
+}
+
+/// Options of [`Workspace::checkpoint`]; the revision defaults to the head.
+#[derive(Debug, Clone, Default)]
+pub struct CheckpointOptions {
+    pub label: Option<String>,
+    pub retention_class: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub revision: Option<String>,
+}
+
+/// Options of [`Workspace::purge`]. With neither rule the server keeps the newest 50.
+#[derive(Debug, Clone, Default)]
+pub struct PurgeOptions {
+    pub keep_revisions: Option<i64>,
+    pub max_age_seconds: Option<i64>,
+    /// Revisions at or after this one are kept.
+    pub floor_revision: Option<String>,
+    pub dry_run: bool,
+}
+
+/// What purge removed (or would remove, on a dry run).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PurgeReport {
+    pub dry_run: bool,
+    pub revisions: Vec<String>,
+    pub entries: i64,
+    pub bodies: i64,
+    pub bytes: i64,
+}
+
+/// A full tree at one revision, every file verified: path → rendered bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The revision (`None`: an empty workspace).
+    pub revision: Option<String>,
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+/// An old revision: its receipt and its files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevisionTree {
+    pub receipt: Receipt,
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+/// What a restore staged: the revision it came from and the staged changes it makes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restored {
+    pub source_revision: String,
+    pub changes: Vec<StagedChange>,
+}
+
+struct RemoteSource {
+    transport: Arc<dyn Transport>,
+    workspace_id: String,
+}
+
+#[async_trait::async_trait]
+impl BodySource for RemoteSource {
+    async fn load(&self, revision: &str, path: &str) -> Result<StoredFile> {
+        let doc = call(
+            self.transport.as_ref(),
+            "supabash_load_document",
+            json!({ "workspace_id": self.workspace_id, "path": path, "revision": revision }),
+        )
+        .await?;
+        StoredFile::from_json(&doc)
+    }
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(rpc: &str, v: Value) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| {
+        SupabashError::new(ErrorCode::Storage, format!("{rpc} answered an unexpected shape"))
+            .with_source(e)
+    })
+}
+
+fn verified_files(files: &Value) -> Result<BTreeMap<String, Vec<u8>>> {
+    StoredFile::list(files)?
+        .into_iter()
+        .map(|f| Ok((f.path.clone(), f.verified(None)?)))
+        .collect()
+}
+
+/// Clears the in-flight mark of the staged tree unless the commit succeeded.
+struct InFlight<'a>(&'a StagedTree);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.end_commit(None);
+    }
+}
+
+impl Workspace {
+    /// Creates a new, empty workspace owned by the caller and opens it.
+    pub async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
+        let created = call(transport.as_ref(), "supabash_create_workspace", json!({})).await?;
+        let id = created["workspaceId"]
+            .as_str()
+            .ok_or_else(|| SupabashError::new(ErrorCode::Storage, "no workspaceId in answer"))?
+            .to_owned();
+        Self::open(transport, &id, limits).await
+    }
+
+    /// Opens a workspace the caller owns, pinned to its current head. Bodies load lazily.
+    pub async fn open(transport: Arc<dyn Transport>, workspace_id: &str, limits: Limits) -> Result<Self> {
+        let manifest = call(
+            transport.as_ref(),
+            "supabash_load_manifest",
+            json!({ "workspace_id": workspace_id }),
+        )
+        .await?;
+        let revision = manifest["revision"].as_str().map(str::to_owned);
+        let entries = StoredFile::list(&manifest["files"])?
+            .into_iter()
+            .map(|f| BaseEntry {
+                path: f.path,
+                content_hash: f.content_hash,
+                size: f.size,
+            })
+            .collect();
+        let source = Arc::new(RemoteSource {
+            transport: transport.clone(),
+            workspace_id: workspace_id.to_owned(),
+        });
+        let tree = StagedTree::from_base(revision, entries, Some(source), limits.clone());
+        Ok(Workspace {
+            transport,
+            id: workspace_id.to_owned(),
+            tree: Arc::new(tree),
+            limits,
+            pending: Mutex::default(),
+        })
+    }
+
+    async fn rpc(&self, name: &str, args: Value) -> Result<Value> {
+        call(self.transport.as_ref(), name, args).await
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().expect("pending lock")
+    }
+
+    /// The workspace id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The staged tree the agent edits.
+    pub fn fs(&self) -> &Arc<StagedTree> {
+        &self.tree
+    }
+
+    /// The revision the staged tree is based on.
+    pub fn base_revision(&self) -> Option<String> {
+        self.tree.base_revision()
+    }
+
+    /// The staged changes against the base revision.
+    pub fn changes(&self) -> Result<Vec<StagedChange>> {
+        self.tree.changes()
+    }
+
+    /// Throws away every staged edit (and a pending restore).
+    pub fn discard(&self) -> Result<()> {
+        self.tree.discard()?;
+        self.pending().restore_source = None;
+        Ok(())
+    }
+
+    /// Commits the staged changes as one atomic revision. While it runs the staged tree is
+    /// read-only (`COMMIT_IN_PROGRESS`). If it fails with `outcome_unknown`, calling `commit`
+    /// again with the same options and tree reuses the transaction id, so the server replays
+    /// the first attempt's receipt instead of committing twice.
+    pub async fn commit(&self, options: CommitOptions) -> Result<CommitResult> {
+        let metadata = options.metadata.clone().unwrap_or_else(|| json!({}));
+        if !metadata.is_object() {
+            return Err(SupabashError::new(
+                ErrorCode::InvalidArgument,
+                "commit metadata must be a JSON object",
+            ));
+        }
+        if metadata.to_string().len() > self.limits.max_transaction_metadata_bytes {
+            return Err(SupabashError::quota(format!(
+                "commit metadata is larger than {} bytes",
+                self.limits.max_transaction_metadata_bytes
+            )));
+        }
+        self.tree.begin_commit()?;
+        let guard = InFlight(&self.tree);
+        self.tree.check_limits()?;
+        let (_, wire) = self.tree.wire_changes().await?;
+        let source = self.pending().restore_source.clone();
+        let mut args = json!({
+            "workspace_id": self.id,
+            "changes": wire,
+            "actor": options.actor,
+            "base_revision": self.tree.base_revision(),
+            "correlation_id": options.correlation_id,
+            "idempotency_key": options.idempotency_key,
+            "cause": options.cause,
+            "metadata": metadata,
+            "source_revision": source,
+        });
+        let fingerprint = sha256_hex(args.to_string().as_bytes());
+        let transaction_id = match &self.pending().unknown {
+            Some((fp, tx)) if *fp == fingerprint => tx.clone(),
+            _ => uuid::Uuid::new_v4().to_string(),
+        };
+        args["transaction_id"] = json!(transaction_id);
+        match self.rpc("supabash_commit", args).await {
+            Ok(answer) => {
+                let result: CommitResult = decode("supabash_commit", answer)?;
+                std::mem::forget(guard);
+                self.tree.end_commit(Some(result.receipt.revision.clone()));
+                let mut pending = self.pending();
+                pending.unknown = None;
+                pending.restore_source = None;
+                Ok(result)
+            }
+            Err(e) => {
+                self.pending().unknown = e.outcome_unknown.then_some((fingerprint, transaction_id));
+                Err(e)
+            }
+        }
+    }
+
+    /// One page of history, oldest first, after `cursor` (a revision id).
+    pub async fn history(&self, cursor: Option<&str>, page_size: Option<usize>) -> Result<HistoryPage> {
+        let size = page_size.unwrap_or(self.limits.max_history_page);
+        if size == 0 || size > self.limits.max_history_page {
+            return Err(SupabashError::quota(format!(
+                "history pages hold 1 to {} records",
+                self.limits.max_history_page
+            )));
+        }
+        let page = self
+            .rpc(
+                "supabash_history",
+                json!({ "workspace_id": self.id, "cursor": cursor, "page_size": size }),
+            )
+            .await?;
+        decode("supabash_history", page)
+    }
+
+    /// Compares two sides. `paths` limits the entries to those paths (and what lies below);
+    /// `preview_bytes` (default and maximum: the limit) caps each text preview, 0 disables them.
+    pub async fn diff(
+        &self,
+        from: DiffSide,
+        to: DiffSide,
+        paths: Option<Vec<String>>,
+        preview_bytes: Option<usize>,
+    ) -> Result<Diff> {
+        let preview = preview_bytes.unwrap_or(self.limits.max_diff_preview_bytes);
+        if preview > self.limits.max_diff_preview_bytes {
+            return Err(SupabashError::quota(format!(
+                "diff previews are at most {} bytes",
+                self.limits.max_diff_preview_bytes
+            )));
+        }
+        let staged = if from == DiffSide::Staged || to == DiffSide::Staged {
+            Some(self.tree.staged_documents().await?)
+        } else {
+            None
+        };
+        let answer = self
+            .rpc(
+                "supabash_diff",
+                json!({
+                    "workspace_id": self.id, "from_ref": from.reference(), "to_ref": to.reference(),
+                    "paths": paths, "preview_bytes": preview, "staged": staged,
+                }),
+            )
+            .await?;
+        decode("supabash_diff", answer)
+    }
+
+    /// An old revision's receipt and files, verified.
+    pub async fn read_revision(&self, revision: &str) -> Result<RevisionTree> {
+        let answer = self
+            .rpc(
+                "supabash_load_revision",
+                json!({ "workspace_id": self.id, "revision": revision }),
+            )
+            .await?;
+        Ok(RevisionTree {
+            receipt: decode("supabash_load_revision", answer["receipt"].clone())?,
+            files: verified_files(&answer["files"])?,
+        })
+    }
+
+    /// Restores forward: stages the tree of `revision` over the current base (shell-owned
+    /// paths stay). The next commit makes a new revision recording `revision` as its source.
+    pub async fn restore(&self, revision: &str) -> Result<Restored> {
+        let old = self.read_revision(revision).await?;
+        self.tree.stage_files(old.files.into_iter().collect())?;
+        self.pending().restore_source = Some(revision.to_owned());
+        Ok(Restored {
+            source_revision: revision.to_owned(),
+            changes: self.tree.changes()?,
+        })
+    }
+
+    /// The committed tree at the base revision, in one request, verified.
+    pub async fn committed_snapshot(&self) -> Result<Snapshot> {
+        let revision = self.tree.base_revision();
+        let answer = self
+            .rpc(
+                "supabash_load_snapshot",
+                json!({ "workspace_id": self.id, "revision": revision }),
+            )
+            .await?;
+        Ok(Snapshot {
+            revision,
+            files: verified_files(&answer["files"])?,
+        })
+    }
+
+    /// Pins a revision (default: the head) so purge keeps it.
+    pub async fn checkpoint(&self, options: CheckpointOptions) -> Result<Checkpoint> {
+        let answer = self
+            .rpc(
+                "supabash_checkpoint",
+                json!({
+                    "workspace_id": self.id, "label": options.label,
+                    "retention_class": options.retention_class,
+                    "idempotency_key": options.idempotency_key, "revision": options.revision,
+                }),
+            )
+            .await?;
+        decode("supabash_checkpoint", answer)
+    }
+
+    /// Every checkpoint, oldest first.
+    pub async fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
+        let answer = self
+            .rpc("supabash_checkpoints", json!({ "workspace_id": self.id }))
+            .await?;
+        decode("supabash_checkpoints", answer)
+    }
+
+    /// Deletes a checkpoint (its revision becomes purgeable).
+    pub async fn delete_checkpoint(&self, checkpoint_id: &str) -> Result<()> {
+        self.rpc(
+            "supabash_delete_checkpoint",
+            json!({ "workspace_id": self.id, "checkpoint_id": checkpoint_id }),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Drops old revisions (never the head, a checkpointed one, or any at or after the floor).
+    pub async fn purge(&self, options: PurgeOptions) -> Result<PurgeReport> {
+        let answer = self
+            .rpc(
+                "supabash_purge",
+                json!({
+                    "workspace_id": self.id, "keep_revisions": options.keep_revisions,
+                    "max_age_seconds": options.max_age_seconds,
+                    "floor_revision": options.floor_revision, "dry_run": options.dry_run,
+                }),
+            )
+            .await?;
+        decode("supabash_purge", answer)
+    }
+}
