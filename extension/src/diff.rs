@@ -154,7 +154,7 @@ fn in_scope(filter: &[String], path: &str) -> bool {
 fn preview_text(file: &SideFile, bodies: &HashMap<Vec<u8>, Vec<u8>>) -> Option<String> {
     let body = file.body.as_ref().or_else(|| bodies.get(&file.body_hash))?;
     let metadata: Metadata = metadata_from_json(&file.metadata).unwrap_or_default();
-    String::from_utf8(render(body, &metadata)).ok()
+    crate::read::json_text(render(body, &metadata)).ok()
 }
 
 fn cut(text: &str, max: usize) -> String {

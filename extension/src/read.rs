@@ -22,13 +22,23 @@ pub fn create_workspace() -> Outcome<Value> {
     .unwrap_or(Value::Null))
 }
 
-/// Adds the body of a file to its JSON: `text` when it is UTF-8, `base64` otherwise.
+/// The body as JSON text when it can be one: UTF-8 without NUL (Postgres jsonb cannot hold
+/// `\u0000`, so a NUL in a result would fail the whole call).
+pub fn json_text(body: Vec<u8>) -> Result<String, Vec<u8>> {
+    if body.contains(&0) {
+        return Err(body);
+    }
+    String::from_utf8(body).map_err(|e| e.into_bytes())
+}
+
+/// Adds the body of a file to its JSON: `text` when it is UTF-8 without NUL, `base64`
+/// otherwise.
 pub fn put_body(obj: &mut Map<String, Value>, body: Vec<u8>) {
-    match String::from_utf8(body) {
+    match json_text(body) {
         Ok(text) => obj.insert("text".into(), Value::String(text)),
-        Err(e) => obj.insert(
+        Err(bytes) => obj.insert(
             "base64".into(),
-            Value::String(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
+            Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
         ),
     };
 }
