@@ -32,3 +32,7 @@ pgsql: install
 
 # Every test: lints, core, in-backend, end-to-end and SQL scenarios.
 test: setup lint pgtest e2e pgsql
+
+# A whole session on a throwaway local PostgreSQL: workspace, edits, commits, history, diff, restore.
+demo: install
+    cargo run -q -p supabash --features cli -- demo

@@ -130,7 +130,10 @@ mod tests {
         assert_eq!(f.verified(None).unwrap(), b"hello");
         let mut v = stored("hello");
         v["text"] = json!("hellO");
-        let e = StoredFile::from_json(&v).unwrap().verified(None).unwrap_err();
+        let e = StoredFile::from_json(&v)
+            .unwrap()
+            .verified(None)
+            .unwrap_err();
         assert_eq!(e.code, ErrorCode::HistoryCorruption);
         let e = f.verified(Some(("00", 5))).unwrap_err();
         assert_eq!(e.code, ErrorCode::HistoryCorruption);

@@ -202,7 +202,11 @@ mod tests {
         );
         assert_eq!(e.code, ErrorCode::InvalidPath);
         let e = SupabashError::from_rpc(
-            answered(Some(500), Some("55P03"), "SUPABASH_COMMIT_COORDINATION: busy"),
+            answered(
+                Some(500),
+                Some("55P03"),
+                "SUPABASH_COMMIT_COORDINATION: busy",
+            ),
             true,
         );
         assert!(e.retryable && !e.outcome_unknown);

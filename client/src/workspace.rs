@@ -179,8 +179,11 @@ impl BodySource for RemoteSource {
 
 fn decode<T: for<'de> Deserialize<'de>>(rpc: &str, v: Value) -> Result<T> {
     serde_json::from_value(v).map_err(|e| {
-        SupabashError::new(ErrorCode::Storage, format!("{rpc} answered an unexpected shape"))
-            .with_source(e)
+        SupabashError::new(
+            ErrorCode::Storage,
+            format!("{rpc} answered an unexpected shape"),
+        )
+        .with_source(e)
     })
 }
 
@@ -212,7 +215,11 @@ impl Workspace {
     }
 
     /// Opens a workspace the caller owns, pinned to its current head. Bodies load lazily.
-    pub async fn open(transport: Arc<dyn Transport>, workspace_id: &str, limits: Limits) -> Result<Self> {
+    pub async fn open(
+        transport: Arc<dyn Transport>,
+        workspace_id: &str,
+        limits: Limits,
+    ) -> Result<Self> {
         let manifest = call(
             transport.as_ref(),
             "supabash_load_manifest",
@@ -335,7 +342,11 @@ impl Workspace {
     }
 
     /// One page of history, oldest first, after `cursor` (a revision id).
-    pub async fn history(&self, cursor: Option<&str>, page_size: Option<usize>) -> Result<HistoryPage> {
+    pub async fn history(
+        &self,
+        cursor: Option<&str>,
+        page_size: Option<usize>,
+    ) -> Result<HistoryPage> {
         let size = page_size.unwrap_or(self.limits.max_history_page);
         if size == 0 || size > self.limits.max_history_page {
             return Err(SupabashError::quota(format!(

@@ -278,7 +278,9 @@ impl StagedTree {
         inner.nodes.retain(|p, _| !committable(p));
         for (p, bytes) in files {
             insert_parents(&mut inner.nodes, &p);
-            inner.nodes.insert(p, Node::file(Body::Bytes(Arc::new(bytes))));
+            inner
+                .nodes
+                .insert(p, Node::file(Body::Bytes(Arc::new(bytes))));
         }
         Ok(())
     }
@@ -324,3 +326,6 @@ impl Inner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -95,8 +95,8 @@ fn follow(nodes: &BTreeMap<String, Node>, p: &str, follow_last: bool) -> FsResul
                 break;
             }
             if let Some(Node::Symlink { target, .. }) = nodes.get(&prefix) {
-                let resolved =
-                    path::resolve(path::parent(&prefix), target).map_err(|e| invalid_path(target, e))?;
+                let resolved = path::resolve(path::parent(&prefix), target)
+                    .map_err(|e| invalid_path(target, e))?;
                 let rest = segments[i + 1..].join("/");
                 redirect = Some(match (rest.is_empty(), resolved.as_str()) {
                     (true, _) => resolved,

@@ -1,0 +1,186 @@
+//! The `supabash` command-line tool.
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use std::sync::Arc;
+use supabash::devcluster::Cluster;
+use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide};
+use supabash::{Limits, PostgresTransport, Workspace};
+
+#[derive(Parser)]
+#[command(
+    name = "supabash",
+    version,
+    about = "Versioned workspaces for agents, in Postgres"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs a whole session on a throwaway local PostgreSQL it starts and removes: a user, a
+    /// workspace, edits, commits, history, a diff and a forward restore. Needs the extension
+    /// installed (`just install`) and the PostgreSQL 15 server binaries.
+    Demo,
+}
+
+/// Stops the cluster however the demo ends.
+struct Running(Cluster);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..8.min(id.len())]
+}
+
+fn show_changes(ws: &Workspace) -> supabash::Result<()> {
+    for c in ws.changes()? {
+        let from = c.from.map(|f| format!(" (from {f})")).unwrap_or_default();
+        println!("    {:?} {}{from}", c.kind, c.path);
+    }
+    Ok(())
+}
+
+async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    println!("1. Starting a throwaway PostgreSQL (initdb, bootstrap roles, CREATE EXTENSION supabash)...");
+    let cluster = Running(Cluster::start());
+    println!(
+        "   listening on 127.0.0.1:{} (data in {})",
+        cluster.0.port,
+        cluster.0.dir.display()
+    );
+
+    let user = uuid::Uuid::new_v4().to_string();
+    println!("\n2. A signed-in user {} opens a new workspace (direct Postgres transport, claims as PostgREST sets them)", short(&user));
+    let claims = json!({ "role": "authenticated", "sub": user, "aud": "authenticated" });
+    let transport =
+        Arc::new(PostgresTransport::connect(&cluster.0.dsn("authenticator"), claims).await?);
+    let ws = Workspace::create(transport, Limits::default()).await?;
+    println!("   workspace {}", ws.id());
+
+    println!("\n3. The agent edits its staged tree (nothing is durable yet)");
+    let fs = ws.fs();
+    fs.mkdir("/notes", true).await?;
+    fs.write("/notes/todo.md", "# Todo\n- write the demo\n")
+        .await?;
+    fs.write("/notes/ideas.md", "Ideas: 日本語, émoji 🚀\n")
+        .await?;
+    fs.mkdir("/tmp", true).await?;
+    fs.write("/tmp/scratch.txt", "shell scratch space, never committed\n")
+        .await?;
+    show_changes(&ws)?;
+    let first = ws
+        .commit(CommitOptions {
+            correlation_id: Some("demo-1".into()),
+            cause: Some("first notes".into()),
+            ..CommitOptions::new("demo-agent")
+        })
+        .await?;
+    println!(
+        "   committed revision {} ({} changes, position {})",
+        short(&first.receipt.revision),
+        first.receipt.changes.len(),
+        first.receipt.position
+    );
+
+    println!("\n4. More edits: change a file, rename one, add another");
+    fs.append("/notes/todo.md", "- show history\n").await?;
+    fs.mkdir("/archive", true).await?;
+    fs.mv("/notes/ideas.md", "/archive/ideas.md").await?;
+    fs.write("/notes/done.md", "nothing yet\n").await?;
+    show_changes(&ws)?;
+    let second = ws
+        .commit(CommitOptions {
+            cause: Some("reorganise".into()),
+            ..CommitOptions::new("demo-agent")
+        })
+        .await?;
+    println!("   committed revision {}", short(&second.receipt.revision));
+
+    println!("\n5. History (oldest first)");
+    for r in ws.history(None, None).await?.records {
+        println!(
+            "    {} by {} at {}: {}",
+            short(&r.revision),
+            r.actor,
+            r.committed_at,
+            r.cause.unwrap_or_default()
+        );
+        for line in r.changes {
+            let from = line.from.map(|f| format!(" from {f}")).unwrap_or_default();
+            println!("        {} {}{from}", line.op, line.path);
+        }
+    }
+
+    println!("\n6. Diff between the two revisions");
+    let diff = ws
+        .diff(
+            DiffSide::Revision(first.receipt.revision.clone()),
+            DiffSide::Revision(second.receipt.revision.clone()),
+            None,
+            Some(200),
+        )
+        .await?;
+    for e in diff.entries {
+        let from = e.from.map(|f| format!(" (from {f})")).unwrap_or_default();
+        println!("    {} {}{from}", e.kind, e.path);
+        if let Some(p) = e.preview {
+            for l in p.lines() {
+                println!("        | {l}");
+            }
+        }
+    }
+
+    println!("\n7. Restore forward to the first revision (history is never rewound)");
+    let restored = ws.restore(&first.receipt.revision).await?;
+    for c in &restored.changes {
+        let from = c
+            .from
+            .as_ref()
+            .map(|f| format!(" (from {f})"))
+            .unwrap_or_default();
+        println!("    staged {:?} {}{from}", c.kind, c.path);
+    }
+    let third = ws.commit(CommitOptions::new("demo-host")).await?;
+    println!(
+        "   committed revision {} with parent {} and source revision {}",
+        short(&third.receipt.revision),
+        short(third.receipt.parent_revision.as_deref().unwrap_or("-")),
+        short(third.receipt.source_revision.as_deref().unwrap_or("-")),
+    );
+    let cp = ws
+        .checkpoint(CheckpointOptions {
+            label: Some("after restore".into()),
+            ..Default::default()
+        })
+        .await?;
+    println!("   checkpoint {} pins it", short(&cp.checkpoint_id));
+
+    println!("\n8. The committed tree now");
+    for (path, bytes) in ws.committed_snapshot().await?.files {
+        println!("    {path}: {:?}", String::from_utf8_lossy(&bytes));
+    }
+    println!("\nDone; removing the throwaway cluster.");
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let outcome = match cli.command {
+        Command::Demo => runtime.block_on(demo()),
+    };
+    if let Err(e) = outcome {
+        eprintln!("supabash: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,324 @@
+//! Staged tree behaviour against a base held in memory, and the property that applying the
+//! computed change set to the base yields the staged tree.
+
+use super::*;
+use base64::Engine;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use supabash_core::hash::sha256_hex;
+
+struct MemorySource(BTreeMap<String, Vec<u8>>);
+
+#[async_trait::async_trait]
+impl BodySource for MemorySource {
+    async fn load(&self, _revision: &str, path: &str) -> Result<StoredFile> {
+        let bytes = self.0.get(path).cloned().unwrap_or_default();
+        Ok(StoredFile {
+            path: path.to_owned(),
+            content_hash: sha256_hex(&bytes),
+            size: bytes.len() as u64,
+            body_hash: sha256_hex(&bytes),
+            body_size: bytes.len() as u64,
+            metadata: json!({}),
+            body: Some(bytes),
+        })
+    }
+}
+
+fn tree_over(base: &BTreeMap<String, Vec<u8>>, limits: Limits) -> StagedTree {
+    let entries = base
+        .iter()
+        .map(|(p, b)| BaseEntry {
+            path: p.clone(),
+            content_hash: sha256_hex(b),
+            size: b.len() as u64,
+        })
+        .collect();
+    let source = Arc::new(MemorySource(base.clone()));
+    StagedTree::from_base(Some("r0".into()), entries, Some(source), limits)
+}
+
+fn base_of(files: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
+    files
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.as_bytes().to_vec()))
+        .collect()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+}
+
+/// Applies wire changes the way the server does.
+fn apply(base: &mut BTreeMap<String, Vec<u8>>, changes: &[Value]) {
+    let body = |c: &Value| -> Option<Vec<u8>> {
+        c.get("text")
+            .and_then(Value::as_str)
+            .map(|t| t.as_bytes().to_vec())
+            .or_else(|| {
+                c.get("base64")
+                    .and_then(Value::as_str)
+                    .map(|b| base64::engine::general_purpose::STANDARD.decode(b).unwrap())
+            })
+    };
+    for c in changes {
+        let path = c["path"].as_str().unwrap().to_owned();
+        match c["op"].as_str().unwrap() {
+            "upsert" => {
+                base.insert(path, body(c).unwrap());
+            }
+            "delete" => {
+                assert!(base.remove(&path).is_some(), "delete of missing {path}");
+            }
+            "move" => {
+                let from = c["from"].as_str().unwrap();
+                let old = base.remove(from).expect("move source exists");
+                base.insert(path, body(c).unwrap_or(old));
+            }
+            op => panic!("unknown op {op}"),
+        }
+    }
+}
+
+async fn committable_files(tree: &StagedTree) -> BTreeMap<String, Vec<u8>> {
+    let paths: Vec<String> = tree
+        .lock()
+        .nodes
+        .iter()
+        .filter(|(p, n)| committable(p) && matches!(n, Node::File { .. }))
+        .map(|(p, _)| p.clone())
+        .collect();
+    let mut out = BTreeMap::new();
+    for p in paths {
+        out.insert(p.clone(), tree.read(&p).await.unwrap());
+    }
+    out
+}
+
+#[test]
+fn posix_errors() {
+    rt().block_on(async {
+        let t = tree_over(&base_of(&[("/d/a.md", "A")]), Limits::default());
+        assert_eq!(
+            t.read("/nope").await.unwrap_err().errno(),
+            Some(Errno::ENOENT)
+        );
+        assert_eq!(t.read("/d").await.unwrap_err().errno(), Some(Errno::EISDIR));
+        assert_eq!(
+            t.write("/x/y", "1").await.unwrap_err().errno(),
+            Some(Errno::ENOENT)
+        );
+        assert_eq!(
+            t.write("/d/a.md/z", "1").await.unwrap_err().errno(),
+            Some(Errno::ENOTDIR)
+        );
+        assert_eq!(
+            t.mkdir("/d", false).await.unwrap_err().errno(),
+            Some(Errno::EEXIST)
+        );
+        t.mkdir("/d", true).await.unwrap();
+        assert_eq!(
+            t.rm("/d", false, false).await.unwrap_err().errno(),
+            Some(Errno::ENOTEMPTY)
+        );
+        assert_eq!(
+            t.readdir("/d/a.md").await.unwrap_err().errno(),
+            Some(Errno::ENOTDIR)
+        );
+        assert_eq!(
+            t.readlink("/d/a.md").await.unwrap_err().errno(),
+            Some(Errno::EINVAL)
+        );
+        t.rm("/missing", false, true).await.unwrap();
+        let e = t.write("/.supabash/x", "1").await.unwrap_err();
+        assert!(
+            matches!(e, FsError::Supabash(ref s) if s.code == ErrorCode::InvalidPath),
+            "{e}"
+        );
+    });
+}
+
+#[test]
+fn links_dirs_and_metadata() {
+    rt().block_on(async {
+        let t = tree_over(&base_of(&[("/d/a.md", "A")]), Limits::default());
+        t.symlink("d/a.md", "/link").await.unwrap();
+        assert_eq!(t.read_text("/link").await.unwrap(), "A");
+        assert_eq!(t.readlink("/link").await.unwrap(), "d/a.md");
+        assert_eq!(t.realpath("/link").await.unwrap(), "/d/a.md");
+        assert_eq!(t.lstat("/link").await.unwrap().kind, FileKind::Symlink);
+        assert_eq!(t.stat("/link").await.unwrap().kind, FileKind::File);
+        let e = t.changes().unwrap_err();
+        assert_eq!(e.code, ErrorCode::UnsupportedContent);
+        t.rm("/link", false, false).await.unwrap();
+        t.mkdir("/p/q", true).await.unwrap();
+        t.write("/p/q/r", "R").await.unwrap();
+        t.append("/p/q/r", "S").await.unwrap();
+        assert_eq!(t.read_text("/p/q/r").await.unwrap(), "RS");
+        t.chmod("/p/q/r", 0o755).await.unwrap();
+        assert_eq!(t.stat("/p/q/r").await.unwrap().mode, 0o755);
+        let names: Vec<_> = t
+            .readdir("/")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.kind))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("d".to_string(), FileKind::Directory),
+                ("p".to_string(), FileKind::Directory)
+            ]
+        );
+        t.cp("/p", "/p2", true).await.unwrap();
+        t.mv("/p2", "/d/p3").await.unwrap();
+        assert_eq!(t.read_text("/d/p3/q/r").await.unwrap(), "RS");
+        assert_eq!(
+            t.mv("/d", "/d/x").await.unwrap_err().errno(),
+            Some(Errno::EINVAL)
+        );
+    });
+}
+
+#[test]
+fn temp_files_and_undone_renames_leave_no_changes() {
+    rt().block_on(async {
+        let t = tree_over(
+            &base_of(&[("/a.md", "A"), ("/b.md", "B")]),
+            Limits::default(),
+        );
+        t.mkdir("/tmp", true).await.unwrap();
+        t.write("/tmp/scratch", "x").await.unwrap();
+        t.mv("/a.md", "/a.tmp").await.unwrap();
+        t.mv("/a.tmp", "/a.md").await.unwrap();
+        t.write("/b.md", "changed").await.unwrap();
+        t.write("/b.md", "B").await.unwrap();
+        assert!(t.changes().unwrap().is_empty());
+        t.mv("/a.md", "/c.md").await.unwrap();
+        t.mv("/b.md", "/a.md").await.unwrap();
+        let changes = t.changes().unwrap();
+        let kinds: Vec<_> = changes
+            .iter()
+            .map(|c| (c.kind, c.path.as_str(), c.from.as_deref()))
+            .collect();
+        // /a.md still exists (with B's bytes), so only /b.md is a move source.
+        assert_eq!(
+            kinds,
+            [
+                (changes::ChangeKind::Move, "/a.md", Some("/b.md")),
+                (changes::ChangeKind::Upsert, "/c.md", None),
+            ]
+        );
+        t.discard().unwrap();
+        assert!(t.changes().unwrap().is_empty());
+        assert!(!t.exists("/tmp/scratch").await);
+    });
+}
+
+#[test]
+fn limits_refuse_before_staging() {
+    rt().block_on(async {
+        let limits = Limits {
+            max_files: 2,
+            max_file_bytes: 4,
+            max_staged_bytes: 6,
+            max_path_chars: 8,
+            ..Limits::default()
+        };
+        let t = tree_over(&BTreeMap::new(), limits);
+        let quota =
+            |e: FsError| matches!(e, FsError::Supabash(s) if s.code == ErrorCode::QuotaExceeded);
+        assert!(quota(t.write("/a", "12345").await.unwrap_err()));
+        assert!(quota(t.write("/abcdefghij", "1").await.unwrap_err()));
+        t.write("/a", "1234").await.unwrap();
+        assert!(quota(t.write("/b", "123").await.unwrap_err()));
+        t.write("/b", "12").await.unwrap();
+        assert!(quota(t.write("/c", "").await.unwrap_err()));
+        t.mkdir("/tmp", false).await.unwrap();
+        t.write("/tmp/big", "123456789").await.unwrap();
+        assert!(quota(t.mv("/tmp/big", "/c").await.unwrap_err()));
+        assert!(t.exists("/tmp/big").await);
+    });
+}
+
+#[test]
+fn commit_in_progress_blocks_mutations() {
+    rt().block_on(async {
+        let t = tree_over(&base_of(&[("/a", "A")]), Limits::default());
+        t.begin_commit().unwrap();
+        let busy =
+            |e: FsError| matches!(e, FsError::Supabash(s) if s.code == ErrorCode::CommitInProgress);
+        assert!(busy(t.write("/b", "B").await.unwrap_err()));
+        assert!(busy(t.rm("/a", false, false).await.unwrap_err()));
+        assert_eq!(t.discard().unwrap_err().code, ErrorCode::CommitInProgress);
+        assert_eq!(t.read_text("/a").await.unwrap(), "A");
+        t.end_commit(None);
+        t.write("/b", "B").await.unwrap();
+    });
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Write(usize, usize),
+    Rm(usize),
+    Mv(usize, usize),
+    Cp(usize, usize),
+    MkdirP(usize),
+    RmRf(usize),
+}
+
+const PATHS: [&str; 8] = ["/a", "/b", "/d/x", "/d/y", "/e/x", "/tmp/t", "/d", "/e"];
+const CONTENTS: [&[u8]; 4] = [b"one", b"two", b"", &[0, 255, 1]];
+
+fn op() -> impl Strategy<Value = Op> {
+    let p = 0..PATHS.len();
+    let c = 0..CONTENTS.len();
+    prop_oneof![
+        (p.clone(), c).prop_map(|(p, c)| Op::Write(p, c)),
+        p.clone().prop_map(Op::Rm),
+        (p.clone(), p.clone()).prop_map(|(a, b)| Op::Mv(a, b)),
+        (p.clone(), p.clone()).prop_map(|(a, b)| Op::Cp(a, b)),
+        p.clone().prop_map(Op::MkdirP),
+        p.prop_map(Op::RmRf),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn change_set_applied_to_base_equals_staged_tree(
+        base_pick in proptest::collection::vec((0usize..6, 0..CONTENTS.len()), 0..5),
+        ops in proptest::collection::vec(op(), 0..25),
+    ) {
+        let mut base = BTreeMap::new();
+        for (p, c) in base_pick {
+            let p = PATHS[p];
+            if p != "/tmp/t" && !base.keys().any(|k: &String| k.starts_with(&format!("{p}/")) || p.starts_with(&format!("{k}/"))) {
+                base.insert(p.to_owned(), CONTENTS[c].to_vec());
+            }
+        }
+        rt().block_on(async {
+            let t = tree_over(&base, Limits::default());
+            for op in ops {
+                let _ = match op {
+                    Op::Write(p, c) => t.write(PATHS[p], CONTENTS[c]).await,
+                    Op::Rm(p) => t.rm(PATHS[p], false, false).await,
+                    Op::Mv(a, b) => t.mv(PATHS[a], PATHS[b]).await,
+                    Op::Cp(a, b) => t.cp(PATHS[a], PATHS[b], true).await,
+                    Op::MkdirP(p) => t.mkdir(PATHS[p], true).await,
+                    Op::RmRf(p) => t.rm(PATHS[p], true, true).await,
+                };
+            }
+            let (summary, wire) = t.wire_changes().await.unwrap();
+            assert!(summary.iter().all(|c| !c.path.starts_with("/tmp")));
+            let mut applied = base.clone();
+            apply(&mut applied, &wire);
+            assert_eq!(applied, committable_files(&t).await);
+            t.begin_commit().unwrap();
+            t.end_commit(Some("r1".into()));
+            assert!(t.changes().unwrap().is_empty());
+        });
+    }
+}
