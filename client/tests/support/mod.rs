@@ -1,0 +1,211 @@
+//! End-to-end support: one throwaway cluster per test process, `postrust` (a PostgREST-
+//! compatible server) in front of it with HS256 JWTs signed here, transports for a user through
+//! either path, and a TCP proxy that can drop one response.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::net::TcpListener as StdListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use supabash::{PostgresTransport, PostgrestTransport, Transport};
+use supabash_tests::Cluster;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+pub const JWT_SECRET: &str = "supabash-test-secret-with-at-least-32-chars";
+const AUTHENTICATOR_PASSWORD: &str = "authpass";
+
+/// The two ways a host reaches the RPCs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Postgres,
+    Postgrest,
+}
+
+pub const BOTH: [Via; 2] = [Via::Postgres, Via::Postgrest];
+
+pub fn cluster() -> &'static Cluster {
+    Cluster::shared()
+}
+
+struct Server {
+    url: String,
+    child: Mutex<Child>,
+}
+
+static POSTRUST: OnceLock<Server> = OnceLock::new();
+
+extern "C" fn stop_postrust() {
+    if let Some(s) = POSTRUST.get() {
+        if let Ok(mut c) = s.child.lock() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    StdListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn postrust_binary() -> String {
+    if let Ok(p) = std::env::var("POSTRUST") {
+        return p;
+    }
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    format!("{home}/.cargo/bin/postrust")
+}
+
+/// The base URL of the shared postrust server (it serves RPCs at the root, where Supabase
+/// serves them under `/rest/v1`).
+pub fn postrust_url() -> &'static str {
+    &POSTRUST
+        .get_or_init(|| {
+            let c = cluster();
+            c.psql(
+                "app",
+                &format!("ALTER ROLE authenticator PASSWORD '{AUTHENTICATOR_PASSWORD}'"),
+            );
+            let port = free_port();
+            let child = Command::new(postrust_binary())
+                .env_remove("DATABASE_URL")
+                .env_remove("PORT")
+                .env(
+                    "PGRST_DB_URI",
+                    format!(
+                        "postgres://authenticator:{AUTHENTICATOR_PASSWORD}@127.0.0.1:{}/app",
+                        c.port
+                    ),
+                )
+                .env("PGRST_DB_SCHEMAS", "public")
+                .env("PGRST_DB_ANON_ROLE", "anon")
+                .env("PGRST_JWT_SECRET", JWT_SECRET)
+                .env("PGRST_SERVER_HOST", "127.0.0.1")
+                .env("PGRST_SERVER_PORT", port.to_string())
+                .env("PGRST_COMPAT_MODE", "true")
+                .env("PGRST_DB_PREPARED_STATEMENTS", "false")
+                .env("PGRST_DB_CHANNEL_ENABLED", "true")
+                .env("PGRST_DB_POOL", "10")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("postrust starts (install it: scripts/setup.sh --postrust)");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(Instant::now() < deadline, "postrust did not listen");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // SAFETY: registering a plain extern "C" function.
+            unsafe { libc::atexit(stop_postrust) };
+            Server {
+                url: format!("http://127.0.0.1:{port}"),
+                child: Mutex::new(child),
+            }
+        })
+        .url
+}
+
+/// A new user id.
+pub fn new_user() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// The claims Supabase Auth puts in a user's access token.
+pub fn user_claims(sub: &str) -> Value {
+    let exp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    json!({ "sub": sub, "role": "authenticated", "aud": "authenticated", "exp": exp })
+}
+
+/// An HS256 access token for `claims`.
+pub fn sign(claims: &Value) -> String {
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        claims,
+        &jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes()),
+    )
+    .unwrap()
+}
+
+/// A transport for `user` over `via`, with its own connection.
+pub async fn transport(via: Via, user: &str) -> Arc<dyn Transport> {
+    match via {
+        Via::Postgres => Arc::new(
+            PostgresTransport::connect(&cluster().dsn("authenticator"), user_claims(user))
+                .await
+                .unwrap(),
+        ),
+        Via::Postgrest => http_transport(postrust_url(), user),
+    }
+}
+
+/// A PostgREST transport at `base_url` for `user`.
+pub fn http_transport(base_url: &str, user: &str) -> Arc<dyn Transport> {
+    let token = sign(&user_claims(user));
+    Arc::new(PostgrestTransport::new(
+        base_url,
+        "test-publishable-key",
+        &token,
+    ))
+}
+
+/// A TCP proxy to `upstream`; when armed it drops the next response (after the request went
+/// through) and closes that connection.
+pub struct DroppingProxy {
+    pub url: String,
+    armed: Arc<AtomicBool>,
+}
+
+impl DroppingProxy {
+    pub async fn start(upstream: &str) -> DroppingProxy {
+        let upstream = upstream.trim_start_matches("http://").to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let armed = Arc::new(AtomicBool::new(false));
+        let flag = armed.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = TcpStream::connect(&upstream).await.unwrap();
+                tokio::spawn(relay(client, server, flag.clone()));
+            }
+        });
+        DroppingProxy { url, armed }
+    }
+
+    /// Drops the next response that comes back.
+    pub fn drop_next_response(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+}
+
+async fn relay(client: TcpStream, server: TcpStream, armed: Arc<AtomicBool>) {
+    let (mut cr, mut cw) = client.into_split();
+    let (mut sr, mut sw) = server.into_split();
+    let up = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut cr, &mut sw).await;
+    });
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match sr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if armed.swap(false, Ordering::SeqCst) {
+                    break;
+                }
+                if cw.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    up.abort();
+}
