@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod rest;
+pub mod support;
 
 pub use cluster::Cluster;
 pub use rest::{Caller, DbError, Rest};

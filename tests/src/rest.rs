@@ -15,20 +15,32 @@ pub enum Caller {
     User(String),
     /// A service-role key.
     Service,
+    /// Any claims under any role (`role: None` keeps the login role): for requests PostgREST
+    /// would never send, such as a user's claims under another role.
+    Raw { role: Option<String>, claims: Value },
 }
 
 impl Caller {
-    fn role(&self) -> &'static str {
+    /// A signed-in user with a fresh random id.
+    pub fn new_user() -> Caller {
+        Caller::User(uuid::Uuid::new_v4().to_string())
+    }
+
+    fn role(&self) -> Option<&str> {
         match self {
-            Caller::Anon => "anon",
-            Caller::User(_) => "authenticated",
-            Caller::Service => "service_role",
+            Caller::Anon => Some("anon"),
+            Caller::User(_) => Some("authenticated"),
+            Caller::Service => Some("service_role"),
+            Caller::Raw { role, .. } => role.as_deref(),
         }
     }
 
     fn claims(&self) -> Value {
         match self {
-            Caller::User(sub) => json!({ "role": "authenticated", "sub": sub, "aud": "authenticated" }),
+            Caller::User(sub) => {
+                json!({ "role": "authenticated", "sub": sub, "aud": "authenticated" })
+            }
+            Caller::Raw { claims, .. } => claims.clone(),
             other => json!({ "role": other.role() }),
         }
     }
@@ -56,7 +68,11 @@ impl From<tokio_postgres::Error> for DbError {
                 message: db.message().to_owned(),
                 detail: db.detail().map(str::to_owned),
             },
-            None => DbError { code: "CONNECTION".into(), message: e.to_string(), detail: None },
+            None => DbError {
+                code: "CONNECTION".into(),
+                message: e.to_string(),
+                detail: None,
+            },
         }
     }
 }
@@ -74,7 +90,10 @@ impl Rest {
         tokio::spawn(async move {
             let _ = conn.await;
         });
-        Rest { client, signatures: HashMap::new() }
+        Rest {
+            client,
+            signatures: HashMap::new(),
+        }
     }
 
     async fn signature(&mut self, function: &str) -> Result<Vec<(String, String)>, DbError> {
@@ -98,7 +117,12 @@ impl Rest {
 
     /// Calls `public.<function>` with the named arguments in `args` (absent keys take their
     /// SQL defaults) inside one PostgREST-shaped transaction, and returns the JSON result.
-    pub async fn call(&mut self, caller: &Caller, function: &str, args: Value) -> Result<Value, DbError> {
+    pub async fn call(
+        &mut self,
+        caller: &Caller,
+        function: &str,
+        args: Value,
+    ) -> Result<Value, DbError> {
         let sig = self.signature(function).await?;
         let obj = args.as_object().cloned().unwrap_or_default();
         let mut named = Vec::new();
@@ -108,19 +132,19 @@ impl Rest {
             }
             let expr = match typ.as_str() {
                 "jsonb" | "json" => format!("($1::jsonb -> '{name}')::{typ}"),
-                t if t.ends_with("[]") => format!(
-                    "ARRAY(SELECT jsonb_array_elements_text($1::jsonb -> '{name}'))::{t}"
-                ),
+                t if t.ends_with("[]") => {
+                    format!("ARRAY(SELECT jsonb_array_elements_text($1::jsonb -> '{name}'))::{t}")
+                }
                 t => format!("($1::jsonb ->> '{name}')::{t}"),
             };
             named.push(format!("\"{name}\" => {expr}"));
         }
-        let sql = format!("SELECT to_jsonb(public.\"{function}\"({})) AS r", named.join(", "));
-        let role = caller.role();
-        let claims = caller.claims().to_string();
+        let sql = format!(
+            "SELECT to_jsonb(public.\"{function}\"({})) AS r",
+            named.join(", ")
+        );
         let tx = self.client.transaction().await?;
-        tx.execute("SELECT set_config('request.jwt.claims', $1, true)", &[&claims]).await?;
-        tx.batch_execute(&format!("SET LOCAL ROLE {role}")).await?;
+        Self::become_caller(&tx, caller).await?;
         let arg = Value::Object(obj);
         let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
             if named.is_empty() { vec![] } else { vec![&arg] };
@@ -128,5 +152,35 @@ impl Rest {
         let out: Option<Value> = row.get(0);
         tx.commit().await?;
         Ok(out.unwrap_or(Value::Null))
+    }
+
+    async fn become_caller(
+        tx: &tokio_postgres::Transaction<'_>,
+        caller: &Caller,
+    ) -> Result<(), DbError> {
+        tx.execute(
+            "SELECT set_config('request.jwt.claims', $1, true)",
+            &[&caller.claims().to_string()],
+        )
+        .await?;
+        if let Some(role) = caller.role() {
+            tx.batch_execute(&format!("SET LOCAL ROLE {role}")).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs one SQL statement (no parameters) as `caller`, in one transaction that is rolled
+    /// back, and returns the number of rows it returned or touched.
+    pub async fn sql_as(&mut self, caller: &Caller, sql: &str) -> Result<u64, DbError> {
+        let tx = self.client.transaction().await?;
+        Self::become_caller(&tx, caller).await?;
+        let n = tx.execute(sql, &[]).await?;
+        tx.rollback().await?;
+        Ok(n)
+    }
+
+    /// True when the connection still answers (the backend did not crash).
+    pub async fn alive(&self) -> bool {
+        self.client.simple_query("SELECT 1").await.is_ok()
     }
 }
