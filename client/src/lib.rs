@@ -4,6 +4,7 @@
 //!
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
+pub mod auth;
 pub mod documents;
 pub mod error;
 pub mod limits;
