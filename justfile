@@ -33,6 +33,10 @@ pgsql: install
 # Every test: lints, core, in-backend, end-to-end and SQL scenarios.
 test: setup lint pgtest e2e pgsql
 
+# Benchmarks of issue 2 on a throwaway cluster; writes BENCHMARKS.md (a few minutes).
+bench: install
+    cargo run --release -p supabash-bench
+
 # A whole session on a throwaway local PostgreSQL: workspace, edits, commits, history, diff, restore.
 demo: install
     cargo run -q -p supabash --features cli -- demo

@@ -1,0 +1,765 @@
+//! `just bench`: measures supabash on one throwaway cluster and writes BENCHMARKS.md.
+//!
+//! Every timing is taken on the client around real round trips over TCP, with RPCs made the way
+//! PostgREST makes them (`supabash_tests::Rest`). Compared variants are interleaved run by run
+//! and results are medians, because the machines this runs on are small and shared.
+
+mod report;
+
+use report::{ms, stats, Report};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use supabash_tests::{Caller, Cluster, Rest};
+
+/// A workspace of a fresh user, with the head the client last saw.
+struct Ws {
+    who: Caller,
+    id: String,
+    head: Option<String>,
+}
+
+impl Ws {
+    async fn create(rest: &mut Rest) -> Ws {
+        let who = Caller::User(uuid::Uuid::new_v4().to_string());
+        let r = rest
+            .call(&who, "supabash_create_workspace", json!({}))
+            .await;
+        let id = r.expect("create workspace")["workspaceId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        Ws {
+            who,
+            id,
+            head: None,
+        }
+    }
+
+    /// One `supabash_commit` on the head the client knows (compare-and-swap), as a client does.
+    async fn commit(&mut self, rest: &mut Rest, changes: Vec<Value>) {
+        let mut args = json!({ "workspace_id": self.id, "actor": "bench", "changes": changes });
+        if let Some(head) = &self.head {
+            args["base_revision"] = json!(head);
+        }
+        let r = rest.call(&self.who, "supabash_commit", args).await;
+        let r = r.unwrap_or_else(|e| panic!("commit: {e}"));
+        self.head = r["receipt"]["revision"].as_str().map(str::to_owned);
+    }
+
+    async fn read(&self, rest: &mut Rest, function: &str, mut args: Value) -> Value {
+        args["workspace_id"] = json!(self.id);
+        let r = rest.call(&self.who, function, args).await;
+        r.unwrap_or_else(|e| panic!("{function}: {e}"))
+    }
+}
+
+fn upsert(path: &str, text: &str) -> Value {
+    json!({ "op": "upsert", "path": path, "text": text })
+}
+
+/// Deterministic prose-like ASCII text of exactly `len` bytes (compresses like ordinary
+/// Markdown or source, roughly 2:1 with pglz).
+fn text(seed: u64, len: usize) -> String {
+    const WORDS: &[&str] = &[
+        "the",
+        "workspace",
+        "commit",
+        "file",
+        "revision",
+        "agent",
+        "shell",
+        "path",
+        "body",
+        "history",
+        "returns",
+        "when",
+        "with",
+        "a",
+        "of",
+        "to",
+        "and",
+        "in",
+        "is",
+        "for",
+        "let",
+        "fn",
+        "match",
+        "Some",
+        "None",
+        "self",
+        "value",
+        "error",
+        "table",
+        "index",
+        "lock",
+        "head",
+        "#",
+        "-",
+        "*",
+        "`code`",
+        "0",
+        "1",
+        "42",
+        "2024",
+        "TODO:",
+        "note",
+        "config",
+        "build",
+        "test",
+        "server",
+        "client",
+        "request",
+        "response",
+        "json",
+    ];
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut s = String::with_capacity(len + 16);
+    while s.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.push_str(WORDS[(x % WORDS.len() as u64) as usize]);
+        s.push(if x.is_multiple_of(13) { '\n' } else { ' ' });
+    }
+    s.truncate(len);
+    s
+}
+
+fn dsn(cluster: &Cluster, db: &str) -> String {
+    format!(
+        "host=127.0.0.1 port={} user=authenticator dbname={db}",
+        cluster.port
+    )
+}
+
+/// A new database on the cluster with the bootstrap, the extension and a plain body table.
+fn database(cluster: &Cluster, db: &str) {
+    cluster.psql("postgres", &format!("CREATE DATABASE {db}"));
+    cluster.psql(db, supabash_tests::cluster::BOOTSTRAP_SQL);
+    cluster.psql(db, "CREATE EXTENSION supabash");
+    cluster.psql(db, PLAIN_TABLE);
+}
+
+const PLAIN_TABLE: &str = "CREATE TABLE IF NOT EXISTS public.plain_bodies (id bigint, body bytea);
+     GRANT SELECT, INSERT ON public.plain_bodies TO authenticator";
+
+/// Restarts the server with pg_stat_statements preloaded (tracking top-level statements only
+/// until the profile at the end switches to nested ones).
+fn preload_pg_stat_statements(cluster: &Cluster) {
+    cluster.psql(
+        "postgres",
+        "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'",
+    );
+    let data = cluster.dir.join("data");
+    let log = cluster.dir.join("server.log");
+    let pg_ctl = "/usr/lib/postgresql/15/bin/pg_ctl";
+    let args = ["-D", data.to_str().unwrap(), "-l", log.to_str().unwrap()];
+    // SAFETY: geteuid has no preconditions.
+    let mut cmd = if unsafe { libc::geteuid() } == 0 {
+        let mut c = std::process::Command::new("runuser");
+        c.args(["-u", "postgres", "--", pg_ctl]);
+        c
+    } else {
+        std::process::Command::new(pg_ctl)
+    };
+    let status = cmd.args(args).args(["-w", "-m", "fast", "restart"]);
+    let status = status.stdout(std::process::Stdio::null()).status().unwrap();
+    assert!(status.success(), "pg_ctl restart failed");
+    cluster.psql("app", "CREATE EXTENSION pg_stat_statements");
+}
+
+/// Single-file commit latency into workspaces of 100, 1,000 and 10,000 files, interleaved
+/// round by round. Returns the 10,000-file workspace for the manifest benchmark.
+async fn commit_latency(cluster: &Cluster, rest: &mut Rest, r: &mut Report) -> Ws {
+    const SIZES: [usize; 3] = [100, 1_000, 10_000];
+    const WARMUP: usize = 10;
+    const ROUNDS: usize = 200;
+    let mut spaces = Vec::new();
+    for n in SIZES {
+        let mut ws = Ws::create(rest).await;
+        for start in (0..n).step_by(1000) {
+            let files = (start..n.min(start + 1000))
+                .map(|i| upsert(&format!("/src/f{i:05}.md"), &text(i as u64, 512)))
+                .collect();
+            ws.commit(rest, files).await;
+        }
+        spaces.push(ws);
+    }
+    cluster.psql("app", "VACUUM ANALYZE");
+    let mut lat = vec![Vec::new(); SIZES.len()];
+    for round in 0..WARMUP + ROUNDS {
+        for k in 0..SIZES.len() {
+            let j = (round + k) % SIZES.len();
+            let path = format!("/src/f{:05}.md", (round * 7) % SIZES[j]);
+            let body = text(1_000_000 + (round * 3 + j) as u64, 512);
+            let t = Instant::now();
+            spaces[j].commit(rest, vec![upsert(&path, &body)]).await;
+            if round >= WARMUP {
+                lat[j].push(ms(t));
+            }
+        }
+    }
+    let s: Vec<_> = lat.iter().map(|l| stats(l)).collect();
+    r.section("Single-file commit latency");
+    r.line(&format!(
+        "Three workspaces are seeded with 100, 1,000 and 10,000 files of 512 B (commits of at \
+         most 1,000 files), then `VACUUM ANALYZE`. Each round edits one existing file (512 B of \
+         new text) in each workspace, rotating which workspace goes first; each edit is one \
+         `supabash_commit` with the last head as `base_revision`, timed around the whole \
+         PostgREST-shaped transaction (BEGIN, `set_config` claims, `SET LOCAL ROLE`, the call, \
+         COMMIT). {WARMUP} warm-up rounds are discarded."
+    ));
+    r.table(&["files in workspace", "N", "median ms", "p90 ms"]);
+    for (n, s) in SIZES.iter().zip(&s) {
+        r.row(&[n.to_string(), s.n.to_string(), f2(s.median), f2(s.p90)]);
+    }
+    let ratio = s[2].median / s[0].median;
+    r.line(&format!(
+        "\nRatio of medians, 10,000 / 100 files: **{ratio:.2}** (target ≤ 1.2)."
+    ));
+    r.summary(
+        "Single-file commit, median at 100 / 1,000 / 10,000 files",
+        format!(
+            "{} / {} / {} ms",
+            f2(s[0].median),
+            f2(s[1].median),
+            f2(s[2].median)
+        ),
+        "flat".into(),
+        Some(ratio <= 1.2),
+    );
+    r.summary(
+        "Latency(10,000) / latency(100)",
+        format!("{ratio:.2}"),
+        "≤ 1.2".into(),
+        Some(ratio <= 1.2),
+    );
+    spaces.pop().unwrap()
+}
+
+async fn manifest_load(rest: &mut Rest, ws: &Ws, r: &mut Report) {
+    let mut lat = Vec::new();
+    let mut bytes = 0;
+    for i in 0..33 {
+        let t = Instant::now();
+        let m = ws.read(rest, "supabash_load_manifest", json!({})).await;
+        if i >= 3 {
+            lat.push(ms(t));
+        }
+        assert_eq!(m["files"].as_array().map(Vec::len), Some(10_000));
+        bytes = m.to_string().len();
+    }
+    let s = stats(&lat);
+    r.section("Manifest load");
+    r.line(&format!(
+        "`supabash_load_manifest` of the 10,000-file workspace above (paths, hashes, sizes, \
+         metadata; no bodies), {} B of JSON per response, timed around the PostgREST-shaped \
+         transaction including receiving and decoding the result. 3 warm-up calls discarded.",
+        bytes
+    ));
+    r.table(&["files", "N", "median ms", "p90 ms"]);
+    r.row(&["10,000".into(), s.n.to_string(), f2(s.median), f2(s.p90)]);
+    r.summary(
+        "Manifest load, 10,000 files",
+        format!("{} ms (p90 {})", f2(s.median), f2(s.p90)),
+        "—".into(),
+        None,
+    );
+}
+
+/// One commit of 1,000 × 4 KiB files next to a plain multi-row INSERT of the same bytes.
+async fn bulk_throughput(rest: &mut Rest, r: &mut Report) {
+    const FILES: usize = 1000;
+    const SIZE: usize = 4096;
+    const RUNS: usize = 12;
+    let mib = (FILES * SIZE) as f64 / (1024.0 * 1024.0);
+    let insert = plain_insert_sql(FILES);
+    let (mut commit, mut plain, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..RUNS + 1 {
+        let bodies: Vec<String> = (0..FILES)
+            .map(|i| text(((run + 10) * 100_000 + i) as u64, SIZE))
+            .collect();
+        let changes: Vec<Value> = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| upsert(&format!("/bulk/f{i:04}.md"), b))
+            .collect();
+        let mut ws = Ws::create(rest).await;
+        let payload = json!({ "changes": changes });
+        for step in 0..3 {
+            // Rotate which variant goes first.
+            let t = Instant::now();
+            match (step + run) % 3 {
+                0 => ws.commit(rest, changes.clone()).await,
+                1 => plain_insert(rest, &insert, (run * FILES) as i64, &bodies).await,
+                _ => {
+                    let q = "SELECT jsonb_array_length($1::jsonb -> 'changes')";
+                    rest.client.query_one(q, &[&payload]).await.unwrap();
+                }
+            }
+            let secs = t.elapsed().as_secs_f64();
+            if run > 0 {
+                [&mut commit, &mut plain, &mut floor][(step + run) % 3].push(mib / secs);
+            }
+        }
+    }
+    let (c, p, f) = (stats(&commit), stats(&plain), stats(&floor));
+    let ratio = c.median / p.median;
+    r.section("Bulk commit throughput");
+    r.line(&format!(
+        "Each run makes {FILES} distinct ASCII text bodies of {SIZE} B ({mib:.2} MiB) and sends \
+         them three ways over the same connection (as `authenticator`), in rotating order:\n\n\
+         - **supabash commit**: one `supabash_commit` of {FILES} upserts into a fresh workspace; \
+           bodies travel as JSON `text` fields of the jsonb argument (no base64), timed around \
+           the PostgREST-shaped transaction including the receipt (one line per file) coming back;\n\
+         - **plain INSERT**: one `INSERT INTO plain_bodies (id, body) VALUES ($1,$2), …` with \
+           {FILES} rows, bodies as binary `bytea` parameters, into a table `(id bigint, body bytea)` \
+           with no index, autocommit (same table default TOAST compression as `supabash.bodies`);\n\
+         - **payload floor** (context): `SELECT jsonb_array_length($1::jsonb -> 'changes')` with \
+           the same JSON the commit sends: the cost of shipping and parsing the payload alone.\n\n\
+         MiB/s = {mib:.2} MiB / wall time. One warm-up run discarded."
+    ));
+    r.table(&["variant", "N", "median MiB/s", "p10 MiB/s"]);
+    for (name, s, v) in [
+        ("supabash commit", &c, &commit),
+        ("plain INSERT", &p, &plain),
+        ("payload floor", &f, &floor),
+    ] {
+        r.row(&[name.into(), s.n.to_string(), f1(s.median), f1(stats_low(v))]);
+    }
+    r.line(&format!(
+        "\nRatio of medians, commit / plain INSERT: **{ratio:.2}** (target ≥ 0.75)."
+    ));
+    r.summary(
+        "1,000 × 4 KiB commit vs plain INSERT",
+        format!(
+            "{} vs {} MiB/s, ratio {ratio:.2}",
+            f1(c.median),
+            f1(p.median)
+        ),
+        "≥ 0.75".into(),
+        Some(ratio >= 0.75),
+    );
+}
+
+/// A multi-row INSERT of `rows` (id, body) pairs into the plain table.
+fn plain_insert_sql(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+        .collect();
+    format!(
+        "INSERT INTO public.plain_bodies (id, body) VALUES {}",
+        values.join(", ")
+    )
+}
+
+/// Runs `plain_insert_sql` with ids from `first` and the bodies as binary bytea parameters.
+async fn plain_insert(rest: &mut Rest, sql: &str, first: i64, bodies: &[String]) {
+    let ids: Vec<i64> = (first..).take(bodies.len()).collect();
+    let raw: Vec<&[u8]> = bodies.iter().map(|b| b.as_bytes()).collect();
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = Vec::new();
+    for (id, b) in ids.iter().zip(&raw) {
+        params.push(id);
+        params.push(b);
+    }
+    rest.client.execute(sql, &params).await.unwrap();
+}
+
+/// The 10th percentile of a rate (its slow tail).
+fn stats_low(v: &[f64]) -> f64 {
+    let neg: Vec<f64> = v.iter().map(|x| -x).collect();
+    -stats(&neg).p90
+}
+
+async fn history_page(cluster: &Cluster, rest: &mut Rest, r: &mut Report) {
+    let mut ws = Ws::create(rest).await;
+    let mut revisions = Vec::new();
+    for i in 0..1000 {
+        let body = text(2_000_000 + i, 256);
+        ws.commit(rest, vec![upsert("/log.md", &body)]).await;
+        revisions.push(ws.head.clone().unwrap());
+    }
+    cluster.psql("app", "VACUUM ANALYZE");
+    let (mut first, mut middle) = (Vec::new(), Vec::new());
+    for i in 0..53 {
+        for k in 0..2 {
+            let args = if (i + k) % 2 == 0 {
+                json!({ "page_size": 100 })
+            } else {
+                json!({ "page_size": 100, "cursor": revisions[499] })
+            };
+            let t = Instant::now();
+            let page = ws.read(rest, "supabash_history", args).await;
+            let took = ms(t);
+            assert_eq!(page["records"].as_array().map(Vec::len), Some(100));
+            if i >= 3 {
+                [&mut first, &mut middle][(i + k) % 2].push(took);
+            }
+        }
+    }
+    let (a, b) = (stats(&first), stats(&middle));
+    r.section("History page");
+    r.line(
+        "A workspace with 1,000 revisions (1,000 single-file commits of 256 B), then \
+         `VACUUM ANALYZE`. `supabash_history` with `page_size` 100, alternating the first page \
+         and a page after the 500th revision (cursor); each page carries 100 full receipts. \
+         3 warm-up rounds discarded.",
+    );
+    r.table(&["page", "N", "median ms", "p90 ms"]);
+    r.row(&["first".into(), a.n.to_string(), f2(a.median), f2(a.p90)]);
+    r.row(&[
+        "after #500".into(),
+        b.n.to_string(),
+        f2(b.median),
+        f2(b.p90),
+    ]);
+    r.summary(
+        "History page of 100 (1,000 revisions)",
+        format!("{} ms first, {} ms after #500", f2(a.median), f2(b.median)),
+        "—".into(),
+        None,
+    );
+}
+
+type Writer = (Rest, Ws);
+
+/// Runs `writers.len()` writers for `secs`, each committing single-file edits to its own
+/// workspace on its own connection. Returns the writers, commits per second and latencies.
+async fn burst(writers: Vec<Writer>, secs: u64, seed: u64) -> (Vec<Writer>, f64, Vec<f64>) {
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(secs);
+    let tasks: Vec<_> = writers
+        .into_iter()
+        .enumerate()
+        .map(|(w, (mut rest, mut ws))| {
+            tokio::spawn(async move {
+                let mut lat = Vec::new();
+                while Instant::now() < deadline {
+                    let body = text(seed * 1_000_000 + (w * 100_000 + lat.len()) as u64, 512);
+                    let t = Instant::now();
+                    ws.commit(&mut rest, vec![upsert("/notes.md", &body)]).await;
+                    lat.push(ms(t));
+                }
+                ((rest, ws), lat)
+            })
+        })
+        .collect();
+    let mut back = Vec::new();
+    let mut lat = Vec::new();
+    for t in tasks {
+        let (w, l) = t.await.unwrap();
+        back.push(w);
+        lat.extend(l);
+    }
+    let rate = lat.len() as f64 / start.elapsed().as_secs_f64();
+    (back, rate, lat)
+}
+
+async fn concurrent_writers(cluster: &Cluster, r: &mut Report) {
+    const WRITERS: usize = 16;
+    const ROUNDS: usize = 5;
+    const SECS: u64 = 4;
+    let mut pool = Vec::new();
+    for _ in 0..WRITERS {
+        let mut rest = Rest::connect(&dsn(cluster, "app")).await;
+        let ws = Ws::create(&mut rest).await;
+        pool.push((rest, ws));
+    }
+    let (mut many, mut one) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    for round in 0..ROUNDS as u64 {
+        for k in 0..2 {
+            let n = if (round + k) % 2 == 0 { WRITERS } else { 1 };
+            let rest_of = pool.split_off(n);
+            let (mut back, rate, lat) = burst(pool, SECS, 10 + round * 2 + k).await;
+            back.extend(rest_of);
+            pool = back;
+            let into = if n == WRITERS { &mut many } else { &mut one };
+            into.0.push(rate);
+            into.1.extend(lat);
+        }
+    }
+    let (m, ml, o, ol) = (stats(&many.0), stats(&many.1), stats(&one.0), stats(&one.1));
+    r.section("Concurrent writers");
+    r.line(&format!(
+        "{WRITERS} writers, each a user with its own workspace and its own connection, commit \
+         single-file edits (512 B) back to back for {SECS} s; commits/s = all commits / wall \
+         time until the last writer finishes. Rounds alternate with a single writer for \
+         context. {ROUNDS} rounds of each; the client runs on the same machine as the server."
+    ));
+    r.table(&[
+        "writers",
+        "rounds",
+        "median commits/s",
+        "commit median ms",
+        "commit p90 ms",
+    ]);
+    r.row(&[
+        WRITERS.to_string(),
+        m.n.to_string(),
+        f1(m.median),
+        f2(ml.median),
+        f2(ml.p90),
+    ]);
+    r.row(&[
+        "1".into(),
+        o.n.to_string(),
+        f1(o.median),
+        f2(ol.median),
+        f2(ol.p90),
+    ]);
+    r.summary(
+        "Commits/s, 16 concurrent writers (own workspaces)",
+        format!("{} /s (1 writer: {} /s)", f1(m.median), f1(o.median)),
+        "—".into(),
+        None,
+    );
+}
+
+/// Sizes in one disk database: every supabash table, and the plain table.
+struct Sizes {
+    tables: Vec<(String, i64)>,
+    plain: i64,
+}
+
+impl Sizes {
+    fn of(cluster: &Cluster, db: &str) -> Sizes {
+        cluster.psql(db, "VACUUM ANALYZE");
+        let out = cluster.psql(
+            db,
+            "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
+              WHERE c.relkind = 'r' AND (c.relnamespace = 'supabash'::regnamespace
+                 OR c.oid = 'public.plain_bodies'::regclass) ORDER BY 1",
+        );
+        let mut all: Vec<(String, i64)> = out
+            .lines()
+            .filter_map(|l| l.split_once('|'))
+            .map(|(n, b)| (n.to_owned(), b.parse().unwrap()))
+            .collect();
+        let at = all.iter().position(|t| t.0 == "plain_bodies").unwrap();
+        let plain = all.remove(at).1;
+        Sizes { tables: all, plain }
+    }
+
+    fn total(&self) -> i64 {
+        self.tables.iter().map(|t| t.1).sum()
+    }
+
+    fn table(&self, name: &str) -> i64 {
+        self.tables.iter().find(|t| t.0 == name).map_or(0, |t| t.1)
+    }
+}
+
+/// 100 single-file edits in a database of its own, next to a plain table holding the same
+/// 100 bodies. Returns the sizes before and after, and the stored (compressed) body bytes.
+async fn disk(cluster: &Cluster, size: usize) -> (Sizes, Sizes, i64) {
+    let db = format!("disk_{size}");
+    database(cluster, &db);
+    let mut rest = Rest::connect(&dsn(cluster, &db)).await;
+    let mut ws = Ws::create(&mut rest).await;
+    let before = Sizes::of(cluster, &db);
+    for i in 0..100i64 {
+        let body = text(3_000_000 + i as u64, size);
+        ws.commit(&mut rest, vec![upsert("/notes.md", &body)]).await;
+        let q = "INSERT INTO public.plain_bodies (id, body) VALUES ($1, $2)";
+        rest.client
+            .execute(q, &[&i, &body.as_bytes()])
+            .await
+            .unwrap();
+    }
+    drop(rest);
+    let after = Sizes::of(cluster, &db);
+    let stored = cluster.psql(&db, "SELECT sum(pg_column_size(body)) FROM plain_bodies");
+    (before, after, stored.trim().parse().unwrap())
+}
+
+async fn disk_usage(cluster: &Cluster, r: &mut Report) {
+    const HEADLINE: usize = 8 * 1024;
+    r.section("Bytes on disk");
+    r.line(
+        "Each body size runs in a database of its own on the same cluster, so the supabash \
+         tables hold nothing but this one workspace: 100 commits each replace the one file \
+         `/notes.md` with a new, distinct text body, interleaved with inserting the same body \
+         into `plain_bodies (id bigint, body bytea)` (no index). Sizes are \
+         `pg_total_relation_size` (heap, TOAST, indexes, free space and visibility maps) after \
+         `VACUUM ANALYZE` (plain VACUUM: dead row versions become free space, files are not \
+         rewritten), summed over every table in schema `supabash`, against the plain table. \
+         Bodies are prose-like text, TOAST-compressed (pglz) on both sides. *Total* counts \
+         everything in the schema, including the fixed cost of empty tables and indexes; \
+         *growth* subtracts the sizes measured (also after VACUUM) right after the workspace \
+         was created, before the first edit; the plain table starts empty either way. The \
+         headline is 8 KiB, a typical Markdown or source file; the other sizes show how the \
+         fixed and per-revision overheads weigh against the bodies.",
+    );
+    r.table(&[
+        "body",
+        "raw bodies",
+        "stored bodies",
+        "plain table",
+        "supabash total",
+        "ratio total",
+        "supabash growth",
+        "ratio growth",
+        "`bodies` table / plain",
+    ]);
+    let mut detail = String::new();
+    for size in [1024, HEADLINE, 64 * 1024] {
+        let (before, after, stored) = disk(cluster, size).await;
+        let (total, growth) = (after.total(), after.total() - before.total());
+        let plain = after.plain;
+        let ratio = total as f64 / plain as f64;
+        let growth_ratio = growth as f64 / plain as f64;
+        r.row(&[
+            format!("{} KiB", size / 1024),
+            kib(100 * size as i64),
+            kib(stored),
+            kib(plain),
+            kib(total),
+            format!("{ratio:.2}"),
+            kib(growth),
+            format!("{growth_ratio:.2}"),
+            format!("{:.2}", after.table("bodies") as f64 / plain as f64),
+        ]);
+        let parts: Vec<String> = after
+            .tables
+            .iter()
+            .map(|(n, b)| format!("{n} {} (+{})", kib(*b), kib(b - before.table(n))))
+            .collect();
+        detail.push_str(&format!(
+            "- {} KiB bodies: {}\n",
+            size / 1024,
+            parts.join(", ")
+        ));
+        if size == HEADLINE {
+            r.summary(
+                "Disk after 100 edits of an 8 KiB file / plain table, total",
+                format!("{ratio:.2} ({} vs {})", kib(total), kib(plain)),
+                "≤ 1.15".into(),
+                Some(ratio <= 1.15),
+            );
+            r.summary(
+                "Same, growth only (fixed cost of empty tables excluded)",
+                format!("{growth_ratio:.2} ({} vs {})", kib(growth), kib(plain)),
+                "≤ 1.15".into(),
+                Some(growth_ratio <= 1.15),
+            );
+        }
+    }
+    r.line(&format!(
+        "\nPer table after the edits (growth in brackets):\n\n{detail}"
+    ));
+}
+
+/// Where server time goes: pg_stat_statements with nested statements tracked, over a few bulk
+/// and single-file commits (run after the measurements, so it does not disturb them).
+async fn profile(cluster: &Cluster, rest: &mut Rest, r: &mut Report) {
+    cluster.psql("app", "ALTER SYSTEM SET pg_stat_statements.track = 'all'");
+    cluster.psql("app", "SELECT pg_reload_conf()");
+    r.section("Where the server time goes");
+    r.line(
+        "pg_stat_statements with `track = all` (statements inside the extension are counted \
+         too, which slows them a little), reset before each workload, top 12 by total time. \
+         `top` marks a statement sent by the client; its time includes its nested \
+         statements (and theirs: the RLS helpers run inside the statements that use them). \
+         What a top-level call spends outside its nested statements goes to Rust and the \
+         SQL and PL/pgSQL wrappers: JSON decoding, hashing, building the receipt.",
+    );
+    let insert = plain_insert_sql(1000);
+    for (name, bulk) in [
+        (
+            "5 commits of 1,000 × 4 KiB files, and 5 plain INSERTs of the same bytes",
+            true,
+        ),
+        (
+            "100 single-file commits into a 10,000-file workspace",
+            false,
+        ),
+    ] {
+        let mut ws = Ws::create(rest).await;
+        let seed = if bulk { 1 } else { 10_000 };
+        let files: Vec<Value> = (0..seed)
+            .map(|i| upsert(&format!("/src/f{i:05}.md"), &text(i as u64, 512)))
+            .collect();
+        for chunk in files.chunks(1000) {
+            ws.commit(rest, chunk.to_vec()).await;
+        }
+        cluster.psql("app", "VACUUM ANALYZE");
+        cluster.psql("app", "SELECT pg_stat_statements_reset()");
+        for i in 0..if bulk { 5 } else { 100 } {
+            if bulk {
+                let bodies: Vec<String> = (0..1000)
+                    .map(|f| text(5_000_000 + i * 1000 + f, 4096))
+                    .collect();
+                let files = bodies
+                    .iter()
+                    .enumerate()
+                    .map(|(f, b)| upsert(&format!("/p/{i}/f{f:04}.md"), b))
+                    .collect();
+                ws.commit(rest, files).await;
+                plain_insert(rest, &insert, 1_000_000 + i as i64 * 1000, &bodies).await;
+            } else {
+                let path = format!("/src/f{:05}.md", i * 37);
+                ws.commit(rest, vec![upsert(&path, &text(6_000_000 + i, 512))])
+                    .await;
+            }
+        }
+        let rows = cluster.psql(
+            "app",
+            "SELECT toplevel, calls, round(mean_exec_time::numeric, 3),
+                    left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
+               FROM pg_stat_statements
+              WHERE query NOT LIKE '%pg_stat_statements%'
+                AND (toplevel OR query NOT LIKE 'SELECT supabash._%')
+              ORDER BY total_exec_time DESC LIMIT 12",
+        );
+        r.line(&format!("\n{name}:\n"));
+        r.table(&["level", "calls", "mean ms", "statement"]);
+        for l in rows.lines() {
+            let f: Vec<&str> = l.splitn(4, '|').collect();
+            let level = if f[0] == "t" { "top" } else { "nested" };
+            let q = format!("`{}`", f[3].replace('|', "\\|"));
+            r.row(&[level.into(), f[1].into(), f[2].into(), q]);
+        }
+    }
+}
+
+fn f1(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+fn f2(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+fn kib(b: i64) -> String {
+    format!("{:.0} KiB", b as f64 / 1024.0)
+}
+
+#[tokio::main]
+async fn main() {
+    let mut r = Report::new();
+    eprintln!("bench: starting a throwaway cluster");
+    let cluster = Cluster::start();
+    preload_pg_stat_statements(&cluster);
+    cluster.psql("app", PLAIN_TABLE);
+    r.machine(&cluster.psql("app", "SELECT version()"));
+    let mut rest = Rest::connect(&dsn(&cluster, "app")).await;
+    eprintln!("bench: commit latency");
+    let big = commit_latency(&cluster, &mut rest, &mut r).await;
+    eprintln!("bench: manifest");
+    manifest_load(&mut rest, &big, &mut r).await;
+    eprintln!("bench: bulk throughput");
+    bulk_throughput(&mut rest, &mut r).await;
+    eprintln!("bench: history");
+    history_page(&cluster, &mut rest, &mut r).await;
+    eprintln!("bench: concurrent writers");
+    concurrent_writers(&cluster, &mut r).await;
+    eprintln!("bench: disk");
+    disk_usage(&cluster, &mut r).await;
+    eprintln!("bench: profile");
+    profile(&cluster, &mut rest, &mut r).await;
+    drop(rest);
+    cluster.stop();
+    let out = supabash_tests::cluster::repo_root().join("BENCHMARKS.md");
+    std::fs::write(&out, r.render()).unwrap();
+    eprintln!("bench: wrote {}", out.display());
+}
