@@ -5,6 +5,7 @@
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
 pub mod auth;
+pub mod codec;
 pub mod documents;
 pub mod error;
 pub mod limits;
@@ -15,6 +16,9 @@ pub mod workspace;
 #[cfg(feature = "devcluster")]
 pub mod devcluster;
 
+#[cfg(feature = "frontmatter")]
+pub use codec::FrontmatterCodec;
+pub use codec::{DocumentCodec, PlainCodec};
 pub use error::{Result, SupabashError};
 pub use limits::Limits;
 pub use supabash_core::ErrorCode;

@@ -2,6 +2,7 @@
 //! its staged tree, then commit, inspect history, diff, read old revisions, restore forward,
 //! checkpoint and purge.
 
+use crate::codec::{DocumentCodec, PlainCodec};
 use crate::documents::StoredFile;
 use crate::error::{Result, SupabashError};
 use crate::limits::Limits;
@@ -21,6 +22,7 @@ pub struct Workspace {
     id: String,
     tree: Arc<StagedTree>,
     limits: Limits,
+    codec: Arc<dyn DocumentCodec>,
     pending: Mutex<Pending>,
 }
 
@@ -245,8 +247,16 @@ impl Workspace {
             id: workspace_id.to_owned(),
             tree: Arc::new(tree),
             limits,
+            codec: Arc::new(PlainCodec),
             pending: Mutex::default(),
         })
+    }
+
+    /// Uses `codec` to split staged files into body and metadata when committing and diffing
+    /// (default: [`PlainCodec`]). Reads always show the server's rendering, whatever the codec.
+    pub fn with_codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
+        self.codec = codec;
+        self
     }
 
     async fn rpc(&self, name: &str, args: Value) -> Result<Value> {
@@ -305,7 +315,8 @@ impl Workspace {
         self.tree.begin_commit()?;
         let guard = InFlight(&self.tree);
         self.tree.check_limits()?;
-        let (_, wire) = self.tree.wire_changes().await?;
+        let planned = self.tree.wire_changes(self.codec.as_ref()).await?;
+        let wire = planned.wire;
         let source = self.pending().restore_source.clone();
         let mut args = json!({
             "workspace_id": self.id,
@@ -328,6 +339,7 @@ impl Workspace {
             Ok(answer) => {
                 let result: CommitResult = decode("supabash_commit", answer)?;
                 std::mem::forget(guard);
+                self.tree.canonicalise(planned.canonical);
                 self.tree.end_commit(Some(result.receipt.revision.clone()));
                 let mut pending = self.pending();
                 pending.unknown = None;
@@ -380,7 +392,7 @@ impl Workspace {
             )));
         }
         let staged = if from == DiffSide::Staged || to == DiffSide::Staged {
-            Some(self.tree.staged_documents().await?)
+            Some(self.tree.staged_documents(self.codec.as_ref()).await?)
         } else {
             None
         };

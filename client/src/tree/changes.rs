@@ -3,6 +3,7 @@
 //! as a move (in path order); everything else is an upsert or a delete.
 
 use super::{committable, Body, Node, StagedTree};
+use crate::codec::{canonical, content_json, DocumentCodec};
 use crate::error::{Result, SupabashError};
 use base64::Engine;
 use serde::Serialize;
@@ -38,7 +39,7 @@ pub struct StagedChange {
 }
 
 /// The JSON body fields of some bytes: `text` when UTF-8, else `base64`.
-pub(crate) fn content_json(bytes: &[u8]) -> Value {
+pub(crate) fn body_json(bytes: &[u8]) -> Value {
     match std::str::from_utf8(bytes) {
         Ok(text) => json!({ "text": text }),
         Err(_) => json!({ "base64": base64::engine::general_purpose::STANDARD.encode(bytes) }),
@@ -152,11 +153,11 @@ impl StagedTree {
         Ok(self.plan()?.into_iter().map(|(c, _)| c).collect())
     }
 
-    /// The changes with the wire shape `supabash_commit` takes (loading bodies it needs).
-    pub(crate) async fn wire_changes(&self) -> Result<(Vec<StagedChange>, Vec<Value>)> {
+    /// The changes with the wire shape `supabash_commit` takes (loading bodies it needs, split
+    /// by `codec`), and the canonical bytes of every upserted file whose staged bytes differ.
+    pub(crate) async fn wire_changes(&self, codec: &dyn DocumentCodec) -> Result<WireChanges> {
         let plan = self.plan()?;
-        let mut wire = Vec::with_capacity(plan.len());
-        let mut summary = Vec::with_capacity(plan.len());
+        let mut out = WireChanges::default();
         for (change, body) in plan {
             let mut v = match change.kind {
                 ChangeKind::Upsert => json!({ "op": "upsert", "path": change.path }),
@@ -167,25 +168,40 @@ impl StagedTree {
             };
             if let Some(body) = body {
                 let bytes = self.bytes_of(&body).await?;
-                if let (Value::Object(o), Value::Object(c)) = (&mut v, content_json(&bytes)) {
+                let content = codec.split(&change.path, &bytes)?;
+                let rendered = canonical(&content);
+                if rendered != *bytes {
+                    out.canonical.push((change.path.clone(), rendered));
+                }
+                if let (Value::Object(o), Value::Object(c)) = (&mut v, content_json(&content)) {
                     o.extend(c);
                 }
             }
-            wire.push(v);
-            summary.push(change);
+            out.wire.push(v);
+            out.summary.push(change);
         }
-        Ok((summary, wire))
+        Ok(out)
     }
 
-    /// Every committable file with its content, as `supabash_diff` takes a staged side.
-    pub(crate) async fn staged_documents(&self) -> Result<Vec<Value>> {
+    /// Every committable file with its content split by `codec`, as `supabash_diff` takes a
+    /// staged side.
+    pub(crate) async fn staged_documents(&self, codec: &dyn DocumentCodec) -> Result<Vec<Value>> {
         let mut docs = Vec::new();
         for (p, body) in self.staged_files()? {
             let bytes = self.bytes_of(&body).await?;
-            let mut doc = content_json(&bytes);
+            let mut doc = content_json(&codec.split(&p, &bytes)?);
             doc["path"] = json!(p);
             docs.push(doc);
         }
         Ok(docs)
     }
+}
+
+/// What a commit sends, and what the staged tree becomes once it succeeds.
+#[derive(Debug, Default)]
+pub(crate) struct WireChanges {
+    pub summary: Vec<StagedChange>,
+    pub wire: Vec<Value>,
+    /// (path, canonical bytes) for staged files the database will render differently.
+    pub canonical: Vec<(String, Vec<u8>)>,
 }

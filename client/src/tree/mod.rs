@@ -8,6 +8,7 @@ mod changes;
 mod errno;
 mod ops;
 
+pub(crate) use changes::body_json;
 pub use changes::StagedChange;
 pub use errno::{Errno, FsError};
 pub use ops::{DirEntry, FileKind, Stat};
@@ -268,6 +269,17 @@ impl StagedTree {
         inner.base = base;
         inner.loaded = loaded;
         inner.base_revision = Some(revision);
+    }
+
+    /// Replaces staged file bytes with their canonical rendering after a successful commit
+    /// (runs while the commit is still marked in flight, before [`Self::end_commit`]).
+    pub(crate) fn canonicalise(&self, files: Vec<(String, Vec<u8>)>) {
+        let mut inner = self.lock();
+        for (p, bytes) in files {
+            if let Some(Node::File { body, .. }) = inner.nodes.get_mut(&p) {
+                *body = Body::Bytes(Arc::new(bytes));
+            }
+        }
     }
 
     /// Replaces every committable path with `files` (path, rendered bytes); shell-owned paths

@@ -311,7 +311,9 @@ proptest! {
                     Op::RmRf(p) => t.rm(PATHS[p], true, true).await,
                 };
             }
-            let (summary, wire) = t.wire_changes().await.unwrap();
+            let planned = t.wire_changes(&crate::codec::PlainCodec).await.unwrap();
+            let (summary, wire) = (planned.summary, planned.wire);
+            assert!(planned.canonical.is_empty());
             assert!(summary.iter().all(|c| !c.path.starts_with("/tmp")));
             let mut applied = base.clone();
             apply(&mut applied, &wire);
