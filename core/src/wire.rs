@@ -231,6 +231,12 @@ pub struct ReceiptLine {
     pub after_hash: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub after_size: Option<i64>,
+    /// For a move onto an existing file: the content hash of the file it replaced.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replaced_hash: Option<String>,
+    /// For a move onto an existing file: the size of the file it replaced.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replaced_size: Option<i64>,
 }
 
 /// The record of one commit.

@@ -36,26 +36,26 @@ $$;
 CREATE FUNCTION public.supabash_load_manifest(workspace_id text) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_manifest', jsonb_build_object('workspaceId', workspace_id))
+  SELECT supabash._call('load_manifest', jsonb_build_object('workspace_id', workspace_id))
 $$;
 
 CREATE FUNCTION public.supabash_load_document(workspace_id text, path text, revision text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
   SELECT supabash._call('load_document',
-    jsonb_build_object('workspaceId', workspace_id, 'path', path, 'revision', revision))
+    jsonb_build_object('workspace_id', workspace_id, 'path', path, 'revision', revision))
 $$;
 
 CREATE FUNCTION public.supabash_load_snapshot(workspace_id text, revision text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_snapshot', jsonb_build_object('workspaceId', workspace_id, 'revision', revision))
+  SELECT supabash._call('load_snapshot', jsonb_build_object('workspace_id', workspace_id, 'revision', revision))
 $$;
 
 CREATE FUNCTION public.supabash_load_revision(workspace_id text, revision text)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_revision', jsonb_build_object('workspaceId', workspace_id, 'revision', revision))
+  SELECT supabash._call('load_revision', jsonb_build_object('workspace_id', workspace_id, 'revision', revision))
 $$;
 
 CREATE FUNCTION public.supabash_history(
@@ -63,8 +63,8 @@ CREATE FUNCTION public.supabash_history(
   restart_if_missing boolean DEFAULT false)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('history', jsonb_build_object('workspaceId', workspace_id, 'cursor', cursor,
-    'limit', page_size, 'restartIfMissing', restart_if_missing))
+  SELECT supabash._call('history', jsonb_build_object('workspace_id', workspace_id, 'cursor', cursor,
+    'page_size', page_size, 'restart_if_missing', restart_if_missing))
 $$;
 
 CREATE FUNCTION public.supabash_commit(
@@ -75,10 +75,10 @@ CREATE FUNCTION public.supabash_commit(
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('commit', jsonb_build_object(
-    'workspaceId', workspace_id, 'changes', changes, 'actor', actor,
-    'baseRevision', base_revision, 'transactionId', transaction_id,
-    'correlationId', correlation_id, 'idempotencyKey', idempotency_key,
-    'cause', cause, 'metadata', metadata, 'sourceRevision', source_revision))
+    'workspace_id', workspace_id, 'changes', changes, 'actor', actor,
+    'base_revision', base_revision, 'transaction_id', transaction_id,
+    'correlation_id', correlation_id, 'idempotency_key', idempotency_key,
+    'cause', cause, 'metadata', metadata, 'source_revision', source_revision))
 $$;
 
 CREATE FUNCTION public.supabash_diff(
@@ -86,8 +86,8 @@ CREATE FUNCTION public.supabash_diff(
   preview_bytes integer DEFAULT NULL, staged jsonb DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('diff', jsonb_build_object('workspaceId', workspace_id, 'from', from_ref,
-    'to', to_ref, 'paths', to_jsonb(paths), 'previewBytes', preview_bytes, 'staged', staged))
+  SELECT supabash._call('diff', jsonb_build_object('workspace_id', workspace_id, 'from_ref', from_ref,
+    'to_ref', to_ref, 'paths', to_jsonb(paths), 'preview_bytes', preview_bytes, 'staged', staged))
 $$;
 
 CREATE FUNCTION public.supabash_checkpoint(
@@ -95,21 +95,21 @@ CREATE FUNCTION public.supabash_checkpoint(
   idempotency_key text DEFAULT NULL, revision text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
-  SELECT supabash._write('checkpoint', jsonb_build_object('workspaceId', workspace_id, 'label', label,
-    'retentionClass', retention_class, 'idempotencyKey', idempotency_key, 'revision', revision))
+  SELECT supabash._write('checkpoint', jsonb_build_object('workspace_id', workspace_id, 'label', label,
+    'retention_class', retention_class, 'idempotency_key', idempotency_key, 'revision', revision))
 $$;
 
 CREATE FUNCTION public.supabash_checkpoints(workspace_id text) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('checkpoints', jsonb_build_object('workspaceId', workspace_id))
+  SELECT supabash._call('checkpoints', jsonb_build_object('workspace_id', workspace_id))
 $$;
 
 CREATE FUNCTION public.supabash_delete_checkpoint(workspace_id text, checkpoint_id text) RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('delete_checkpoint',
-    jsonb_build_object('workspaceId', workspace_id, 'checkpointId', checkpoint_id))
+    jsonb_build_object('workspace_id', workspace_id, 'checkpoint_id', checkpoint_id))
 $$;
 
 CREATE FUNCTION public.supabash_purge(
@@ -117,9 +117,9 @@ CREATE FUNCTION public.supabash_purge(
   floor_revision text DEFAULT NULL, dry_run boolean DEFAULT false)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
-  SELECT supabash._write('purge', jsonb_build_object('workspaceId', workspace_id,
-    'keepRevisions', keep_revisions, 'maxAgeSeconds', max_age_seconds,
-    'floorRevision', floor_revision, 'dryRun', dry_run))
+  SELECT supabash._write('purge', jsonb_build_object('workspace_id', workspace_id,
+    'keep_revisions', keep_revisions, 'max_age_seconds', max_age_seconds,
+    'floor_revision', floor_revision, 'dry_run', dry_run))
 $$;
 
 -- Privileges: nothing for PUBLIC; supabash_owner reaches the private objects; the PostgREST

@@ -89,9 +89,10 @@ CREATE TABLE supabash.revisions (
   receipt         jsonb NOT NULL,
   PRIMARY KEY (workspace_id, revision_id),
   UNIQUE (workspace_id, position),
-  UNIQUE (workspace_id, transaction_id),
-  UNIQUE (workspace_id, idempotency_key)
+  UNIQUE (workspace_id, transaction_id)
 );
+CREATE UNIQUE INDEX revisions_idempotency_idx ON supabash.revisions (workspace_id, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
 
 ALTER TABLE supabash.workspaces
   ADD FOREIGN KEY (id, head_revision) REFERENCES supabash.revisions (workspace_id, revision_id)
@@ -132,7 +133,7 @@ CREATE TABLE supabash.checkpoints (
   retention_class text,
   idempotency_key text,
   request_hash    bytea NOT NULL,
-  created_at      timestamptz NOT NULL DEFAULT now(),
+  created_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
   PRIMARY KEY (workspace_id, checkpoint_id),
   UNIQUE (workspace_id, idempotency_key),
   FOREIGN KEY (workspace_id, revision_id) REFERENCES supabash.revisions (workspace_id, revision_id)
@@ -143,7 +144,8 @@ CREATE TABLE supabash.checkpoints (
 ALTER TABLE supabash.workspaces ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.workspaces FORCE ROW LEVEL SECURITY;
 CREATE POLICY owner ON supabash.workspaces TO supabash_owner
-  USING (owner_id = supabash.request_owner()) WITH CHECK (owner_id = supabash.request_owner());
+  USING (owner_id = (SELECT supabash.request_owner()))
+  WITH CHECK (owner_id = (SELECT supabash.request_owner()));
 
 DO $$
 DECLARE t text;

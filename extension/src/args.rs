@@ -66,8 +66,27 @@ impl Args<'_> {
         }
     }
 
+    /// A required path, checked against the path rules.
+    pub fn path(&self, name: &str) -> Outcome<String> {
+        match self.field(name) {
+            None => Err(invalid(format!("{name} is required"))),
+            Some(Value::String(p)) => checked_path(p),
+            Some(_) => Err(invalid(format!("{name} must be a string"))),
+        }
+    }
+
     /// A raw JSON value (absent or null gives `None`).
     pub fn json(&self, name: &str) -> Option<&Value> {
         self.field(name)
     }
+}
+
+/// Checks a path against the shared path rules (`supabash_core::path::validate`).
+pub fn checked_path(p: &str) -> Outcome<String> {
+    supabash_core::path::validate(p)
+        .map(str::to_owned)
+        .map_err(|e| {
+            Fail::new(Marker::InvalidPath, format!("{:?}: {e}", crate::clip(p)))
+                .with_detail(serde_json::json!({ "path": crate::clip(p), "reason": e.reason() }))
+        })
 }

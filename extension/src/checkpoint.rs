@@ -15,10 +15,10 @@ const CHECKPOINT_JSON: &str = "jsonb_strip_nulls(jsonb_build_object(
 
 /// `supabash_checkpoint`: pins a revision (default: the head).
 pub fn checkpoint(args: &Args) -> Outcome<Value> {
-    let ws = access::open_locked(&args.uuid("workspaceId")?)?;
+    let ws = access::open_locked(&args.uuid("workspace_id")?)?;
     let label = args.text_opt("label", MAX_CAUSE_BYTES)?;
-    let class = args.text_opt("retentionClass", 255)?;
-    let key = args.text_opt("idempotencyKey", MAX_LABEL_BYTES)?;
+    let class = args.text_opt("retention_class", 255)?;
+    let key = args.text_opt("idempotency_key", MAX_LABEL_BYTES)?;
     let revision = match args.uuid_opt("revision")? {
         Some(r) => {
             access::revision_position(&ws.id, &r)?;
@@ -73,7 +73,7 @@ pub fn checkpoint(args: &Args) -> Outcome<Value> {
 
 /// `supabash_checkpoints`: all checkpoints, oldest first.
 pub fn checkpoints(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let ws = access::open(&args.uuid("workspace_id")?)?;
     Ok(db::json(
         &format!(
             "SELECT coalesce(jsonb_agg({CHECKPOINT_JSON} ORDER BY created_at, checkpoint_id), '[]'::jsonb)
@@ -86,8 +86,8 @@ pub fn checkpoints(args: &Args) -> Outcome<Value> {
 
 /// `supabash_delete_checkpoint`: removes one checkpoint (its revision becomes purgeable).
 pub fn delete_checkpoint(args: &Args) -> Outcome<Value> {
-    let ws = access::open_locked(&args.uuid("workspaceId")?)?;
-    let id = args.uuid("checkpointId")?;
+    let ws = access::open_locked(&args.uuid("workspace_id")?)?;
+    let id = args.uuid("checkpoint_id")?;
     db::json(
         "DELETE FROM supabash.checkpoints WHERE workspace_id = $1::uuid AND checkpoint_id = $2::uuid
          RETURNING jsonb_build_object('checkpointId', checkpoint_id, 'deleted', true)",

@@ -136,19 +136,19 @@ fn context(args: &Args) -> Outcome<Context> {
         ));
     }
     Ok(Context {
-        base: args.uuid_opt("baseRevision")?,
-        transaction_id: match args.uuid_opt("transactionId")? {
+        base: args.uuid_opt("base_revision")?,
+        transaction_id: match args.uuid_opt("transaction_id")? {
             Some(t) => t,
             None => uuid::Uuid::new_v4().to_string(),
         },
         actor: args
             .text_opt("actor", MAX_LABEL_BYTES)?
             .ok_or_else(|| invalid("actor is required"))?,
-        correlation_id: args.text_opt("correlationId", MAX_LABEL_BYTES)?,
-        idempotency_key: args.text_opt("idempotencyKey", MAX_LABEL_BYTES)?,
+        correlation_id: args.text_opt("correlation_id", MAX_LABEL_BYTES)?,
+        idempotency_key: args.text_opt("idempotency_key", MAX_LABEL_BYTES)?,
         cause: args.text_opt("cause", MAX_CAUSE_BYTES)?,
         metadata,
-        source_revision: args.uuid_opt("sourceRevision")?,
+        source_revision: args.uuid_opt("source_revision")?,
     })
 }
 
@@ -219,6 +219,8 @@ fn line(
         before_size: before.map(|v| v.content_size),
         after_hash: after.map(|v| hex::encode(&v.content_hash)),
         after_size: after.map(|v| v.content_size),
+        replaced_hash: None,
+        replaced_size: None,
     }
 }
 
@@ -253,8 +255,11 @@ fn simulate(
                     .flatten()
                     .ok_or_else(|| missing(from))?;
                 let after = after.clone().unwrap_or_else(|| before.clone());
-                state.insert(path.clone(), Some(after.clone()));
-                lines.push(line("move", path, Some(from), Some(&before), Some(&after)));
+                let replaced = state.insert(path.clone(), Some(after.clone())).flatten();
+                let mut moved = line("move", path, Some(from), Some(&before), Some(&after));
+                moved.replaced_hash = replaced.as_ref().map(|v| hex::encode(&v.content_hash));
+                moved.replaced_size = replaced.as_ref().map(|v| v.content_size);
+                lines.push(moved);
             }
         }
     }
@@ -268,17 +273,26 @@ fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
     }
     let sizes: Vec<i64> = bodies.iter().map(|(_, b)| b.len() as i64).collect();
     let (hashes, bytes): (Vec<Vec<u8>>, Vec<Vec<u8>>) = bodies.into_iter().unzip();
+    let inserted = db::json(
+        "WITH ins AS (
+           INSERT INTO supabash.bodies (workspace_id, hash, size, body)
+           SELECT $1::uuid, h, s, b FROM unnest($2::bytea[], $3::bigint[], $4::bytea[]) AS u(h, s, b)
+           ON CONFLICT (workspace_id, hash) DO NOTHING
+           RETURNING hash)
+         SELECT to_jsonb(count(*)) FROM ins",
+        &[ws.into(), hashes.clone().into(), sizes.into(), bytes.clone().into()],
+    )?
+    .and_then(|v| v.as_i64())
+    .unwrap_or_default();
+    if inserted as usize == hashes.len() {
+        return Ok(());
+    }
+    // Some hashes were already stored: their bytes must be the ones we were given.
     let collisions = db::json(
-        "WITH incoming AS (SELECT * FROM unnest($2::bytea[], $3::bigint[], $4::bytea[]) AS u(hash, size, body)),
-              inserted AS (
-                INSERT INTO supabash.bodies (workspace_id, hash, size, body)
-                SELECT $1::uuid, hash, size, body FROM incoming
-                ON CONFLICT (workspace_id, hash) DO NOTHING
-                RETURNING hash)
-         SELECT to_jsonb(count(*)) FROM incoming i
-           JOIN supabash.bodies b ON b.workspace_id = $1::uuid AND b.hash = i.hash
-          WHERE i.hash NOT IN (SELECT hash FROM inserted) AND (b.size <> i.size OR b.body <> i.body)",
-        &[ws.into(), hashes.into(), sizes.into(), bytes.into()],
+        "SELECT to_jsonb(count(*)) FROM unnest($2::bytea[], $3::bytea[]) AS u(h, b)
+           JOIN supabash.bodies x ON x.workspace_id = $1::uuid AND x.hash = u.h
+          WHERE x.body <> u.b",
+        &[ws.into(), hashes.into(), bytes.into()],
     )?;
     if collisions.and_then(|v| v.as_i64()).unwrap_or(0) > 0 {
         return Err(Fail::new(
@@ -346,7 +360,7 @@ fn write_entries(ws: &str, position: i64, plan: Plan) -> Outcome<()> {
 
 /// `supabash_commit`: see docs/sql-contract.md.
 pub fn commit(args: &Args) -> Outcome<Value> {
-    let ws = args.uuid("workspaceId")?;
+    let ws = args.uuid("workspace_id")?;
     let raw_changes = args
         .json("changes")
         .ok_or_else(|| invalid("changes is required"))?;

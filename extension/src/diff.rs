@@ -166,14 +166,14 @@ fn cut(text: &str, max: usize) -> String {
 
 /// `supabash_diff`.
 pub fn diff(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let ws = access::open(&args.uuid("workspace_id")?)?;
     let preview_bytes = args
-        .int_opt("previewBytes")?
+        .int_opt("preview_bytes")?
         .unwrap_or(DEFAULT_DIFF_PREVIEW_BYTES);
     if !(0..=MAX_DIFF_PREVIEW_BYTES).contains(&preview_bytes) {
         return Err(Fail::new(
             Marker::Quota,
-            format!("previewBytes must be between 0 and {MAX_DIFF_PREVIEW_BYTES}"),
+            format!("preview_bytes must be between 0 and {MAX_DIFF_PREVIEW_BYTES}"),
         ));
     }
     let filter: Vec<String> = match args.json("paths") {
@@ -182,15 +182,13 @@ pub fn diff(args: &Args) -> Outcome<Value> {
             .iter()
             .map(|p| {
                 let p = p.as_str().ok_or_else(|| invalid("paths must be strings"))?;
-                supabash_core::path::validate(p)
-                    .map(str::to_owned)
-                    .map_err(|e| Fail::new(Marker::InvalidPath, format!("{p:?}: {e}")))
+                crate::args::checked_path(p)
             })
             .collect::<Outcome<_>>()?,
         Some(_) => return Err(invalid("paths must be an array of paths")),
     };
-    let from = side(&ws, args, "from")?;
-    let to = side(&ws, args, "to")?;
+    let from = side(&ws, args, "from_ref")?;
+    let to = side(&ws, args, "to_ref")?;
 
     let mut entries: Vec<(DiffEntry, Option<&SideFile>, Option<&SideFile>)> = Vec::new();
     let mut deleted: Vec<(&String, &SideFile)> = Vec::new();

@@ -52,9 +52,9 @@ fn strings(v: &Value) -> Vec<String> {
 
 /// `supabash_purge`.
 pub fn purge(args: &Args) -> Outcome<Value> {
-    let ws = access::open_locked(&args.uuid("workspaceId")?)?;
-    let mut keep = args.int_opt("keepRevisions")?;
-    let max_age = args.int_opt("maxAgeSeconds")?;
+    let ws = access::open_locked(&args.uuid("workspace_id")?)?;
+    let mut keep = args.int_opt("keep_revisions")?;
+    let max_age = args.int_opt("max_age_seconds")?;
     if keep.is_some_and(|k| k < 0) || max_age.is_some_and(|a| a < 0) {
         return Err(invalid(
             "keepRevisions and maxAgeSeconds must not be negative",
@@ -63,11 +63,11 @@ pub fn purge(args: &Args) -> Outcome<Value> {
     if keep.is_none() && max_age.is_none() {
         keep = Some(DEFAULT_PURGE_KEEP);
     }
-    let floor = match args.uuid_opt("floorRevision")? {
+    let floor = match args.uuid_opt("floor_revision")? {
         Some(r) => Some(access::revision_position(&ws.id, &r)?),
         None => None,
     };
-    let dry_run = args.flag("dryRun")?;
+    let dry_run = args.flag("dry_run")?;
     let plan = db::json(
         PLAN_SQL,
         &[

@@ -4,11 +4,10 @@
 use crate::access::{self, Workspace};
 use crate::args::Args;
 use crate::db::{self, FileRow};
-use crate::fail::{invalid, Fail, Outcome};
+use crate::fail::{Fail, Outcome};
 use base64::Engine;
 use serde_json::{json, Map, Value};
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
-use supabash_core::path;
 use supabash_core::Marker;
 
 /// `supabash_create_workspace`: a new, empty workspace owned by the caller.
@@ -115,7 +114,7 @@ fn pinned(ws: &Workspace, args: &Args) -> Outcome<(Option<String>, Option<i64>)>
 
 /// `supabash_load_manifest`: the head tree without bodies.
 pub fn load_manifest(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let ws = access::open(&args.uuid("workspace_id")?)?;
     let files: Vec<Value> = files_at(&ws, None, None, false)?
         .into_iter()
         .map(file_json)
@@ -127,14 +126,8 @@ pub fn load_manifest(args: &Args) -> Outcome<Value> {
 
 /// `supabash_load_document`: one file, with its body, at a pinned revision (default: head).
 pub fn load_document(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspaceId")?)?;
-    let path = args
-        .text_opt("path", path::MAX_PATH_BYTES)?
-        .ok_or_else(|| invalid("path is required"))?;
-    path::validate(&path).map_err(|e| {
-        Fail::new(Marker::InvalidPath, format!("{path:?}: {e}"))
-            .with_detail(json!({ "path": path, "reason": e.reason() }))
-    })?;
+    let ws = access::open(&args.uuid("workspace_id")?)?;
+    let path = args.path("path")?;
     let (revision, position) = pinned(&ws, args)?;
     let row = files_at(&ws, position, Some(&path), true)?
         .into_iter()
@@ -153,7 +146,7 @@ pub fn load_document(args: &Args) -> Outcome<Value> {
 
 /// `supabash_load_snapshot`: every file with its body at a pinned revision (default: head).
 pub fn load_snapshot(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let ws = access::open(&args.uuid("workspace_id")?)?;
     let (revision, position) = pinned(&ws, args)?;
     let files: Vec<Value> = if revision.is_none() {
         Vec::new()
@@ -177,7 +170,7 @@ fn receipt(ws: &str, revision: &str) -> Outcome<Value> {
 
 /// `supabash_load_revision`: a revision's receipt and its full tree with bodies.
 pub fn load_revision(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspaceId")?)?;
+    let ws = access::open(&args.uuid("workspace_id")?)?;
     let revision = args.uuid("revision")?;
     let position = access::revision_position(&ws.id, &revision)?;
     let files: Vec<Value> = files_at(&ws, Some(position), None, true)?
@@ -190,19 +183,19 @@ pub fn load_revision(args: &Args) -> Outcome<Value> {
 /// `supabash_history`: receipts oldest first, a page at a time. The cursor is the revision id
 /// of the last record of the previous page.
 pub fn history(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspaceId")?)?;
-    let limit = args.int_opt("limit")?.unwrap_or(DEFAULT_HISTORY_PAGE);
+    let ws = access::open(&args.uuid("workspace_id")?)?;
+    let limit = args.int_opt("page_size")?.unwrap_or(DEFAULT_HISTORY_PAGE);
     if !(1..=MAX_HISTORY_PAGE).contains(&limit) {
         return Err(Fail::new(
             Marker::Quota,
-            format!("limit must be between 1 and {MAX_HISTORY_PAGE}"),
+            format!("page_size must be between 1 and {MAX_HISTORY_PAGE}"),
         ));
     }
     let after = match args.uuid_opt("cursor")? {
         None => i64::MIN,
         Some(cursor) => match access::revision_position(&ws.id, &cursor) {
             Ok(p) => p,
-            Err(_) if args.flag("restartIfMissing")? => i64::MIN,
+            Err(_) if args.flag("restart_if_missing")? => i64::MIN,
             Err(_) => {
                 return Err(Fail::new(
                     Marker::RevisionNotFound,

@@ -356,7 +356,7 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
         v.push(bad(
             "supabash_load_document",
             json!({ "workspace_id": ws, "path": p }),
-            if p.len() > 4096 { "54000" } else { code },
+            code,
         ));
         v.push(bad(
             "supabash_commit",
