@@ -14,7 +14,7 @@ install:
 # Formatting and lints, warnings are errors.
 lint:
     cargo fmt --all --check
-    cargo clippy --workspace --all-targets --exclude supabash-extension -- -D warnings
+    cargo clippy --workspace --all-targets --all-features --exclude supabash-extension -- -D warnings
     cd extension && cargo clippy --all-targets --features "pg15 pg_test" --no-default-features -- -D warnings
 
 # In-backend #[pg_test] tests (installs a test build; run as the postgres OS user).
@@ -24,7 +24,7 @@ pgtest:
 
 # End-to-end tests against throwaway clusters with the installed extension.
 e2e: install
-    cargo test --workspace --exclude supabash-extension
+    cargo test --workspace --all-features --exclude supabash-extension
 
 # SQL scenarios (pg_test/: pg_regress, expected output) against the installed extension.
 pgsql: install
