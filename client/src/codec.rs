@@ -222,10 +222,10 @@ mod frontmatter {
         let f = if f == 0.0 { 0.0 } else { f };
         let text = Value::from(f).to_string();
         if f.fract() == 0.0 && text.contains('e') {
-            if f > 0.0 && f < 18_446_744_073_709_551_616.0 {
+            if (0.0..18_446_744_073_709_551_616.0).contains(&f) {
                 return Some(Value::from(f as u64));
             }
-            if f < 0.0 && f >= -9_223_372_036_854_775_808.0 {
+            if (-9_223_372_036_854_775_808.0..0.0).contains(&f) {
                 return Some(Value::from(f as i64));
             }
         }
