@@ -15,16 +15,18 @@ use supabash_core::Marker;
 
 /// The stored state of one path.
 #[derive(Clone, PartialEq)]
-struct Version {
-    body_hash: Vec<u8>,
-    body_size: i64,
-    content_hash: Vec<u8>,
-    content_size: i64,
-    metadata: Value,
+pub(crate) struct Version {
+    pub(crate) body_hash: Vec<u8>,
+    pub(crate) body_size: i64,
+    pub(crate) content_hash: Vec<u8>,
+    pub(crate) content_size: i64,
+    pub(crate) metadata: Value,
 }
 
 impl Version {
-    fn of(content: &Content) -> Self {
+    /// Hashes new content: the body, and the rendered document (the same hash when there is
+    /// no metadata).
+    pub(crate) fn of(content: &Content) -> Self {
         let body_hash = sha256(&content.body).to_vec();
         let (content_hash, content_size) = if content.metadata.is_empty() {
             (body_hash.clone(), content.body.len())

@@ -10,7 +10,6 @@ use crate::read::files_at;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::document::{metadata_from_json, render, Metadata};
-use supabash_core::hash::sha256;
 use supabash_core::limits::{
     utf8_prefix, DEFAULT_DIFF_PREVIEW_BYTES, MAX_DIFF_PREVIEW_BYTES, TRUNCATED_MARKER,
 };
@@ -54,11 +53,11 @@ fn staged_side(args: &Args) -> Outcome<Side> {
         let Change::Upsert { path, content } = change else {
             unreachable!("only upserts")
         };
-        let rendered = render(&content.body, &content.metadata);
+        let v = crate::commit::Version::of(&content);
         let file = SideFile {
-            content_hash: sha256(&rendered).to_vec(),
-            body_hash: sha256(&content.body).to_vec(),
-            metadata: supabash_core::document::metadata_to_json(&content.metadata),
+            content_hash: v.content_hash,
+            body_hash: v.body_hash,
+            metadata: v.metadata,
             body: Some(content.body),
         };
         if files.insert(path.clone(), file).is_some() {
