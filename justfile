@@ -1,7 +1,12 @@
 # supabash tasks. `scripts/setup.sh` installs what a fresh machine lacks.
 
-pg_config := "/usr/lib/postgresql/15/bin/pg_config"
-lock := "/tmp/supabash-pgrx-install.lock"
+# PG_CONFIG picks the PostgreSQL to install into and test against (default: Debian's 15). A
+# private copy of /usr/lib/postgresql/15 and /usr/share/postgresql/15 under one prefix works
+# too (PostgreSQL is relocatable), which lets several checkouts test side by side.
+pg_config := env_var_or_default("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config")
+export PG_BIN := parent_directory(pg_config)
+export PG_REGRESS := parent_directory(PG_BIN) / "lib/pgxs/src/test/regress/pg_regress"
+lock := "/tmp/supabash-pgrx-install" + replace(pg_config, "/", "_") + ".lock"
 
 # Installs the toolchain (idempotent, seconds when done).
 setup:
