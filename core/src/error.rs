@@ -83,10 +83,11 @@ pub enum Marker {
     Quota,
     UnsupportedContent,
     BodyHashCollision,
+    HistoryCorruption,
 }
 
 /// Every marker, for lookups and documentation.
-pub const MARKERS: [Marker; 13] = [
+pub const MARKERS: [Marker; 14] = [
     Marker::AuthenticationRequired,
     Marker::WorkspaceDenied,
     Marker::InvalidArgument,
@@ -100,6 +101,7 @@ pub const MARKERS: [Marker; 13] = [
     Marker::Quota,
     Marker::UnsupportedContent,
     Marker::BodyHashCollision,
+    Marker::HistoryCorruption,
 ];
 
 impl Marker {
@@ -119,6 +121,7 @@ impl Marker {
             Marker::Quota => "SUPABASH_QUOTA_EXCEEDED",
             Marker::UnsupportedContent => "SUPABASH_UNSUPPORTED_CONTENT",
             Marker::BodyHashCollision => "SUPABASH_BODY_HASH_COLLISION",
+            Marker::HistoryCorruption => "SUPABASH_HISTORY_CORRUPTION",
         }
     }
 
@@ -136,7 +139,7 @@ impl Marker {
             Marker::IdempotencyConflict => "23505",
             Marker::Quota => "54000",
             Marker::UnsupportedContent => "0A000",
-            Marker::BodyHashCollision => "XX001",
+            Marker::BodyHashCollision | Marker::HistoryCorruption => "XX001",
         }
     }
 
@@ -154,7 +157,7 @@ impl Marker {
             Marker::IdempotencyConflict => ErrorCode::IdempotencyConflict,
             Marker::Quota => ErrorCode::QuotaExceeded,
             Marker::UnsupportedContent => ErrorCode::UnsupportedContent,
-            Marker::BodyHashCollision => ErrorCode::HistoryCorruption,
+            Marker::BodyHashCollision | Marker::HistoryCorruption => ErrorCode::HistoryCorruption,
         }
     }
 

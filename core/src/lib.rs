@@ -5,6 +5,7 @@ pub mod error;
 pub mod hash;
 pub mod limits;
 pub mod path;
+pub mod receipt_lines;
 pub mod wire;
 
 pub use error::{ErrorCode, Marker};

@@ -8,7 +8,7 @@
 -- lock timeouts, deadlocks and serialization failures become 55P03 SUPABASH_COMMIT_COORDINATION
 -- (retryable); SUPABASH_COMMIT_CONFLICT becomes PT409, which PostgREST answers with HTTP 409.
 -- (A custom SQLSTATE raised from Rust would arrive as XX000, hence this PL/pgSQL layer.)
-CREATE FUNCTION supabash._write(op text, args jsonb) RETURNS jsonb
+CREATE FUNCTION supabash._write(op text, args json) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   msg text;
@@ -30,32 +30,32 @@ $$;
 CREATE FUNCTION public.supabash_create_workspace() RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._write('create_workspace', '{}'::jsonb)
+  SELECT supabash._write('create_workspace', '{}'::json)
 $$;
 
 CREATE FUNCTION public.supabash_load_manifest(workspace_id text) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_manifest', jsonb_build_object('workspace_id', workspace_id))
+  SELECT supabash._call('load_manifest', json_build_object('workspace_id', workspace_id))
 $$;
 
 CREATE FUNCTION public.supabash_load_document(workspace_id text, path text, revision text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
   SELECT supabash._call('load_document',
-    jsonb_build_object('workspace_id', workspace_id, 'path', path, 'revision', revision))
+    json_build_object('workspace_id', workspace_id, 'path', path, 'revision', revision))
 $$;
 
 CREATE FUNCTION public.supabash_load_snapshot(workspace_id text, revision text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_snapshot', jsonb_build_object('workspace_id', workspace_id, 'revision', revision))
+  SELECT supabash._call('load_snapshot', json_build_object('workspace_id', workspace_id, 'revision', revision))
 $$;
 
 CREATE FUNCTION public.supabash_load_revision(workspace_id text, revision text)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_revision', jsonb_build_object('workspace_id', workspace_id, 'revision', revision))
+  SELECT supabash._call('load_revision', json_build_object('workspace_id', workspace_id, 'revision', revision))
 $$;
 
 CREATE FUNCTION public.supabash_history(
@@ -63,18 +63,18 @@ CREATE FUNCTION public.supabash_history(
   restart_if_missing boolean DEFAULT false)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('history', jsonb_build_object('workspace_id', workspace_id, 'cursor', cursor,
+  SELECT supabash._call('history', json_build_object('workspace_id', workspace_id, 'cursor', cursor,
     'page_size', page_size, 'restart_if_missing', restart_if_missing))
 $$;
 
 CREATE FUNCTION public.supabash_commit(
-  workspace_id text, changes jsonb, actor text,
+  workspace_id text, changes json, actor text,
   base_revision text DEFAULT NULL, transaction_id text DEFAULT NULL,
   correlation_id text DEFAULT NULL, idempotency_key text DEFAULT NULL,
   cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
-  SELECT supabash._write('commit', jsonb_build_object(
+  SELECT supabash._write('commit', json_build_object(
     'workspace_id', workspace_id, 'changes', changes, 'actor', actor,
     'base_revision', base_revision, 'transaction_id', transaction_id,
     'correlation_id', correlation_id, 'idempotency_key', idempotency_key,
@@ -83,11 +83,11 @@ $$;
 
 CREATE FUNCTION public.supabash_diff(
   workspace_id text, from_ref jsonb, to_ref jsonb, paths text[] DEFAULT NULL,
-  preview_bytes integer DEFAULT NULL, staged jsonb DEFAULT NULL)
+  preview_bytes integer DEFAULT NULL, staged json DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('diff', jsonb_build_object('workspace_id', workspace_id, 'from_ref', from_ref,
-    'to_ref', to_ref, 'paths', to_jsonb(paths), 'preview_bytes', preview_bytes, 'staged', staged))
+  SELECT supabash._call('diff', json_build_object('workspace_id', workspace_id, 'from_ref', from_ref,
+    'to_ref', to_ref, 'paths', to_json(paths), 'preview_bytes', preview_bytes, 'staged', staged))
 $$;
 
 CREATE FUNCTION public.supabash_checkpoint(
@@ -95,21 +95,21 @@ CREATE FUNCTION public.supabash_checkpoint(
   idempotency_key text DEFAULT NULL, revision text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
-  SELECT supabash._write('checkpoint', jsonb_build_object('workspace_id', workspace_id, 'label', label,
+  SELECT supabash._write('checkpoint', json_build_object('workspace_id', workspace_id, 'label', label,
     'retention_class', retention_class, 'idempotency_key', idempotency_key, 'revision', revision))
 $$;
 
 CREATE FUNCTION public.supabash_checkpoints(workspace_id text) RETURNS jsonb
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('checkpoints', jsonb_build_object('workspace_id', workspace_id))
+  SELECT supabash._call('checkpoints', json_build_object('workspace_id', workspace_id))
 $$;
 
 CREATE FUNCTION public.supabash_delete_checkpoint(workspace_id text, checkpoint_id text) RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('delete_checkpoint',
-    jsonb_build_object('workspace_id', workspace_id, 'checkpoint_id', checkpoint_id))
+    json_build_object('workspace_id', workspace_id, 'checkpoint_id', checkpoint_id))
 $$;
 
 CREATE FUNCTION public.supabash_purge(
@@ -117,7 +117,7 @@ CREATE FUNCTION public.supabash_purge(
   floor_revision text DEFAULT NULL, dry_run boolean DEFAULT false)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
-  SELECT supabash._write('purge', jsonb_build_object('workspace_id', workspace_id,
+  SELECT supabash._write('purge', json_build_object('workspace_id', workspace_id,
     'keep_revisions', keep_revisions, 'max_age_seconds', max_age_seconds,
     'floor_revision', floor_revision, 'dry_run', dry_run))
 $$;

@@ -76,7 +76,8 @@ CREATE TABLE supabash.workspaces (
 );
 CREATE INDEX workspaces_owner_idx ON supabash.workspaces (owner_id, id);
 
--- One row per commit; the receipt is stored whole so replays return it byte for byte.
+-- One row per commit. The receipt is rebuilt from the row on read (so replays return it
+-- unchanged); its lines are stored in the compact binary form of supabash_core::receipt_lines.
 CREATE TABLE supabash.revisions (
   workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
   revision_id     uuid NOT NULL,
@@ -86,7 +87,12 @@ CREATE TABLE supabash.revisions (
   idempotency_key text,
   request_hash    bytea NOT NULL,
   committed_at    timestamptz NOT NULL,
-  receipt         jsonb NOT NULL,
+  actor           text NOT NULL,
+  correlation_id  text,
+  cause           text,
+  metadata        jsonb NOT NULL,
+  source_revision uuid,
+  lines           bytea NOT NULL,
   PRIMARY KEY (workspace_id, revision_id),
   UNIQUE (workspace_id, position),
   UNIQUE (workspace_id, transaction_id)
@@ -98,9 +104,11 @@ ALTER TABLE supabash.workspaces
   ADD FOREIGN KEY (id, head_revision) REFERENCES supabash.revisions (workspace_id, revision_id)
   DEFERRABLE INITIALLY DEFERRED;
 
--- Content-addressed bodies (SHA-256 of the bytes), stored once per workspace.
+-- Content-addressed bodies (SHA-256 of the bytes), stored once per workspace. No foreign
+-- keys on bodies and entries: a per-row referential check would dominate bulk commits, and
+-- only the commit (under the workspace lock) and purge write these tables.
 CREATE TABLE supabash.bodies (
-  workspace_id uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  workspace_id uuid NOT NULL,
   hash         bytea NOT NULL CHECK (octet_length(hash) = 32),
   size         bigint NOT NULL CHECK (size = octet_length(body)),
   body         bytea NOT NULL,
@@ -119,11 +127,9 @@ CREATE TABLE supabash.entries (
   content_hash bytea NOT NULL,
   content_size bigint NOT NULL,
   metadata     jsonb NOT NULL DEFAULT '{}',
-  PRIMARY KEY (workspace_id, path, valid_from),
-  FOREIGN KEY (workspace_id, body_hash) REFERENCES supabash.bodies (workspace_id, hash)
+  PRIMARY KEY (workspace_id, path, valid_from)
 );
 CREATE UNIQUE INDEX entries_open_idx ON supabash.entries (workspace_id, path) WHERE valid_until IS NULL;
-CREATE INDEX entries_body_idx ON supabash.entries (workspace_id, body_hash);
 
 CREATE TABLE supabash.checkpoints (
   workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,

@@ -5,6 +5,7 @@ use crate::access::{self, Workspace};
 use crate::args::Args;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
+use crate::receipts;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::document::{metadata_to_json, render};
@@ -157,23 +158,25 @@ fn context(args: &Args) -> Outcome<Context> {
 /// Returns the stored receipt when this request was already committed, or an idempotency
 /// conflict when the same transaction id or key was used for a different request.
 fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Value>> {
-    let found = db::json(
-        "SELECT jsonb_build_object('hash', encode(request_hash, 'hex'), 'receipt', receipt)
-           FROM supabash.revisions
-          WHERE workspace_id = $1::uuid
-            AND (transaction_id = $2::uuid OR idempotency_key = $3)
-          ORDER BY position LIMIT 1",
+    let found = receipts::rows(
+        &format!(
+            "SELECT {} FROM supabash.revisions
+              WHERE workspace_id = $1::uuid
+                AND (transaction_id = $2::uuid OR idempotency_key = $3)
+              ORDER BY position LIMIT 1",
+            receipts::COLUMNS
+        ),
         &[
             ws.into(),
             ctx.transaction_id.as_str().into(),
             ctx.idempotency_key.clone().into(),
         ],
     )?;
-    let Some(found) = found else { return Ok(None) };
-    if found["hash"].as_str() == Some(hex::encode(request_hash).as_str()) {
-        return Ok(Some(
-            json!({ "receipt": found["receipt"], "replayed": true }),
-        ));
+    let Some(found) = found.into_iter().next() else {
+        return Ok(None);
+    };
+    if found.request_hash == request_hash {
+        return Ok(Some(json!({ "receipt": found.receipt, "replayed": true })));
     }
     Err(Fail::new(
         Marker::IdempotencyConflict,
@@ -451,27 +454,11 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         committed_at: stamp["at"].as_str().unwrap_or_default().to_owned(),
         changes: lines,
     };
-    let receipt_json = serde_json::to_value(&receipt).expect("receipt serialises");
-    db::exec(
-        "INSERT INTO supabash.revisions
-                (workspace_id, revision_id, position, parent_revision, transaction_id,
-                 idempotency_key, request_hash, committed_at, receipt)
-         VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8)",
-        &[
-            ws.as_str().into(),
-            receipt.revision.as_str().into(),
-            position.into(),
-            receipt.parent_revision.clone().into(),
-            receipt.transaction_id.as_str().into(),
-            receipt.idempotency_key.clone().into(),
-            request_hash.to_vec().into(),
-            pgrx::JsonB(receipt_json.clone()).into(),
-        ],
-    )?;
+    receipts::insert(&receipt, &request_hash)?;
     db::exec(
         "UPDATE supabash.workspaces SET head_revision = $2::uuid, head_position = $3, updated_at = now()
           WHERE id = $1::uuid",
         &[ws.as_str().into(), receipt.revision.as_str().into(), position.into()],
     )?;
-    Ok(json!({ "receipt": receipt_json, "replayed": false }))
+    Ok(json!({ "receipt": receipt, "replayed": false }))
 }

@@ -13,6 +13,7 @@ mod diff;
 mod fail;
 mod purge;
 mod read;
+mod receipts;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -29,12 +30,14 @@ pub(crate) fn clip(s: &str) -> &str {
 mod supabash {
     use crate::{args, checkpoint, clip, commit, diff, fail, purge, read};
     use pgrx::prelude::*;
-    use pgrx::JsonB;
+    use pgrx::{Json, JsonB};
 
-    /// Dispatches one RPC. Errors leave as Postgres ERRORs with a `SUPABASH_*` marker; a panic
-    /// is caught by pgrx and becomes an ERROR too, never a crashed backend.
+    /// Dispatches one RPC. `args` is `json` (text), not `jsonb`: large arguments such as a
+    /// commit's changes are parsed once, here, instead of being built into jsonb and printed
+    /// back to text. Errors leave as Postgres ERRORs with a `SUPABASH_*` marker; a panic is
+    /// caught by pgrx and becomes an ERROR too, never a crashed backend.
     #[pg_extern(name = "_call")]
-    fn call(op: &str, args: JsonB) -> JsonB {
+    fn call(op: &str, args: Json) -> JsonB {
         let a = args::Args(&args.0);
         let result = match op {
             "create_workspace" => read::create_workspace(),

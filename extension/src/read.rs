@@ -5,9 +5,11 @@ use crate::access::{self, Workspace};
 use crate::args::Args;
 use crate::db::{self, FileRow};
 use crate::fail::{Fail, Outcome};
+use crate::receipts;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
+use supabash_core::wire::Receipt;
 use supabash_core::Marker;
 
 /// `supabash_create_workspace`: a new, empty workspace owned by the caller.
@@ -159,13 +161,22 @@ pub fn load_snapshot(args: &Args) -> Outcome<Value> {
     Ok(json!({ "workspaceId": ws.id, "revision": revision, "position": position, "files": files }))
 }
 
-/// The stored receipt of a revision.
+/// The receipt of a revision.
 fn receipt(ws: &str, revision: &str) -> Outcome<Value> {
-    db::json(
-        "SELECT receipt FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+    let found = receipts::rows(
+        &format!(
+            "SELECT {} FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+            receipts::COLUMNS
+        ),
         &[ws.into(), revision.into()],
-    )?
-    .ok_or_else(|| Fail::new(Marker::RevisionNotFound, "revision not found in this workspace"))
+    )?;
+    let stored = found.into_iter().next().ok_or_else(|| {
+        Fail::new(
+            Marker::RevisionNotFound,
+            "revision not found in this workspace",
+        )
+    })?;
+    Ok(json!(stored.receipt))
 }
 
 /// `supabash_load_revision`: a revision's receipt and its full tree with bodies.
@@ -205,18 +216,21 @@ pub fn history(args: &Args) -> Outcome<Value> {
             }
         },
     };
-    let page = db::json(
-        "SELECT coalesce(jsonb_agg(receipt ORDER BY position), '[]'::jsonb) FROM (
-           SELECT receipt, position FROM supabash.revisions
-            WHERE workspace_id = $1::uuid AND position > $2 ORDER BY position LIMIT $3) p",
+    let mut records: Vec<Receipt> = receipts::rows(
+        &format!(
+            "SELECT {} FROM supabash.revisions
+              WHERE workspace_id = $1::uuid AND position > $2 ORDER BY position LIMIT $3",
+            receipts::COLUMNS
+        ),
         &[ws.id.as_str().into(), after.into(), (limit + 1).into()],
     )?
-    .unwrap_or_else(|| json!([]));
-    let mut records = page.as_array().cloned().unwrap_or_default();
+    .into_iter()
+    .map(|s| s.receipt)
+    .collect();
     let more = records.len() as i64 > limit;
     records.truncate(limit as usize);
     let next = if more {
-        records.last().map(|r| r["revision"].clone())
+        records.last().map(|r| r.revision.clone())
     } else {
         None
     };

@@ -16,9 +16,9 @@ SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
 SELECT pgt.show(pgt.keep('ws', supabash_create_workspace(), 'workspaceId')) IS NOT NULL AS created;
 SELECT pgt.keep('r1', supabash_commit(workspace_id => pgt.id('ws'), actor => 'alice',
-  changes => jsonb_build_array(
-    jsonb_build_object('op', 'upsert', 'path', '/f.md', 'text', 'f1'),
-    jsonb_build_object('op', 'upsert', 'path', '/big.txt', 'text', repeat('B', 10000)))),
+  changes => json_build_array(
+    json_build_object('op', 'upsert', 'path', '/f.md', 'text', 'f1'),
+    json_build_object('op', 'upsert', 'path', '/big.txt', 'text', repeat('B', 10000)))),
   'receipt', 'revision') IS NOT NULL AS r1;
 SELECT pgt.keep('r2', supabash_commit(workspace_id => pgt.id('ws'), actor => 'alice', base_revision => pgt.id('r1'),
   changes => '[{"op": "upsert", "path": "/f.md", "text": "f2"}, {"op": "delete", "path": "/big.txt"}]'),

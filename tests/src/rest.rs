@@ -125,29 +125,16 @@ impl Rest {
     ) -> Result<Value, DbError> {
         let sig = self.signature(function).await?;
         let obj = args.as_object().cloned().unwrap_or_default();
-        let mut named = Vec::new();
-        for (name, typ) in &sig {
-            if !obj.contains_key(name) {
-                continue;
-            }
-            let expr = match typ.as_str() {
-                "jsonb" | "json" => format!("($1::jsonb -> '{name}')::{typ}"),
-                t if t.ends_with("[]") => {
-                    format!("ARRAY(SELECT jsonb_array_elements_text($1::jsonb -> '{name}'))::{t}")
-                }
-                t => format!("($1::jsonb ->> '{name}')::{t}"),
-            };
-            named.push(format!("\"{name}\" => {expr}"));
-        }
-        let sql = format!(
-            "SELECT to_jsonb(public.\"{function}\"({})) AS r",
-            named.join(", ")
-        );
+        let given: Vec<&(String, String)> = sig
+            .iter()
+            .filter(|(name, _)| obj.contains_key(name))
+            .collect();
+        let sql = supabash::transport::call_statement(function, &given);
         let tx = self.client.transaction().await?;
         Self::become_caller(&tx, caller).await?;
         let arg = Value::Object(obj);
         let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-            if named.is_empty() { vec![] } else { vec![&arg] };
+            if given.is_empty() { vec![] } else { vec![&arg] };
         let row = tx.query_one(&sql, &params).await?;
         let out: Option<Value> = row.get(0);
         tx.commit().await?;

@@ -4,7 +4,7 @@
 mod postgres;
 mod postgrest;
 
-pub use postgres::PostgresTransport;
+pub use postgres::{call_statement, PostgresTransport};
 pub use postgrest::PostgrestTransport;
 
 use crate::error::{Result, SupabashError};

@@ -46,20 +46,27 @@ fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-fn quote_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-/// The SQL expression that reads argument `name` of type `typ` from the JSON parameter `$1`.
-fn argument_expression(name: &str, typ: &str) -> String {
-    let key = quote_literal(name);
-    match typ {
-        "jsonb" | "json" => format!("($1::jsonb -> {key})::{typ}"),
-        t if t.ends_with("[]") => {
-            format!("ARRAY(SELECT jsonb_array_elements_text($1::jsonb -> {key}))::{t}")
-        }
-        t => format!("($1::jsonb ->> {key})::{t}"),
+/// The statement calling `rpc` with the named arguments `sig` picks: like PostgREST, it reads
+/// them from the JSON body `$1` in one pass with `json_to_record`, typed from the catalog, so a
+/// `json` argument (a commit's changes) reaches the function as text, never parsed twice.
+pub fn call_statement(rpc: &str, sig: &[&(String, String)]) -> String {
+    if sig.is_empty() {
+        return format!("SELECT to_jsonb(public.{}()) AS r", quote_ident(rpc));
     }
+    let named: Vec<String> = sig
+        .iter()
+        .map(|(name, _)| format!("{0} => _.{0}", quote_ident(name)))
+        .collect();
+    let columns: Vec<String> = sig
+        .iter()
+        .map(|(name, typ)| format!("{} {typ}", quote_ident(name)))
+        .collect();
+    format!(
+        "SELECT to_jsonb(public.{}({})) AS r FROM json_to_record($1::json) AS _({})",
+        quote_ident(rpc),
+        named.join(", "),
+        columns.join(", ")
+    )
 }
 
 impl PostgresTransport {
@@ -137,26 +144,15 @@ impl Transport for PostgresTransport {
                 delivery: Delivery::Answered,
             });
         }
-        let named: Vec<String> = sig
+        let given: Vec<&(String, String)> = sig
             .iter()
             .filter(|(name, _)| args.contains_key(name))
-            .map(|(name, typ)| {
-                format!(
-                    "{} => {}",
-                    quote_ident(name),
-                    argument_expression(name, typ)
-                )
-            })
             .collect();
-        let sql = format!(
-            "SELECT to_jsonb(public.{}({})) AS r",
-            quote_ident(rpc),
-            named.join(", ")
-        );
+        let sql = call_statement(rpc, &given);
         let claims = self.claims.to_string();
         let arg = Value::Object(args);
         let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-            if named.is_empty() { vec![] } else { vec![&arg] };
+            if given.is_empty() { vec![] } else { vec![&arg] };
         // Until COMMIT is sent nothing can have happened: failures before it are "unreached".
         let tx = client.transaction().await.map_err(|e| db_error(e, false))?;
         tx.execute(
@@ -183,16 +179,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quotes_and_casts() {
+    fn quotes_and_reads_arguments_like_postgrest() {
         assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
+        let sig = [
+            ("p".to_owned(), "integer".to_owned()),
+            ("o'k".to_owned(), "json".to_owned()),
+        ];
+        let sql = call_statement("f", &sig.iter().collect::<Vec<_>>());
         assert_eq!(
-            argument_expression("p", "integer"),
-            "($1::jsonb ->> 'p')::integer"
+            sql,
+            "SELECT to_jsonb(public.\"f\"(\"p\" => _.\"p\", \"o'k\" => _.\"o'k\")) AS r \
+             FROM json_to_record($1::json) AS _(\"p\" integer, \"o'k\" json)"
         );
         assert_eq!(
-            argument_expression("o'k", "jsonb"),
-            "($1::jsonb -> 'o''k')::jsonb"
+            call_statement("g", &[]),
+            "SELECT to_jsonb(public.\"g\"()) AS r"
         );
-        assert!(argument_expression("ps", "text[]").starts_with("ARRAY("));
     }
 }
