@@ -159,7 +159,7 @@ async fn verifies_each_algorithm_by_kid_given_or_fetched() {
     let set = jwks(&keys.iter().collect::<Vec<_>>());
     let server = JwksServer::start(set.clone()).await;
     let given = JwksVerifier::from_json(&set).unwrap();
-    let fetched = JwksVerifier::supabase(&server.url);
+    let fetched = JwksVerifier::supabase(&server.url).unwrap();
     for key in &keys {
         let user = new_user();
         let token = sign_with(key, &claims(&user));
@@ -312,7 +312,7 @@ async fn refuses_what_the_key_set_does_not_vouch_for() {
 async fn unknown_kids_refetch_at_most_once_per_interval() {
     let first = eddsa_key("ed-1");
     let server = JwksServer::start(jwks(&[&first])).await;
-    let verifier = JwksVerifier::supabase(&server.url);
+    let verifier = JwksVerifier::supabase(&server.url).unwrap();
     let user = new_user();
     verifier
         .verify(&sign_with(&first, &claims(&user)))
@@ -330,7 +330,9 @@ async fn unknown_kids_refetch_at_most_once_per_interval() {
     assert_eq!(server.fetches(), 2, "one refetch for twenty unknown kids");
 
     // A rotated-in key is found by a refetch (interval zero: every unknown kid may fetch).
-    let rotating = JwksVerifier::supabase(&server.url).with_unknown_kid_interval(Duration::ZERO);
+    let rotating = JwksVerifier::supabase(&server.url)
+        .unwrap()
+        .with_unknown_kid_interval(Duration::ZERO);
     rotating
         .verify(&sign_with(&first, &claims(&user)))
         .await
@@ -355,7 +357,7 @@ async fn unknown_kids_refetch_at_most_once_per_interval() {
 #[tokio::test]
 async fn an_unreachable_key_set_is_a_retryable_failure() {
     let server = JwksServer::start(String::new()).await;
-    let verifier = JwksVerifier::fetched_from(&format!("{}/elsewhere.json", server.url));
+    let verifier = JwksVerifier::fetched_from(&format!("{}/elsewhere.json", server.url)).unwrap();
     let token = sign_with(&eddsa_key("ed-1"), &claims(&new_user()));
     let e = verifier.verify(&token).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::Storage, "{e}");
@@ -363,8 +365,20 @@ async fn an_unreachable_key_set_is_a_retryable_failure() {
     // Within the interval the failure is not retried against the server.
     let e = verifier.verify(&token).await.unwrap_err();
     assert!(e.retryable && e.code == ErrorCode::Storage);
+    // Only https, or http to loopback.
+    for url in ["http://auth.example.com", "ftp://127.0.0.1", "not a url"] {
+        assert_eq!(
+            JwksVerifier::supabase(url).unwrap_err().code,
+            ErrorCode::InvalidArgument,
+            "{url}"
+        );
+    }
+    JwksVerifier::supabase("https://auth.example.com").unwrap();
+    JwksVerifier::supabase("http://[::1]:9").unwrap();
+    JwksVerifier::supabase("http://localhost:9").unwrap();
     let garbage = JwksServer::start("not json".into()).await;
     let e = JwksVerifier::supabase(&garbage.url)
+        .unwrap()
         .verify(&token)
         .await
         .unwrap_err();
@@ -448,7 +462,7 @@ async fn opens_through_postgrest_with_asymmetric_tokens() {
     let config = SupabaseConfig {
         url: auth.url.clone(),
         publishable_key: "sb_publishable_test".into(),
-        verifier: Verifier::Jwks(Arc::new(JwksVerifier::supabase(&auth.url))),
+        verifier: Verifier::Jwks(Arc::new(JwksVerifier::supabase(&auth.url).unwrap())),
         rest_url: Some(rest.url.clone()),
     };
     for key in &keys {

@@ -170,21 +170,27 @@ impl JwksVerifier {
 
     /// Verifies against the key set Supabase Auth publishes at
     /// `{supabase_url}/auth/v1/.well-known/jwks.json`, fetched on first use and cached.
-    pub fn supabase(supabase_url: &str) -> Self {
+    pub fn supabase(supabase_url: &str) -> Result<Self> {
         Self::fetched_from(&format!(
             "{}/auth/v1/.well-known/jwks.json",
             supabase_url.trim_end_matches('/')
         ))
     }
 
-    /// Verifies against the key set at `url`, fetched on first use and cached.
-    pub fn fetched_from(url: &str) -> Self {
+    /// Verifies against the key set at `url`, fetched on first use and cached. The URL must be
+    /// `https`, or `http` to a loopback host (a key set anyone on the path could replace would
+    /// let them sign any token).
+    pub fn fetched_from(url: &str) -> Result<Self> {
+        check_url(url)?;
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(FETCH_TIMEOUT)
             .build()
-            .expect("an HTTP client without custom TLS settings builds");
-        JwksVerifier {
+            .map_err(|e| {
+                SupabashError::new(ErrorCode::Storage, "no HTTP client for the key set")
+                    .with_source(e)
+            })?;
+        Ok(JwksVerifier {
             source: Source::Fetched {
                 url: url.to_owned(),
                 http,
@@ -192,7 +198,7 @@ impl JwksVerifier {
             state: RwLock::default(),
             fetching: tokio::sync::Mutex::new(()),
             unknown_kid_interval: UNKNOWN_KID_INTERVAL,
-        }
+        })
     }
 
     /// Sets the least time between fetches caused by unknown `kid`s (default
@@ -311,6 +317,27 @@ impl JwksVerifier {
             return Err(e);
         }
         Ok(())
+    }
+}
+
+/// Refuses a key set URL that is neither `https` nor `http` to a loopback host.
+fn check_url(url: &str) -> Result<()> {
+    let parsed = reqwest::Url::parse(url).ok();
+    let loopback = |u: &reqwest::Url| {
+        let host = u.host_str().unwrap_or_default();
+        host == "localhost"
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    match parsed {
+        Some(u) if u.scheme() == "https" || (u.scheme() == "http" && loopback(&u)) => Ok(()),
+        _ => Err(SupabashError::new(
+            ErrorCode::InvalidArgument,
+            format!("a key set URL must be https (or http to a loopback host): {url}"),
+        )),
     }
 }
 
