@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, PostgresTransport, Workspace};
@@ -69,9 +69,14 @@ async fn read_exact(r: &mut OwnedReadHalf, n: usize) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// Forwards frontend messages one by one; returns when the connection must be cut (the
-/// cutting message was forwarded) or either side closed.
-async fn frontend(mut cr: OwnedReadHalf, mut sw: OwnedWriteHalf, plan: Arc<Plan>) {
+/// Forwards frontend messages one by one. Before forwarding the message after which the
+/// connection must be cut, raises `cut`; stops then or when either side closed.
+async fn frontend(
+    mut cr: OwnedReadHalf,
+    mut sw: OwnedWriteHalf,
+    plan: Arc<Plan>,
+    cut_now: Arc<AtomicBool>,
+) {
     // The startup message has no type byte: a length (counting itself) and the rest.
     let Some(len) = read_exact(&mut cr, 4).await else {
         return;
@@ -101,41 +106,37 @@ async fn frontend(mut cr: OwnedReadHalf, mut sw: OwnedWriteHalf, plan: Arc<Plan>
         let cut = call_seen
             && ((armed == Cut::AfterCall as u8 && executed && head[0] == b'S')
                 || (armed == Cut::AfterCommit as u8 && is_commit));
-        if sw.write_all(&head).await.is_err() || sw.write_all(&body).await.is_err() {
-            return;
-        }
         if cut {
             plan.armed.store(Cut::Off as u8, Ordering::SeqCst);
-            let _ = sw.flush().await;
+            cut_now.store(true, Ordering::SeqCst);
+        }
+        if sw.write_all(&head).await.is_err() || sw.write_all(&body).await.is_err() || cut {
             return;
         }
     }
 }
 
-/// Relays one connection; once the frontend side says cut, waits for the server's answer to
-/// begin (so the server has the request) and closes both sides without passing it on.
+/// Relays one connection. Once the cutting message is on its way, the next bytes the server
+/// sends are its answer (the client sent nothing more, and everything before was delivered):
+/// they are dropped and both sides closed.
 async fn relay(client: TcpStream, server: TcpStream, plan: Arc<Plan>) {
     let (cr, mut cw) = client.into_split();
     let (mut sr, sw) = server.into_split();
-    let mut up = tokio::spawn(frontend(cr, sw, plan));
+    let cut_now = Arc::new(AtomicBool::new(false));
+    let up = tokio::spawn(frontend(cr, sw, plan, cut_now.clone()));
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        tokio::select! {
-            read = sr.read(&mut buf) => match read {
-                Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    if cw.write_all(&buf[..n]).await.is_err() {
-                        return;
-                    }
+        match sr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) if cut_now.load(Ordering::SeqCst) => break,
+            Ok(n) => {
+                if cw.write_all(&buf[..n]).await.is_err() {
+                    break;
                 }
-            },
-            _ = &mut up => {
-                // The cutting message is with the server: let its answer start, then drop it.
-                let _ = sr.read(&mut buf).await;
-                return;
             }
         }
     }
+    up.abort();
 }
 
 async fn workspace_via(proxy: &PgProxy, user: &str) -> Workspace {
