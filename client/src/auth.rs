@@ -1,7 +1,12 @@
 //! Opening from an incoming request: exactly one bearer token, a publishable (never a secret or
 //! service-role) API key, a user session verified with Supabase Auth (`GET /auth/v1/user`) or
-//! locally against the project's JWT secret. The caller never supplies a user id: it comes
-//! from the verified session, and the database checks ownership from the same token.
+//! locally against the project's JWT secret or its JSON Web Key Set (see [`jwks`]). The caller
+//! never supplies a user id: it comes from the verified session, and the database checks
+//! ownership from the same token.
+
+pub mod jwks;
+
+pub use jwks::JwksVerifier;
 
 use crate::error::{Result, SupabashError};
 use crate::{Limits, PostgrestTransport, Transport, Workspace};
@@ -19,7 +24,13 @@ pub enum Verifier {
     SupabaseAuth,
     /// Verify an HS256 token locally with the project's JWT secret.
     JwtSecret(String),
+    /// Verify an RS256, ES256 or EdDSA token locally against a JSON Web Key Set (HS256 tokens
+    /// are refused). Share one verifier: it caches the set.
+    Jwks(Arc<JwksVerifier>),
 }
+
+/// Clock skew allowed when checking `exp` and `nbf` locally: 30 seconds.
+pub const LEEWAY_SECS: u64 = 30;
 
 /// A Supabase project as a host configures it.
 #[derive(Debug, Clone)]
@@ -68,7 +79,7 @@ pub struct Session {
     pub access_token: String,
 }
 
-fn denied(code: ErrorCode, message: &str) -> SupabashError {
+fn denied(code: ErrorCode, message: impl Into<String>) -> SupabashError {
     SupabashError::new(code, message)
 }
 
@@ -170,18 +181,41 @@ async fn ask_supabase_auth(config: &SupabaseConfig, token: &str) -> Result<Strin
     user_id_of(user["id"].as_str(), user["role"].as_str())
 }
 
-fn verify_locally(secret: &str, token: &str) -> Result<String> {
-    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
+/// What local verification checks besides the signature: `exp` and `nbf` (with
+/// [`LEEWAY_SECS`]), `aud` = `authenticated`, and that `exp` and `sub` are present.
+fn validation(algorithm: jsonwebtoken::Algorithm) -> jsonwebtoken::Validation {
+    let mut validation = jsonwebtoken::Validation::new(algorithm);
+    validation.leeway = LEEWAY_SECS;
+    validation.validate_nbf = true;
     validation.set_audience(&["authenticated"]);
+    validation.set_required_spec_claims(&["exp", "sub", "aud"]);
+    validation
+}
+
+/// The user id of verified claims: the role must be `authenticated` (a `service_role` token is
+/// refused as such) and `sub` a user id.
+fn session_claims(claims: &Value) -> Result<String> {
+    let role = claims["role"].as_str();
+    let id = user_id_of(claims["sub"].as_str(), role)?;
+    if role != Some("authenticated") {
+        return Err(denied(
+            ErrorCode::Authentication,
+            "the session token is not an authenticated user's",
+        ));
+    }
+    Ok(id)
+}
+
+fn verify_locally(secret: &str, token: &str) -> Result<String> {
     let data = jsonwebtoken::decode::<Value>(
         token,
         &jsonwebtoken::DecodingKey::from_secret(secret.as_bytes()),
-        &validation,
+        &validation(jsonwebtoken::Algorithm::HS256),
     )
     .map_err(|e| {
         denied(ErrorCode::Authentication, "the session token is not valid").with_source(e)
     })?;
-    user_id_of(data.claims["sub"].as_str(), data.claims["role"].as_str())
+    session_claims(&data.claims)
 }
 
 /// Verifies the request's session: one bearer token, a publishable key, a token that is not
@@ -198,6 +232,7 @@ pub async fn verify_request(headers: &HeaderMap, config: &SupabaseConfig) -> Res
     let user_id = match &config.verifier {
         Verifier::SupabaseAuth => ask_supabase_auth(config, &token).await?,
         Verifier::JwtSecret(secret) => verify_locally(secret, &token)?,
+        Verifier::Jwks(keys) => keys.verify(&token).await?,
     };
     Ok(Session {
         user_id,

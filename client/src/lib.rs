@@ -5,6 +5,8 @@
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
 pub mod auth;
+#[cfg(feature = "storage-capability")]
+pub mod capability;
 pub mod codec;
 pub mod documents;
 pub mod error;

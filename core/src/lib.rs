@@ -1,5 +1,6 @@
 //! supabash-core: the rules the supabash extension and client share. Pure Rust, no I/O.
 
+pub mod capability;
 pub mod document;
 pub mod error;
 pub mod hash;

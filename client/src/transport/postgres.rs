@@ -2,6 +2,11 @@
 //! transaction: `set_config('request.jwt.claims', ...)`, `SET LOCAL ROLE <claims.role>`, then
 //! the function with named arguments whose types come from the catalog (as PostgREST's schema
 //! cache does). The claims must come from a token the host has verified.
+//!
+//! A connection made by [`PostgresTransport::connect`] is made again before the next call once
+//! it has died, so a commit whose answer was lost can be retried on the same transport. Only
+//! the `COMMIT` decides: a connection lost before it was sent leaves nothing behind (the server
+//! rolls back), one lost after it leaves the outcome unknown.
 
 use super::{Delivery, RpcError, Transport};
 use serde_json::{Map, Value};
@@ -16,6 +21,8 @@ type Signature = Vec<(String, String)>;
 /// A connection plus the verified claims every call runs under.
 pub struct PostgresTransport {
     client: Arc<Mutex<Client>>,
+    /// Where to connect again when the connection died (`None`: a borrowed connection).
+    dsn: Option<Arc<str>>,
     signatures: Arc<SyncMutex<HashMap<String, Signature>>>,
     claims: Value,
     role: String,
@@ -40,6 +47,17 @@ fn db_error(e: tokio_postgres::Error, lost: bool) -> RpcError {
             format!("database connection failed: {e}"),
         ),
     }
+}
+
+/// A new connection to `dsn`, driven by a background task.
+async fn open(dsn: &str) -> Result<Client, RpcError> {
+    let (client, conn) = tokio_postgres::connect(dsn, NoTls)
+        .await
+        .map_err(|e| db_error(e, false))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(client)
 }
 
 fn quote_ident(name: &str) -> String {
@@ -73,20 +91,18 @@ impl PostgresTransport {
     /// Connects (without TLS: use it on trusted networks) as the login role in `dsn`, usually
     /// `authenticator`, and runs every call under `claims` (its `role` becomes the SQL role).
     pub async fn connect(dsn: &str, claims: Value) -> Result<Self, RpcError> {
-        let (client, conn) = tokio_postgres::connect(dsn, NoTls)
-            .await
-            .map_err(|e| db_error(e, false))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        Ok(Self::from_client(client, claims))
+        let client = open(dsn).await?;
+        let mut transport = Self::from_client(client, claims);
+        transport.dsn = Some(dsn.into());
+        Ok(transport)
     }
 
-    /// Uses an existing connection.
+    /// Uses an existing connection (not made again if it dies).
     pub fn from_client(client: Client, claims: Value) -> Self {
         let role = claims["role"].as_str().unwrap_or("anon").to_owned();
         PostgresTransport {
             client: Arc::new(Mutex::new(client)),
+            dsn: None,
             signatures: Arc::default(),
             claims,
             role,
@@ -98,6 +114,7 @@ impl PostgresTransport {
         let role = claims["role"].as_str().unwrap_or("anon").to_owned();
         PostgresTransport {
             client: self.client.clone(),
+            dsn: self.dsn.clone(),
             signatures: self.signatures.clone(),
             claims,
             role,
@@ -133,6 +150,11 @@ impl PostgresTransport {
 impl Transport for PostgresTransport {
     async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError> {
         let mut client = self.client.lock().await;
+        if client.is_closed() {
+            if let Some(dsn) = &self.dsn {
+                *client = open(dsn).await?;
+            }
+        }
         let sig = self.signature(&client, rpc).await?;
         if let Some(unknown) = args.keys().find(|k| !sig.iter().any(|(n, _)| n == *k)) {
             return Err(RpcError {

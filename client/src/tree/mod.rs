@@ -122,9 +122,14 @@ pub(crate) struct Inner {
     pub committing: bool,
 }
 
+/// One fetch of a lazy body that concurrent readers share.
+type Flight = Arc<tokio::sync::OnceCell<Arc<Vec<u8>>>>;
+
 /// The staged tree. Cheap to share behind an `Arc`; every method takes `&self`.
 pub struct StagedTree {
     inner: Mutex<Inner>,
+    /// Lazy loads under way, by (revision, path): concurrent reads of one file share one fetch.
+    in_flight: Mutex<HashMap<(String, String), Flight>>,
     source: Option<Arc<dyn BodySource>>,
     limits: Limits,
 }
@@ -185,6 +190,7 @@ impl StagedTree {
         inner.reset_to_base();
         StagedTree {
             inner: Mutex::new(inner),
+            in_flight: Mutex::default(),
             source,
             limits,
         }
@@ -297,7 +303,9 @@ impl StagedTree {
         Ok(())
     }
 
-    /// The bytes of a body, loading and verifying a lazy one.
+    /// The bytes of a body, loading and verifying a lazy one. Concurrent reads of the same
+    /// (revision, path) share one fetch; a failed fetch is not remembered, so the next reader
+    /// (a waiter included) tries again.
     pub(crate) async fn bytes_of(&self, body: &Body) -> Result<Arc<Vec<u8>>> {
         let lazy = match body {
             Body::Bytes(b) => return Ok(b.clone()),
@@ -310,10 +318,31 @@ impl StagedTree {
             SupabashError::new(ErrorCode::Storage, "no source for lazy bodies")
                 .with_path(&lazy.path)
         })?;
-        let stored = source.load(&lazy.revision, &lazy.path).await?;
-        let bytes = Arc::new(stored.verified(Some((&lazy.content_hash, lazy.size)))?);
-        self.lock().loaded.insert(lazy.clone(), bytes.clone());
-        Ok(bytes)
+        let key = (lazy.revision.clone(), lazy.path.clone());
+        let flight = self
+            .in_flight
+            .lock()
+            .expect("in-flight lock")
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let loaded = flight
+            .get_or_try_init(|| async {
+                if let Some(bytes) = self.lock().loaded.get(lazy) {
+                    return Ok(bytes.clone());
+                }
+                let stored = source.load(&lazy.revision, &lazy.path).await?;
+                let bytes = Arc::new(stored.verified(Some((&lazy.content_hash, lazy.size)))?);
+                self.lock().loaded.insert(lazy.clone(), bytes.clone());
+                Ok::<_, SupabashError>(bytes)
+            })
+            .await
+            .cloned();
+        let mut in_flight = self.in_flight.lock().expect("in-flight lock");
+        if in_flight.get(&key).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
+            in_flight.remove(&key);
+        }
+        loaded
     }
 }
 

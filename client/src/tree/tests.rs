@@ -324,3 +324,76 @@ proptest! {
         });
     }
 }
+
+/// A body source that counts loads and holds each one until released.
+struct CountingSource {
+    inner: MemorySource,
+    loads: std::sync::atomic::AtomicUsize,
+    release: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl BodySource for CountingSource {
+    async fn load(&self, revision: &str, path: &str) -> Result<StoredFile> {
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _permit = self.release.acquire().await.expect("open");
+        self.inner.load(revision, path).await
+    }
+}
+
+#[test]
+fn concurrent_lazy_reads_share_one_fetch() {
+    rt().block_on(async {
+        let base = base_of(&[("/a.md", "shared body"), ("/b.md", "other")]);
+        let source = Arc::new(CountingSource {
+            inner: MemorySource(base.clone()),
+            loads: Default::default(),
+            release: tokio::sync::Semaphore::new(0),
+        });
+        let entries = base
+            .iter()
+            .map(|(p, b)| BaseEntry {
+                path: p.clone(),
+                content_hash: sha256_hex(b),
+                size: b.len() as u64,
+            })
+            .collect();
+        let tree = Arc::new(StagedTree::from_base(
+            Some("r0".into()),
+            entries,
+            Some(source.clone()),
+            Limits::default(),
+        ));
+        const READERS: usize = 8;
+        let mut readers = tokio::task::JoinSet::new();
+        for _ in 0..READERS {
+            let tree = tree.clone();
+            readers.spawn(async move { tree.read("/a.md").await });
+        }
+        // Wait until every reader holds the one flight for /a.md (the map holds one more).
+        let key = ("r0".to_owned(), "/a.md".to_owned());
+        loop {
+            let joined = tree
+                .in_flight
+                .lock()
+                .unwrap()
+                .get(&key)
+                .map_or(0, Arc::strong_count);
+            if joined == READERS + 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        source.release.add_permits(READERS);
+        while let Some(read) = readers.join_next().await {
+            assert_eq!(read.unwrap().unwrap(), b"shared body");
+        }
+        let loads = || source.loads.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(loads(), 1, "one fetch for {READERS} concurrent readers");
+        assert!(tree.in_flight.lock().unwrap().is_empty());
+        // Loaded bodies are kept; another path is its own fetch.
+        assert_eq!(tree.read("/a.md").await.unwrap(), b"shared body");
+        assert_eq!(tree.read("/b.md").await.unwrap(), b"other");
+        assert_eq!(loads(), 2);
+    });
+}

@@ -1,0 +1,470 @@
+//! Capability claims and the pure rules that validate them, shared by every kind of capability
+//! (the HS256 Postgres capabilities verified in the database and the Ed25519 Storage
+//! capabilities verified in process). No cryptography and no I/O here: a verifier checks the
+//! signature of a [`Compact`] token, then these rules.
+//!
+//! - **Compact form**: `base64url(header).base64url(claims).base64url(signature)`, at most
+//!   [`MAX_TOKEN_BYTES`], unpadded base64url, a header of exactly `alg`, `kid` and optional
+//!   `typ: "JWT"`, whose `alg` must be the one the verifier expects (never chosen by the token).
+//! - **Claims**: [`CommonClaims`] plus the fields of one [`Binding`] (e.g. [`StorageBinding`]);
+//!   any other field is refused.
+//! - **Operations**: non-empty, distinct, each one of [`Operation::ALL`].
+//! - **Time**: `iat` not after `now + skew`, `exp` after `iat`, `exp - iat` at most the policy's
+//!   maximum lifetime, and `now` not after `exp + skew` (else [`CapabilityError::Expired`]). A
+//!   nonce is kept until `exp + skew`, so it can never be replayed while the token is accepted.
+
+use crate::ErrorCode;
+use base64::Engine;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// The claims schema version this code reads and writes (`ver`).
+pub const SCHEMA_VERSION: u32 = 1;
+/// The longest token accepted, in bytes.
+pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+/// The longest `iss`, `aud`, `sub`, `origin`, `kid` or `cid`, in bytes.
+pub const MAX_TEXT_BYTES: usize = 256;
+/// Nonce length bounds, in characters (`[A-Za-z0-9_-]`).
+pub const NONCE_CHARS: std::ops::RangeInclusive<usize> = 16..=128;
+/// The longest Storage prefix, in bytes.
+pub const MAX_PREFIX_BYTES: usize = 1024;
+/// The longest Storage bucket name, in characters.
+pub const MAX_BUCKET_CHARS: usize = 100;
+
+/// What a capability may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    Read,
+    Write,
+    Commit,
+    Checkpoint,
+    History,
+    Restore,
+    Purge,
+    Redact,
+}
+
+impl Operation {
+    /// Every operation, in wire order.
+    pub const ALL: [Operation; 8] = [
+        Operation::Read,
+        Operation::Write,
+        Operation::Commit,
+        Operation::Checkpoint,
+        Operation::History,
+        Operation::Restore,
+        Operation::Purge,
+        Operation::Redact,
+    ];
+
+    /// The wire name, e.g. `checkpoint`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Read => "read",
+            Operation::Write => "write",
+            Operation::Commit => "commit",
+            Operation::Checkpoint => "checkpoint",
+            Operation::History => "history",
+            Operation::Restore => "restore",
+            Operation::Purge => "purge",
+            Operation::Redact => "redact",
+        }
+    }
+
+    /// The operation with wire name `name` (exact, lower case).
+    pub fn from_wire(name: &str) -> Option<Operation> {
+        Operation::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A valid operation set: non-empty and without duplicates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperationSet(BTreeSet<Operation>);
+
+impl OperationSet {
+    /// The set of `ops`; refuses an empty list and duplicates.
+    pub fn new(ops: impl IntoIterator<Item = Operation>) -> Result<Self, CapabilityError> {
+        let mut set = BTreeSet::new();
+        for op in ops {
+            if !set.insert(op) {
+                return Err(Reason::Operations.into());
+            }
+        }
+        if set.is_empty() {
+            return Err(Reason::Operations.into());
+        }
+        Ok(OperationSet(set))
+    }
+
+    /// The set named by wire names; refuses unknown names too.
+    pub fn from_wire<S: AsRef<str>>(names: &[S]) -> Result<Self, CapabilityError> {
+        let ops: Option<Vec<Operation>> = names
+            .iter()
+            .map(|n| Operation::from_wire(n.as_ref()))
+            .collect();
+        Self::new(ops.ok_or(Reason::Operations)?)
+    }
+
+    /// Whether the set allows `op`.
+    pub fn contains(&self, op: Operation) -> bool {
+        self.0.contains(&op)
+    }
+
+    /// The operations, in wire order.
+    pub fn iter(&self) -> impl Iterator<Item = Operation> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The wire names, in wire order.
+    pub fn to_wire(&self) -> Vec<String> {
+        self.iter().map(|o| o.as_str().to_owned()).collect()
+    }
+}
+
+/// Which rule refused a capability. For logs and tests; callers see only the error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Not a compact token of the expected shape, or claims that do not parse.
+    Malformed,
+    /// The header names another algorithm or type, or carries other fields.
+    Header,
+    /// No key with the token's key id.
+    UnknownKey,
+    /// The signature does not verify.
+    Signature,
+    /// `ver` is not [`SCHEMA_VERSION`].
+    SchemaVersion,
+    /// A claim that must match the verifier (issuer, audience, origin) does not.
+    Issuer,
+    Audience,
+    Origin,
+    /// A text claim is empty, too long or holds control characters.
+    Text,
+    /// The operation set is empty, repeats itself, names an unknown operation, or is not the
+    /// one expected.
+    Operations,
+    /// `iat` is after `now + skew`.
+    IssuedInFuture,
+    /// `exp` is not after `iat`, or the lifetime exceeds the maximum.
+    Lifetime,
+    /// The nonce has the wrong length or characters.
+    Nonce,
+    /// The nonce was used before.
+    Replayed,
+    /// The binding (workspace, bucket, prefix, ...) is malformed or not the one expected.
+    Binding,
+}
+
+/// A refused capability. Only expiry is told apart; everything else is "invalid", with no
+/// detail a forger could use (the [`Reason`] is for the verifier's own logs and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CapabilityError {
+    #[error("the capability has expired")]
+    Expired,
+    #[error("the capability is not valid")]
+    Invalid(Reason),
+}
+
+impl From<Reason> for CapabilityError {
+    fn from(r: Reason) -> Self {
+        CapabilityError::Invalid(r)
+    }
+}
+
+impl CapabilityError {
+    /// The client error code: `EXPIRED_CAPABILITY` or `INVALID_CAPABILITY`.
+    pub fn code(self) -> ErrorCode {
+        match self {
+            CapabilityError::Expired => ErrorCode::ExpiredCapability,
+            CapabilityError::Invalid(_) => ErrorCode::InvalidCapability,
+        }
+    }
+}
+
+/// The header of a capability.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    pub alg: String,
+    pub kid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typ: Option<String>,
+}
+
+/// A token split into its parts, signature not yet checked.
+#[derive(Debug, Clone)]
+pub struct Compact<'a> {
+    pub header: Header,
+    /// The claims object, not yet validated.
+    pub claims: Map<String, Value>,
+    /// `header.claims` as sent: the bytes the signature covers.
+    pub signing_input: &'a str,
+    pub signature: Vec<u8>,
+}
+
+fn b64_decode(part: &str) -> Result<Vec<u8>, CapabilityError> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .map_err(|_| Reason::Malformed.into())
+}
+
+/// Unpadded base64url, as the compact form uses.
+pub fn b64_encode(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn check_text(s: &str) -> Result<(), CapabilityError> {
+    if s.is_empty() || s.len() > MAX_TEXT_BYTES || s.chars().any(char::is_control) {
+        return Err(Reason::Text.into());
+    }
+    Ok(())
+}
+
+/// Splits `token` and checks its header: `alg` must be `expected_alg` exactly.
+pub fn parse_compact<'a>(
+    token: &'a str,
+    expected_alg: &str,
+) -> Result<Compact<'a>, CapabilityError> {
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(Reason::Malformed.into());
+    }
+    let mut parts = token.split('.');
+    let (Some(h), Some(c), Some(s), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(Reason::Malformed.into());
+    };
+    let header: Header = serde_json::from_slice(&b64_decode(h)?).map_err(|_| Reason::Header)?;
+    if header.alg != expected_alg || header.typ.as_deref().is_some_and(|t| t != "JWT") {
+        return Err(Reason::Header.into());
+    }
+    check_text(&header.kid).map_err(|_| Reason::Header)?;
+    let claims = match serde_json::from_slice(&b64_decode(c)?) {
+        Ok(Value::Object(map)) => map,
+        _ => return Err(Reason::Malformed.into()),
+    };
+    Ok(Compact {
+        header,
+        claims,
+        signing_input: &token[..h.len() + 1 + c.len()],
+        signature: b64_decode(s)?,
+    })
+}
+
+/// The part of a signed token before the signature: `base64url(header).base64url(claims)`.
+pub fn signing_input(header: &Header, claims: &Value) -> String {
+    let header = serde_json::to_vec(header).expect("a header serialises");
+    let claims = serde_json::to_vec(claims).expect("JSON serialises");
+    format!("{}.{}", b64_encode(&header), b64_encode(&claims))
+}
+
+/// What a verifier requires of the claims, besides the binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub issuer: String,
+    pub audience: String,
+    pub origin: String,
+    /// Clock skew allowed on `iat` and `exp`, in seconds.
+    pub skew_secs: i64,
+    /// The longest `exp - iat` accepted, in seconds.
+    pub max_lifetime_secs: i64,
+}
+
+/// Claims every capability carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommonClaims {
+    /// Schema version, [`SCHEMA_VERSION`].
+    pub ver: u32,
+    pub iss: String,
+    pub aud: String,
+    /// The actor the capability is for.
+    pub sub: String,
+    /// The deployment the capability is for.
+    pub origin: String,
+    /// Operation wire names.
+    pub ops: Vec<String>,
+    /// Issued at and expiry, Unix seconds.
+    pub iat: i64,
+    pub exp: i64,
+    /// Single-use random value.
+    pub nonce: String,
+    /// Correlation id the work is recorded under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cid: Option<String>,
+}
+
+const COMMON_FIELDS: [&str; 10] = [
+    "ver", "iss", "aud", "sub", "origin", "ops", "iat", "exp", "nonce", "cid",
+];
+
+impl CommonClaims {
+    /// The rules that need no verifier and no clock: version, texts, nonce, operations.
+    pub fn check_shape(&self) -> Result<OperationSet, CapabilityError> {
+        if self.ver != SCHEMA_VERSION {
+            return Err(Reason::SchemaVersion.into());
+        }
+        for text in [&self.iss, &self.aud, &self.sub, &self.origin] {
+            check_text(text)?;
+        }
+        if let Some(cid) = &self.cid {
+            check_text(cid)?;
+        }
+        let nonce_ok = NONCE_CHARS.contains(&self.nonce.len())
+            && self
+                .nonce
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !nonce_ok {
+            return Err(Reason::Nonce.into());
+        }
+        OperationSet::from_wire(&self.ops)
+    }
+
+    /// Every common rule at Unix time `now`; returns the operation set.
+    pub fn validate(&self, policy: &Policy, now: i64) -> Result<OperationSet, CapabilityError> {
+        let ops = self.check_shape()?;
+        if self.iss != policy.issuer {
+            return Err(Reason::Issuer.into());
+        }
+        if self.aud != policy.audience {
+            return Err(Reason::Audience.into());
+        }
+        if self.origin != policy.origin {
+            return Err(Reason::Origin.into());
+        }
+        if self.iat > now.saturating_add(policy.skew_secs) {
+            return Err(Reason::IssuedInFuture.into());
+        }
+        if self.exp <= self.iat || self.exp.saturating_sub(self.iat) > policy.max_lifetime_secs {
+            return Err(Reason::Lifetime.into());
+        }
+        if now > self.nonce_until(policy) {
+            return Err(CapabilityError::Expired);
+        }
+        Ok(ops)
+    }
+
+    /// Until when (Unix seconds) the nonce must be remembered: `exp + skew`.
+    pub fn nonce_until(&self, policy: &Policy) -> i64 {
+        self.exp.saturating_add(policy.skew_secs)
+    }
+}
+
+/// What one kind of capability binds besides the common claims.
+pub trait Binding: Serialize + DeserializeOwned {
+    /// The binding's claim names.
+    const FIELDS: &'static [&'static str];
+    /// The binding's own shape rules.
+    fn check(&self) -> Result<(), CapabilityError>;
+}
+
+/// The claims of a capability of one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims<B> {
+    #[serde(flatten)]
+    pub common: CommonClaims,
+    #[serde(flatten)]
+    pub binding: B,
+}
+
+impl<B: Binding> Claims<B> {
+    /// Reads claims from a token's claims object; any field not named by the common claims or
+    /// the binding is refused.
+    pub fn from_map(map: Map<String, Value>) -> Result<Self, CapabilityError> {
+        if map
+            .keys()
+            .any(|k| !COMMON_FIELDS.contains(&k.as_str()) && !B::FIELDS.contains(&k.as_str()))
+        {
+            return Err(Reason::Malformed.into());
+        }
+        serde_json::from_value(Value::Object(map)).map_err(|_| Reason::Malformed.into())
+    }
+
+    /// The rules that need no verifier and no clock (what a signer checks before minting).
+    pub fn check_shape(&self) -> Result<OperationSet, CapabilityError> {
+        let ops = self.common.check_shape()?;
+        self.binding.check()?;
+        Ok(ops)
+    }
+
+    /// Every rule at Unix time `now`; returns the operation set.
+    pub fn validate(&self, policy: &Policy, now: i64) -> Result<OperationSet, CapabilityError> {
+        self.binding.check()?;
+        self.common.validate(policy, now)
+    }
+
+    /// The claims as a JSON object.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).expect("claims serialise")
+    }
+}
+
+/// A Storage capability's binding: one bucket and one exact object prefix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageBinding {
+    pub bucket: String,
+    /// See [`check_prefix`].
+    pub prefix: String,
+}
+
+impl Binding for StorageBinding {
+    const FIELDS: &'static [&'static str] = &["bucket", "prefix"];
+
+    fn check(&self) -> Result<(), CapabilityError> {
+        check_bucket(&self.bucket)?;
+        check_prefix(&self.prefix)
+    }
+}
+
+/// Claims of an Ed25519 Storage capability.
+pub type StorageClaims = Claims<StorageBinding>;
+
+/// A bucket name: 1 to [`MAX_BUCKET_CHARS`] of `[A-Za-z0-9._-]`, not `.` or `..`.
+pub fn check_bucket(bucket: &str) -> Result<(), CapabilityError> {
+    let ok = (1..=MAX_BUCKET_CHARS).contains(&bucket.len())
+        && bucket
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && bucket != "."
+        && bucket != "..";
+    ok.then_some(()).ok_or(Reason::Binding.into())
+}
+
+/// A Storage object prefix: at most [`MAX_PREFIX_BYTES`], no leading `/`, ending in `/`, made
+/// of non-empty segments other than `.` and `..`, without `\` or control characters. E.g.
+/// `users/42/reports/`.
+pub fn check_prefix(prefix: &str) -> Result<(), CapabilityError> {
+    let Some(inner) = prefix.strip_suffix('/') else {
+        return Err(Reason::Binding.into());
+    };
+    let ok = prefix.len() <= MAX_PREFIX_BYTES
+        && !prefix.chars().any(|c| c == '\\' || c.is_control())
+        && inner
+            .split('/')
+            .all(|seg| !seg.is_empty() && seg != "." && seg != "..");
+    ok.then_some(()).ok_or(Reason::Binding.into())
+}
+
+/// Whether object `key` lies under `prefix` (a valid prefix; `key` has no `.`/`..` segments).
+pub fn prefix_covers(prefix: &str, key: &str) -> bool {
+    check_prefix(prefix).is_ok()
+        && key.len() > prefix.len()
+        && key.starts_with(prefix)
+        && !key.chars().any(|c| c == '\\' || c.is_control())
+        && key
+            .split('/')
+            .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+}
+
+#[cfg(test)]
+mod tests;
