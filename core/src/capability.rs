@@ -5,7 +5,7 @@
 //!
 //! - **Compact form**: `base64url(header).base64url(claims).base64url(signature)`, at most
 //!   [`MAX_TOKEN_BYTES`], unpadded base64url, a header of exactly `alg`, `kid` and optional
-//!   `typ: "JWT"`, whose `alg` must be the one the verifier expects (never chosen by the token).
+//!   `typ` (`"JWT"` or `"JWS"`), whose `alg` must be the one the verifier expects (never chosen by the token).
 //! - **Claims**: [`CommonClaims`] plus the fields of one [`Binding`] (e.g. [`StorageBinding`]);
 //!   any other field is refused.
 //! - **Operations**: non-empty, distinct, each one of [`Operation::ALL`].
@@ -245,7 +245,12 @@ pub fn parse_compact<'a>(
         return Err(Reason::Malformed.into());
     };
     let header: Header = serde_json::from_slice(&b64_decode(h)?).map_err(|_| Reason::Header)?;
-    if header.alg != expected_alg || header.typ.as_deref().is_some_and(|t| t != "JWT") {
+    if header.alg != expected_alg
+        || header
+            .typ
+            .as_deref()
+            .is_some_and(|t| t != "JWT" && t != "JWS")
+    {
         return Err(Reason::Header.into());
     }
     check_text(&header.kid).map_err(|_| Reason::Header)?;
@@ -428,6 +433,36 @@ impl Binding for StorageBinding {
 
 /// Claims of an Ed25519 Storage capability.
 pub type StorageClaims = Claims<StorageBinding>;
+
+/// The `backend` claim of a Postgres capability.
+pub const POSTGRES_BACKEND: &str = "postgres";
+
+/// A Postgres capability's binding: one workspace of the `postgres` backend.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostgresBinding {
+    /// Always [`POSTGRES_BACKEND`].
+    pub backend: String,
+    /// The workspace id: a UUID in canonical lowercase hyphenated form.
+    pub workspace: String,
+}
+
+impl Binding for PostgresBinding {
+    const FIELDS: &'static [&'static str] = &["backend", "workspace"];
+
+    fn check(&self) -> Result<(), CapabilityError> {
+        let canonical_uuid = self.workspace.len() == 36
+            && self.workspace.bytes().enumerate().all(|(i, b)| match i {
+                8 | 13 | 18 | 23 => b == b'-',
+                _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+            });
+        (self.backend == POSTGRES_BACKEND && canonical_uuid)
+            .then_some(())
+            .ok_or(Reason::Binding.into())
+    }
+}
+
+/// Claims of an HS256 Postgres capability (verified inside the database).
+pub type PostgresClaims = Claims<PostgresBinding>;
 
 /// A bucket name: 1 to [`MAX_BUCKET_CHARS`] of `[A-Za-z0-9._-]`, not `.` or `..`.
 pub fn check_bucket(bucket: &str) -> Result<(), CapabilityError> {

@@ -223,3 +223,45 @@ proptest! {
         prop_assert_eq!(ok, known && distinct && !names.is_empty());
     }
 }
+
+#[test]
+fn postgres_binding_names_one_canonical_workspace() {
+    let ok = PostgresBinding {
+        backend: POSTGRES_BACKEND.into(),
+        workspace: "0f8fad5b-d9cb-469f-a165-70867728950e".into(),
+    };
+    assert_eq!(ok.check(), Ok(()));
+    for (backend, workspace) in [
+        ("storage", "0f8fad5b-d9cb-469f-a165-70867728950e"),
+        ("postgres", "0F8FAD5B-D9CB-469F-A165-70867728950E"),
+        ("postgres", "0f8fad5bd9cb469fa16570867728950e"),
+        ("postgres", "0f8fad5b-d9cb-469f-a165-70867728950"),
+        ("postgres", "../0f8fad5b-d9cb-469f-a165-7086772895"),
+    ] {
+        let b = PostgresBinding {
+            backend: backend.into(),
+            workspace: workspace.into(),
+        };
+        assert_eq!(
+            b.check(),
+            Err(CapabilityError::Invalid(Reason::Binding)),
+            "{backend} {workspace}"
+        );
+    }
+    let mut map = serde_json::to_value(claims(1_000))
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .clone();
+    map.remove("bucket");
+    map.remove("prefix");
+    map.insert("backend".into(), json!("postgres"));
+    map.insert("workspace".into(), json!(ok.workspace));
+    let pg = PostgresClaims::from_map(map.clone()).unwrap();
+    assert_eq!(pg.binding, ok);
+    map.insert("bucket".into(), json!("b"));
+    assert!(
+        PostgresClaims::from_map(map).is_err(),
+        "a Storage field is refused"
+    );
+}
