@@ -84,10 +84,12 @@ pub enum Marker {
     UnsupportedContent,
     BodyHashCollision,
     HistoryCorruption,
+    InvalidCapability,
+    ExpiredCapability,
 }
 
 /// Every marker, for lookups and documentation.
-pub const MARKERS: [Marker; 14] = [
+pub const MARKERS: [Marker; 16] = [
     Marker::AuthenticationRequired,
     Marker::WorkspaceDenied,
     Marker::InvalidArgument,
@@ -102,6 +104,8 @@ pub const MARKERS: [Marker; 14] = [
     Marker::UnsupportedContent,
     Marker::BodyHashCollision,
     Marker::HistoryCorruption,
+    Marker::InvalidCapability,
+    Marker::ExpiredCapability,
 ];
 
 impl Marker {
@@ -122,13 +126,18 @@ impl Marker {
             Marker::UnsupportedContent => "SUPABASH_UNSUPPORTED_CONTENT",
             Marker::BodyHashCollision => "SUPABASH_BODY_HASH_COLLISION",
             Marker::HistoryCorruption => "SUPABASH_HISTORY_CORRUPTION",
+            Marker::InvalidCapability => "SUPABASH_INVALID_CAPABILITY",
+            Marker::ExpiredCapability => "SUPABASH_EXPIRED_CAPABILITY",
         }
     }
 
     /// The SQLSTATE the caller receives. `PT409` is raised by the SQL wrapper (PostgREST: 409).
     pub fn sqlstate(self) -> &'static str {
         match self {
-            Marker::AuthenticationRequired | Marker::WorkspaceDenied => "42501",
+            Marker::AuthenticationRequired
+            | Marker::WorkspaceDenied
+            | Marker::InvalidCapability
+            | Marker::ExpiredCapability => "42501",
             Marker::InvalidArgument
             | Marker::InvalidPath
             | Marker::PathNotFound
@@ -158,6 +167,8 @@ impl Marker {
             Marker::Quota => ErrorCode::QuotaExceeded,
             Marker::UnsupportedContent => ErrorCode::UnsupportedContent,
             Marker::BodyHashCollision | Marker::HistoryCorruption => ErrorCode::HistoryCorruption,
+            Marker::InvalidCapability => ErrorCode::InvalidCapability,
+            Marker::ExpiredCapability => ErrorCode::ExpiredCapability,
         }
     }
 
