@@ -1,0 +1,6 @@
+//! The agent surface: the filesystem abstraction every agent tool works over ([`AgentFs`]),
+//! implemented by the staged tree and by the views and mounts a host composes.
+
+mod fs;
+
+pub use fs::AgentFs;
