@@ -1,9 +1,13 @@
 //! The agent surface: the filesystem abstraction every agent tool works over ([`AgentFs`]),
-//! implemented by the staged tree and by the views and mounts a host composes.
+//! implemented by the staged tree and by the views, snapshots and mounts a host composes.
 
 mod fs;
+pub mod mount;
 mod paths;
+pub mod snapshot;
 pub mod view;
 
 pub use fs::AgentFs;
+pub use mount::{Mount, MountRecord, MountedFs, ViewSpec};
+pub use snapshot::{SharedSnapshot, SnapshotLimits};
 pub use view::View;
