@@ -60,17 +60,30 @@ pub struct SourcePath {
     pub path: String,
 }
 
-fn with_view(
-    fs: Arc<dyn AgentFs>,
-    view: Option<ViewSpec>,
-) -> FsResult<(Arc<dyn AgentFs>, Option<Arc<View>>, String, Vec<String>)> {
+/// A mount of `fs`, seen through `view` when given; `record` gets the view's root and hidden
+/// paths.
+fn build(fs: Arc<dyn AgentFs>, view: Option<ViewSpec>, record: MountRecord) -> FsResult<Mount> {
     let Some(spec) = view else {
-        return Ok((fs, None, "/".into(), Vec::new()));
+        return Ok(Mount {
+            fs,
+            view: None,
+            record: MountRecord {
+                root: "/".into(),
+                ..record
+            },
+        });
     };
     let hidden: Vec<&str> = spec.hidden.iter().map(String::as_str).collect();
     let v = Arc::new(View::new(fs, spec.root.as_deref().unwrap_or("/"), &hidden)?);
-    let (root, hidden) = (v.root().to_owned(), v.hidden().to_vec());
-    Ok((v.clone(), Some(v), root, hidden))
+    Ok(Mount {
+        fs: v.clone(),
+        record: MountRecord {
+            root: v.root().to_owned(),
+            hidden: v.hidden().to_vec(),
+            ..record
+        },
+        view: Some(v),
+    })
 }
 
 impl Mount {
@@ -88,20 +101,16 @@ impl Mount {
         fs: Arc<dyn AgentFs>,
         view: Option<ViewSpec>,
     ) -> FsResult<Self> {
-        let (fs, view, root, hidden) = with_view(fs, view)?;
-        Ok(Mount {
-            fs,
-            view,
-            record: MountRecord {
-                mount_point: mount_point.to_owned(),
-                source_id: source_id.to_owned(),
-                revision,
-                digest: None,
-                writable: true,
-                root,
-                hidden,
-            },
-        })
+        let record = MountRecord {
+            mount_point: mount_point.to_owned(),
+            source_id: source_id.to_owned(),
+            revision,
+            digest: None,
+            writable: true,
+            root: String::new(),
+            hidden: Vec::new(),
+        };
+        build(fs, view, record)
     }
 
     /// A shared snapshot, read-only, at `mount_point`.
@@ -119,16 +128,7 @@ impl Mount {
             root: String::new(),
             hidden: Vec::new(),
         };
-        let (fs, view, root, hidden) = with_view(snapshot, view)?;
-        Ok(Mount {
-            fs,
-            view,
-            record: MountRecord {
-                root,
-                hidden,
-                ..record
-            },
-        })
+        build(snapshot, view, record)
     }
 
     /// What this mount records in the manifest.
