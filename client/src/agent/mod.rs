@@ -3,6 +3,7 @@
 
 mod fs;
 pub mod mount;
+pub mod patch;
 mod paths;
 pub mod snapshot;
 pub mod view;

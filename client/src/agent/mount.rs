@@ -441,6 +441,10 @@ impl AgentFs for MountedFs {
             Route::Outside => Err(err(Errno::ENOENT, "realpath", &v)),
         }
     }
+    fn check_writable(&self, p: &str) -> FsResult<()> {
+        let (m, i) = self.changing(p, "open", false)?;
+        m.fs.check_writable(&i).map_err(|e| out(m, e))
+    }
 }
 
 #[cfg(test)]
@@ -544,6 +548,18 @@ mod tests {
         for e in denied {
             assert_eq!(e.code(), ErrorCode::PolicyDenied, "{e}");
         }
+        for p in [
+            "/docs/guides/cal.md",
+            "/elsewhere",
+            "/memories",
+            "/memories/.internal/k",
+        ] {
+            assert_eq!(
+                fs.check_writable(p).unwrap_err().code(),
+                ErrorCode::PolicyDenied
+            );
+        }
+        fs.check_writable("/memories/note.md").unwrap();
         assert_eq!(a.read("/note.md").await.unwrap(), b"n");
         assert!(!fs.exists("/memories/.internal/k").await);
     }

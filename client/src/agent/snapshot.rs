@@ -212,6 +212,9 @@ impl AgentFs for SharedSnapshot {
     async fn realpath(&self, p: &str) -> FsResult<String> {
         self.tree.realpath(p).await
     }
+    fn check_writable(&self, p: &str) -> FsResult<()> {
+        Err(err(Errno::EROFS, "open", p))
+    }
 }
 
 #[cfg(test)]

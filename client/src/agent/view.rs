@@ -234,6 +234,15 @@ impl AgentFs for View {
         self.to_visible(&real)
             .ok_or_else(|| err(Errno::EACCES, "realpath", p))
     }
+    fn check_writable(&self, p: &str) -> FsResult<()> {
+        let v = canon(p)?;
+        if self.is_hidden(&v) || self.hides_below(&v) {
+            return Err(err(Errno::EACCES, "open", &v));
+        }
+        self.inner
+            .check_writable(&join(&self.root, &v))
+            .map_err(|e| self.out(e))
+    }
 }
 
 #[cfg(test)]
