@@ -453,6 +453,41 @@ mod tests {
     use crate::agent::SnapshotLimits;
     use crate::tree::StagedTree;
     use crate::Limits;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Visible → source → visible is the identity for every visible path of a mount, and
+        /// hidden or unmounted paths have no source.
+        #[test]
+        fn translation_round_trips(
+            segments in proptest::collection::vec("[a-c.]{1,3}", 0..4),
+            mount in 0usize..2,
+        ) {
+            let tree = || -> Arc<dyn AgentFs> { Arc::new(StagedTree::empty(Limits::default())) };
+            let hide = ViewSpec { root: Some("/src".into()), hidden: vec!["/b".into()] };
+            let fs = MountedFs::new(vec![
+                Mount::writable("/m", "one", None, tree(), Some(hide)).unwrap(),
+                Mount::writable("/n/o", "two", None, tree(), None).unwrap(),
+            ]).unwrap();
+            let mp = ["/m", "/n/o"][mount];
+            let rest: String = segments.iter().map(|s| format!("/{s}")).collect();
+            let visible = format!("{mp}{rest}");
+            let Ok(canonical) = canon(&visible) else { return Ok(()) };
+            match fs.to_source(&visible) {
+                Some(src) => {
+                    prop_assert_eq!(fs.to_visible(&src.mount_point, &src.path), Some(canonical));
+                    if mount == 0 {
+                        prop_assert!(src.path == "/src" || src.path.starts_with("/src/"));
+                    }
+                }
+                None => {
+                    let hidden = mount == 0 && (canonical == "/m/b" || canonical.starts_with("/m/b/"));
+                    let outside = below(&canonical, mp).is_none();
+                    prop_assert!(hidden || outside, "{} has no source", canonical);
+                }
+            }
+        }
+    }
 
     async fn fixture() -> (Arc<StagedTree>, Arc<StagedTree>, MountedFs) {
         let a = Arc::new(StagedTree::empty(Limits::default()));
