@@ -7,6 +7,7 @@ use crate::agent::paths::{canon, fs_error};
 use crate::agent::AgentFs;
 use crate::error::{Result, SupabashError};
 use crate::tree::Errno;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use similar::TextDiff;
 use supabash_core::{path, ErrorCode};
@@ -25,7 +26,7 @@ async fn parents(fs: &dyn AgentFs, p: &str) -> Result<()> {
 }
 
 /// `write_file` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct WriteInput {
     pub path: String,
     pub content: String,
@@ -58,7 +59,7 @@ pub async fn write_file(fs: &dyn AgentFs, input: WriteInput) -> Result<WriteOutp
 }
 
 /// `edit_file` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct EditInput {
     pub path: String,
     /// Text to find, exactly; it must occur once unless `replace_all`.
@@ -124,7 +125,7 @@ pub async fn edit_file(fs: &dyn AgentFs, input: EditInput) -> Result<EditOutput>
 }
 
 /// `move_file` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct MoveInput {
     pub source: String,
     pub destination: String,
@@ -172,7 +173,7 @@ pub async fn move_file(fs: &dyn AgentFs, input: MoveInput) -> Result<MoveOutput>
 }
 
 /// `create_directory` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct MkdirInput {
     pub path: String,
 }
@@ -192,7 +193,7 @@ pub async fn create_directory(fs: &dyn AgentFs, input: MkdirInput) -> Result<Mkd
 }
 
 /// `delete_file` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct DeleteInput {
     pub path: String,
     /// Required to delete a non-empty directory.
@@ -215,7 +216,7 @@ pub async fn delete_file(fs: &dyn AgentFs, input: DeleteInput) -> Result<DeleteO
 }
 
 /// `apply_patch` input: an envelope patch, or per-operation patches (exactly one of them).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct PatchInput {
     /// `*** Begin Patch` … `*** End Patch`, optionally heredoc-wrapped.
     #[serde(default)]

@@ -9,6 +9,7 @@ use crate::agent::AgentFs;
 use crate::error::{Result, SupabashError};
 use crate::tree::FileKind;
 use base64::Engine;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::UNIX_EPOCH;
 use supabash_core::ErrorCode;
@@ -38,7 +39,7 @@ pub(crate) async fn read_text(fs: &dyn AgentFs, p: &str) -> Result<String> {
 }
 
 /// `read_file` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ReadInput {
     pub path: String,
     /// First line to return, 1-based (default 1).
@@ -99,7 +100,7 @@ pub async fn read_file(fs: &dyn AgentFs, input: ReadInput, o: &ToolOptions) -> R
 }
 
 /// `list_directory` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ListInput {
     pub path: String,
 }
@@ -145,7 +146,7 @@ pub async fn list_directory(fs: &dyn AgentFs, input: ListInput) -> Result<ListOu
 }
 
 /// `directory_tree` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct TreeInput {
     #[serde(default = "root")]
     pub path: String,
@@ -196,7 +197,7 @@ pub async fn directory_tree(
 }
 
 /// `file_info` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct InfoInput {
     pub path: String,
 }
@@ -244,7 +245,7 @@ pub async fn file_info(fs: &dyn AgentFs, input: InfoInput) -> Result<InfoOutput>
 }
 
 /// `view_image` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ImageInput {
     pub path: String,
 }

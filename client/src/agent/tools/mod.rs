@@ -24,6 +24,7 @@ pub use text::cap;
 
 use super::AgentFs;
 use crate::error::{Result, SupabashError};
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -65,11 +66,14 @@ impl Default for ToolOptions {
     }
 }
 
-/// A tool's name, description and annotations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// A tool's name, description, input schema and annotations.
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
+    /// The JSON Schema of the input (from the input struct and its doc comments).
+    #[serde(skip)]
+    pub input_schema: fn() -> Value,
     /// Changes nothing.
     pub read_only: bool,
     /// May replace or remove existing content.
@@ -78,10 +82,19 @@ pub struct ToolSpec {
     pub idempotent: bool,
 }
 
-const fn reader(name: &'static str, description: &'static str) -> ToolSpec {
+fn schema<T: JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).expect("schemas serialise")
+}
+
+const fn reader(
+    name: &'static str,
+    input_schema: fn() -> Value,
+    description: &'static str,
+) -> ToolSpec {
     ToolSpec {
         name,
         description,
+        input_schema,
         read_only: true,
         destructive: false,
         idempotent: true,
@@ -90,6 +103,7 @@ const fn reader(name: &'static str, description: &'static str) -> ToolSpec {
 
 const fn writer(
     name: &'static str,
+    input_schema: fn() -> Value,
     description: &'static str,
     destructive: bool,
     idempotent: bool,
@@ -97,6 +111,7 @@ const fn writer(
     ToolSpec {
         name,
         description,
+        input_schema,
         read_only: false,
         destructive,
         idempotent,
@@ -107,18 +122,21 @@ const fn writer(
 pub const SPECS: [ToolSpec; 13] = [
     reader(
         "read_file",
+        schema::<ReadInput>,
         "Read a UTF-8 text file. Optional `offset` (first line, 1-based) and `limit` (lines); \
          `line_numbers` prefixes each line with its number. Long output ends with \
          \"\\n[truncated]\\n\".",
     ),
     writer(
         "write_file",
+        schema::<WriteInput>,
         "Create a file or replace its whole content; parent directories are created.",
         true,
         true,
     ),
     writer(
         "edit_file",
+        schema::<EditInput>,
         "Replace `old_string` with `new_string` in a file. `old_string` must occur exactly \
          once (or set `replace_all`); answers a unified diff.",
         true,
@@ -126,6 +144,7 @@ pub const SPECS: [ToolSpec; 13] = [
     ),
     writer(
         "apply_patch",
+        schema::<PatchInput>,
         "Apply a V4A patch: `patch` holds `*** Begin Patch` … `*** End Patch` (Add File, \
          Delete File, Update File with optional Move to, @@ chunks), or `operations` holds \
          {type: create_file|update_file|delete_file, path, diff, move_to?}. All-or-nothing \
@@ -135,23 +154,28 @@ pub const SPECS: [ToolSpec; 13] = [
     ),
     reader(
         "list_directory",
+        schema::<ListInput>,
         "List a directory: names, kinds and file sizes.",
     ),
     reader(
         "directory_tree",
+        schema::<TreeInput>,
         "Print the tree below a directory (default `/`) to `depth` levels (default 3).",
     ),
     reader(
         "glob",
+        schema::<GlobInput>,
         "Find paths matching a glob (e.g. `**/*.md`) relative to `path` (default `/`).",
     ),
     reader(
         "grep",
+        schema::<GrepInput>,
         "Search file contents with a regular expression under `path`; optional `glob` filter, \
          `case_insensitive`, `max_results`. Answers path, line number and line.",
     ),
     writer(
         "move_file",
+        schema::<MoveInput>,
         "Move or rename a file or directory. An existing destination is refused unless \
          `overwrite` is set.",
         true,
@@ -159,22 +183,26 @@ pub const SPECS: [ToolSpec; 13] = [
     ),
     writer(
         "delete_file",
+        schema::<DeleteInput>,
         "Delete a file, or a directory (non-empty ones need `recursive`).",
         true,
         false,
     ),
     writer(
         "create_directory",
+        schema::<MkdirInput>,
         "Create a directory and any missing parents; succeeds when it exists.",
         false,
         true,
     ),
     reader(
         "file_info",
+        schema::<InfoInput>,
         "Kind, size, mode, modification time and line count of a path.",
     ),
     reader(
         "view_image",
+        schema::<ImageInput>,
         "View a PNG, JPEG, GIF or WebP image (base64 with its MIME type), within a byte limit.",
     ),
 ];

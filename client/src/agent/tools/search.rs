@@ -7,6 +7,7 @@ use crate::agent::AgentFs;
 use crate::error::{Result, SupabashError};
 use crate::tree::FileKind;
 use globset::{GlobBuilder, GlobMatcher};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use supabash_core::ErrorCode;
 
@@ -27,7 +28,7 @@ fn relative<'a>(p: &'a str, base: &str) -> &'a str {
 }
 
 /// `glob` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct GlobInput {
     /// A glob over paths relative to `path`, e.g. `**/*.md` (`*` stays within one segment).
     pub pattern: String,
@@ -64,7 +65,7 @@ pub async fn glob(fs: &dyn AgentFs, input: GlobInput, o: &ToolOptions) -> Result
 }
 
 /// `grep` input.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct GrepInput {
     /// A regular expression (Rust `regex` syntax).
     pub pattern: String,

@@ -270,4 +270,15 @@ fn specs_annotate_every_tool_and_none_reaches_the_host_api() {
     assert!(spec("read_file").unwrap().read_only);
     assert!(spec("write_file").unwrap().destructive);
     assert!(!spec("create_directory").unwrap().destructive);
+    let read = (spec("read_file").unwrap().input_schema)();
+    assert_eq!(read["required"], json!(["path"]));
+    assert!(read["properties"]["line_numbers"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("number"));
+    let patch = (spec("apply_patch").unwrap().input_schema)();
+    assert!(patch["properties"]["operations"].is_object());
+    for s in SPECS {
+        assert_eq!((s.input_schema)()["type"], "object", "{}", s.name);
+    }
 }
