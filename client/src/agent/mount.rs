@@ -11,8 +11,9 @@ use super::snapshot::SharedSnapshot;
 use super::view::View;
 use super::AgentFs;
 use crate::error::{Result, SupabashError};
-use crate::tree::{DirEntry, Errno, FileKind, FsError, FsResult, Stat};
+use crate::tree::{DirEntry, Errno, FileKind, FsError, FsResult, StagedTree, Stat};
 use crate::workspace::Workspace;
+use crate::Limits;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -131,6 +132,13 @@ impl Mount {
         build(snapshot, view, record)
     }
 
+    /// An empty in-memory tree, writable, that no workspace backs: scratch space (e.g. `/tmp`)
+    /// whose contents are never committed. Recorded with source id `scratch`.
+    pub fn scratch(mount_point: &str) -> FsResult<Self> {
+        let tree = Arc::new(StagedTree::empty(Limits::default()));
+        Self::writable(mount_point, "scratch", None, tree, None)
+    }
+
     /// What this mount records in the manifest.
     pub fn record(&self) -> &MountRecord {
         &self.record
@@ -153,15 +161,22 @@ pub struct MountedFs {
 }
 
 impl MountedFs {
-    /// Composes `mounts`. Mount points must be valid, canonical, outside the shell-owned roots,
-    /// not `/`, and disjoint (none at or below another).
+    /// Composes `mounts`. Mount points must be valid canonical paths, not `/`, not under
+    /// `/dev`, and disjoint (none at or below another). A mount under `/tmp` (or another
+    /// shell-owned root) suits [`Mount::scratch`].
     pub fn new(mounts: Vec<Mount>) -> Result<Self> {
         for m in &mounts {
             let mp = &m.record.mount_point;
-            path::validate(mp).map_err(|e| {
-                SupabashError::new(ErrorCode::InvalidPath, format!("mount point {mp:?}: {e}"))
+            let bad = |why: String| {
+                SupabashError::new(ErrorCode::InvalidPath, format!("mount point {mp:?}: {why}"))
                     .with_path(mp)
-            })?;
+            };
+            match path::validate(mp) {
+                Ok(_) => {}
+                // Shell-owned roots may hold scratch mounts, except /dev.
+                Err(path::PathError::ShellOwned) if below(mp, "/dev").is_none() => {}
+                Err(e) => return Err(bad(e.to_string())),
+            }
         }
         for (i, a) in mounts.iter().enumerate() {
             for b in &mounts[i + 1..] {
@@ -620,6 +635,13 @@ mod tests {
             ("docs", "/guides/cal.md")
         );
         assert_eq!(fs.to_source("/elsewhere"), None);
+        for bad in ["/", "/dev", "/dev/x", "relative", "/a/../b"] {
+            let m = Mount::scratch(bad).unwrap();
+            assert!(MountedFs::new(vec![m]).is_err(), "{bad}");
+        }
+        let tmp = MountedFs::new(vec![Mount::scratch("/tmp").unwrap()]).unwrap();
+        tmp.write("/tmp/x", b"scratch".to_vec()).await.unwrap();
+        assert_eq!(tmp.read("/tmp/x").await.unwrap(), b"scratch");
         let overlapping = MountedFs::new(vec![
             Mount::writable(
                 "/a",
