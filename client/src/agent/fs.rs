@@ -41,6 +41,12 @@ pub trait AgentFs: Send + Sync {
     async fn readlink(&self, path: &str) -> FsResult<String>;
     /// The canonical path with every link resolved; the path must exist.
     async fn realpath(&self, path: &str) -> FsResult<String>;
+    /// Refuses, with the error a change would give (`EROFS`/`EACCES`), a path this filesystem
+    /// never lets change, so tools can check every target before changing anything. The
+    /// default allows every path.
+    fn check_writable(&self, _path: &str) -> FsResult<()> {
+        Ok(())
+    }
 }
 
 #[async_trait::async_trait]

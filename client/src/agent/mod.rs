@@ -1,11 +1,19 @@
 //! The agent surface: the filesystem abstraction every agent tool works over ([`AgentFs`]),
-//! implemented by the staged tree and by the views and mounts a host composes.
+//! implemented by the staged tree and by the views, snapshots and mounts a host composes.
 
 mod fs;
+pub mod mount;
+pub mod patch;
+mod paths;
 #[cfg(feature = "shell")]
 pub mod policy;
 pub mod redact;
 #[cfg(feature = "shell")]
 pub mod shell;
+pub mod snapshot;
+pub mod view;
 
 pub use fs::AgentFs;
+pub use mount::{Mount, MountRecord, MountedFs, ViewSpec};
+pub use snapshot::{SharedSnapshot, SnapshotLimits};
+pub use view::View;

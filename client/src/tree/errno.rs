@@ -26,14 +26,16 @@ pub enum Errno {
     EROFS,
     /// Permission denied: a path an agent filesystem hides.
     EACCES,
+    /// Cross-device link: a move between two mounts of an agent filesystem.
+    EXDEV,
 }
 
 impl Errno {
-    /// The error code this errno reports as: the two refusals of an agent filesystem are
+    /// The error code this errno reports as: the refusals of an agent filesystem are
     /// `POLICY_DENIED`, a missing path `NOT_FOUND`, the rest `INVALID_ARGUMENT`.
     pub fn code(self) -> ErrorCode {
         match self {
-            Errno::EROFS | Errno::EACCES => ErrorCode::PolicyDenied,
+            Errno::EROFS | Errno::EACCES | Errno::EXDEV => ErrorCode::PolicyDenied,
             Errno::ENOENT => ErrorCode::NotFound,
             _ => ErrorCode::InvalidArgument,
         }
@@ -52,6 +54,7 @@ impl fmt::Display for Errno {
             Errno::ELOOP => "too many levels of symbolic links",
             Errno::EROFS => "read-only file system",
             Errno::EACCES => "permission denied",
+            Errno::EXDEV => "cross-device link not permitted",
         };
         write!(f, "{self:?}: {text}")
     }
