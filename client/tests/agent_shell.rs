@@ -226,6 +226,7 @@ async fn scripted_session_ends_in_one_atomic_commit() {
     let ws = Workspace::create(transport(Via::Postgres, &user).await, Limits::default())
         .await
         .unwrap();
+    ws.fs().mkdir("/docs", false).await.unwrap();
     ws.fs().write("/docs/old.md", "old\n").await.unwrap();
     ws.fs().write("/docs/rename-me.md", "r\n").await.unwrap();
     ws.fs()

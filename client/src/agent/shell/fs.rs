@@ -63,6 +63,10 @@ fn to_bashkit(e: FsError) -> bashkit::Error {
                 "Read-only file system".to_owned(),
             ),
             Errno::EACCES => (ErrorKind::PermissionDenied, "Permission denied".to_owned()),
+            Errno::EXDEV => (
+                ErrorKind::CrossesDevices,
+                "Invalid cross-device link".to_owned(),
+            ),
         },
         FsError::Supabash(s) => {
             let kind = match s.code {

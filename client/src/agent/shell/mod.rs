@@ -5,7 +5,9 @@
 //! (working directory `/`, `HOME=/`, no variables or functions from earlier runs: only the
 //! filesystem carries over) against the agent filesystem, under a wall-clock deadline. Output
 //! is redacted and then capped. `/tmp` is scratch: it lives in the staged tree's shell-owned
-//! area, so it survives between runs of the same tree but never enters a commit. Files that
+//! area, so it survives between runs of the same tree but never enters a commit; over a
+//! filesystem that refuses `/tmp` (a mounted filesystem, a read-only view) the shell keeps its
+//! own in-memory `/tmp` instead, for the life of the [`Shell`]. Files that
 //! tools create and remove on their way (bashkit's `sed -i` writes a temporary file and renames
 //! it) never reach a commit either, because the change set is the difference between the tree
 //! and its base.
@@ -23,9 +25,10 @@ use crate::agent::policy::CommandPolicy;
 use crate::agent::redact::Redactor;
 use crate::agent::AgentFs;
 use crate::error::{Result, SupabashError};
-use bashkit::{Bash, ExecutionLimits, LimitExceeded};
+use bashkit::{Bash, ExecutionLimits, InMemoryFs, LimitExceeded};
 use std::sync::Arc;
 use std::time::Duration;
+use supabash_core::ErrorCode;
 
 /// Default wall-clock deadline of one command.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -84,6 +87,8 @@ pub struct ShellOutput {
 pub struct Shell {
     fs: Arc<dyn AgentFs>,
     config: ShellConfig,
+    /// `/tmp` when the filesystem has none of its own.
+    scratch: Arc<InMemoryFs>,
 }
 
 impl Shell {
@@ -94,7 +99,11 @@ impl Shell {
 
     /// A shell with `config`.
     pub fn with_config(fs: Arc<dyn AgentFs>, config: ShellConfig) -> Self {
-        Shell { fs, config }
+        Shell {
+            fs,
+            config,
+            scratch: Arc::new(InMemoryFs::new()),
+        }
     }
 
     /// The configuration.
@@ -102,13 +111,13 @@ impl Shell {
         &self.config
     }
 
-    fn bash(&self) -> Bash {
+    fn bash(&self, timeout: Duration) -> Bash {
         let room = self
             .config
             .max_output_bytes
             .saturating_add(REDACTION_MARGIN);
         let limits = ExecutionLimits::new()
-            .timeout(self.config.timeout)
+            .timeout(timeout)
             .max_input_bytes(self.config.policy.max_bytes())
             .max_stdout_bytes(room)
             .max_stderr_bytes(room);
@@ -124,17 +133,24 @@ impl Shell {
     /// is in the message) and does not run; a command past its deadline is stopped and
     /// reported with [`TIMEOUT_EXIT_CODE`].
     pub async fn run(&self, command: &str) -> Result<ShellOutput> {
+        self.run_with_timeout(command, self.config.timeout).await
+    }
+
+    /// Runs `command` with its own deadline (see [`Shell::run`]).
+    pub async fn run_with_timeout(&self, command: &str, timeout: Duration) -> Result<ShellOutput> {
         if let Err(denial) = self.config.policy.check(command) {
             let mut e = SupabashError::from(denial);
             e.message = self.config.redactor.redact(&e.message);
             return Err(e);
         }
-        // Scratch space; a filesystem that refuses it (a read-only view) just has none.
-        let _ = self.fs.mkdir(SCRATCH_DIR, true).await;
-        let mut bash = self.bash();
-        let result = tokio::time::timeout(self.config.timeout, bash.exec(command)).await;
+        let mut bash = self.bash(timeout);
+        if self.fs.mkdir(SCRATCH_DIR, true).await.is_err() {
+            bash.mount(SCRATCH_DIR, self.scratch.clone())
+                .map_err(|e| SupabashError::new(ErrorCode::Storage, e.to_string()))?;
+        }
+        let result = tokio::time::timeout(timeout, bash.exec(command)).await;
         match result {
-            Err(_) => Ok(self.timed_out()),
+            Err(_) => Ok(self.timed_out(timeout)),
             Ok(Ok(r)) => {
                 let cut_by_bash = r.stdout_truncated || r.stderr_truncated;
                 Ok(self.finish(
@@ -145,7 +161,7 @@ impl Shell {
                 ))
             }
             Ok(Err(bashkit::Error::ResourceLimit(LimitExceeded::Timeout(_)))) => {
-                Ok(self.timed_out())
+                Ok(self.timed_out(timeout))
             }
             Ok(Err(e)) => {
                 let message = self.config.redactor.redact(&e.to_string());
@@ -161,11 +177,11 @@ impl Shell {
         }
     }
 
-    fn timed_out(&self) -> ShellOutput {
+    fn timed_out(&self, timeout: Duration) -> ShellOutput {
         let message = format!(
             "supabash: the command was stopped at its wall-clock deadline of {} s; what it \
              changed before then stays staged\n",
-            self.config.timeout.as_secs_f64()
+            timeout.as_secs_f64()
         );
         ShellOutput {
             timed_out: true,
