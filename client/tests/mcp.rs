@@ -1,0 +1,243 @@
+//! `supabash mcp` end to end: the built binary, spawned over stdio and driven by rmcp's own
+//! client, against a real PostgreSQL with the extension. Lists the tools and their
+//! annotations, runs an agent session of tool calls, and when the session ends the host's
+//! launch-time decision (--commit-on-exit) commits through the workspace API; the receipt and
+//! the committed tree are checked through the API.
+#![cfg(feature = "mcp")]
+
+mod support;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use supabash::workspace::CommitOptions;
+use supabash::{Limits, Workspace};
+use support::{cluster, new_user, transport, Via};
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .unwrap()
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+async fn bash_ok(client: &Client, command: &str) -> Value {
+    let r = call(client, "bash", json!({ "command": command })).await;
+    assert_ne!(r.is_error, Some(true), "{command}: {}", text(&r));
+    let out = r.structured_content.clone().unwrap();
+    assert_eq!(out["exit_code"], 0, "{command}: {out}");
+    out
+}
+
+#[tokio::test]
+async fn stdio_session_then_the_host_commits() {
+    let user = new_user();
+    let ws = Workspace::create(transport(Via::Postgres, &user).await, Limits::default())
+        .await
+        .unwrap();
+    ws.fs()
+        .write("/readme.md", "status: draft\n")
+        .await
+        .unwrap();
+    ws.fs().write("/old.md", "old\n").await.unwrap();
+    let base = ws.commit(CommitOptions::new("host")).await.unwrap();
+
+    let receipts = std::env::temp_dir().join(format!("supabash-mcp-{user}.jsonl"));
+    let dsn = cluster().dsn("authenticator");
+    let args = [
+        "mcp",
+        "--dsn",
+        &dsn,
+        "--sub",
+        &user,
+        "--workspace",
+        ws.id(),
+        "--commit-on-exit",
+        "--actor",
+        "mcp-e2e",
+        "--receipts",
+        receipts.to_str().unwrap(),
+    ]
+    .map(str::to_owned);
+    let child = TokioChildProcess::new(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_supabash")).configure(|c| {
+            c.args(&args);
+        }),
+    )
+    .unwrap();
+    let client: Client = ().serve(child).await.unwrap();
+
+    // The tool list: the agent tools with honest annotations, and no host action.
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for want in ["bash", "apply_patch"] {
+        assert!(names.contains(&want), "{names:?}");
+    }
+    for host_only in [
+        "commit",
+        "discard",
+        "checkpoint",
+        "history",
+        "restore",
+        "diff",
+    ] {
+        assert!(
+            !names.iter().any(|n| n.contains(host_only)),
+            "{host_only} must not be a tool: {names:?}"
+        );
+    }
+    for t in &tools {
+        let a = t.annotations.as_ref().expect("annotations");
+        assert_eq!(a.open_world_hint, Some(false), "{}", t.name);
+        let read_only = a.read_only_hint == Some(true);
+        assert!(
+            !(read_only && a.destructive_hint == Some(true)),
+            "{} cannot be read-only and destructive",
+            t.name
+        );
+        assert_eq!(
+            t.input_schema.get("type"),
+            Some(&json!("object")),
+            "{}",
+            t.name
+        );
+    }
+    let bash = tools.iter().find(|t| t.name == "bash").unwrap();
+    let a = bash.annotations.as_ref().unwrap();
+    assert_eq!(
+        (a.read_only_hint, a.destructive_hint),
+        (Some(false), Some(true))
+    );
+    assert!(bash.input_schema["properties"].get("command").is_some());
+
+    // An agent session.
+    bash_ok(
+        &client,
+        "mkdir -p /notes && echo 'first note' > /notes/a.md",
+    )
+    .await;
+    let patch = "*** Begin Patch\n*** Add File: /notes/b.md\n+from a patch\n*** Update File: /readme.md\n@@\n-status: draft\n+status: review\n*** End Patch\n";
+    let r = call(&client, "apply_patch", json!({ "input": patch })).await;
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    assert_eq!(
+        r.structured_content.as_ref().unwrap()["status"],
+        "completed"
+    );
+    bash_ok(
+        &client,
+        "sed -i 's/review/final/' /readme.md && mv /old.md /notes/old.md",
+    )
+    .await;
+    let out = bash_ok(&client, "cat /readme.md; ls /notes | sort").await;
+    assert_eq!(out["stdout"], "status: final\na.md\nb.md\nold.md\n");
+    assert!(
+        text(&call(&client, "bash", json!({"command": "echo hi"})).await).contains("[exit code 0]")
+    );
+
+    // Refusals come back as tool errors the model can read; nothing runs.
+    let denied = call(&client, "bash", json!({ "command": "cd / && rm -rf ." })).await;
+    assert_eq!(denied.is_error, Some(true));
+    assert!(text(&denied).contains("POLICY_DENIED"), "{}", text(&denied));
+    assert!(
+        text(&denied).contains("recursive-root"),
+        "{}",
+        text(&denied)
+    );
+    let bad_patch = call(
+        &client,
+        "apply_patch",
+        json!({ "input": "*** Begin Patch\n*** Update File: /notes/a.md\n@@\n-not there\n+x\n*** End Patch\n" }),
+    )
+    .await;
+    assert_eq!(bad_patch.is_error, Some(true));
+    assert!(
+        text(&bad_patch).contains("INVALID_PATCH"),
+        "{}",
+        text(&bad_patch)
+    );
+    let unknown = call(&client, "commit", json!({})).await;
+    assert_eq!(unknown.is_error, Some(true));
+    // Secrets the server was launched with never come back.
+    let leak = bash_ok(&client, &format!("echo '{dsn}'")).await;
+    assert!(!leak["stdout"].as_str().unwrap().contains(&dsn));
+
+    // The session ends; the host's --commit-on-exit commits through the workspace API.
+    client.cancel().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let line = loop {
+        if let Some(l) = std::fs::read_to_string(&receipts)
+            .ok()
+            .and_then(|s| s.lines().next().map(str::to_owned))
+        {
+            break l;
+        }
+        assert!(Instant::now() < deadline, "no receipt was written");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = std::fs::remove_file(&receipts);
+    let written: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(written["workspace"], ws.id());
+    let receipt = &written["receipt"];
+    assert_eq!(receipt["actor"], "mcp-e2e");
+    assert_eq!(receipt["parentRevision"], base.receipt.revision.as_str());
+    let mut lines: Vec<(String, String)> = receipt["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["op"].as_str().unwrap().into(),
+                l["path"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            ("move".into(), "/notes/old.md".into()),
+            ("upsert".into(), "/notes/a.md".into()),
+            ("upsert".into(), "/notes/b.md".into()),
+            ("upsert".into(), "/readme.md".into()),
+        ]
+    );
+
+    // The host reads it back through the API.
+    let again = Workspace::open(
+        transport(Via::Postgres, &user).await,
+        ws.id(),
+        Limits::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        again.base_revision().as_deref(),
+        receipt["revision"].as_str()
+    );
+    let files = again.committed_snapshot().await.unwrap().files;
+    assert_eq!(files["/readme.md"], b"status: final\n");
+    assert_eq!(files["/notes/b.md"], b"from a patch\n");
+    assert_eq!(files.len(), 4, "{:?}", files.keys().collect::<Vec<_>>());
+    let history = again.history(None, None).await.unwrap().records;
+    assert_eq!(
+        history.last().unwrap().revision,
+        receipt["revision"].as_str().unwrap()
+    );
+}
