@@ -28,7 +28,7 @@ enum Command {
     /// workspaces, on stdio or streamable HTTP. Commit, history and restore are not tools:
     /// they stay with the host.
     #[cfg(feature = "mcp")]
-    Mcp(supabash::mcp::McpArgs),
+    Mcp(Box<supabash::mcp::McpArgs>),
 }
 
 /// Stops the cluster however the demo ends.
@@ -185,7 +185,7 @@ fn main() {
         Command::Demo => runtime.block_on(demo()),
         #[cfg(feature = "mcp")]
         Command::Mcp(args) => runtime
-            .block_on(supabash::mcp::run(args))
+            .block_on(supabash::mcp::run(*args))
             .map_err(|e| e as _),
     };
     if let Err(e) = outcome {
