@@ -87,7 +87,21 @@ async fn stdio_session_then_the_host_commits() {
     // The tool list: the agent tools with honest annotations, and no host action.
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    for want in ["bash", "apply_patch"] {
+    for want in [
+        "bash",
+        "apply_patch",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_directory",
+        "directory_tree",
+        "glob",
+        "grep",
+        "move_file",
+        "delete_file",
+        "create_directory",
+        "file_info",
+    ] {
         assert!(names.contains(&want), "{names:?}");
     }
     for host_only in [
@@ -126,6 +140,20 @@ async fn stdio_session_then_the_host_commits() {
         (Some(false), Some(true))
     );
     assert!(bash.input_schema["properties"].get("command").is_some());
+    let annotation = |name: &str| {
+        let a = tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .annotations
+            .clone()
+            .unwrap();
+        (a.read_only_hint, a.destructive_hint)
+    };
+    assert_eq!(annotation("read_file"), (Some(true), Some(false)));
+    assert_eq!(annotation("grep"), (Some(true), Some(false)));
+    assert_eq!(annotation("delete_file"), (Some(false), Some(true)));
+    assert_eq!(annotation("apply_patch"), (Some(false), Some(true)));
 
     // An agent session.
     bash_ok(
@@ -134,12 +162,21 @@ async fn stdio_session_then_the_host_commits() {
     )
     .await;
     let patch = "*** Begin Patch\n*** Add File: /notes/b.md\n+from a patch\n*** Update File: /readme.md\n@@\n-status: draft\n+status: review\n*** End Patch\n";
-    let r = call(&client, "apply_patch", json!({ "input": patch })).await;
+    let r = call(&client, "apply_patch", json!({ "patch": patch })).await;
     assert_ne!(r.is_error, Some(true), "{}", text(&r));
-    assert_eq!(
-        r.structured_content.as_ref().unwrap()["status"],
-        "completed"
-    );
+    let applied = &r.structured_content.as_ref().unwrap()["applied"];
+    assert_eq!(applied.as_array().map(Vec::len), Some(2), "{applied}");
+    let edited = call(
+        &client,
+        "edit_file",
+        json!({ "path": "/notes/a.md", "old_string": "first", "new_string": "edited" }),
+    )
+    .await;
+    assert_ne!(edited.is_error, Some(true), "{}", text(&edited));
+    let read = call(&client, "read_file", json!({ "path": "/notes/a.md" })).await;
+    assert!(text(&read).contains("edited note"), "{}", text(&read));
+    let found = call(&client, "grep", json!({ "pattern": "patch", "path": "/" })).await;
+    assert!(text(&found).contains("/notes/b.md"), "{}", text(&found));
     bash_ok(
         &client,
         "sed -i 's/review/final/' /readme.md && mv /old.md /notes/old.md",
@@ -163,7 +200,7 @@ async fn stdio_session_then_the_host_commits() {
     let bad_patch = call(
         &client,
         "apply_patch",
-        json!({ "input": "*** Begin Patch\n*** Update File: /notes/a.md\n@@\n-not there\n+x\n*** End Patch\n" }),
+        json!({ "patch": "*** Begin Patch\n*** Update File: /notes/a.md\n@@\n-not there\n+x\n*** End Patch\n" }),
     )
     .await;
     assert_eq!(bad_patch.is_error, Some(true));
@@ -234,6 +271,7 @@ async fn stdio_session_then_the_host_commits() {
     let files = again.committed_snapshot().await.unwrap().files;
     assert_eq!(files["/readme.md"], b"status: final\n");
     assert_eq!(files["/notes/b.md"], b"from a patch\n");
+    assert_eq!(files["/notes/a.md"], b"edited note\n");
     assert_eq!(files.len(), 4, "{:?}", files.keys().collect::<Vec<_>>());
     let history = again.history(None, None).await.unwrap().records;
     assert_eq!(

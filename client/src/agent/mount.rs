@@ -11,8 +11,9 @@ use super::snapshot::SharedSnapshot;
 use super::view::View;
 use super::AgentFs;
 use crate::error::{Result, SupabashError};
-use crate::tree::{DirEntry, Errno, FileKind, FsError, FsResult, Stat};
+use crate::tree::{DirEntry, Errno, FileKind, FsError, FsResult, StagedTree, Stat};
 use crate::workspace::Workspace;
+use crate::Limits;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -131,6 +132,13 @@ impl Mount {
         build(snapshot, view, record)
     }
 
+    /// An empty in-memory tree, writable, that no workspace backs: scratch space (e.g. `/tmp`)
+    /// whose contents are never committed. Recorded with source id `scratch`.
+    pub fn scratch(mount_point: &str) -> FsResult<Self> {
+        let tree = Arc::new(StagedTree::empty(Limits::default()));
+        Self::writable(mount_point, "scratch", None, tree, None)
+    }
+
     /// What this mount records in the manifest.
     pub fn record(&self) -> &MountRecord {
         &self.record
@@ -153,15 +161,22 @@ pub struct MountedFs {
 }
 
 impl MountedFs {
-    /// Composes `mounts`. Mount points must be valid, canonical, outside the shell-owned roots,
-    /// not `/`, and disjoint (none at or below another).
+    /// Composes `mounts`. Mount points must be valid canonical paths, not `/`, not under
+    /// `/dev`, and disjoint (none at or below another). A mount under `/tmp` (or another
+    /// shell-owned root) suits [`Mount::scratch`].
     pub fn new(mounts: Vec<Mount>) -> Result<Self> {
         for m in &mounts {
             let mp = &m.record.mount_point;
-            path::validate(mp).map_err(|e| {
-                SupabashError::new(ErrorCode::InvalidPath, format!("mount point {mp:?}: {e}"))
+            let bad = |why: String| {
+                SupabashError::new(ErrorCode::InvalidPath, format!("mount point {mp:?}: {why}"))
                     .with_path(mp)
-            })?;
+            };
+            match path::validate(mp) {
+                Ok(_) => {}
+                // Shell-owned roots may hold scratch mounts, except /dev.
+                Err(path::PathError::ShellOwned) if below(mp, "/dev").is_none() => {}
+                Err(e) => return Err(bad(e.to_string())),
+            }
         }
         for (i, a) in mounts.iter().enumerate() {
             for b in &mounts[i + 1..] {
@@ -453,6 +468,41 @@ mod tests {
     use crate::agent::SnapshotLimits;
     use crate::tree::StagedTree;
     use crate::Limits;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Visible → source → visible is the identity for every visible path of a mount, and
+        /// hidden or unmounted paths have no source.
+        #[test]
+        fn translation_round_trips(
+            segments in proptest::collection::vec("[a-c.]{1,3}", 0..4),
+            mount in 0usize..2,
+        ) {
+            let tree = || -> Arc<dyn AgentFs> { Arc::new(StagedTree::empty(Limits::default())) };
+            let hide = ViewSpec { root: Some("/src".into()), hidden: vec!["/b".into()] };
+            let fs = MountedFs::new(vec![
+                Mount::writable("/m", "one", None, tree(), Some(hide)).unwrap(),
+                Mount::writable("/n/o", "two", None, tree(), None).unwrap(),
+            ]).unwrap();
+            let mp = ["/m", "/n/o"][mount];
+            let rest: String = segments.iter().map(|s| format!("/{s}")).collect();
+            let visible = format!("{mp}{rest}");
+            let Ok(canonical) = canon(&visible) else { return Ok(()) };
+            match fs.to_source(&visible) {
+                Some(src) => {
+                    prop_assert_eq!(fs.to_visible(&src.mount_point, &src.path), Some(canonical));
+                    if mount == 0 {
+                        prop_assert!(src.path == "/src" || src.path.starts_with("/src/"));
+                    }
+                }
+                None => {
+                    let hidden = mount == 0 && (canonical == "/m/b" || canonical.starts_with("/m/b/"));
+                    let outside = below(&canonical, mp).is_none();
+                    prop_assert!(hidden || outside, "{} has no source", canonical);
+                }
+            }
+        }
+    }
 
     async fn fixture() -> (Arc<StagedTree>, Arc<StagedTree>, MountedFs) {
         let a = Arc::new(StagedTree::empty(Limits::default()));
@@ -585,6 +635,13 @@ mod tests {
             ("docs", "/guides/cal.md")
         );
         assert_eq!(fs.to_source("/elsewhere"), None);
+        for bad in ["/", "/dev", "/dev/x", "relative", "/a/../b"] {
+            let m = Mount::scratch(bad).unwrap();
+            assert!(MountedFs::new(vec![m]).is_err(), "{bad}");
+        }
+        let tmp = MountedFs::new(vec![Mount::scratch("/tmp").unwrap()]).unwrap();
+        tmp.write("/tmp/x", b"scratch".to_vec()).await.unwrap();
+        assert_eq!(tmp.read("/tmp/x").await.unwrap(), b"scratch");
         let overlapping = MountedFs::new(vec![
             Mount::writable(
                 "/a",

@@ -62,6 +62,16 @@ pub(crate) fn rename_error(e: FsError, f: impl Fn(&str) -> Option<String>) -> Fs
     }
 }
 
+/// A filesystem error as a supabash error, keeping its code (`POLICY_DENIED` stays so).
+pub(crate) fn fs_error(e: FsError) -> SupabashError {
+    match e {
+        FsError::Supabash(s) => s,
+        FsError::Posix { errno, op, path } => {
+            SupabashError::new(errno.code(), format!("{errno}, {op} '{path}'")).with_path(path)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

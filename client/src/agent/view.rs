@@ -1,5 +1,6 @@
 //! A view: a subtree of an [`AgentFs`] presented as `/`, with configured paths hidden. Hidden
-//! paths behave as absent (`ENOENT` on reads, `EACCES` on creation); operations on a directory
+//! paths read as absent (`ENOENT`) and every change to them is refused (`EACCES`, which is
+//! `POLICY_DENIED`); operations on a directory
 //! holding a hidden path are refused with `EACCES`, so nothing hidden is listed, copied, moved
 //! or removed. Links cannot be created through a view, and a path whose links resolve outside
 //! the view or into a hidden path is refused. Errors name visible paths.
@@ -178,11 +179,7 @@ impl AgentFs for View {
             .collect())
     }
     async fn rm(&self, p: &str, recursive: bool, force: bool) -> FsResult<()> {
-        let v = canon(p)?;
-        if force && self.is_hidden(&v) {
-            return Ok(());
-        }
-        let i = self.replacing(&v, "rm").await?;
+        let i = self.replacing(p, "rm").await?;
         self.inner
             .rm(&i, recursive, force)
             .await
@@ -201,11 +198,7 @@ impl AgentFs for View {
             .map_err(|e| self.out(e))
     }
     async fn mv(&self, src: &str, dst: &str) -> FsResult<()> {
-        let vs = canon(src)?;
-        if self.is_hidden(&vs) {
-            return Err(err(Errno::ENOENT, "rename", &vs));
-        }
-        let s = self.replacing(&vs, "rename").await?;
+        let s = self.replacing(src, "rename").await?;
         let d = self.replacing(dst, "rename").await?;
         self.inner.mv(&s, &d).await.map_err(|e| self.out(e))
     }

@@ -6,6 +6,7 @@
 use super::{McpServer, Session};
 use crate::agent::redact::Redactor;
 use crate::agent::shell::{Shell, ShellConfig};
+use crate::agent::tools::ToolOptions;
 use crate::agent::{AgentFs, Mount, MountedFs};
 use crate::workspace::CommitOptions;
 use crate::{Limits, PostgresTransport, PostgrestTransport, Transport, Workspace};
@@ -60,6 +61,9 @@ pub struct McpArgs {
     /// Cap of a bash command's stdout and of its stderr, in bytes.
     #[arg(long, default_value_t = crate::agent::shell::DEFAULT_MAX_OUTPUT_BYTES)]
     pub max_output_bytes: usize,
+    /// Do not offer `view_image`.
+    #[arg(long)]
+    pub no_images: bool,
     /// When the session ends (stdin closes, or Ctrl-C for HTTP), commit each workspace that
     /// has staged changes and write its receipt. Without it, staged edits are discarded.
     #[arg(long)]
@@ -161,6 +165,10 @@ pub async fn run(args: McpArgs) -> Result<(), BoxError> {
     let session = Session {
         shell: Shell::with_config(fs.clone(), config),
         fs,
+        options: ToolOptions {
+            images: !args.no_images,
+            ..ToolOptions::default()
+        },
     };
     let server = McpServer::new(session, redactor);
     match args.http {

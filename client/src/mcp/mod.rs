@@ -11,9 +11,10 @@ mod command;
 mod tools;
 
 pub use command::{run, McpArgs};
-pub use tools::{tools, BashArgs, Hints, PatchArgs, Session, ToolDef};
+pub use tools::{specs, BashArgs, Session, BASH};
 
 use crate::agent::redact::Redactor;
+use crate::agent::tools::ToolSpec;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -33,16 +34,16 @@ pub const INSTRUCTIONS: &str = "Tools over a staged workspace filesystem. Edits 
 #[derive(Clone)]
 pub struct McpServer {
     session: Arc<Session>,
-    tools: Arc<Vec<ToolDef>>,
+    tools: Arc<Vec<ToolSpec>>,
     redactor: Redactor,
 }
 
 impl McpServer {
-    /// Serves [`tools()`] over `session`; every text returned is redacted with `redactor`.
+    /// Serves [`specs`] over `session`; every text returned is redacted with `redactor`.
     pub fn new(session: Session, redactor: Redactor) -> Self {
         McpServer {
+            tools: Arc::new(specs(&session.options)),
             session: Arc::new(session),
-            tools: Arc::new(tools()),
             redactor,
         }
     }
@@ -53,17 +54,29 @@ impl McpServer {
     }
 
     async fn call(&self, name: &str, args: Value) -> CallToolResult {
-        let Some(tool) = self.tools.iter().find(|t| t.name == name) else {
+        if !self.tools.iter().any(|t| t.name == name) {
             return self.failure(json!({
                 "code": "INVALID_ARGUMENT",
                 "message": format!("no tool named {name:?}"),
             }));
-        };
-        match tool.call(self.session.clone(), args).await {
+        }
+        match self.session.call(name, args).await {
+            Ok(value) if name == "view_image" => {
+                let mut result = CallToolResult::success(vec![ContentBlock::image(
+                    value["base64"].as_str().unwrap_or_default(),
+                    value["mime"].as_str().unwrap_or_default(),
+                )]);
+                result.structured_content = Some(json!({
+                    "path": value["path"],
+                    "mime": value["mime"],
+                    "bytes": value["bytes"],
+                }));
+                result
+            }
             Ok(value) => {
                 let value = self.redact_value(value);
                 let text = match &value {
-                    Value::Object(o) if name == "bash" => bash_text(o),
+                    Value::Object(o) if name == BASH.name => bash_text(o),
                     v => v.to_string(),
                 };
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -131,16 +144,16 @@ fn bash_text(o: &serde_json::Map<String, Value>) -> String {
     text
 }
 
-fn describe(t: &ToolDef) -> Tool {
-    let schema = match &t.input_schema {
-        Value::Object(o) => o.clone(),
+fn describe(t: &ToolSpec) -> Tool {
+    let schema = match (t.input_schema)() {
+        Value::Object(o) => o,
         _ => serde_json::Map::new(),
     };
     Tool::new(t.name, t.description, Arc::new(schema)).with_annotations(
         ToolAnnotations::new()
-            .read_only(t.hints.read_only)
-            .destructive(t.hints.destructive)
-            .idempotent(t.hints.idempotent)
+            .read_only(t.read_only)
+            .destructive(t.destructive)
+            .idempotent(t.idempotent)
             .open_world(false),
     )
 }

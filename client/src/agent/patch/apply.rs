@@ -5,9 +5,10 @@
 
 use super::update::apply_chunks;
 use super::{BatchMode, PatchOp};
+use crate::agent::paths::fs_error;
 use crate::agent::AgentFs;
 use crate::error::SupabashError;
-use crate::tree::{Errno, FsError};
+use crate::tree::Errno;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use supabash_core::{path, ErrorCode};
@@ -32,16 +33,6 @@ pub struct PatchError {
 
 fn invalid(path: &str, message: impl std::fmt::Display) -> SupabashError {
     SupabashError::new(ErrorCode::InvalidPatch, format!("{path}: {message}")).with_path(path)
-}
-
-/// A filesystem error as a supabash error, keeping its code (`POLICY_DENIED` stays so).
-pub(crate) fn fs_error(e: FsError) -> SupabashError {
-    match e {
-        FsError::Supabash(s) => s,
-        FsError::Posix { errno, op, path } => {
-            SupabashError::new(errno.code(), format!("{errno}, {op} '{path}'")).with_path(path)
-        }
-    }
 }
 
 /// The state of the files a batch touches: `Some(bytes)` present, `None` absent.

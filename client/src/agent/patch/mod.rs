@@ -13,6 +13,7 @@ pub use apply::{apply, Applied, PatchError};
 pub use update::apply_chunks;
 
 use crate::error::{Result, SupabashError};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use supabash_core::ErrorCode;
 
@@ -59,7 +60,7 @@ impl PatchOp {
 }
 
 /// The kind of a per-operation patch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OperationKind {
     CreateFile,
@@ -68,7 +69,7 @@ pub enum OperationKind {
 }
 
 /// The per-operation form: one file, a headerless diff.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Operation {
     #[serde(rename = "type")]
     pub kind: OperationKind,
@@ -81,7 +82,7 @@ pub struct Operation {
 }
 
 /// How a batch applies.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchMode {
     /// Every operation applies, or none (default).
