@@ -279,3 +279,134 @@ async fn stdio_session_then_the_host_commits() {
         receipt["revision"].as_str().unwrap()
     );
 }
+
+/// One JSON-RPC exchange over streamable HTTP; answers the response object (from a JSON body
+/// or from the `data:` lines of an event stream) and the session header.
+async fn rpc(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (Option<Value>, Option<String>) {
+    let mut request = http
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(s) = session {
+        request = request
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    let response = request.send().await.unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let text = response.text().await.unwrap();
+    let answer = serde_json::from_str::<Value>(&text).ok().or_else(|| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("id").is_some())
+    });
+    (answer, session)
+}
+
+#[tokio::test]
+async fn streamable_http_session_then_the_host_commits() {
+    use std::io::BufRead;
+    let user = new_user();
+    let ws = Workspace::create(transport(Via::Postgres, &user).await, Limits::default())
+        .await
+        .unwrap();
+    let receipts = std::env::temp_dir().join(format!("supabash-mcp-http-{user}.jsonl"));
+    let dsn = cluster().dsn("authenticator");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_supabash"))
+        .args(["mcp", "--dsn", &dsn, "--sub", &user, "--workspace", ws.id()])
+        .args(["--http", "127.0.0.1:0", "--commit-on-exit", "--receipts"])
+        .arg(&receipts)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("supabash mcp: serving ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+
+    let http = reqwest::Client::new();
+    let init = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": { "name": "e2e", "version": "0" }
+        }
+    });
+    let (answer, session) = rpc(&http, &url, None, init).await;
+    let answer = answer.unwrap();
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "supabash",
+        "{answer}"
+    );
+    let session = session.expect("a session id");
+    let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    rpc(&http, &url, Some(&session), note).await;
+
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let (answer, _) = rpc(&http, &url, Some(&session), list).await;
+    let tools = answer.unwrap()["result"]["tools"].clone();
+    let bash = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "bash")
+        .expect("bash is served")
+        .clone();
+    assert_eq!(bash["annotations"]["destructiveHint"], true);
+    assert_eq!(bash["annotations"]["openWorldHint"], false);
+
+    let run = json!({
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": "bash", "arguments": { "command": "echo over http > /http.md && cat /http.md" } }
+    });
+    let (answer, _) = rpc(&http, &url, Some(&session), run).await;
+    let result = answer.unwrap()["result"].clone();
+    assert_eq!(
+        result["structuredContent"]["stdout"], "over http\n",
+        "{result}"
+    );
+
+    // Ctrl-C ends the server; the host's --commit-on-exit commits.
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let written: Value = serde_json::from_str(
+        std::fs::read_to_string(&receipts)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let _ = std::fs::remove_file(&receipts);
+    assert_eq!(written["receipt"]["changes"][0]["path"], "/http.md");
+    let again = Workspace::open(
+        transport(Via::Postgres, &user).await,
+        ws.id(),
+        Limits::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        again.committed_snapshot().await.unwrap().files["/http.md"],
+        b"over http\n"
+    );
+}
