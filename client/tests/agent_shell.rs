@@ -313,3 +313,73 @@ async fn scripted_session_ends_in_one_atomic_commit() {
     assert_eq!(snap["/docs/new/plan.md"], b"# Plan\n- write\n- review\n");
     assert!(ws.changes().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn read_only_and_unmounted_paths_refuse_every_shell_mutation() {
+    use supabash::agent::{Mount, MountedFs, SharedSnapshot, SnapshotLimits};
+    let private = empty_tree();
+    let snapshot = SharedSnapshot::from_rows(
+        "shared-docs",
+        None,
+        vec![("/guide.md".into(), b"read me\n".to_vec())],
+        SnapshotLimits::default(),
+    )
+    .await
+    .unwrap();
+    let mounted = MountedFs::new(vec![
+        Mount::writable("/work", "private", None, private.clone(), None).unwrap(),
+        Mount::snapshot("/docs", Arc::new(snapshot), None).unwrap(),
+    ])
+    .unwrap();
+    let shell = Shell::new(Arc::new(mounted));
+    // Reading the shared snapshot and copying from it into the writable mount work.
+    let out = ok(
+        &shell,
+        "cat /docs/guide.md && cp /docs/guide.md /work/copy.md",
+    )
+    .await;
+    assert_eq!(out.stdout, "read me\n");
+    assert_eq!(private.read("/copy.md").await.unwrap(), b"read me\n");
+    // The shell keeps its own scratch /tmp over a mounted filesystem.
+    ok(&shell, "echo s > /tmp/s && cat /tmp/s").await;
+    assert_eq!(ok(&shell, "cat /tmp/s").await.stdout, "s\n");
+    for command in [
+        "echo x > /docs/guide.md",
+        "echo x >> /docs/guide.md",
+        "echo x > /docs/new.md",
+        "sed -i 's/read/READ/' /docs/guide.md",
+        "rm /docs/guide.md",
+        "rm -r /docs",
+        "mv /docs/guide.md /docs/moved.md",
+        "mv /docs/guide.md /work/stolen.md",
+        "mv /work/copy.md /docs/copy.md",
+        "mkdir /docs/sub",
+        "touch /docs/guide.md",
+        "chmod 777 /docs/guide.md",
+        "ln -s /work/copy.md /docs/link",
+        "echo x > /elsewhere.md",
+        "mkdir /outside",
+    ] {
+        let out = shell.run(command).await.unwrap();
+        assert_ne!(out.exit_code, 0, "{command} should fail: {out:?}");
+        assert!(
+            [
+                "Read-only",
+                "Permission denied",
+                "cross-device",
+                "POLICY_DENIED",
+                "ermission"
+            ]
+            .iter()
+            .any(|m| out.stderr.contains(m)),
+            "{command}: {}",
+            out.stderr
+        );
+    }
+    // bashkit's `rm -f` hides every failure (GNU rm reports all but a missing file); the
+    // refusal still holds.
+    shell.run("rm -rf /docs /docs/guide.md").await.unwrap();
+    let out = ok(&shell, "cat /docs/guide.md; ls /docs; ls /work").await;
+    assert_eq!(out.stdout, "read me\nguide.md\ncopy.md\n");
+    assert!(!private.exists("/stolen.md").await);
+}
