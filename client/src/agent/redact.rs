@@ -256,33 +256,40 @@ impl Redactor {
                 text = text.replace(literal.as_str(), REDACTED);
             }
         }
-        let bytes = text.as_bytes();
-        let mut out = String::with_capacity(text.len());
-        let (mut copied, mut i) = (0, 0);
-        while i < bytes.len() {
-            // Every rule starts on an ASCII byte, so `i` is a char boundary whenever one matches.
-            let hit = if bytes[i].is_ascii() {
-                pem_block(bytes, i)
-                    .or_else(|| auth_scheme(bytes, i))
-                    .or_else(|| jwt(bytes, i))
-                    .or_else(|| key_prefix(bytes, i))
-                    .or_else(|| secret_assignment(bytes, i))
-            } else {
-                None
-            };
-            match hit {
-                Some(Hit { keep, end }) => {
-                    out.push_str(&text[copied..keep]);
-                    out.push_str(REDACTED);
-                    copied = end;
-                    i = end;
-                }
-                None => i += 1,
-            }
-        }
-        out.push_str(&text[copied..]);
-        out
+        scan(&text)
     }
+}
+
+/// Applies the built-in rules to `text`.
+fn scan(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        // Every rule starts on an ASCII byte, so `i` is a char boundary whenever one matches.
+        let hit = if bytes[i].is_ascii() {
+            pem_block(bytes, i)
+                .or_else(|| auth_scheme(bytes, i))
+                .or_else(|| jwt(bytes, i))
+                .or_else(|| key_prefix(bytes, i))
+                .or_else(|| secret_assignment(bytes, i))
+        } else {
+            None
+        };
+        match hit {
+            Some(Hit { keep, end }) => {
+                out.push_str(&text[copied..i]);
+                // What a rule keeps (`NAME=`, `Bearer `) may itself hold a key.
+                out.push_str(&scan(&text[i..keep]));
+                out.push_str(REDACTED);
+                copied = end;
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 #[cfg(test)]
@@ -322,6 +329,8 @@ mod tests {
                 "[REDACTED]\nok",
             ),
             ("-----BEGIN PRIVATE KEY-----\nMIIB cut", "[REDACTED]"),
+            // A key inside the name of a secret assignment (found by proptest).
+            ("eyJsb_secret_token=eyJ", "eyJ[REDACTED]=[REDACTED]"),
         ];
         for (input, want) in cases {
             assert_eq!(redact(input), want, "{input}");
