@@ -88,13 +88,16 @@ impl SharedSnapshot {
                 return Err(refused(format!("duplicate snapshot path {p}"), &p));
             }
         }
-        let paths: Vec<&String> = files.keys().collect();
-        for pair in paths.windows(2) {
-            if pair[1].starts_with(&format!("{}/", pair[0])) {
-                return Err(refused(
-                    format!("{} is both a file and a directory", pair[0]),
-                    pair[0],
-                ));
+        for p in files.keys() {
+            let mut dir = path::parent(p);
+            while dir != "/" {
+                if files.contains_key(dir) {
+                    return Err(refused(
+                        format!("{dir} is both a file and a directory"),
+                        dir,
+                    ));
+                }
+                dir = path::parent(dir);
             }
         }
         let digest = digest(&files);
@@ -274,6 +277,7 @@ mod tests {
         for bad in [
             rows(&[("/a", "1"), ("/a", "2")]),
             rows(&[("/a", "1"), ("/a/b", "2")]),
+            rows(&[("/a", "1"), ("/a b", "2"), ("/a/b/c", "3")]),
             rows(&[("relative", "1")]),
             rows(&[("/tmp/x", "1")]),
         ] {

@@ -120,13 +120,21 @@ pub struct ListEntry {
 pub struct ListOutput {
     pub path: String,
     pub entries: Vec<ListEntry>,
+    /// More entries exist than the tool limit let through.
+    pub truncated: bool,
 }
 
-/// Lists a directory, sorted by name.
-pub async fn list_directory(fs: &dyn AgentFs, input: ListInput) -> Result<ListOutput> {
+/// Lists a directory, sorted by name, capped in entries.
+pub async fn list_directory(
+    fs: &dyn AgentFs,
+    input: ListInput,
+    o: &ToolOptions,
+) -> Result<ListOutput> {
     let p = path_of(&input.path)?;
+    let all = fs.readdir(&p).await.map_err(fs_error)?;
+    let truncated = all.len() > o.max_entries;
     let mut entries = Vec::new();
-    for e in fs.readdir(&p).await.map_err(fs_error)? {
+    for e in all.into_iter().take(o.max_entries) {
         let child = if p == "/" {
             format!("/{}", e.name)
         } else {
@@ -142,7 +150,11 @@ pub async fn list_directory(fs: &dyn AgentFs, input: ListInput) -> Result<ListOu
             size,
         });
     }
-    Ok(ListOutput { path: p, entries })
+    Ok(ListOutput {
+        path: p,
+        entries,
+        truncated,
+    })
 }
 
 /// `directory_tree` input.

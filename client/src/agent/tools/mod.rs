@@ -37,7 +37,7 @@ pub struct ToolOptions {
     pub read_max_lines: usize,
     /// Most bytes `read_file` returns (default 256 KiB).
     pub read_max_bytes: usize,
-    /// Most entries `directory_tree` and `glob` return (default 1,000).
+    /// Most entries `list_directory`, `directory_tree` and `glob` return (default 1,000).
     pub max_entries: usize,
     /// Most paths a search walks (default 20,000).
     pub max_walk: usize,
@@ -228,7 +228,7 @@ pub async fn call(fs: &dyn AgentFs, name: &str, args: Value, o: &ToolOptions) ->
         "write_file" => output(write_file(fs, input(name, args)?).await),
         "edit_file" => output(edit_file(fs, input(name, args)?).await),
         "apply_patch" => output(apply_patch(fs, input(name, args)?).await),
-        "list_directory" => output(list_directory(fs, input(name, args)?).await),
+        "list_directory" => output(list_directory(fs, input(name, args)?, o).await),
         "directory_tree" => output(directory_tree(fs, input(name, args)?, o).await),
         "glob" => output(glob(fs, input(name, args)?, o).await),
         "grep" => output(grep(fs, input(name, args)?, o).await),
