@@ -410,3 +410,91 @@ async fn streamable_http_session_then_the_host_commits() {
         b"over http\n"
     );
 }
+
+#[tokio::test]
+async fn two_workspaces_side_by_side_commit_separately() {
+    let user = new_user();
+    let t = transport(Via::Postgres, &user).await;
+    let notes = Workspace::create(t.clone(), Limits::default())
+        .await
+        .unwrap();
+    let code = Workspace::create(t, Limits::default()).await.unwrap();
+    code.fs().write("/main.rs", "fn main() {}\n").await.unwrap();
+    code.commit(CommitOptions::new("host")).await.unwrap();
+
+    let receipts = std::env::temp_dir().join(format!("supabash-mcp-two-{user}.jsonl"));
+    let dsn = cluster().dsn("authenticator");
+    let notes_arg = format!("notes={}", notes.id());
+    let code_arg = format!("code={}", code.id());
+    let args = [
+        "mcp",
+        "--dsn",
+        &dsn,
+        "--sub",
+        &user,
+        "--workspace",
+        &notes_arg,
+        "--workspace",
+        &code_arg,
+        "--commit-on-exit",
+        "--receipts",
+        receipts.to_str().unwrap(),
+    ]
+    .map(str::to_owned);
+    let child = TokioChildProcess::new(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_supabash")).configure(|c| {
+            c.args(&args);
+        }),
+    )
+    .unwrap();
+    let client: Client = ().serve(child).await.unwrap();
+
+    // bashkit adds its read-only system directories (/bin, /etc, /proc, …) beside the mounts.
+    let out = bash_ok(
+        &client,
+        "ls / | grep -v -x -e bin -e dev -e etc -e proc -e root -e tmp -e usr; cat /code/main.rs",
+    )
+    .await;
+    assert_eq!(out["stdout"], "code\nnotes\nfn main() {}\n");
+    bash_ok(
+        &client,
+        "echo todo > /notes/todo.md && echo scratch > /tmp/s && sed -i 's/main/start/' /code/main.rs",
+    )
+    .await;
+    // A move between workspaces is refused; nothing changes.
+    let out = call(
+        &client,
+        "bash",
+        json!({ "command": "mv /notes/todo.md /code/todo.md" }),
+    )
+    .await;
+    assert_ne!(out.structured_content.unwrap()["exit_code"], 0);
+    client.cancel().await.unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let lines: Vec<Value> = loop {
+        let lines: Vec<Value> = std::fs::read_to_string(&receipts)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if lines.len() == 2 {
+            break lines;
+        }
+        assert!(Instant::now() < deadline, "receipts were not written");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = std::fs::remove_file(&receipts);
+    let by_label = |label: &str| lines.iter().find(|l| l["label"] == label).unwrap().clone();
+    let paths = |line: &Value| -> Vec<String> {
+        line["receipt"]["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(paths(&by_label("notes")), ["/todo.md"]);
+    assert_eq!(paths(&by_label("code")), ["/main.rs"]);
+    assert_eq!(by_label("code")["workspace"], code.id());
+}
