@@ -319,3 +319,18 @@ proptest! {
         prop_assert_eq!(got.as_deref(), Some("recursive-root"));
     }
 }
+
+proptest! {
+    #[test]
+    fn values_only_known_at_run_time_pass(var in "[A-Z][A-Z0-9_]{0,8}", cmd in "(rm -rf|cat|mv|cp -r|chmod -R 644)") {
+        prop_assume!(var != "HOME" && var != "PWD");
+        for command in [
+            format!("{cmd} \"${var}\""),
+            format!("{cmd} \"${var}\"/sub"),
+            format!("cd \"${var}\" && {cmd} ./*"),
+            format!("{cmd} $(cat /list-{var})"),
+        ] {
+            prop_assert_eq!(CommandPolicy::default().check(&command), Ok(()), "{}", command);
+        }
+    }
+}

@@ -221,3 +221,72 @@ impl FileSystem for BashFs {
             .map_err(to_bashkit)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SupabashError;
+
+    fn posix(errno: Errno) -> FsError {
+        FsError::Posix {
+            errno,
+            op: "open",
+            path: "/x".into(),
+        }
+    }
+
+    #[test]
+    fn errors_translate_both_ways() {
+        let cases = [
+            (
+                posix(Errno::ENOENT),
+                ErrorKind::NotFound,
+                ErrorCode::NotFound,
+            ),
+            (
+                posix(Errno::EROFS),
+                ErrorKind::PermissionDenied,
+                ErrorCode::PolicyDenied,
+            ),
+            (
+                posix(Errno::EACCES),
+                ErrorKind::PermissionDenied,
+                ErrorCode::PolicyDenied,
+            ),
+            (
+                posix(Errno::EXDEV),
+                ErrorKind::CrossesDevices,
+                ErrorCode::PolicyDenied,
+            ),
+            (
+                posix(Errno::ENOTDIR),
+                ErrorKind::NotADirectory,
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                SupabashError::new(ErrorCode::CommitInProgress, "busy").into(),
+                ErrorKind::Other,
+                ErrorCode::CommitInProgress,
+            ),
+            (
+                SupabashError::new(ErrorCode::InvalidPath, "bad").into(),
+                ErrorKind::InvalidInput,
+                ErrorCode::InvalidPath,
+            ),
+        ];
+        for (fs_error, kind, code) in cases {
+            let want = fs_error.code();
+            assert_eq!(want, code);
+            let e = to_bashkit(fs_error);
+            match &e {
+                bashkit::Error::Io(io) => assert_eq!(io.kind(), kind),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(error_code(&e), Some(code));
+        }
+        // bash's wording, as bashkit's builtins print it.
+        let e = to_bashkit(posix(Errno::EISDIR));
+        assert_eq!(e.to_string(), "io error: is a directory");
+        assert_eq!(error_code(&bashkit::Error::Execution("x".into())), None);
+    }
+}
