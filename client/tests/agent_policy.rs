@@ -334,3 +334,43 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn deep_nesting_is_inspected_or_refused_without_overflow() {
+    let p = CommandPolicy::default();
+    for depth in [10, 50, 99, 150, 400] {
+        let groups = format!("{}rm -rf /{}", "{ ".repeat(depth), "; }".repeat(depth));
+        let subshells = format!("{}rm -rf /{}", "( ".repeat(depth), " )".repeat(depth));
+        let substitutions = format!("{}curl x{}", "echo $(".repeat(depth), ")".repeat(depth));
+        let ifs = format!(
+            "{}rm -rf /{}",
+            "if true; then ".repeat(depth),
+            "; fi".repeat(depth)
+        );
+        for command in [groups, subshells, substitutions, ifs] {
+            // Either seen and denied for what it does, or refused as too deep to parse.
+            let denial = p
+                .check(&command)
+                .expect_err(&format!("{depth}: {}", &command[..command.len().min(80)]));
+            assert!(
+                matches!(
+                    denial.reason.code(),
+                    "recursive-root" | "network-disabled" | "unparsable"
+                ),
+                "{depth}: {denial:?}"
+            );
+        }
+    }
+    let nested_eval = (0..6).fold("rm -rf /".to_owned(), |inner, _| {
+        format!("eval {}", shell_quote(&inner))
+    });
+    let denial = p.check(&nested_eval).unwrap_err();
+    assert!(
+        matches!(denial.reason.code(), "recursive-root" | "unparsable"),
+        "{denial:?}"
+    );
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
