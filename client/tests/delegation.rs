@@ -15,7 +15,7 @@ use supabash::{
     DelegatedWorkspace, ErrorCode, Limits, PostgrestTransport, SupabashError, Transport, Workspace,
 };
 use supabash_core::capability::{Operation, OperationSet};
-use supabash_tests::capability::register;
+use supabash_tests::capability::{register, server_log};
 use support::{cluster, new_user, postrust_url, sign, transport, Via};
 
 const ISS: &str = "https://issuer.test";
@@ -289,4 +289,11 @@ async fn a_wrong_operation_set_is_refused_before_the_exchange_and_spends_nothing
         .expect("forged");
     assert_eq!(e.code, ErrorCode::InvalidCapability, "{e}");
     assert_quiet(&e, &forged);
+
+    // Nothing of these tokens reached the server log through postrust either.
+    let log = server_log(cluster());
+    for t in [&token, &blind, &old, &forged] {
+        let signature = t.rsplit('.').next().unwrap();
+        assert!(!log.contains(signature), "the server log holds a token");
+    }
 }

@@ -8,7 +8,8 @@ use serde_json::Value;
 use sha2::Sha256;
 use supabash_core::capability::b64_encode;
 
-/// Registers (or rotates) verifier `kid` as the database owner; returns the new secret.
+/// Registers (or rotates) verifier `kid` as the database owner with the default clock skew
+/// and maximum lifetime; returns the new secret.
 pub fn register(
     cluster: &Cluster,
     kid: &str,
@@ -18,6 +19,24 @@ pub fn register(
 ) -> String {
     let sql = format!(
         "SELECT supabash_register_capability_verifier({}, {}, {}, {})",
+        quote(kid),
+        quote(issuer),
+        quote(audience),
+        quote(origin)
+    );
+    cluster.psql("app", &sql).trim().to_owned()
+}
+
+/// [`register`] with a clock skew and a maximum lifetime, in seconds.
+pub fn register_with(
+    cluster: &Cluster,
+    kid: &str,
+    (issuer, audience, origin): (&str, &str, &str),
+    skew_secs: i32,
+    max_lifetime_secs: i32,
+) -> String {
+    let sql = format!(
+        "SELECT supabash_register_capability_verifier({}, {}, {}, {}, {skew_secs}, {max_lifetime_secs})",
         quote(kid),
         quote(issuer),
         quote(audience),

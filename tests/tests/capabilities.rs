@@ -15,7 +15,9 @@ use std::collections::BTreeSet;
 use std::time::{SystemTime, UNIX_EPOCH};
 use supabash::capability::{new_nonce, PostgresSigner};
 use supabash_core::capability::{b64_encode, Operation, OperationSet};
-use supabash_tests::capability::{claims_of, forge, register, revoke, server_log, with_claims};
+use supabash_tests::capability::{
+    claims_of, forge, register, register_with, revoke, server_log, with_claims,
+};
 use supabash_tests::support::{admin, fingerprint, marker};
 use supabash_tests::{Caller, Cluster, DbError, Rest};
 
@@ -59,6 +61,16 @@ fn verifier(cluster: &Cluster, kid: &str) -> Verifier {
         "32 bytes, unpadded base64url: {}",
         secret.len()
     );
+    Verifier {
+        kid: kid.to_owned(),
+        signer: PostgresSigner::new(kid, &secret, ISS, AUD, ORIGIN).unwrap(),
+        secret,
+    }
+}
+
+/// A verifier with no clock skew and a maximum lifetime of 60 s.
+fn strict_verifier(cluster: &Cluster, kid: &str) -> Verifier {
+    let secret = register_with(cluster, kid, (ISS, AUD, ORIGIN), 0, 60);
     Verifier {
         kid: kid.to_owned(),
         signer: PostgresSigner::new(kid, &secret, ISS, AUD, ORIGIN).unwrap(),
@@ -440,12 +452,14 @@ async fn every_rpc_refuses_every_identity_but_the_owner_and_a_valid_grant() {
     tally.secrets.add(&v.secret);
     let g_a = grant(&mut rest, &mut tally, &v, &a.id, &all_ops(), None).await;
     let g_b = grant(&mut rest, &mut tally, &v, &b.id, &all_ops(), None).await;
-    // A grant that expires two seconds from now.
+    // A grant that expires two seconds from now (a verifier without clock skew).
+    let strict = strict_verifier(cluster, "identities-strict");
+    tally.secrets.add(&strict.secret);
     let t = now();
-    let claims = v
+    let claims = strict
         .signer
         .claims("job-7", &a.id, &all_ops(), t - 10, 12, None);
-    let short = v.signer.sign(&claims).unwrap();
+    let short = strict.signer.sign(&claims).unwrap();
     tally.secrets.token(&short);
     let g_short = exchange(&mut rest, &Caller::Service, &short).await.unwrap()["delegatedGrant"]
         .as_str()
@@ -547,7 +561,8 @@ async fn every_rpc_refuses_every_identity_but_the_owner_and_a_valid_grant() {
             tally.deny(&what, r, *want);
             assert!(rest.alive().await, "{what}: connection lost");
         }
-        if *who != "another user" {
+        // A signed-in user may create a workspace of their own: that is not access.
+        if !matches!(caller, Caller::User(_)) {
             let r = rest
                 .call(caller, "supabash_create_workspace", json!({}))
                 .await;
@@ -644,7 +659,13 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
         .add(answer["delegatedGrant"].as_str().unwrap_or_default());
     assert_eq!(answer["workspaceId"], json!(ws.id));
     assert_eq!(answer["actorSubject"], json!("job-7"));
-    assert_eq!(answer["operations"], json!(["commit", "read"]));
+    let granted: BTreeSet<&str> = answer["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    assert_eq!(granted, BTreeSet::from(["commit", "read"]));
     assert_eq!(answer["correlationId"], Value::Null);
     let grant = answer["delegatedGrant"].as_str().unwrap();
     assert_eq!(grant.len(), 43, "32 random bytes, unpadded base64url");
@@ -661,6 +682,19 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
         exchange(&mut rest, &Caller::Service, &early).await,
     );
 
+    // A verifier's own skew and maximum lifetime apply to its tokens.
+    let strict = strict_verifier(cluster, "exchange-strict");
+    tally.secrets.add(&strict.secret);
+    let strict_token = |iat: i64, life: i64| {
+        strict
+            .signer
+            .sign(
+                &strict
+                    .signer
+                    .claims("job-7", &ws.id, &read_commit, iat, life, None),
+            )
+            .unwrap()
+    };
     let forger = PostgresSigner::new(&v.kid, &b64_encode(&[42u8; 32]), ISS, AUD, ORIGIN).unwrap();
     let revoked = verifier(cluster, "exchange-revoked");
     let by_revoked = revoked
@@ -760,6 +794,17 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
         (
             "lifetime over the maximum",
             edit(&|c| c["exp"] = json!(t + 901)),
+            INVALID,
+        ),
+        (
+            "lifetime over a verifier's maximum of 60 s",
+            strict_token(t, 61),
+            INVALID,
+        ),
+        ("past exp with no skew", strict_token(t - 30, 29), EXPIRED),
+        (
+            "issued 5 s ahead with no skew",
+            strict_token(t + 5, 30),
             INVALID,
         ),
         (
