@@ -734,6 +734,16 @@ fn kib(b: i64) -> String {
     format!("{:.0} KiB", b as f64 / 1024.0)
 }
 
+/// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
+/// (comma-separated: latency, bulk, history, writers, disk, profile; `latency` includes the
+/// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
+fn selected(name: &str) -> bool {
+    match std::env::var("SUPABASH_BENCH_ONLY") {
+        Ok(only) => only.split(',').any(|s| s.trim() == name),
+        Err(_) => true,
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let mut r = Report::new();
@@ -743,22 +753,38 @@ async fn main() {
     cluster.psql("app", PLAIN_TABLE);
     r.machine(&cluster.psql("app", "SELECT version()"));
     let mut rest = Rest::connect(&dsn(&cluster, "app")).await;
-    eprintln!("bench: commit latency");
-    let big = commit_latency(&cluster, &mut rest, &mut r).await;
-    eprintln!("bench: manifest");
-    manifest_load(&mut rest, &big, &mut r).await;
-    eprintln!("bench: bulk throughput");
-    bulk_throughput(&mut rest, &mut r).await;
-    eprintln!("bench: history");
-    history_page(&cluster, &mut rest, &mut r).await;
-    eprintln!("bench: concurrent writers");
-    concurrent_writers(&cluster, &mut r).await;
-    eprintln!("bench: disk");
-    disk_usage(&cluster, &mut r).await;
-    eprintln!("bench: profile");
-    profile(&cluster, &mut rest, &mut r).await;
+    if selected("latency") {
+        eprintln!("bench: commit latency");
+        let big = commit_latency(&cluster, &mut rest, &mut r).await;
+        eprintln!("bench: manifest");
+        manifest_load(&mut rest, &big, &mut r).await;
+    }
+    if selected("bulk") {
+        eprintln!("bench: bulk throughput");
+        bulk_throughput(&mut rest, &mut r).await;
+    }
+    if selected("history") {
+        eprintln!("bench: history");
+        history_page(&cluster, &mut rest, &mut r).await;
+    }
+    if selected("writers") {
+        eprintln!("bench: concurrent writers");
+        concurrent_writers(&cluster, &mut r).await;
+    }
+    if selected("disk") {
+        eprintln!("bench: disk");
+        disk_usage(&cluster, &mut r).await;
+    }
+    if selected("profile") {
+        eprintln!("bench: profile");
+        profile(&cluster, &mut rest, &mut r).await;
+    }
     drop(rest);
     cluster.stop();
+    if std::env::var("SUPABASH_BENCH_ONLY").is_ok() {
+        println!("{}", r.render());
+        return;
+    }
     let out = supabash_tests::cluster::repo_root().join("BENCHMARKS.md");
     std::fs::write(&out, r.render()).unwrap();
     eprintln!("bench: wrote {}", out.display());

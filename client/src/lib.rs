@@ -17,6 +17,8 @@ pub mod transport;
 pub mod tree;
 pub mod workspace;
 
+#[cfg(feature = "agent")]
+pub mod agent;
 #[cfg(feature = "devcluster")]
 pub mod devcluster;
 

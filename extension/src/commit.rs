@@ -272,6 +272,8 @@ fn simulate(
 }
 
 /// Stores new bodies once; an existing body under the same hash must hold the same bytes.
+/// Arrays are unnested in the select list (lock-step, streamed) rather than in FROM, where a
+/// function scan would first copy every body into a tuplestore that spills past `work_mem`.
 fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
     if bodies.is_empty() {
         return Ok(());
@@ -281,11 +283,16 @@ fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
     let inserted = db::json(
         "WITH ins AS (
            INSERT INTO supabash.bodies (workspace_id, hash, size, body)
-           SELECT $1::uuid, h, s, b FROM unnest($2::bytea[], $3::bigint[], $4::bytea[]) AS u(h, s, b)
+           SELECT $1::uuid, unnest($2::bytea[]), unnest($3::bigint[]), unnest($4::bytea[])
            ON CONFLICT (workspace_id, hash) DO NOTHING
            RETURNING hash)
          SELECT to_jsonb(count(*)) FROM ins",
-        &[ws.into(), hashes.clone().into(), sizes.into(), bytes.clone().into()],
+        &[
+            ws.into(),
+            hashes.clone().into(),
+            sizes.into(),
+            bytes.clone().into(),
+        ],
     )?
     .and_then(|v| v.as_i64())
     .unwrap_or_default();
@@ -294,7 +301,7 @@ fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
     }
     // Some hashes were already stored: their bytes must be the ones we were given.
     let collisions = db::json(
-        "SELECT to_jsonb(count(*)) FROM unnest($2::bytea[], $3::bytea[]) AS u(h, b)
+        "SELECT to_jsonb(count(*)) FROM (SELECT unnest($2::bytea[]) AS h, unnest($3::bytea[]) AS b) u
            JOIN supabash.bodies x ON x.workspace_id = $1::uuid AND x.hash = u.h
           WHERE x.body <> u.b",
         &[ws.into(), hashes.into(), bytes.into()],
@@ -356,9 +363,8 @@ fn write_entries(ws: &str, position: i64, plan: Plan) -> Outcome<()> {
     db::exec(
         "INSERT INTO supabash.entries
                 (workspace_id, path, valid_from, body_hash, body_size, content_hash, content_size, metadata)
-         SELECT $1::uuid, p, $2, bh, bs, ch, cs, md
-           FROM unnest($3::text[], $4::bytea[], $5::bigint[], $6::bytea[], $7::bigint[], $8::jsonb[])
-             AS u(p, bh, bs, ch, cs, md)",
+         SELECT $1::uuid, unnest($3::text[]), $2, unnest($4::bytea[]), unnest($5::bigint[]),
+                unnest($6::bytea[]), unnest($7::bigint[]), unnest($8::jsonb[])",
         &[ws.into(), position.into(), plan.paths.into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
     )
 }

@@ -2,6 +2,7 @@
 
 use crate::error::SupabashError;
 use std::fmt;
+use supabash_core::ErrorCode;
 
 /// The POSIX error numbers the staged tree reports.
 #[allow(clippy::upper_case_acronyms)]
@@ -21,6 +22,24 @@ pub enum Errno {
     EINVAL,
     /// Too many levels of symbolic links.
     ELOOP,
+    /// Read-only file system: a read-only or unmounted path of an agent filesystem.
+    EROFS,
+    /// Permission denied: a path an agent filesystem hides.
+    EACCES,
+    /// Cross-device link: a move between two mounts of an agent filesystem.
+    EXDEV,
+}
+
+impl Errno {
+    /// The error code this errno reports as: the refusals of an agent filesystem are
+    /// `POLICY_DENIED`, a missing path `NOT_FOUND`, the rest `INVALID_ARGUMENT`.
+    pub fn code(self) -> ErrorCode {
+        match self {
+            Errno::EROFS | Errno::EACCES | Errno::EXDEV => ErrorCode::PolicyDenied,
+            Errno::ENOENT => ErrorCode::NotFound,
+            _ => ErrorCode::InvalidArgument,
+        }
+    }
 }
 
 impl fmt::Display for Errno {
@@ -33,10 +52,16 @@ impl fmt::Display for Errno {
             Errno::ENOTEMPTY => "directory not empty",
             Errno::EINVAL => "invalid argument",
             Errno::ELOOP => "too many levels of symbolic links",
+            Errno::EROFS => "read-only file system",
+            Errno::EACCES => "permission denied",
+            Errno::EXDEV => "cross-device link not permitted",
         };
         write!(f, "{self:?}: {text}")
     }
 }
+
+/// Result of a filesystem operation.
+pub type FsResult<T> = Result<T, FsError>;
 
 /// A failed filesystem operation: a POSIX error, or a supabash error (invalid path, quota,
 /// commit in progress, a lazy body that failed to load or verify).
@@ -60,6 +85,14 @@ impl FsError {
         match self {
             FsError::Posix { errno, .. } => Some(*errno),
             FsError::Supabash(_) => None,
+        }
+    }
+
+    /// The error code: the errno's, or the supabash error's.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            FsError::Posix { errno, .. } => errno.code(),
+            FsError::Supabash(e) => e.code,
         }
     }
 }

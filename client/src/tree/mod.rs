@@ -10,7 +10,7 @@ mod ops;
 
 pub(crate) use changes::body_json;
 pub use changes::StagedChange;
-pub use errno::{Errno, FsError};
+pub use errno::{Errno, FsError, FsResult};
 pub use ops::{DirEntry, FileKind, Stat};
 
 use crate::documents::StoredFile;

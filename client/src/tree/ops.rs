@@ -2,7 +2,7 @@
 //! followed (at most 40 hops) by every operation except `lstat`, `readlink`, `rm`, `mv` and
 //! `symlink`, which act on the link itself.
 
-use super::errno::{posix, Errno, FsError};
+use super::errno::{posix, Errno, FsError, FsResult};
 use super::{committable, insert_parents, Body, Inner, Node, StagedTree};
 use crate::error::SupabashError;
 use std::collections::BTreeMap;
@@ -10,8 +10,6 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use supabash_core::path;
 use supabash_core::ErrorCode;
-
-type FsResult<T> = Result<T, FsError>;
 
 /// What a path holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
