@@ -21,6 +21,8 @@ pub mod workspace;
 pub mod agent;
 #[cfg(feature = "devcluster")]
 pub mod devcluster;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 
 #[cfg(feature = "frontmatter")]
 pub use codec::FrontmatterCodec;

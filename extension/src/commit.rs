@@ -8,6 +8,7 @@ use crate::fail::{invalid, Fail, Outcome};
 use crate::receipts;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
+use supabash_core::capability::Operation;
 use supabash_core::document::{metadata_to_json, render};
 use supabash_core::hash::sha256;
 use supabash_core::limits::{MAX_CAUSE_BYTES, MAX_COMMIT_METADATA_BYTES, MAX_LABEL_BYTES};
@@ -119,7 +120,7 @@ fn change_error(e: ChangeError) -> Fail {
 struct Context {
     base: Option<String>,
     transaction_id: String,
-    actor: String,
+    actor: Option<String>,
     correlation_id: Option<String>,
     idempotency_key: Option<String>,
     cause: Option<String>,
@@ -144,9 +145,7 @@ fn context(args: &Args) -> Outcome<Context> {
             Some(t) => t,
             None => uuid::Uuid::new_v4().to_string(),
         },
-        actor: args
-            .text_opt("actor", MAX_LABEL_BYTES)?
-            .ok_or_else(|| invalid("actor is required"))?,
+        actor: args.text_opt("actor", MAX_LABEL_BYTES)?,
         correlation_id: args.text_opt("correlation_id", MAX_LABEL_BYTES)?,
         idempotency_key: args.text_opt("idempotency_key", MAX_LABEL_BYTES)?,
         cause: args.text_opt("cause", MAX_CAUSE_BYTES)?,
@@ -376,24 +375,35 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         .json("changes")
         .ok_or_else(|| invalid("changes is required"))?;
     let changes = parse_changes(raw_changes).map_err(change_error)?;
-    let ctx = context(args)?;
+    let mut ctx = context(args)?;
     let (changes, mut bodies) = hash_changes(changes);
+    let Workspace {
+        head,
+        head_position,
+        delegation,
+        ..
+    } = access::open_locked(args, &[Operation::Commit])?;
+    // A delegated commit is recorded under the grant's subject and correlation id, whatever
+    // the caller sent.
+    if let Some(d) = delegation {
+        ctx.actor = Some(format!("delegated:{}", d.actor_subject));
+        ctx.correlation_id = d.correlation_id;
+    }
+    let actor = ctx
+        .actor
+        .clone()
+        .ok_or_else(|| invalid("actor is required"))?;
     let digests: Vec<Value> = changes.iter().map(Hashed::digest).collect();
     let request_hash = sha256(
         json!({
             "workspaceId": ws, "baseRevision": ctx.base, "changes": digests,
-            "actor": ctx.actor, "correlationId": ctx.correlation_id,
+            "actor": actor, "correlationId": ctx.correlation_id,
             "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
             "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
         })
         .to_string()
         .as_bytes(),
     );
-    let Workspace {
-        head,
-        head_position,
-        ..
-    } = access::open_locked(&ws)?;
     if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
         return Ok(replayed);
     }
@@ -452,7 +462,7 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         position,
         transaction_id: ctx.transaction_id.clone(),
         idempotency_key: ctx.idempotency_key.clone(),
-        actor: ctx.actor,
+        actor,
         correlation_id: ctx.correlation_id,
         cause: ctx.cause,
         metadata: ctx.metadata,

@@ -754,12 +754,15 @@ async fn privilege_report_is_empty() {
             ("supabash_revoke_capability_verifier".to_owned(), false),
         ]
     );
-    // Every RPC runs as the NOLOGIN, NOBYPASSRLS owner, and every private table forces RLS.
+    // Every RPC runs as the NOLOGIN, NOBYPASSRLS owner (the verifier registration functions
+    // as the NOLOGIN keeper of capability secrets), and every private table forces RLS.
     let bad_rpcs: i64 = admin
         .query_one(
             "SELECT count(*) FROM pg_proc p JOIN pg_roles o ON o.oid = p.proowner
               WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'supabash\\_%'
-                AND (NOT p.prosecdef OR o.rolname <> 'supabash_owner' OR o.rolcanlogin OR o.rolbypassrls OR o.rolsuper)",
+                AND (NOT p.prosecdef OR o.rolcanlogin OR o.rolbypassrls OR o.rolsuper
+                     OR o.rolname <> CASE WHEN p.proname ~ '^supabash_(register|revoke)_capability_verifier$'
+                                          THEN 'supabash_keeper' ELSE 'supabash_owner' END)",
             &[],
         )
         .await

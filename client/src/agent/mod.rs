@@ -5,6 +5,11 @@ mod fs;
 pub mod mount;
 pub mod patch;
 mod paths;
+#[cfg(feature = "shell")]
+pub mod policy;
+pub mod redact;
+#[cfg(feature = "shell")]
+pub mod shell;
 pub mod snapshot;
 pub mod tools;
 pub mod view;

@@ -24,6 +24,11 @@ enum Command {
     /// workspace, edits, commits, history, a diff and a forward restore. Needs the extension
     /// installed (`just install`) and the PostgreSQL 15 server binaries.
     Demo,
+    /// Serves the agent tools (bash, apply_patch, file tools) over MCP for one or more
+    /// workspaces, on stdio or streamable HTTP. Commit, history and restore are not tools:
+    /// they stay with the host.
+    #[cfg(feature = "mcp")]
+    Mcp(Box<supabash::mcp::McpArgs>),
 }
 
 /// Stops the cluster however the demo ends.
@@ -178,6 +183,10 @@ fn main() {
         .expect("tokio runtime");
     let outcome = match cli.command {
         Command::Demo => runtime.block_on(demo()),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => runtime
+            .block_on(supabash::mcp::run(*args))
+            .map_err(|e| e as _),
     };
     if let Err(e) = outcome {
         eprintln!("supabash: {e}");
