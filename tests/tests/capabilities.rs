@@ -132,6 +132,11 @@ fn error_text(e: &DbError) -> String {
 impl Tally {
     /// Counts an attempt that must fail with 42501 (and `want`, when given).
     fn deny(&mut self, what: &str, r: Result<Value, DbError>, want: Option<&str>) {
+        self.deny_as(what, r, "42501", want);
+    }
+
+    /// Counts an attempt that must fail with SQLSTATE `code` (and marker `want`, when given).
+    fn deny_as(&mut self, what: &str, r: Result<Value, DbError>, code: &str, want: Option<&str>) {
         self.attempts += 1;
         match r {
             Ok(v) => self.leaks.push(format!("{what}: answered {v}")),
@@ -142,14 +147,14 @@ impl Tally {
                         "{what}: the error shows a secret ({} chars)",
                         s.len()
                     ));
-                } else if e.code == "42501" && want.is_none_or(|m| marker(&e) == Some(m)) {
+                } else if e.code == code && want.is_none_or(|m| marker(&e) == Some(m)) {
                     self.denials += 1;
                     if marker(&e) == Some(INVALID) {
                         self.invalid_texts.insert(text);
                     }
                 } else {
                     self.leaks
-                        .push(format!("{what}: {e} (expected 42501 {want:?})"));
+                        .push(format!("{what}: {e} (expected {code} {want:?})"));
                 }
             }
         }
@@ -196,6 +201,12 @@ impl Tally {
             self.invalid_texts
         );
         let log = server_log(cluster);
+        if !self.invalid_texts.is_empty() {
+            assert!(
+                log.contains(INVALID),
+                "the refusals were logged (else this check is empty)"
+            );
+        }
         assert!(
             self.secrets.found_in(&log).is_none(),
             "{what}: the server log holds a token, grant or secret"
@@ -473,18 +484,12 @@ async fn every_rpc_refuses_every_identity_but_the_owner_and_a_valid_grant() {
         _ => unreachable!(),
     };
     let other = Caller::new_user();
-    // (who, caller, grant, the marker required: None = any 42501)
+    // (who, caller, grant, the marker required with 42501: None = any)
     let intruders: Vec<(&str, Caller, Option<&str>, Option<&str>)> = vec![
         (
             "service_role without a grant",
             Caller::Service,
             None,
-            Some(DENIED),
-        ),
-        (
-            "service_role with an empty grant",
-            Caller::Service,
-            Some(""),
             Some(DENIED),
         ),
         (
@@ -568,6 +573,14 @@ async fn every_rpc_refuses_every_identity_but_the_owner_and_a_valid_grant() {
                 .await;
             tally.deny(&format!("{who} → supabash_create_workspace"), r, None);
         }
+    }
+    // An empty grant is a malformed argument.
+    for call in calls(&a, &head, &cp) {
+        let r = rest
+            .call(&Caller::Service, call.rpc, with_grant(&call.args, ""))
+            .await;
+        let what = format!("service_role with an empty grant → {}", call.rpc);
+        tally.deny_as(&what, r, "22023", Some("SUPABASH_INVALID_ARGUMENT"));
     }
     assert_eq!(
         fingerprint(&admin, &a.id).await,
@@ -1137,6 +1150,20 @@ async fn delegated_commits_record_the_grant_actor_and_correlation() {
         assert_eq!(last["actor"], json!("delegated:job-7"));
         assert_eq!(last["correlationId"].as_str(), cid);
     }
+    // A grant without commit cannot commit, whatever actor it claims.
+    let reader = ops(&[Operation::Read, Operation::History]);
+    let g = grant(&mut rest, &mut tally, &v, &ws.id, &reader, Some("job-42")).await;
+    let (head, _) = current(&mut rest, &ws).await;
+    let r = rest
+        .call(
+            &Caller::Service,
+            "supabash_commit",
+            json!({ "workspace_id": ws.id, "actor": "delegated:job-7", "base_revision": head,
+                    "delegated_grant": g,
+                    "changes": [{"op": "upsert", "path": "/job.md", "text": "no"}] }),
+        )
+        .await;
+    tally.deny("a commit with a read and history grant", r, Some(DENIED));
     tally.finish("delegated attribution", cluster);
 }
 
