@@ -426,6 +426,27 @@ async fn each_operation_opens_exactly_its_rpcs() {
         .map(|op| (op.to_string(), ops(&[*op])))
         .collect();
     sets.push(("every operation".into(), all_ops()));
+    // The suite covers every RPC that takes a grant.
+    let admin = admin(cluster).await;
+    let with_grant_arg: BTreeSet<String> = admin
+        .query(
+            "SELECT p.proname::text FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+              AND p.proname LIKE 'supabash\\_%' AND 'delegated_grant' = ANY (p.proargnames)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let covered: BTreeSet<String> = calls(&ws, "", "")
+        .iter()
+        .map(|c| c.rpc.to_owned())
+        .collect();
+    assert_eq!(
+        with_grant_arg, covered,
+        "RPCs taking a grant vs. RPCs tried"
+    );
     for (name, set) in sets {
         let g = grant(&mut rest, &mut tally, &v, &ws.id, &set, None).await;
         for i in 0..calls(&ws, "", "").len() {
@@ -1017,6 +1038,48 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
 }
 
 #[tokio::test]
+async fn concurrent_exchanges_of_one_token_spend_it_once() {
+    let cluster = Cluster::shared();
+    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "race");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let token = v
+        .signer
+        .mint("job-7", &ws.id, &ops(&[Operation::Read]), 300, None)
+        .unwrap();
+    tally.secrets.token(&token);
+    let mut racers = Vec::new();
+    for _ in 0..8 {
+        let dsn = cluster.dsn("authenticator");
+        let token = token.clone();
+        racers.push(tokio::spawn(async move {
+            let mut rest = Rest::connect(&dsn).await;
+            exchange(&mut rest, &Caller::Service, &token).await
+        }));
+    }
+    let mut answers = Vec::new();
+    for r in racers {
+        answers.push(r.await.unwrap());
+    }
+    let (won, lost): (Vec<_>, Vec<_>) = answers.into_iter().partition(Result::is_ok);
+    assert_eq!(won.len(), 1, "exactly one exchange wins");
+    for (i, r) in won.into_iter().enumerate() {
+        let g = tally.allow(&format!("racer {i}"), r);
+        tally.secrets.add(
+            g.as_ref()
+                .and_then(|g| g["delegatedGrant"].as_str())
+                .unwrap_or(""),
+        );
+    }
+    for (i, r) in lost.into_iter().enumerate() {
+        tally.deny(&format!("racer {i}"), r, Some(INVALID));
+    }
+    tally.finish("concurrent exchanges", cluster);
+}
+
+#[tokio::test]
 async fn registration_rotation_overlap_and_revocation() {
     let cluster = Cluster::shared();
     let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
@@ -1091,9 +1154,22 @@ async fn registration_rotation_overlap_and_revocation() {
     let r = exchange(&mut rest, &Caller::Service, &t_b).await;
     tally.allow("rot-b during the overlap", r);
     let r = exchange(&mut rest, &Caller::Service, &t_a2).await;
-    tally.allow("rot-a's new secret", r);
-    // Revocation: rot-a's tokens stop working, rot-b's keep working.
+    let g_a2 = tally
+        .allow("rot-a's new secret", r)
+        .and_then(|a| a["delegatedGrant"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    tally.secrets.add(&g_a2);
+    let manifest = json!({ "workspace_id": ws.id, "delegated_grant": g_a2 });
+    let r = rest
+        .call(&Caller::Service, "supabash_load_manifest", manifest.clone())
+        .await;
+    tally.allow("rot-a's grant before revocation", r);
+    // Revocation: rot-a's tokens and grants stop working, rot-b's keep working.
     assert!(revoke(cluster, "rot-a"));
+    let r = rest
+        .call(&Caller::Service, "supabash_load_manifest", manifest)
+        .await;
+    tally.deny("rot-a's grant after revocation", r, Some(DENIED));
     let after_a = mint(&a2);
     let after_b = mint(&b);
     tally.secrets.token(&after_a);
