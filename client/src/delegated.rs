@@ -22,8 +22,9 @@
 //! | `checkpoint`, `checkpoints`, `delete_checkpoint` | `checkpoint` |
 //! | `purge` | `purge` |
 //!
-//! The staged tree is the agent's scratch space and takes edits in memory either way; without
-//! `write` none of them can be committed or discarded. Commits record the actor
+//! [`DelegatedWorkspace::mount`] gives an agent a read-only filesystem when the grant lacks
+//! `write`. The staged tree itself ([`DelegatedWorkspace::fs`]) takes edits in memory either
+//! way; without `write` none of them can be committed or discarded. Commits record the actor
 //! `delegated:<subject>` and the grant's correlation id, whatever the options say.
 
 use crate::capability::refused;
@@ -240,9 +241,28 @@ impl DelegatedWorkspace {
         self.workspace.id()
     }
 
-    /// The staged tree (see the module notes on `write`).
+    /// The staged tree (see the module notes on `write`). An agent should get
+    /// [`Self::mount`] instead, which is read-only without `write`.
     pub fn fs(&self) -> &Arc<StagedTree> {
         self.workspace.fs()
+    }
+
+    /// The workspace as an agent mount at `mount_point` (cargo feature `agent`): the writable
+    /// staged tree when the grant allows `write`; otherwise a read-only snapshot of the
+    /// committed base revision (within `limits`), on which every change is `POLICY_DENIED`.
+    #[cfg(feature = "agent")]
+    pub async fn mount(
+        &self,
+        mount_point: &str,
+        view: Option<crate::agent::ViewSpec>,
+        limits: crate::agent::SnapshotLimits,
+    ) -> crate::tree::FsResult<crate::agent::Mount> {
+        use crate::agent::{Mount, SharedSnapshot};
+        if self.delegation.operations.contains(Operation::Write) {
+            return Mount::workspace(mount_point, &self.workspace, view);
+        }
+        let snapshot = SharedSnapshot::from_workspace(&self.workspace, self.id(), limits).await?;
+        Mount::snapshot(mount_point, Arc::new(snapshot), view)
     }
 
     /// The revision the staged tree is based on.
