@@ -217,7 +217,7 @@ BEGIN
     IF f::text ~ '^supabash_(register|revoke)_capability_verifier\(' THEN
       -- The database owner's: owned by supabash_keeper, executable by whoever installed.
       EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_keeper', f);
-      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated, service_role, authenticator', f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated, service_role', f);
       EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f, session_user);
       CONTINUE;
     END IF;

@@ -117,10 +117,13 @@ ALTER TABLE supabash.workspaces
 CREATE TABLE supabash.bodies (
   workspace_id uuid NOT NULL,
   hash         bytea NOT NULL CHECK (octet_length(hash) = 32),
-  size         bigint NOT NULL CHECK (size = octet_length(body)),
-  body         bytea NOT NULL,
+  size         bigint NOT NULL CHECK (size >= 0),
+  -- The stored form (extension/src/stored.rs: a codec byte, then the bytes or a zstd frame),
+  -- not compressed again by PostgreSQL.
+  body         bytea NOT NULL CHECK (octet_length(body) >= 1),
   PRIMARY KEY (workspace_id, hash)
 );
+ALTER TABLE supabash.bodies ALTER COLUMN body SET STORAGE EXTERNAL;
 
 -- Interval-versioned files: a row is visible at positions [valid_from, valid_until).
 -- The head tree is the set of open rows (valid_until IS NULL).

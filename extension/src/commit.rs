@@ -6,6 +6,7 @@ use crate::args::Args;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
 use crate::receipts;
+use crate::stored;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
@@ -270,15 +271,17 @@ fn simulate(
     Ok(lines)
 }
 
-/// Stores new bodies once; an existing body under the same hash must hold the same bytes.
-/// Arrays are unnested in the select list (lock-step, streamed) rather than in FROM, where a
-/// function scan would first copy every body into a tuplestore that spills past `work_mem`.
+/// Stores new bodies once (in their stored form, see `stored`); an existing body under the
+/// same hash must hold the same bytes. Arrays are unnested in the select list (lock-step,
+/// streamed) rather than in FROM, where a function scan would first copy every body into a
+/// tuplestore that spills past `work_mem`.
 fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
     if bodies.is_empty() {
         return Ok(());
     }
     let sizes: Vec<i64> = bodies.iter().map(|(_, b)| b.len() as i64).collect();
-    let (hashes, bytes): (Vec<Vec<u8>>, Vec<Vec<u8>>) = bodies.into_iter().unzip();
+    let encoded: Vec<Vec<u8>> = bodies.iter().map(|(_, b)| stored::encode(b)).collect();
+    let hashes: Vec<Vec<u8>> = bodies.iter().map(|(h, _)| h.clone()).collect();
     let inserted = db::json(
         "WITH ins AS (
            INSERT INTO supabash.bodies (workspace_id, hash, size, body)
@@ -290,7 +293,7 @@ fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
             ws.into(),
             hashes.clone().into(),
             sizes.into(),
-            bytes.clone().into(),
+            encoded.into(),
         ],
     )?
     .and_then(|v| v.as_i64())
@@ -299,13 +302,16 @@ fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
         return Ok(());
     }
     // Some hashes were already stored: their bytes must be the ones we were given.
-    let collisions = db::json(
-        "SELECT to_jsonb(count(*)) FROM (SELECT unnest($2::bytea[]) AS h, unnest($3::bytea[]) AS b) u
-           JOIN supabash.bodies x ON x.workspace_id = $1::uuid AND x.hash = u.h
-          WHERE x.body <> u.b",
-        &[ws.into(), hashes.into(), bytes.into()],
+    let existing = db::file_rows(
+        "SELECT '' AS path, hash, size, hash, size, NULL::jsonb, body FROM supabash.bodies
+          WHERE workspace_id = $1::uuid AND hash = ANY($2)",
+        &[ws.into(), hashes.into()],
     )?;
-    if collisions.and_then(|v| v.as_i64()).unwrap_or(0) > 0 {
+    let given: HashMap<Vec<u8>, Vec<u8>> = bodies.into_iter().collect();
+    let collides = existing
+        .iter()
+        .any(|row| given.get(&row.body_hash) != row.body.as_ref());
+    if collides {
         return Err(Fail::new(
             Marker::BodyHashCollision,
             "stored bytes differ from new bytes with the same SHA-256",

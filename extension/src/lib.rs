@@ -15,6 +15,7 @@ mod fail;
 mod purge;
 mod read;
 mod receipts;
+mod stored;
 
 ::pgrx::pg_module_magic!(name, version);
 
