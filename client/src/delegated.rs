@@ -460,6 +460,28 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Arbitrary input, and any token with one claims byte changed, never panics the
+        /// unverified reader; only an intact token for the expected set passes it.
+        #[test]
+        fn the_unverified_reader_never_panics(
+            junk in "\\PC{0,200}",
+            flip in 0usize..400,
+            byte in proptest::prelude::any::<u8>(),
+        ) {
+            let read = set(&[Operation::Read]);
+            proptest::prop_assert!(presented_claims(&junk, &read).is_err());
+            let token = signer().mint("job", WS, &read, 60, None).unwrap();
+            proptest::prop_assert!(presented_claims(&token, &read).is_ok());
+            let mut bytes = token.clone().into_bytes();
+            let i = flip % bytes.len();
+            bytes[i] = byte;
+            if let Ok(changed) = String::from_utf8(bytes) {
+                let _ = presented_claims(&changed, &read);
+            }
+        }
+    }
+
     #[tokio::test]
     async fn the_grant_rides_on_every_call_and_replaces_a_forged_one() {
         #[derive(Default)]
