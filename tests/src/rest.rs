@@ -52,6 +52,7 @@ pub struct DbError {
     pub code: String,
     pub message: String,
     pub detail: Option<String>,
+    pub hint: Option<String>,
 }
 
 impl std::fmt::Display for DbError {
@@ -67,11 +68,13 @@ impl From<tokio_postgres::Error> for DbError {
                 code: db.code().code().to_owned(),
                 message: db.message().to_owned(),
                 detail: db.detail().map(str::to_owned),
+                hint: db.hint().map(str::to_owned),
             },
             None => DbError {
                 code: "CONNECTION".into(),
                 message: e.to_string(),
                 detail: None,
+                hint: None,
             },
         }
     }
