@@ -16,7 +16,7 @@ use supabash::agent::AgentFs;
 use supabash::tree::StagedChange;
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, StagedTree, Workspace};
-use support::{new_user, transport, Via};
+use support::{has_line, new_user, receipt_lines, transport, Via};
 
 async fn ok(shell: &Shell, command: &str) -> ShellOutput {
     let out = shell.run(command).await.unwrap();
@@ -260,15 +260,8 @@ async fn scripted_session_ends_in_one_atomic_commit() {
     );
 
     let r = ws.commit(CommitOptions::new("host")).await.unwrap();
-    let lines: Vec<(String, String, Option<String>)> = r
-        .receipt
-        .changes
-        .iter()
-        .map(|l| (l.op.clone(), l.path.clone(), l.from.clone()))
-        .collect();
-    let has = |op: &str, p: &str, from: Option<&str>| {
-        lines.contains(&(op.into(), p.into(), from.map(Into::into)))
-    };
+    let lines = receipt_lines(&r.receipt);
+    let has = |op, p, from| has_line(&lines, op, p, from);
     assert!(has("upsert", "/docs/new/plan.md", None), "{lines:?}");
     assert!(has("upsert", "/docs/edit.md", None), "{lines:?}");
     assert!(has("upsert", "/docs/new/note-1.md", None), "{lines:?}");
