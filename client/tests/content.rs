@@ -6,7 +6,7 @@ mod support;
 use std::collections::BTreeMap;
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, FsError};
-use support::{cluster, has_line, new_user, receipt_lines, reopen, workspace_with, BOTH};
+use support::{assert_receipt, cluster, new_user, reopen, workspace_with, BOTH};
 
 fn texts() -> Vec<(&'static str, String)> {
     vec![
@@ -81,22 +81,17 @@ async fn one_atomic_commit_with_every_kind_of_change() {
         fs.mv("/old-name", "/dir/new-name").await.unwrap();
         fs.mv("/src", "/dst").await.unwrap(); // overwrite-move
         let r = ws.commit(CommitOptions::new("e2e")).await.unwrap();
-        let lines = receipt_lines(&r.receipt);
-        let has = |op, p, from| has_line(&lines, op, p, from);
-        assert!(
-            has("move", "/dir/new-name", Some("/old-name")),
-            "{via:?} {lines:?}"
-        );
-        assert!(has("move", "/dst", Some("/src")), "{via:?} {lines:?}");
-        assert!(
-            has("upsert", "/edit", None) && has("upsert", "/new", None),
-            "{lines:?}"
-        );
-        assert!(has("delete", "/gone", None), "{lines:?}");
-        assert_eq!(lines.len(), 5);
-        assert_eq!(
-            r.receipt.parent_revision.as_deref(),
-            Some(first.receipt.revision.as_str())
+        assert_receipt(
+            &r.receipt,
+            &first.receipt.revision,
+            &[
+                ("move", "/dir/new-name", Some("/old-name")),
+                ("move", "/dst", Some("/src")),
+                ("upsert", "/edit", None),
+                ("upsert", "/new", None),
+                ("delete", "/gone", None),
+            ],
+            &format!("{via:?}"),
         );
 
         let snap = ws.committed_snapshot().await.unwrap().files;

@@ -213,23 +213,28 @@ pub async fn reopen(via: Via, user: &str, id: &str) -> Workspace {
         .unwrap()
 }
 
-/// A receipt's lines as (op, path, from).
-pub fn receipt_lines(receipt: &Receipt) -> Vec<(String, String, Option<String>)> {
-    receipt
+/// Asserts that `receipt` follows the revision `parent` and records exactly the lines
+/// `expected` as (op, path, from), in any order; `context` names the case in failures.
+pub fn assert_receipt(
+    receipt: &Receipt,
+    parent: &str,
+    expected: &[(&str, &str, Option<&str>)],
+    context: &str,
+) {
+    let mut lines: Vec<(&str, &str, Option<&str>)> = receipt
         .changes
         .iter()
-        .map(|l| (l.op.clone(), l.path.clone(), l.from.clone()))
-        .collect()
-}
-
-/// Whether `lines` (from [`receipt_lines`]) hold the line (op, path, from).
-pub fn has_line(
-    lines: &[(String, String, Option<String>)],
-    op: &str,
-    path: &str,
-    from: Option<&str>,
-) -> bool {
-    lines.contains(&(op.into(), path.into(), from.map(Into::into)))
+        .map(|l| (l.op.as_str(), l.path.as_str(), l.from.as_deref()))
+        .collect();
+    lines.sort();
+    let mut expected = expected.to_vec();
+    expected.sort();
+    assert_eq!(lines, expected, "{context}");
+    assert_eq!(
+        receipt.parent_revision.as_deref(),
+        Some(parent),
+        "{context}"
+    );
 }
 
 /// Request headers with one `Authorization: Bearer` header for each of `tokens`.
