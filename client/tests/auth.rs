@@ -6,10 +6,10 @@ mod support;
 use reqwest::header::HeaderMap;
 use serde_json::json;
 use supabash::auth::{SupabaseConfig, Verifier};
-use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, Workspace};
 use support::{
-    bearer_headers, json_test_server, new_user, postrust_url, sign, user_claims, JWT_SECRET,
+    assert_opens_only_for_its_user, bearer_headers, json_test_server, new_user, postrust_url, sign,
+    user_claims, JWT_SECRET,
 };
 
 /// Supabase Auth test server: answers `GET /auth/v1/user` like Supabase Auth does — the user
@@ -77,34 +77,8 @@ async fn opens_the_verified_users_workspace_only() {
         let cfg = config(verifier.clone()).await;
         let alice = new_user();
         let token = sign(&user_claims(&alice));
-        let (session, ws) =
-            Workspace::create_from_request(&bearer_headers(&[&token]), &cfg, Limits::default())
-                .await
-                .unwrap();
-        assert_eq!(session.user_id, alice);
-        ws.fs().write("/hello.md", "hi").await.unwrap();
-        ws.commit(CommitOptions::new("e2e")).await.unwrap();
-        let (_, again) = Workspace::open_from_request(
-            &bearer_headers(&[&token]),
-            &cfg,
-            ws.id(),
-            Limits::default(),
-        )
-        .await
-        .unwrap();
-        assert_eq!(again.fs().read_text("/hello.md").await.unwrap(), "hi");
-
         let bob = sign(&user_claims(&new_user()));
-        let e = Workspace::open_from_request(
-            &bearer_headers(&[&bob]),
-            &cfg,
-            ws.id(),
-            Limits::default(),
-        )
-        .await
-        .err()
-        .unwrap();
-        assert_eq!(e.code, ErrorCode::Authorization, "{verifier:?} {e}");
+        assert_opens_only_for_its_user(&cfg, &alice, &token, &bob, &format!("{verifier:?}")).await;
     }
 }
 

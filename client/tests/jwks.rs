@@ -14,9 +14,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use supabash::auth::{JwksVerifier, SupabaseConfig, Verifier};
-use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, Workspace};
-use support::{bearer_headers, json_test_server, new_user, Postrust};
+use support::{
+    assert_opens_only_for_its_user, bearer_headers, json_test_server, new_user, Postrust,
+};
 
 /// A signing key and its public JWK.
 struct TestKey {
@@ -376,35 +377,9 @@ async fn opens_through_postgrest_with_asymmetric_tokens() {
     for key in &keys {
         let alice = new_user();
         let token = sign_with(key, &claims(&alice));
-        let (session, ws) =
-            Workspace::create_from_request(&bearer_headers(&[&token]), &config, Limits::default())
-                .await
-                .unwrap_or_else(|e| panic!("{:?}: {e}", key.alg));
-        assert_eq!(session.user_id, alice);
-        ws.fs().write("/hello.md", "hi").await.unwrap();
-        ws.commit(CommitOptions::new("e2e")).await.unwrap();
-        let (_, again) = Workspace::open_from_request(
-            &bearer_headers(&[&token]),
-            &config,
-            ws.id(),
-            Limits::default(),
-        )
-        .await
-        .unwrap();
-        assert_eq!(again.fs().read_text("/hello.md").await.unwrap(), "hi");
-
-        // Another user's token, verified the same way, is refused by the database.
         let bob = sign_with(key, &claims(&new_user()));
-        let e = Workspace::open_from_request(
-            &bearer_headers(&[&bob]),
-            &config,
-            ws.id(),
-            Limits::default(),
-        )
-        .await
-        .err()
-        .unwrap();
-        assert_eq!(e.code, ErrorCode::Authorization, "{:?} {e}", key.alg);
+        assert_opens_only_for_its_user(&config, &alice, &token, &bob, &format!("{:?}", key.alg))
+            .await;
     }
     // The project's HS256 tokens are refused by a JWKS-only verifier.
     let hs256 = support::sign(&support::user_claims(&new_user()));

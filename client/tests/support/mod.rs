@@ -11,8 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use supabash::auth::SupabaseConfig;
 use supabash::workspace::CommitOptions;
-use supabash::{Limits, PostgresTransport, PostgrestTransport, Transport, Workspace};
+use supabash::{ErrorCode, Limits, PostgresTransport, PostgrestTransport, Transport, Workspace};
 use supabash_core::wire::Receipt;
 use supabash_tests::Cluster;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -247,6 +248,44 @@ pub fn bearer_headers(tokens: &[&str]) -> HeaderMap {
         );
     }
     h
+}
+
+/// Opening from requests through `config`: `user`'s `token` creates a workspace that commits
+/// and reopens with the same token, and `other_token` (another user's, verified the same way)
+/// is refused by the database with AUTHORIZATION. `context` names the case in failures.
+pub async fn assert_opens_only_for_its_user(
+    config: &SupabaseConfig,
+    user: &str,
+    token: &str,
+    other_token: &str,
+    context: &str,
+) {
+    let (session, ws) =
+        Workspace::create_from_request(&bearer_headers(&[token]), config, Limits::default())
+            .await
+            .unwrap_or_else(|e| panic!("{context}: {e}"));
+    assert_eq!(session.user_id, user, "{context}");
+    ws.fs().write("/hello.md", "hi").await.unwrap();
+    ws.commit(CommitOptions::new("e2e")).await.unwrap();
+    let (_, again) = Workspace::open_from_request(
+        &bearer_headers(&[token]),
+        config,
+        ws.id(),
+        Limits::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.fs().read_text("/hello.md").await.unwrap(), "hi");
+    let e = Workspace::open_from_request(
+        &bearer_headers(&[other_token]),
+        config,
+        ws.id(),
+        Limits::default(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert_eq!(e.code, ErrorCode::Authorization, "{context} {e}");
 }
 
 /// A local HTTP test server for a JSON service (each test names the documented contract its
