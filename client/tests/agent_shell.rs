@@ -15,8 +15,8 @@ use supabash::agent::shell::{
 use supabash::agent::AgentFs;
 use supabash::tree::StagedChange;
 use supabash::workspace::CommitOptions;
-use supabash::{ErrorCode, Limits, StagedTree, Workspace};
-use support::{assert_receipt, new_user, transport, Via};
+use supabash::{ErrorCode, Limits, StagedTree};
+use support::{assert_receipt, new_user, new_workspace, Via};
 
 async fn ok(shell: &Shell, command: &str) -> ShellOutput {
     let out = shell.run(command).await.unwrap();
@@ -223,9 +223,7 @@ async fn denied_commands_do_not_run() {
 #[tokio::test]
 async fn scripted_session_ends_in_one_atomic_commit() {
     let user = new_user();
-    let ws = Workspace::create(transport(Via::Postgres, &user).await, Limits::default())
-        .await
-        .unwrap();
+    let ws = new_workspace(Via::Postgres, &user).await;
     ws.fs().mkdir("/docs", false).await.unwrap();
     ws.fs().write("/docs/old.md", "old\n").await.unwrap();
     ws.fs().write("/docs/rename-me.md", "r\n").await.unwrap();

@@ -6,7 +6,7 @@ mod support;
 use std::collections::BTreeMap;
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, FsError};
-use support::{assert_receipt, cluster, new_user, reopen, workspace_with, BOTH};
+use support::{assert_receipt, cluster, new_user, new_workspace, reopen, BOTH};
 
 fn texts() -> Vec<(&'static str, String)> {
     vec![
@@ -27,7 +27,7 @@ fn texts() -> Vec<(&'static str, String)> {
 async fn utf8_and_binary_round_trip() {
     for via in BOTH {
         let user = new_user();
-        let ws = workspace_with(via, &user, &[]).await;
+        let ws = new_workspace(via, &user).await;
         let fs = ws.fs();
         fs.mkdir("/utf8/日本語", true).await.unwrap();
         fs.mkdir("/bin-data", true).await.unwrap();
@@ -60,7 +60,7 @@ async fn utf8_and_binary_round_trip() {
 async fn one_atomic_commit_with_every_kind_of_change() {
     for via in BOTH {
         let user = new_user();
-        let ws = workspace_with(via, &user, &[]).await;
+        let ws = new_workspace(via, &user).await;
         let fs = ws.fs();
         for (p, t) in [
             ("/keep", "k"),
@@ -110,7 +110,7 @@ async fn one_atomic_commit_with_every_kind_of_change() {
 async fn tampered_lazy_bytes_are_history_corruption() {
     for via in BOTH {
         let user = new_user();
-        let ws = workspace_with(via, &user, &[]).await;
+        let ws = new_workspace(via, &user).await;
         ws.fs().write("/secret.md", "the real bytes").await.unwrap();
         ws.fs().write("/fine.md", "untouched").await.unwrap();
         ws.commit(CommitOptions::new("e2e")).await.unwrap();
@@ -140,7 +140,7 @@ async fn tampered_lazy_bytes_are_history_corruption() {
 async fn restore_goes_forward() {
     for via in BOTH {
         let user = new_user();
-        let ws = workspace_with(via, &user, &[]).await;
+        let ws = new_workspace(via, &user).await;
         let fs = ws.fs();
         fs.write("/a.md", "v1").await.unwrap();
         fs.write("/b.md", "b").await.unwrap();

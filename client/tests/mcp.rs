@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use supabash::workspace::CommitOptions;
 use supabash::{Limits, Workspace};
-use support::{cluster, new_user, reopen, transport, Via};
+use support::{cluster, new_user, new_workspace, reopen, transport, Via};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -82,9 +82,7 @@ async fn wait_for_receipts(path: &std::path::Path, count: usize) -> Vec<Value> {
 #[tokio::test]
 async fn stdio_session_then_the_host_commits() {
     let user = new_user();
-    let ws = Workspace::create(transport(Via::Postgres, &user).await, Limits::default())
-        .await
-        .unwrap();
+    let ws = new_workspace(Via::Postgres, &user).await;
     ws.fs()
         .write("/readme.md", "status: draft\n")
         .await
@@ -324,9 +322,7 @@ async fn rpc(
 async fn streamable_http_session_then_the_host_commits() {
     use std::io::BufRead;
     let user = new_user();
-    let ws = Workspace::create(transport(Via::Postgres, &user).await, Limits::default())
-        .await
-        .unwrap();
+    let ws = new_workspace(Via::Postgres, &user).await;
     let receipts = std::env::temp_dir().join(format!("supabash-mcp-http-{user}.jsonl"));
     let dsn = cluster().dsn("authenticator");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_supabash"))

@@ -187,12 +187,17 @@ pub fn http_transport(base_url: &str, user: &str) -> Arc<dyn Transport> {
     ))
 }
 
+/// A new empty workspace of `user` over `via`, with default limits.
+pub async fn new_workspace(via: Via, user: &str) -> Workspace {
+    Workspace::create(transport(via, user).await, Limits::default())
+        .await
+        .unwrap()
+}
+
 /// A new workspace of `user` over `via` holding `files` (parent directories created),
 /// committed as "seed" when there are any.
 pub async fn workspace_with(via: Via, user: &str, files: &[(&str, &str)]) -> Workspace {
-    let ws = Workspace::create(transport(via, user).await, Limits::default())
-        .await
-        .unwrap();
+    let ws = new_workspace(via, user).await;
     for (p, text) in files {
         ws.fs()
             .mkdir(supabash_core::path::parent(p), true)
