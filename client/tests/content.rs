@@ -117,8 +117,9 @@ async fn tampered_lazy_bytes_are_history_corruption() {
         cluster().psql(
             "app",
             &format!(
-                "UPDATE supabash.bodies SET body = convert_to('the fake bytes', 'UTF8')
-                  WHERE workspace_id = '{}' AND body = convert_to('the real bytes', 'UTF8')",
+                // Short bodies are stored plain: codec byte 0, then the bytes.
+                "UPDATE supabash.bodies SET body = '\\x00'::bytea || convert_to('the fake bytes', 'UTF8')
+                  WHERE workspace_id = '{}' AND body = '\\x00'::bytea || convert_to('the real bytes', 'UTF8')",
                 ws.id()
             ),
         );
