@@ -162,6 +162,37 @@ impl Rest {
         Ok(n)
     }
 
+    /// Creates a workspace as `owner` (which must succeed) and returns its id.
+    pub async fn create_workspace(&mut self, owner: &Caller) -> String {
+        let created = self
+            .call(owner, "supabash_create_workspace", json!({}))
+            .await;
+        created.expect("create workspace")["workspaceId"]
+            .as_str()
+            .expect("workspaceId")
+            .to_owned()
+    }
+
+    /// Commits `changes` to `workspace` as `owner` on `base` (which must succeed) and returns
+    /// the new revision id.
+    pub async fn commit_as(
+        &mut self,
+        owner: &Caller,
+        workspace: &str,
+        base: Option<&str>,
+        changes: Value,
+    ) -> String {
+        let mut args = json!({ "workspace_id": workspace, "actor": "owner", "changes": changes });
+        if let Some(base) = base {
+            args["base_revision"] = json!(base);
+        }
+        let committed = self.call(owner, "supabash_commit", args).await;
+        committed.expect("commit")["receipt"]["revision"]
+            .as_str()
+            .expect("revision")
+            .to_owned()
+    }
+
     /// True when the connection still answers (the backend did not crash).
     pub async fn alive(&self) -> bool {
         self.client.simple_query("SELECT 1").await.is_ok()

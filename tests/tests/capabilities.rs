@@ -223,34 +223,24 @@ struct Ws {
 
 async fn workspace(rest: &mut Rest) -> Ws {
     let owner = Caller::new_user();
-    let id = rest
-        .call(&owner, "supabash_create_workspace", json!({}))
-        .await
-        .unwrap()["workspaceId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = rest.create_workspace(&owner).await;
     let r1 = rest
-        .call(
+        .commit_as(
             &owner,
-            "supabash_commit",
-            json!({ "workspace_id": id, "actor": "owner", "changes": [
+            &id,
+            None,
+            json!([
                 {"op": "upsert", "path": "/secret.md", "text": "owner only"},
-                {"op": "upsert", "path": "/b.md", "text": "b"}]}),
+                {"op": "upsert", "path": "/b.md", "text": "b"}]),
         )
-        .await
-        .unwrap()["receipt"]["revision"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    rest.call(
+        .await;
+    rest.commit_as(
         &owner,
-        "supabash_commit",
-        json!({ "workspace_id": id, "actor": "owner", "base_revision": r1, "changes": [
-            {"op": "upsert", "path": "/secret.md", "text": "owner only, v2"}]}),
+        &id,
+        Some(&r1),
+        json!([{"op": "upsert", "path": "/secret.md", "text": "owner only, v2"}]),
     )
-    .await
-    .unwrap();
+    .await;
     Ws { id, owner, r1 }
 }
 

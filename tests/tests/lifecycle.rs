@@ -22,13 +22,7 @@ impl Ws {
         let cluster = Cluster::shared();
         let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
         let owner = Caller::new_user();
-        let id = rest
-            .call(&owner, "supabash_create_workspace", json!({}))
-            .await
-            .unwrap()["workspaceId"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let id = rest.create_workspace(&owner).await;
         Ws {
             rest,
             owner,

@@ -47,39 +47,26 @@ struct Fixture {
 
 async fn fixture(rest: &mut Rest) -> Fixture {
     let owner = Caller::new_user();
-    let ws = rest
-        .call(&owner, "supabash_create_workspace", json!({}))
-        .await
-        .unwrap()["workspaceId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ws = rest.create_workspace(&owner).await;
     let r1 = rest
-        .call(
+        .commit_as(
             &owner,
-            "supabash_commit",
-            json!({ "workspace_id": ws, "actor": "owner", "changes": [
+            &ws,
+            None,
+            json!([
                 {"op": "upsert", "path": "/secret.md", "text": "owner only"},
                 {"op": "upsert", "path": "/key.bin", "base64": "AAEC/w=="},
-                {"op": "upsert", "path": "/b.md", "text": "b"}]}),
+                {"op": "upsert", "path": "/b.md", "text": "b"}]),
         )
-        .await
-        .unwrap()["receipt"]["revision"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .await;
     let r2 = rest
-        .call(
+        .commit_as(
             &owner,
-            "supabash_commit",
-            json!({ "workspace_id": ws, "actor": "owner", "base_revision": r1, "changes": [
-                {"op": "upsert", "path": "/secret.md", "text": "owner only, v2"}]}),
+            &ws,
+            Some(&r1),
+            json!([{"op": "upsert", "path": "/secret.md", "text": "owner only, v2"}]),
         )
-        .await
-        .unwrap()["receipt"]["revision"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .await;
     let cp = rest
         .call(
             &owner,
@@ -350,18 +337,19 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
         long_segment.as_str(),
         long_path.as_str(),
     ] {
-        // A NUL cannot even enter jsonb: Postgres refuses it (22P05) before supabash runs.
-        let code = if p.contains('\0') { "22P05" } else { "22023" };
-        v.push(bad("supabash_commit", up(p), code));
+        // A NUL cannot enter a `text` argument: Postgres refuses it (22P05) before supabash
+        // runs. Inside `changes` (a `json` argument) it reaches supabash: INVALID_PATH.
+        let text_code = if p.contains('\0') { "22P05" } else { "22023" };
+        v.push(bad("supabash_commit", up(p), "22023"));
         v.push(bad(
             "supabash_load_document",
             json!({ "workspace_id": ws, "path": p }),
-            code,
+            text_code,
         ));
         v.push(bad(
             "supabash_commit",
             commit(json!([{"op": "move", "from": "/b.md", "path": p}])),
-            code,
+            "22023",
         ));
     }
     // Wrong JSON shapes.
@@ -540,7 +528,7 @@ async fn malformed_input_is_refused_and_changes_nothing() {
         match rest.call(&f.owner, b.rpc, b.args).await {
             Ok(v) => tally.leaks.push(format!("{what}: accepted, answered {v}")),
             Err(e) => {
-                // Every refusal by supabash carries a marker; 22P05 comes from jsonb input.
+                // Every refusal by supabash carries a marker; 22P05 comes from text input.
                 if e.code == b.code && (marker(&e).is_some() || e.code == "22P05") {
                     tally.denials += 1;
                 } else {
