@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod rest;
+pub mod storage_server;
 pub mod support;
 
 pub use cluster::Cluster;

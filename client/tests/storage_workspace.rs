@@ -1,0 +1,230 @@
+//! The Storage backend end to end, against the Storage API test server (rows in the real
+//! `storage.objects` with the policies of `sql/storage.sql`): opening from a session, files,
+//! directories, symbolic links, modes and mtimes surviving a reopen, non-ASCII names, the
+//! reserved area, lazy verified bodies, conflicts, idempotency and the capability open.
+#![cfg(feature = "storage")]
+
+mod storage_support;
+
+use std::time::{Duration, SystemTime};
+use storage_support::*;
+use supabash::storage::StorageApi;
+use supabash::workspace::CommitOptions;
+use supabash::ErrorCode;
+use supabash_tests::storage_server::StorageServer;
+
+fn at(ms: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+#[tokio::test]
+async fn a_reopen_reproduces_the_tree() {
+    let server = server().await;
+    let session = new_session();
+    let ws = open(&server, &session).await;
+    assert_eq!(ws.base_revision(), None);
+    let fs = ws.fs();
+    let binary: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    fs.mkdir("/notes/empty", true).await.unwrap();
+    fs.write("/notes/été.md", "bonjour\n").await.unwrap();
+    fs.write("/bin.dat", binary.clone()).await.unwrap();
+    fs.write("/my notes?.txt", "").await.unwrap();
+    fs.symlink("notes/été.md", "/link").await.unwrap();
+    fs.chmod("/bin.dat", 0o600).await.unwrap();
+    fs.chmod("/notes/empty", 0o700).await.unwrap();
+    fs.utimes("/notes/été.md", at(1_700_000_000_123))
+        .await
+        .unwrap();
+    let before = dump(fs).await;
+    let changes = ws.changes().unwrap();
+    assert!(changes.iter().any(|t| t.path == "/notes/empty"));
+
+    let r = ws
+        .commit(CommitOptions::new("tester"))
+        .await
+        .expect("commit");
+    assert!(!r.replayed);
+    assert_eq!(r.receipt.position, 1);
+    assert_eq!(
+        ws.base_revision().as_deref(),
+        Some(r.receipt.revision.as_str())
+    );
+    assert!(ws.changes().unwrap().is_empty());
+
+    let again = open(&server, &session).await;
+    assert_eq!(again.base_revision(), ws.base_revision());
+    let after = dump(again.fs()).await;
+    assert_eq!(after, before);
+    assert_eq!(after["/bin.dat"].content, binary);
+    assert_eq!(after["/bin.dat"].mode, 0o600);
+    assert_eq!(after["/notes/empty"].mode, 0o700);
+    assert_eq!(after["/notes/été.md"].mtime_ms, 1_700_000_000_123);
+    assert_eq!(again.fs().read_text("/link").await.unwrap(), "bonjour\n");
+
+    // The reserved area is invisible and unreachable from the tree.
+    let top: Vec<String> = again
+        .fs()
+        .readdir("/")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(!top.iter().any(|n| n.starts_with(".supabash")), "{top:?}");
+    assert!(again.fs().write("/.supabash/head.json", "x").await.is_err());
+
+    // Deleting and editing, then a third open.
+    again.fs().rm("/notes", true, false).await.unwrap();
+    again.fs().write("/bin.dat", "small").await.unwrap();
+    let r2 = again.commit(CommitOptions::new("tester")).await.unwrap();
+    assert_eq!(r2.receipt.position, 2);
+    assert_eq!(
+        r2.receipt.parent_revision.as_deref(),
+        Some(r.receipt.revision.as_str())
+    );
+    let third = open(&server, &session).await;
+    let d = dump(third.fs()).await;
+    assert!(!d.contains_key("/notes/été.md") && !d.contains_key("/notes/empty"));
+    assert_eq!(d["/bin.dat"].content, b"small");
+    assert_eq!(d["/bin.dat"].mode, 0o600);
+}
+
+#[tokio::test]
+async fn objects_written_by_others_open_without_history() {
+    let server = server().await;
+    let session = new_session();
+    let api = StorageApi::new(
+        &server.url,
+        BUCKET,
+        &format!("{}/", session.user_id),
+        &session.access_token,
+        None,
+    )
+    .unwrap();
+    let key = format!("{}/docs/plain.txt", session.user_id);
+    api.upload(
+        &key,
+        b"foreign".to_vec(),
+        "text/plain",
+        &serde_json::json!({}),
+        true,
+    )
+    .await
+    .unwrap();
+    let ws = open(&server, &session).await;
+    assert_eq!(
+        ws.fs().read_text("/docs/plain.txt").await.unwrap(),
+        "foreign"
+    );
+    ws.fs().write("/docs/plain.txt", "mine").await.unwrap();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    assert_eq!(api.download(&key).await.unwrap().unwrap(), b"mine");
+}
+
+#[tokio::test]
+async fn bodies_load_lazily_and_are_verified() {
+    let server = server().await;
+    let session = new_session();
+    let ws = open(&server, &session).await;
+    ws.fs().write("/a.txt", "original").await.unwrap();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    // Replace the content-addressed body behind the client's back (service key).
+    let hash = supabash_core::hash::sha256_hex(b"original");
+    let service = StorageApi::new(
+        &server.url,
+        BUCKET,
+        &format!("{}/", session.user_id),
+        &StorageServer::service_key(),
+        None,
+    )
+    .unwrap();
+    let key = format!("{}/.supabash/objects/{hash}", session.user_id);
+    service
+        .upload(
+            &key,
+            b"tampered".to_vec(),
+            "application/octet-stream",
+            &serde_json::json!({}),
+            true,
+        )
+        .await
+        .unwrap();
+    let again = open(&server, &session).await;
+    let e = again.fs().read("/a.txt").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::HistoryCorruption);
+}
+
+#[tokio::test]
+async fn per_path_conflicts_and_rebase() {
+    let server = server().await;
+    let session = new_session();
+    let a = open(&server, &session).await;
+    a.fs().write("/shared.md", "v1").await.unwrap();
+    a.commit(CommitOptions::new("a")).await.unwrap();
+    let b = open(&server, &session).await;
+    a.fs().write("/shared.md", "v2 by a").await.unwrap();
+    a.commit(CommitOptions::new("a")).await.unwrap();
+
+    // b touches another path: rebased onto a's head, and sees a's change afterwards.
+    b.fs().write("/other.md", "b").await.unwrap();
+    let r = b.commit(CommitOptions::new("b")).await.unwrap();
+    assert_eq!(r.receipt.position, 3);
+    assert_eq!(b.fs().read_text("/shared.md").await.unwrap(), "v2 by a");
+
+    // A stale path is a conflict, and nothing is published.
+    let c = open(&server, &session).await;
+    b.fs().write("/shared.md", "v3 by b").await.unwrap();
+    b.commit(CommitOptions::new("b")).await.unwrap();
+    c.fs().write("/shared.md", "v3 by c").await.unwrap();
+    let e = c.commit(CommitOptions::new("c")).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::CommitConflict);
+    assert_eq!(e.path.as_deref(), Some("/shared.md"));
+    let fresh = open(&server, &session).await;
+    assert_eq!(fresh.fs().read_text("/shared.md").await.unwrap(), "v3 by b");
+}
+
+#[tokio::test]
+async fn idempotency_keys_replay_or_conflict() {
+    let server = server().await;
+    let session = new_session();
+    // Two hosts stage the same change from the same base and commit with one key.
+    let one = open(&server, &session).await;
+    let two = open(&server, &session).await;
+    for ws in [&one, &two] {
+        ws.fs().write("/x", "1").await.unwrap();
+        ws.fs().utimes("/x", at(1_000)).await.unwrap();
+    }
+    let mut o = CommitOptions::new("t");
+    o.idempotency_key = Some("job-1".into());
+    let first = one.commit(o.clone()).await.unwrap();
+    let replay = two.commit(o.clone()).await.unwrap();
+    assert!(replay.replayed);
+    assert_eq!(replay.receipt, first.receipt);
+    assert_eq!(revisions(&server, &session).await, 1);
+
+    // The same key for other changes is refused, and discard drops them.
+    let three = open(&server, &session).await;
+    three.fs().write("/y", "2").await.unwrap();
+    let e = three.commit(o).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::IdempotencyConflict);
+    three.discard().await.unwrap();
+    assert!(!three.fs().exists("/y").await);
+    assert_eq!(three.fs().read_text("/x").await.unwrap(), "1");
+}
+
+/// Revision records of a user, counted with the service key.
+pub async fn revisions(server: &StorageServer, session: &supabash::auth::Session) -> usize {
+    let service = StorageApi::new(
+        &server.url,
+        BUCKET,
+        &format!("{}/", session.user_id),
+        &StorageServer::service_key(),
+        None,
+    )
+    .unwrap();
+    service
+        .list(&format!("{}/.supabash/revisions/", session.user_id))
+        .await
+        .unwrap()
+        .len()
+}
