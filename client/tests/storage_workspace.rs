@@ -8,7 +8,7 @@ mod storage_support;
 
 use std::time::{Duration, SystemTime};
 use storage_support::*;
-use supabash::storage::StorageApi;
+use supabash::storage::{StorageApi, StorageWorkspace};
 use supabash::workspace::CommitOptions;
 use supabash::ErrorCode;
 use supabash_tests::storage_server::StorageServer;
@@ -227,4 +227,103 @@ pub async fn revisions(server: &StorageServer, session: &supabash::auth::Session
         .await
         .unwrap()
         .len()
+}
+
+#[cfg(feature = "storage-capability")]
+#[tokio::test]
+async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
+    use supabash::capability::{
+        new_nonce, MemoryNonceStore, StorageScope, StorageSigner, StorageVerifier,
+    };
+    use supabash_core::capability::{
+        CommonClaims, Operation, OperationSet, Policy, StorageBinding, StorageClaims,
+        SCHEMA_VERSION,
+    };
+    let server = server().await;
+    let owner = new_session();
+    let ws = open(&server, &owner).await;
+    ws.fs().write("/report.md", "for the job").await.unwrap();
+    ws.commit(CommitOptions::new("owner")).await.unwrap();
+
+    let policy = Policy {
+        issuer: "jobs".into(),
+        audience: "storage".into(),
+        origin: "https://app.example".into(),
+        skew_secs: 30,
+        max_lifetime_secs: 900,
+    };
+    let signer = StorageSigner::from_seed("k1", &[9; 32]);
+    let verifier = StorageVerifier::new(policy)
+        .with_key("k1", &signer.public_key())
+        .unwrap();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let prefix = format!("{}/", owner.user_id);
+    let claims = StorageClaims {
+        common: CommonClaims {
+            ver: SCHEMA_VERSION,
+            iss: "jobs".into(),
+            aud: "storage".into(),
+            sub: "job-1".into(),
+            origin: "https://app.example".into(),
+            ops: vec!["read".into(), "commit".into()],
+            iat: now,
+            exp: now + 300,
+            nonce: new_nonce(),
+            cid: None,
+        },
+        binding: StorageBinding {
+            bucket: BUCKET.into(),
+            prefix: prefix.clone(),
+        },
+    };
+    let token = signer.mint(&claims).unwrap();
+    let scope = StorageScope {
+        bucket: BUCKET.into(),
+        prefix,
+        operations: OperationSet::new([Operation::Read, Operation::Commit]).unwrap(),
+    };
+    let nonces = MemoryNonceStore::default();
+    let service = StorageServer::service_key();
+    let opened = StorageWorkspace::open_with_capability(
+        &server.url,
+        verifier.verify(&token, &scope).unwrap(),
+        &nonces,
+        &service,
+        None,
+        supabash::Limits::default(),
+    )
+    .await
+    .unwrap();
+    let job = opened.value;
+    assert_eq!(
+        job.fs().read_text("/report.md").await.unwrap(),
+        "for the job"
+    );
+    job.fs().write("/report.md", "done").await.unwrap();
+    job.commit(CommitOptions::new("job-1")).await.unwrap();
+    assert_eq!(
+        open(&server, &owner)
+            .await
+            .fs()
+            .read_text("/report.md")
+            .await
+            .unwrap(),
+        "done"
+    );
+    // The same token again: the nonce is spent.
+    let e = StorageWorkspace::open_with_capability(
+        &server.url,
+        verifier.verify(&token, &scope).unwrap(),
+        &nonces,
+        &service,
+        None,
+        supabash::Limits::default(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert_eq!(e.code, ErrorCode::InvalidCapability);
 }

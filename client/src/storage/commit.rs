@@ -315,8 +315,14 @@ impl StorageWorkspace {
             created_at: now.clone(),
             schema_version: SCHEMA_VERSION,
         };
-        write(&self.api, &self.keys.intent(&tx), &intent, true).await?;
-        self.state.lock().expect("state lock").partial = Some((fp.clone(), tx.clone()));
+        // An intent that may have been written counts as written.
+        match write(&self.api, &self.keys.intent(&tx), &intent, true).await {
+            Err(e) if !e.outcome_unknown => return Err(e),
+            written => {
+                self.state.lock().expect("state lock").partial = Some((fp.clone(), tx.clone()));
+                written.map_err(partial)?;
+            }
+        }
 
         let receipt = Receipt {
             workspace_id: self.scope(),

@@ -191,7 +191,7 @@ pub async fn recover(api: &StorageApi, keys: &Keys) -> Result<Vec<Complete>> {
                 adopted.push(c);
             }
             Some(c) if head_rev.as_deref() == Some(c.revision.as_str()) => {}
-            complete => {
+            _ => {
                 roll_back(
                     api,
                     keys,
@@ -199,9 +199,8 @@ pub async fn recover(api: &StorageApi, keys: &Keys) -> Result<Vec<Complete>> {
                     published.as_ref().map(|(_, r)| &r.entries),
                 )
                 .await?;
-                if complete.is_some() {
-                    api.delete(&[keys.revision(&intent.new_revision)]).await?;
-                }
+                // The revision record may have been written; it never became the head.
+                api.delete(&[keys.revision(&intent.new_revision)]).await?;
                 let abort = json!({
                     "transactionId": tx,
                     "abortedAt": rfc3339(SystemTime::now()),
