@@ -139,6 +139,7 @@ impl StorageWorkspace {
                 self.tree.end_commit(Some(rev.clone()));
                 let mut state = self.state.lock().expect("state lock");
                 state.partial = None;
+                state.restore_source = None;
                 state.base = done.base.clone();
                 drop(state);
                 if done.rebased {
@@ -184,9 +185,9 @@ impl StorageWorkspace {
     async fn commit_frozen(&self, o: &CommitOptions) -> Result<Done> {
         self.tree.check_limits()?;
         let (staged, bodies) = tree_io::snapshot(&self.tree)?;
-        let (base, partial_tx) = {
+        let (base, partial_tx, source) = {
             let s = self.state.lock().expect("state lock");
-            (s.base.clone(), s.partial.clone())
+            (s.base.clone(), s.partial.clone(), s.restore_source.clone())
         };
         let touched = diff(&base.manifest, &staged);
         let fp = fingerprint(base.revision.as_deref(), &touched, o);
@@ -335,7 +336,7 @@ impl StorageWorkspace {
             correlation_id: o.correlation_id.clone(),
             cause: o.cause.clone(),
             metadata: o.metadata.clone().unwrap_or_else(|| json!({})),
-            source_revision: None,
+            source_revision: source,
             committed_at: now.clone(),
             changes: touched.iter().map(line).collect(),
         };

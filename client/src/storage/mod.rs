@@ -18,12 +18,14 @@
 
 pub mod api;
 mod commit;
+mod history;
 pub mod keys;
 pub mod model;
 mod recover;
 mod tree_io;
 
 pub use api::StorageApi;
+pub use history::StoredRevision;
 pub use model::{Entry, EntryKind, Manifest, Touched};
 
 use crate::auth::Session;
@@ -69,6 +71,8 @@ struct State {
     base: Base,
     /// The last commit that failed after its intent: (fingerprint, transaction id).
     partial: Option<(String, String)>,
+    /// The revision a restore staged; the next commit records it as its source.
+    restore_source: Option<String>,
 }
 
 /// True for a user id usable as the first folder: 1 to 128 of `[A-Za-z0-9_-]`.
@@ -165,6 +169,7 @@ impl StorageWorkspace {
                     manifest: Arc::default(),
                 },
                 partial: None,
+                restore_source: None,
             }),
         };
         recover::recover(&ws.api, &ws.keys).await?;
@@ -267,7 +272,11 @@ impl StorageWorkspace {
     /// Throws away staged edits. After a failed commit this first resolves it (adopting or
     /// rolling it back), then bases the tree on whatever is published.
     pub async fn discard(&self) -> Result<()> {
-        let partial = self.state.lock().expect("state lock").partial.take();
+        let partial = {
+            let mut state = self.state.lock().expect("state lock");
+            state.restore_source = None;
+            state.partial.take()
+        };
         if partial.is_some() {
             recover::recover(&self.api, &self.keys).await?;
             return self.reload().await;

@@ -73,6 +73,15 @@ pub fn snapshot(tree: &StagedTree) -> Result<(Manifest, BTreeMap<String, Body>)>
 /// Makes `manifest` (of `revision`) the tree's base and its staged state: every committable
 /// node is replaced, files become lazy references. Shell-owned paths stay.
 pub fn install(tree: &StagedTree, revision: &str, manifest: &Manifest) -> Result<()> {
+    put(tree, revision, manifest, true)
+}
+
+/// Stages `manifest` (of `revision`) over the base without changing the base (restore).
+pub fn stage(tree: &StagedTree, revision: &str, manifest: &Manifest) -> Result<()> {
+    put(tree, revision, manifest, false)
+}
+
+fn put(tree: &StagedTree, revision: &str, manifest: &Manifest, as_base: bool) -> Result<()> {
     let mut inner = tree.lock();
     StagedTree::check_idle(&inner)?;
     inner.nodes.retain(|p, _| !committable(p));
@@ -115,8 +124,10 @@ pub fn install(tree: &StagedTree, revision: &str, manifest: &Manifest) -> Result
         }
         inner.nodes.insert(p.clone(), node);
     }
-    inner.base = base;
-    inner.base_revision = (revision != UNPUBLISHED).then(|| revision.to_owned());
+    if as_base {
+        inner.base = base;
+        inner.base_revision = (revision != UNPUBLISHED).then(|| revision.to_owned());
+    }
     Ok(())
 }
 
