@@ -288,11 +288,10 @@ async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
     let nonces = MemoryNonceStore::default();
     let service = StorageServer::service_key();
     let opened = StorageWorkspace::open_with_capability(
-        &server.url,
+        &config(&server),
         verifier.verify(&token, &scope).unwrap(),
         &nonces,
         &service,
-        None,
         supabash::Limits::default(),
     )
     .await
@@ -315,11 +314,10 @@ async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
     );
     // The same token again: the nonce is spent.
     let e = StorageWorkspace::open_with_capability(
-        &server.url,
+        &config(&server),
         verifier.verify(&token, &scope).unwrap(),
         &nonces,
         &service,
-        None,
         supabash::Limits::default(),
     )
     .await

@@ -16,8 +16,11 @@
 //!
 //! A failure from step 6 on is `PARTIAL_COMMIT` (outcome unknown): the previous revision stays
 //! readable, and the next open, commit or discard rolls the commit back or adopts it.
-//! Without a coordinator, two hosts can race between step 4 and step 9 (documented).
+//! With a coordinator, the whole commit runs under its lease, checked before step 5, before
+//! `complete.json` and before the head; a lost lease is `COMMIT_COORDINATION`. Without one,
+//! two hosts can race between step 4 and step 9 (documented).
 
+use super::coordinator::{self, Lease};
 use super::model::{rfc3339, Complete, Entry, EntryKind, Idempotency, Intent, Revision};
 use super::model::{Touched, SCHEMA_VERSION};
 use super::recover::{self, read, write};
@@ -107,7 +110,13 @@ fn line(t: &Touched) -> ReceiptLine {
     }
 }
 
-fn partial(e: SupabashError) -> SupabashError {
+/// The error of a commit that stopped after its intent: `PARTIAL_COMMIT`, or
+/// `COMMIT_COORDINATION` for a lost lease; either way the outcome is left to recovery.
+fn partial(mut e: SupabashError) -> SupabashError {
+    if e.code == ErrorCode::CommitCoordination {
+        e.outcome_unknown = true;
+        return e;
+    }
     let retryable = e.retryable;
     let mut p = SupabashError::new(
         ErrorCode::PartialCommit,
@@ -184,6 +193,15 @@ impl StorageWorkspace {
 
     async fn commit_frozen(&self, o: &CommitOptions) -> Result<Done> {
         self.tree.check_limits()?;
+        let lease = self.lease("commit").await?;
+        let result = self.commit_leased(o, lease.as_deref()).await;
+        if let Some(l) = lease {
+            l.release().await;
+        }
+        result
+    }
+
+    async fn commit_leased(&self, o: &CommitOptions, lease: Option<&dyn Lease>) -> Result<Done> {
         let (staged, bodies) = tree_io::snapshot(&self.tree)?;
         let (base, partial_tx, source) = {
             let s = self.state.lock().expect("state lock");
@@ -248,6 +266,7 @@ impl StorageWorkspace {
             };
         }
 
+        coordinator::check(lease).await?;
         // Content-addressed bodies (invisible until a manifest names them).
         let mut uploaded: BTreeMap<String, Arc<Vec<u8>>> = BTreeMap::new();
         for t in &touched {
@@ -357,7 +376,7 @@ impl StorageWorkspace {
             committed_at: now,
             schema_version: SCHEMA_VERSION,
         };
-        self.publish(&touched, &uploaded, &record, &complete)
+        self.publish(&touched, &uploaded, &record, &complete, lease)
             .await
             .map_err(partial)?;
         // Clean-up only: recovery removes an intent whose commit is the head.
@@ -382,6 +401,7 @@ impl StorageWorkspace {
         uploaded: &BTreeMap<String, Arc<Vec<u8>>>,
         record: &Revision,
         complete: &Complete,
+        lease: Option<&dyn Lease>,
     ) -> Result<()> {
         let mut stale = Vec::new();
         for t in touched {
@@ -418,6 +438,7 @@ impl StorageWorkspace {
             false,
         )
         .await?;
+        coordinator::check(lease).await?;
         write(
             &self.api,
             &self.keys.complete(&complete.transaction_id),
@@ -425,6 +446,7 @@ impl StorageWorkspace {
             false,
         )
         .await?;
+        coordinator::check(lease).await?;
         recover::adopt(&self.api, &self.keys, complete).await
     }
 }

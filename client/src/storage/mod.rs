@@ -18,6 +18,7 @@
 
 pub mod api;
 mod commit;
+pub mod coordinator;
 mod history;
 pub mod keys;
 pub mod model;
@@ -25,6 +26,7 @@ mod recover;
 mod tree_io;
 
 pub use api::StorageApi;
+pub use coordinator::{CommitCoordinator, Lease, PostgresCoordinator};
 pub use history::StoredRevision;
 pub use model::{Entry, EntryKind, Manifest, Touched};
 
@@ -39,8 +41,8 @@ use supabash_core::hash::sha256_hex;
 use supabash_core::ErrorCode;
 use tree_io::{Bodies, UNPUBLISHED};
 
-/// Where the Storage API is and which bucket holds workspaces.
-#[derive(Debug, Clone)]
+/// Where the Storage API is, which bucket holds workspaces, and the optional coordinator.
+#[derive(Clone)]
 pub struct StorageConfig {
     /// The Storage base URL (hosted: `https://<ref>.supabase.co/storage/v1`).
     pub url: String,
@@ -48,6 +50,18 @@ pub struct StorageConfig {
     pub bucket: String,
     /// The publishable key, sent as `apikey` (the hosted gateway wants it).
     pub api_key: Option<String>,
+    /// Serialises commits and recovery per prefix across hosts (see [`coordinator`]).
+    pub coordinator: Option<Arc<dyn CommitCoordinator>>,
+}
+
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageConfig")
+            .field("url", &self.url)
+            .field("bucket", &self.bucket)
+            .field("coordinated", &self.coordinator.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the workspace is based on.
@@ -64,6 +78,7 @@ pub struct StorageWorkspace {
     keys: Keys,
     tree: Arc<StagedTree>,
     bodies: Arc<Bodies>,
+    coordinator: Option<Arc<dyn CommitCoordinator>>,
     state: Mutex<State>,
 }
 
@@ -104,7 +119,7 @@ impl StorageWorkspace {
             &session.access_token,
             config.api_key.as_deref(),
         )?;
-        Self::open(api, limits).await
+        Self::open_with(api, limits, config.coordinator.clone()).await
     }
 
     /// Verifies the incoming request's session (see [`crate::auth::verify_request`]), then
@@ -120,33 +135,47 @@ impl StorageWorkspace {
         Ok((session, ws))
     }
 
-    /// Opens the bucket and exact prefix a verified Storage capability names, with `token` as
-    /// bearer (a trusted job's service key; the client confines every key to the prefix). The
-    /// capability's nonce is consumed only once the open succeeded.
+    /// Opens the bucket and exact prefix a verified Storage capability names (the bucket of
+    /// `config` is not used), with `token` as bearer (a trusted job's service key; the client
+    /// confines every key to the prefix). The capability's nonce is consumed only once the
+    /// open succeeded.
     #[cfg(feature = "storage-capability")]
     pub async fn open_with_capability(
-        url: &str,
+        config: &StorageConfig,
         capability: crate::capability::VerifiedStorageCapability,
         nonces: &dyn crate::capability::NonceStore,
         token: &str,
-        api_key: Option<&str>,
         limits: Limits,
     ) -> Result<crate::capability::Opened<Self>> {
         capability
             .open(nonces, |claims| {
                 let binding = claims.binding.clone();
                 async move {
-                    let api =
-                        StorageApi::new(url, &binding.bucket, &binding.prefix, token, api_key)?;
-                    Self::open(api, limits).await
+                    let api = StorageApi::new(
+                        &config.url,
+                        &binding.bucket,
+                        &binding.prefix,
+                        token,
+                        config.api_key.as_deref(),
+                    )?;
+                    Self::open_with(api, limits, config.coordinator.clone()).await
                 }
             })
             .await
     }
 
-    /// Opens the workspace `api` points at: recovery, then the published head (or, with none,
-    /// the visible objects).
+    /// Opens the workspace `api` points at, without a coordinator. See [`Self::open_with`].
     pub async fn open(api: StorageApi, limits: Limits) -> Result<Self> {
+        Self::open_with(api, limits, None).await
+    }
+
+    /// Opens the workspace `api` points at: recovery (under the coordinator's lease when there
+    /// is one), then the published head (or, with none, the visible objects).
+    pub async fn open_with(
+        api: StorageApi,
+        limits: Limits,
+        coordinator: Option<Arc<dyn CommitCoordinator>>,
+    ) -> Result<Self> {
         supabash_core::capability::check_prefix(api.prefix()).map_err(|_| {
             SupabashError::new(ErrorCode::InvalidArgument, "not a valid Storage prefix")
         })?;
@@ -163,6 +192,7 @@ impl StorageWorkspace {
             keys,
             tree,
             bodies,
+            coordinator,
             state: Mutex::new(State {
                 base: Base {
                     revision: None,
@@ -172,9 +202,27 @@ impl StorageWorkspace {
                 restore_source: None,
             }),
         };
-        recover::recover(&ws.api, &ws.keys).await?;
+        ws.recover_leased().await?;
         ws.reload().await?;
         Ok(ws)
+    }
+
+    /// The coordinator's lease for this scope, when there is a coordinator.
+    async fn lease(&self, transaction_id: &str) -> Result<Option<Box<dyn Lease>>> {
+        match &self.coordinator {
+            Some(c) => Ok(Some(c.acquire(&self.scope(), transaction_id).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Recovery under the lease.
+    async fn recover_leased(&self) -> Result<()> {
+        let lease = self.lease("recovery").await?;
+        let result = recover::recover(&self.api, &self.keys).await;
+        if let Some(l) = lease {
+            l.release().await;
+        }
+        result.map(|_| ())
     }
 
     /// Reads the published state and makes it the base and the staged tree.
@@ -278,7 +326,7 @@ impl StorageWorkspace {
             state.partial.take()
         };
         if partial.is_some() {
-            recover::recover(&self.api, &self.keys).await?;
+            self.recover_leased().await?;
             return self.reload().await;
         }
         let base = self.state.lock().expect("state lock").base.clone();

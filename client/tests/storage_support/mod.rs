@@ -44,6 +44,7 @@ pub fn config(server: &StorageServer) -> StorageConfig {
         url: server.url.clone(),
         bucket: BUCKET.into(),
         api_key: None,
+        coordinator: None,
     }
 }
 
