@@ -168,8 +168,8 @@ impl StorageWorkspace {
             .await?
             .ok_or_else(|| {
                 SupabashError::new(
-                    ErrorCode::HistoryCorruption,
-                    "a published revision's record is missing",
+                    ErrorCode::RevisionNotFound,
+                    "the revision of this commit is no longer retained",
                 )
             })?;
         let base = Base {
