@@ -324,4 +324,39 @@ async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
     .err()
     .unwrap();
     assert_eq!(e.code, ErrorCode::InvalidCapability);
+
+    // A read-only capability opens but cannot commit or read history.
+    let mut read_only = claims.clone();
+    read_only.common.ops = vec!["read".into()];
+    read_only.common.nonce = new_nonce();
+    let token = signer.mint(&read_only).unwrap();
+    let scope = StorageScope {
+        operations: OperationSet::new([Operation::Read]).unwrap(),
+        ..scope
+    };
+    let reader = StorageWorkspace::open_with_capability(
+        &config(&server),
+        verifier.verify(&token, &scope).unwrap(),
+        &nonces,
+        &service,
+        supabash::Limits::default(),
+    )
+    .await
+    .unwrap()
+    .value;
+    assert_eq!(reader.fs().read_text("/report.md").await.unwrap(), "done");
+    reader.fs().write("/report.md", "tampered").await.unwrap();
+    let e = reader.commit(CommitOptions::new("job")).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Authorization);
+    let e = reader.history(None, None).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Authorization);
+    assert_eq!(
+        open(&server, &owner)
+            .await
+            .fs()
+            .read_text("/report.md")
+            .await
+            .unwrap(),
+        "done"
+    );
 }

@@ -33,6 +33,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
+use supabash_core::capability::Operation;
 use supabash_core::hash::sha256_hex;
 use supabash_core::limits::{MAX_CAUSE_BYTES, MAX_LABEL_BYTES};
 use supabash_core::wire::{CommitResult, Receipt, ReceiptLine};
@@ -139,6 +140,7 @@ struct Done {
 impl StorageWorkspace {
     /// Commits the staged tree. See the module documentation for the steps and failure modes.
     pub async fn commit(&self, options: CommitOptions) -> Result<CommitResult> {
+        self.require(Operation::Commit)?;
         check_options(&options, self.tree.limits().max_transaction_metadata_bytes)?;
         self.tree.begin_commit()?;
         match self.commit_frozen(&options).await {

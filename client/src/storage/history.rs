@@ -18,6 +18,7 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::SystemTime;
+use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
 use supabash_core::wire::{DiffEntry, Receipt};
 use supabash_core::ErrorCode;
@@ -83,6 +84,7 @@ impl StorageWorkspace {
         cursor: Option<&str>,
         page_size: Option<usize>,
     ) -> Result<HistoryPage> {
+        self.require(Operation::History)?;
         let max = self.tree.limits().max_history_page;
         let size = page_size.unwrap_or(max);
         if size == 0 || size > max {
@@ -111,8 +113,15 @@ impl StorageWorkspace {
         })
     }
 
-    /// A revision's receipt and manifest.
+    /// A revision's receipt and manifest (a capability needs `history` or `restore`).
     pub async fn read_revision(&self, revision: &str) -> Result<StoredRevision> {
+        if self.require(Operation::History).is_err() {
+            self.require(Operation::Restore)?;
+        }
+        self.load_revision(revision).await
+    }
+
+    async fn load_revision(&self, revision: &str) -> Result<StoredRevision> {
         let r = read::<Revision>(&self.api, &self.keys.revision(revision))
             .await?
             .ok_or_else(|| not_found("revision"))?;
@@ -132,15 +141,15 @@ impl StorageWorkspace {
 
     async fn side(&self, side: &DiffSide) -> Result<(Option<String>, Manifest)> {
         Ok(match side {
-            DiffSide::Revision(r) => (Some(r.clone()), self.read_revision(r).await?.entries),
+            DiffSide::Revision(r) => (Some(r.clone()), self.load_revision(r).await?.entries),
             DiffSide::Checkpoint(c) => {
                 let cp = self
-                    .checkpoints()
+                    .list_checkpoints()
                     .await?
                     .into_iter()
                     .find(|x| &x.checkpoint_id == c)
                     .ok_or_else(|| not_found("checkpoint"))?;
-                let m = self.read_revision(&cp.revision).await?.entries;
+                let m = self.load_revision(&cp.revision).await?.entries;
                 (Some(cp.revision), m)
             }
             DiffSide::Head => match recover::published(&self.api, &self.keys).await? {
@@ -154,6 +163,7 @@ impl StorageWorkspace {
     /// Compares two sides by manifest: every path whose entry differs (content, kind, mode,
     /// mtime or target) is `added`, `deleted` or `modified`. No previews.
     pub async fn diff(&self, from: DiffSide, to: DiffSide) -> Result<Diff> {
+        self.require(Operation::History)?;
         let (from_label, a) = self.side(&from).await?;
         let (to_label, b) = self.side(&to).await?;
         let entries = diff(&a, &b)
@@ -187,7 +197,8 @@ impl StorageWorkspace {
     /// Restores forward: stages the tree of `revision` over the base. The next commit makes a
     /// new revision recording `revision` as its source; history is never rewritten.
     pub async fn restore(&self, revision: &str) -> Result<Vec<Touched>> {
-        let old = self.read_revision(revision).await?;
+        self.require(Operation::Restore)?;
+        let old = self.load_revision(revision).await?;
         tree_io::stage(&self.tree, revision, &old.entries)?;
         self.state.lock().expect("state lock").restore_source = Some(revision.to_owned());
         self.changes()
@@ -196,6 +207,7 @@ impl StorageWorkspace {
     /// Pins a revision (default: the head) so purge keeps it. With an idempotency key, a
     /// repeated call returns the first checkpoint (`replayed`).
     pub async fn checkpoint(&self, options: CheckpointOptions) -> Result<Checkpoint> {
+        self.require(Operation::Checkpoint)?;
         let id = match &options.idempotency_key {
             Some(k) => supabash_core::hash::sha256_hex(k.as_bytes()),
             None => uuid::Uuid::new_v4().to_string(),
@@ -208,7 +220,7 @@ impl StorageWorkspace {
         }
         let revision = match options.revision {
             Some(r) => {
-                self.read_revision(&r).await?;
+                self.load_revision(&r).await?;
                 r
             }
             None => self
@@ -229,6 +241,11 @@ impl StorageWorkspace {
 
     /// Every checkpoint, oldest first.
     pub async fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
+        self.require(Operation::Checkpoint)?;
+        self.list_checkpoints().await
+    }
+
+    async fn list_checkpoints(&self) -> Result<Vec<Checkpoint>> {
         let mut out = Vec::new();
         for listed in self.api.list(&self.keys.reserved("checkpoints/")).await? {
             if let Some(v) = self.api.read_json(&listed.name).await? {
@@ -241,6 +258,7 @@ impl StorageWorkspace {
 
     /// Deletes a checkpoint (its revision becomes purgeable).
     pub async fn delete_checkpoint(&self, checkpoint_id: &str) -> Result<()> {
+        self.require(Operation::Checkpoint)?;
         let key = self
             .keys
             .reserved(&format!("checkpoints/{checkpoint_id}.json"));
@@ -255,10 +273,11 @@ impl StorageWorkspace {
     /// newer, and (with `max_age_seconds`) anything younger. Ancestry links of removed
     /// revisions are written before anything is deleted, so history stays ordered.
     pub async fn purge(&self, options: PurgeOptions) -> Result<PurgeReport> {
+        self.require(Operation::Purge)?;
         let chain = self.chain().await?;
         let keep_n = options.keep_revisions.unwrap_or(DEFAULT_PURGE_KEEP).max(1) as usize;
         let pinned: BTreeSet<String> = self
-            .checkpoints()
+            .list_checkpoints()
             .await?
             .into_iter()
             .map(|c| c.revision)

@@ -13,6 +13,8 @@
 //! - `P.supabash/...`: the reserved area (history, intents, heads), invisible to the agent.
 //!   No workspace path can encode to it: the `.supabash` segment is reserved by the path rules.
 
+use super::model::{Entry, EntryKind};
+use supabash_core::hash::sha256_hex;
 use supabash_core::path;
 
 /// The reserved area's first segment below the prefix.
@@ -157,6 +159,49 @@ impl Keys {
             return decode_path(dir).map(Visible::Directory);
         }
         decode_path(suffix).map(Visible::Entry)
+    }
+}
+
+/// Keys of the records in the reserved area, and of an entry by kind.
+impl Keys {
+    /// `head.json`.
+    pub fn head(&self) -> String {
+        self.reserved("head.json")
+    }
+    /// A revision record.
+    pub fn revision(&self, rev: &str) -> String {
+        self.reserved(&format!("revisions/{rev}.json"))
+    }
+    /// The folder of unresolved intents.
+    pub fn intents(&self) -> String {
+        self.reserved("intents/")
+    }
+    /// An intent record.
+    pub fn intent(&self, tx: &str) -> String {
+        self.reserved(&format!("intents/{tx}.json"))
+    }
+    /// A complete record.
+    pub fn complete(&self, tx: &str) -> String {
+        self.reserved(&format!("transactions/{tx}/complete.json"))
+    }
+    /// An abort record.
+    pub fn abort(&self, tx: &str) -> String {
+        self.reserved(&format!("transactions/{tx}/abort.json"))
+    }
+    /// A content-addressed body.
+    pub fn object(&self, hash: &str) -> String {
+        self.reserved(&format!("objects/{hash}"))
+    }
+    /// The record of an idempotency key (by its SHA-256: keys are free text).
+    pub fn idempotency(&self, key: &str) -> String {
+        self.reserved(&format!("idempotency/{}.json", sha256_hex(key.as_bytes())))
+    }
+    /// The visible key of an entry at `p`.
+    pub fn of_entry(&self, p: &str, e: &Entry) -> String {
+        match e.kind {
+            EntryKind::Directory => self.directory(p),
+            EntryKind::File | EntryKind::Symlink => self.entry(p),
+        }
     }
 }
 

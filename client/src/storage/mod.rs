@@ -37,6 +37,7 @@ use crate::tree::StagedTree;
 use keys::{Keys, Visible};
 use model::{Head, Revision};
 use std::sync::{Arc, Mutex};
+use supabash_core::capability::{Operation, OperationSet};
 use supabash_core::hash::sha256_hex;
 use supabash_core::ErrorCode;
 use tree_io::{Bodies, UNPUBLISHED};
@@ -79,6 +80,8 @@ pub struct StorageWorkspace {
     tree: Arc<StagedTree>,
     bodies: Arc<Bodies>,
     coordinator: Option<Arc<dyn CommitCoordinator>>,
+    /// The operations a capability granted (`None`: a user's own workspace, everything).
+    operations: Option<OperationSet>,
     state: Mutex<State>,
 }
 
@@ -150,7 +153,17 @@ impl StorageWorkspace {
         capability
             .open(nonces, |claims| {
                 let binding = claims.binding.clone();
+                let operations = claims.common.ops.clone();
                 async move {
+                    let operations = OperationSet::from_wire(&operations).map_err(|e| {
+                        SupabashError::new(e.code(), "the capability's operations are invalid")
+                    })?;
+                    if !operations.contains(Operation::Read) {
+                        return Err(SupabashError::new(
+                            ErrorCode::Authorization,
+                            "the capability does not grant read",
+                        ));
+                    }
                     let api = StorageApi::new(
                         &config.url,
                         &binding.bucket,
@@ -158,7 +171,9 @@ impl StorageWorkspace {
                         token,
                         config.api_key.as_deref(),
                     )?;
-                    Self::open_with(api, limits, config.coordinator.clone()).await
+                    let mut ws = Self::open_with(api, limits, config.coordinator.clone()).await?;
+                    ws.operations = Some(operations);
+                    Ok(ws)
                 }
             })
             .await
@@ -193,6 +208,7 @@ impl StorageWorkspace {
             tree,
             bodies,
             coordinator,
+            operations: None,
             state: Mutex::new(State {
                 base: Base {
                     revision: None,
@@ -205,6 +221,18 @@ impl StorageWorkspace {
         ws.recover_leased().await?;
         ws.reload().await?;
         Ok(ws)
+    }
+
+    /// Refuses `op` when the workspace was opened by a capability that does not grant it
+    /// (`AUTHORIZATION`).
+    fn require(&self, op: Operation) -> Result<()> {
+        match &self.operations {
+            Some(ops) if !ops.contains(op) => Err(SupabashError::new(
+                ErrorCode::Authorization,
+                format!("the capability does not grant {}", op.as_str()),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The coordinator's lease for this scope, when there is a coordinator.

@@ -19,7 +19,6 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::json;
 use std::time::SystemTime;
-use supabash_core::hash::sha256_hex;
 use supabash_core::ErrorCode;
 
 /// Reads a record; `None` when absent, `HISTORY_CORRUPTION` when malformed.
@@ -44,41 +43,6 @@ pub async fn write<T: Serialize>(
 ) -> Result<()> {
     let v = serde_json::to_value(record).expect("records serialise");
     api.write_json(key, &v, !create_only).await
-}
-
-/// Record keys of one workspace.
-impl Keys {
-    pub fn head(&self) -> String {
-        self.reserved("head.json")
-    }
-    pub fn revision(&self, rev: &str) -> String {
-        self.reserved(&format!("revisions/{rev}.json"))
-    }
-    pub fn intents(&self) -> String {
-        self.reserved("intents/")
-    }
-    pub fn intent(&self, tx: &str) -> String {
-        self.reserved(&format!("intents/{tx}.json"))
-    }
-    pub fn complete(&self, tx: &str) -> String {
-        self.reserved(&format!("transactions/{tx}/complete.json"))
-    }
-    pub fn abort(&self, tx: &str) -> String {
-        self.reserved(&format!("transactions/{tx}/abort.json"))
-    }
-    pub fn object(&self, hash: &str) -> String {
-        self.reserved(&format!("objects/{hash}"))
-    }
-    pub fn idempotency(&self, key: &str) -> String {
-        self.reserved(&format!("idempotency/{}.json", sha256_hex(key.as_bytes())))
-    }
-    /// The visible key of an entry at `p`.
-    pub fn of_entry(&self, p: &str, e: &Entry) -> String {
-        match e.kind {
-            EntryKind::Directory => self.directory(p),
-            EntryKind::File | EntryKind::Symlink => self.entry(p),
-        }
-    }
 }
 
 /// The published head and its revision record.
