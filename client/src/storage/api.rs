@@ -41,6 +41,18 @@ impl std::fmt::Debug for StorageApi {
     }
 }
 
+/// Uploads run at most this many at a time by [`StorageApi::upload_all`].
+pub const UPLOAD_CONCURRENCY: usize = 8;
+
+/// One upsert for [`StorageApi::upload_all`].
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub key: String,
+    pub body: Vec<u8>,
+    pub content_type: &'static str,
+    pub metadata: Value,
+}
+
 /// What `info` reports about an object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObjectInfo {
@@ -234,6 +246,34 @@ impl StorageApi {
             Ok(())
         } else {
             Err(answer_error(status.as_u16(), &body, true).with_path(key))
+        }
+    }
+
+    /// Upserts every upload, [`UPLOAD_CONCURRENCY`] at a time. On the first failure the rest
+    /// are abandoned (some may have been applied) and that failure is returned.
+    pub async fn upload_all(&self, uploads: Vec<Upload>) -> Result<()> {
+        let mut pending = uploads.into_iter();
+        let mut running = tokio::task::JoinSet::new();
+        loop {
+            while running.len() < UPLOAD_CONCURRENCY {
+                let Some(u) = pending.next() else { break };
+                let api = self.clone();
+                running.spawn(async move {
+                    api.upload(&u.key, u.body, u.content_type, &u.metadata, true)
+                        .await
+                });
+            }
+            match running.join_next().await {
+                None => return Ok(()),
+                Some(Ok(Ok(()))) => {}
+                Some(Ok(Err(e))) => return Err(e),
+                Some(Err(e)) => {
+                    return Err(SupabashError::new(
+                        ErrorCode::Storage,
+                        format!("an upload task failed: {e}"),
+                    ))
+                }
+            }
         }
     }
 

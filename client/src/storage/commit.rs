@@ -20,6 +20,7 @@
 //! `complete.json` and before the head; a lost lease is `COMMIT_COORDINATION`. Without one,
 //! two hosts can race between step 4 and step 9 (documented).
 
+use super::api::Upload;
 use super::coordinator::{self, Lease};
 use super::model::{rfc3339, Complete, Entry, EntryKind, Idempotency, Intent, Revision};
 use super::model::{Touched, SCHEMA_VERSION};
@@ -128,6 +129,17 @@ fn partial(mut e: SupabashError) -> SupabashError {
     p.retryable = retryable;
     p.outcome_unknown = true;
     p
+}
+
+impl StorageWorkspace {
+    fn object_upload(&self, hash: &str, body: Vec<u8>) -> Upload {
+        Upload {
+            key: self.keys.object(hash),
+            body,
+            content_type: "application/octet-stream",
+            metadata: json!({}),
+        }
+    }
 }
 
 /// What the frozen commit produced.
@@ -272,29 +284,20 @@ impl StorageWorkspace {
         // Content-addressed bodies (invisible until a manifest names them).
         let mut uploaded: BTreeMap<String, Arc<Vec<u8>>> = BTreeMap::new();
         for t in &touched {
-            let Some(Entry {
+            if let Some(Entry {
                 kind: EntryKind::File,
                 hash: Some(hash),
                 ..
             }) = &t.after
-            else {
-                continue;
-            };
-            let body: &Body = &bodies[&t.path];
-            let bytes = self.tree.bytes_of(body).await?;
-            if !uploaded.contains_key(hash) {
-                self.api
-                    .upload(
-                        &self.keys.object(hash),
-                        bytes.to_vec(),
-                        "application/octet-stream",
-                        &json!({}),
-                        true,
-                    )
-                    .await?;
-                uploaded.insert(hash.clone(), bytes);
+            {
+                let body: &Body = &bodies[&t.path];
+                uploaded.insert(hash.clone(), self.tree.bytes_of(body).await?);
             }
         }
+        let mut objects: Vec<Upload> = uploaded
+            .iter()
+            .map(|(hash, bytes)| self.object_upload(hash, bytes.to_vec()))
+            .collect();
         if parent.is_none() {
             for t in &touched {
                 if let Some(Entry {
@@ -311,18 +314,11 @@ impl StorageWorkspace {
                         )
                         .with_path(&t.path));
                     }
-                    self.api
-                        .upload(
-                            &self.keys.object(hash),
-                            bytes,
-                            "application/octet-stream",
-                            &json!({}),
-                            true,
-                        )
-                        .await?;
+                    objects.push(self.object_upload(hash, bytes));
                 }
             }
         }
+        self.api.upload_all(objects).await?;
 
         let tx = uuid::Uuid::new_v4().to_string();
         let revision = uuid::Uuid::new_v4().to_string();
@@ -406,6 +402,7 @@ impl StorageWorkspace {
         lease: Option<&dyn Lease>,
     ) -> Result<()> {
         let mut stale = Vec::new();
+        let mut visible = Vec::new();
         for t in touched {
             let after_key = t.after.as_ref().map(|e| self.keys.of_entry(&t.path, e));
             if let Some(before) = &t.before {
@@ -420,16 +417,14 @@ impl StorageWorkspace {
                 EntryKind::Directory => Vec::new(),
                 EntryKind::Symlink => e.target.clone().unwrap_or_default().into_bytes(),
             };
-            self.api
-                .upload(
-                    &self.keys.of_entry(&t.path, e),
-                    body,
-                    e.content_type(),
-                    &e.object_metadata(),
-                    true,
-                )
-                .await?;
+            visible.push(Upload {
+                key: self.keys.of_entry(&t.path, e),
+                body,
+                content_type: e.content_type(),
+                metadata: e.object_metadata(),
+            });
         }
+        self.api.upload_all(visible).await?;
         if !stale.is_empty() {
             self.api.delete(&stale).await?;
         }
