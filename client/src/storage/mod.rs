@@ -23,6 +23,7 @@ mod history;
 pub mod keys;
 pub mod model;
 mod recover;
+pub mod setup;
 mod tree_io;
 
 pub use api::StorageApi;
