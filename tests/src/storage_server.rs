@@ -11,6 +11,9 @@
 //! server. Object bodies live on disk under a temporary directory, one file per object
 //! `version` (a fresh UUID per upload), written before the row that names it commits.
 //!
+//! Not implemented (the backend does not use them): `Range` requests, signed URLs, the v1
+//! `list` endpoint, `?download=`, bucket listing and deletion, multipart form uploads.
+//!
 //! Paths have no `/storage/v1` prefix (as the real server without Kong). Tests can make the
 //! N-th mutating request fail before it is applied (HTTP 503) or after (HTTP 504: the change
 //! happened but the answer is lost), see [`Fault`].

@@ -391,3 +391,61 @@ pub fn diff(base: &Manifest, staged: &Manifest) -> Vec<Touched> {
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn entry() -> impl Strategy<Value = Entry> {
+        (0..3u8, 0u32..0o777, 0i64..5, 0u8..4).prop_map(|(k, mode, mtime, content)| {
+            let kind = [EntryKind::File, EntryKind::Directory, EntryKind::Symlink][k as usize];
+            Entry {
+                kind,
+                mode,
+                mtime_ms: mtime,
+                hash: (kind == EntryKind::File).then(|| format!("{content:064}")),
+                size: if kind == EntryKind::File {
+                    content as u64
+                } else {
+                    0
+                },
+                target: (kind == EntryKind::Symlink).then(|| format!("t{content}")),
+            }
+        })
+    }
+
+    fn manifest() -> impl Strategy<Value = Manifest> {
+        proptest::collection::btree_map("/[a-d]{1,2}", entry(), 0..6)
+    }
+
+    proptest! {
+        /// Applying the diff to the base gives the staged manifest, and only differing paths
+        /// are touched, each once.
+        #[test]
+        fn diff_applies(base in manifest(), staged in manifest()) {
+            let touched = diff(&base, &staged);
+            let mut applied = base.clone();
+            for t in &touched {
+                prop_assert_eq!(base.get(&t.path), t.before.as_ref());
+                prop_assert_ne!(&t.before, &t.after);
+                match &t.after {
+                    Some(e) => applied.insert(t.path.clone(), e.clone()),
+                    None => applied.remove(&t.path),
+                };
+            }
+            prop_assert_eq!(applied, staged);
+            let paths: std::collections::BTreeSet<_> = touched.iter().map(|t| &t.path).collect();
+            prop_assert_eq!(paths.len(), touched.len());
+        }
+    }
+
+    #[test]
+    fn user_folders() {
+        assert!(valid_user_folder("2b7e1c4e-0f5a-4c8e-9a52-0c1d3e5f7a9b"));
+        assert!(!valid_user_folder(""));
+        assert!(!valid_user_folder("a/b"));
+        assert!(!valid_user_folder(".."));
+        assert!(!valid_user_folder(&"a".repeat(129)));
+    }
+}
