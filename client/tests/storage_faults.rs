@@ -169,7 +169,13 @@ async fn discard_after_a_partial_commit_resolves_it() {
     let e = ws.commit(CommitOptions::new("x")).await.unwrap_err();
     server.inject(None);
     assert_eq!(e.code, ErrorCode::PartialCommit, "{e}");
-    // While unresolved, another reader still sees the previous revision's files.
+    // While unresolved, the previous revision stays readable.
+    let previous = ws.base_revision().unwrap();
+    assert_eq!(
+        ws.read_revision_file(&previous, "/keep.md").await.unwrap(),
+        b"keep v1"
+    );
+    assert_eq!(ws.history(None, None).await.unwrap().records.len(), 1);
     ws.discard().await.unwrap();
     assert_eq!(dump(ws.fs()).await, old);
     assert_eq!(dump(open(&server, &session).await.fs()).await, old);

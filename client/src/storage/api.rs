@@ -469,6 +469,42 @@ mod tests {
         ));
     }
 
+    #[tokio::test]
+    async fn unreached_is_retryable_and_a_lost_answer_is_unknown() {
+        // Nothing listens: the request never left.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let api =
+            StorageApi::new(&format!("http://127.0.0.1:{port}"), "b", "u/", "t", None).unwrap();
+        let e = api
+            .upload("u/x", b"x".to_vec(), "text/plain", &json!({}), true)
+            .await
+            .unwrap_err();
+        assert!(e.retryable && !e.outcome_unknown, "{e}");
+        // A server that reads the request and hangs up: the upload may have happened.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+            }
+        });
+        let api = StorageApi::new(&url, "b", "u/", "t", None).unwrap();
+        let e = api
+            .upload("u/x", b"x".to_vec(), "text/plain", &json!({}), true)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::Storage);
+        assert!(e.retryable && e.outcome_unknown, "{e}");
+        let e = api.download("u/x").await.unwrap_err();
+        assert!(e.retryable && !e.outcome_unknown, "{e}");
+    }
+
     #[test]
     fn keys_outside_the_prefix_are_refused() {
         let api = StorageApi::new("http://127.0.0.1:1/storage/v1", "b", "u1/", "t", None).unwrap();
