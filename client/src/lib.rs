@@ -5,9 +5,11 @@
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
 pub mod auth;
-#[cfg(feature = "storage-capability")]
+#[cfg(any(feature = "storage-capability", feature = "delegation"))]
 pub mod capability;
 pub mod codec;
+#[cfg(feature = "delegation")]
+pub mod delegated;
 pub mod documents;
 pub mod error;
 pub mod limits;
@@ -27,6 +29,8 @@ pub mod storage;
 #[cfg(feature = "frontmatter")]
 pub use codec::FrontmatterCodec;
 pub use codec::{DocumentCodec, PlainCodec};
+#[cfg(feature = "delegation")]
+pub use delegated::{DelegatedWorkspace, Delegation};
 pub use error::{Result, SupabashError};
 pub use limits::Limits;
 pub use supabash_core::ErrorCode;

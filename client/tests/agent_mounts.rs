@@ -14,25 +14,8 @@ use supabash::agent::snapshot::digest;
 use supabash::agent::tools::{self, ToolOptions};
 use supabash::agent::{AgentFs, Mount, MountedFs, SharedSnapshot, SnapshotLimits, ViewSpec};
 use supabash::workspace::CommitOptions;
-use supabash::{ErrorCode, Limits, Workspace};
-use support::{new_user, transport, Via};
-
-async fn workspace(user: &str, files: &[(&str, &str)]) -> Workspace {
-    let ws = Workspace::create(transport(Via::Postgres, user).await, Limits::default())
-        .await
-        .unwrap();
-    for (p, text) in files {
-        ws.fs()
-            .mkdir(supabash_core::path::parent(p), true)
-            .await
-            .unwrap();
-        ws.fs().write(p, *text).await.unwrap();
-    }
-    if !files.is_empty() {
-        ws.commit(CommitOptions::new("seed")).await.unwrap();
-    }
-    ws
-}
+use supabash::{ErrorCode, Workspace};
+use support::{new_user, workspace_with, Via};
 
 struct Setup {
     memory: Workspace,
@@ -44,7 +27,8 @@ struct Setup {
 
 async fn setup() -> Setup {
     let user = new_user();
-    let memory = workspace(
+    let memory = workspace_with(
+        Via::Postgres,
         &user,
         &[
             ("/memory/profile.md", "likes tea\n"),
@@ -53,9 +37,10 @@ async fn setup() -> Setup {
         ],
     )
     .await;
-    let scratch = workspace(&user, &[]).await;
+    let scratch = workspace_with(Via::Postgres, &user, &[]).await;
     let publisher_user = new_user();
-    let publisher = workspace(
+    let publisher = workspace_with(
+        Via::Postgres,
         &publisher_user,
         &[
             ("/guides/calendar.md", "# Calendar\n"),

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use supabash::agent::patch::{self, BatchMode, Operation, OperationKind};
 use supabash::agent::tools::{self, PatchInput};
 use supabash::workspace::CommitOptions;
-use supabash::{ErrorCode, Limits, Workspace};
-use support::{new_user, transport, Via};
+use supabash::{ErrorCode, Workspace};
+use support::{new_user, reopen, workspace_with, Via};
 
 const BASE: [(&str, &str); 5] = [
     (
@@ -30,24 +30,8 @@ const BASE: [(&str, &str); 5] = [
 /// A workspace holding `BASE` at its head, reopened so bodies load from the database.
 async fn workspace() -> Workspace {
     let user = new_user();
-    let ws = Workspace::create(transport(Via::Postgres, &user).await, Limits::default())
-        .await
-        .unwrap();
-    for (p, text) in BASE {
-        ws.fs()
-            .mkdir(supabash_core::path::parent(p), true)
-            .await
-            .unwrap();
-        ws.fs().write(p, text).await.unwrap();
-    }
-    ws.commit(CommitOptions::new("seed")).await.unwrap();
-    Workspace::open(
-        transport(Via::Postgres, &user).await,
-        ws.id(),
-        Limits::default(),
-    )
-    .await
-    .unwrap()
+    let seeded = workspace_with(Via::Postgres, &user, &BASE).await;
+    reopen(Via::Postgres, &user, seeded.id()).await
 }
 
 async fn staged(ws: &Workspace) -> BTreeMap<String, String> {

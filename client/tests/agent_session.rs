@@ -10,10 +10,9 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use supabash::agent::tools::{self, ToolOptions};
 use supabash::workspace::CommitOptions;
-use supabash::{Limits, Workspace};
 use supabash_core::hash::sha256_hex;
 use supabash_core::wire::ReceiptLine;
-use support::{new_user, transport, BOTH};
+use support::{new_user, reopen, workspace_with, BOTH};
 
 const BASE: [(&str, &str); 6] = [
     ("/README.md", "# Project\n"),
@@ -95,21 +94,9 @@ fn line(op: &str, path: &str) -> ReceiptLine {
 async fn a_scripted_session_ends_in_one_atomic_commit() {
     for via in BOTH {
         let user = new_user();
-        let ws = Workspace::create(transport(via, &user).await, Limits::default())
-            .await
-            .unwrap();
-        for (p, text) in BASE {
-            ws.fs()
-                .mkdir(supabash_core::path::parent(p), true)
-                .await
-                .unwrap();
-            ws.fs().write(p, text).await.unwrap();
-        }
-        ws.commit(CommitOptions::new("seed")).await.unwrap();
+        let seeded = workspace_with(via, &user, &BASE).await;
         // Reopen so every base file loads lazily from the database.
-        let ws = Workspace::open(transport(via, &user).await, ws.id(), Limits::default())
-            .await
-            .unwrap();
+        let ws = reopen(via, &user, seeded.id()).await;
 
         let fs = ws.fs().as_ref();
         let options = ToolOptions::default();

@@ -3,92 +3,60 @@
 
 mod support;
 
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use reqwest::header::HeaderMap;
 use serde_json::json;
 use supabash::auth::{SupabaseConfig, Verifier};
-use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, Workspace};
-use support::{new_user, postrust_url, sign, user_claims, JWT_SECRET};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use support::{
+    assert_opens_only_for_its_user, bearer_headers, json_test_server, new_user, postrust_url, sign,
+    user_claims, JWT_SECRET,
+};
 
 /// Supabase Auth test server: answers `GET /auth/v1/user` like Supabase Auth does — the user
 /// object (`id`, `aud`, `role`, `email`, metadata, timestamps) for a valid access token and
 /// `401 {"code":401,"error_code":"bad_jwt","msg":...}` otherwise. It checks tokens with the
 /// project's JWT secret, as Supabase Auth does.
 async fn supabase_auth_test_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let request = String::from_utf8_lossy(&buf).to_string();
-                let header = |name: &str| {
-                    request.lines().find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-                    })
-                };
-                let token = header("authorization")
-                    .and_then(|v| v.strip_prefix("Bearer ").map(str::to_owned));
-                let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
-                validation.set_audience(&["authenticated"]);
-                let claims = token.and_then(|t| {
-                    jsonwebtoken::decode::<serde_json::Value>(
-                        &t,
-                        &jsonwebtoken::DecodingKey::from_secret(JWT_SECRET.as_bytes()),
-                        &validation,
-                    )
-                    .ok()
-                });
-                let routed =
-                    request.starts_with("GET /auth/v1/user ") && header("apikey").is_some();
-                let (status, body) = match claims {
-                    Some(c) if routed => (
-                        "200 OK",
-                        json!({
-                            "id": c.claims["sub"], "aud": "authenticated", "role": c.claims["role"],
-                            "email": "user@example.com", "phone": "",
-                            "app_metadata": {"provider": "email", "providers": ["email"]},
-                            "user_metadata": {}, "identities": [],
-                            "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
-                            "is_anonymous": false,
-                        }),
-                    ),
-                    _ => (
-                        "401 Unauthorized",
-                        json!({"code": 401, "error_code": "bad_jwt", "msg": "invalid JWT: unable to parse or verify signature"}),
-                    ),
-                };
-                let body = body.to_string();
-                let answer = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = conn.write_all(answer.as_bytes()).await;
-            });
-        }
-    });
-    url
-}
-
-fn request_with(tokens: &[&str]) -> HeaderMap {
-    let mut h = HeaderMap::new();
-    for t in tokens {
-        h.append(
-            AUTHORIZATION,
-            HeaderValue::from_str(&format!("Bearer {t}")).unwrap(),
-        );
-    }
-    h
+    json_test_server(|request| {
+        let header = |name: &str| {
+            request.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+            })
+        };
+        let token =
+            header("authorization").and_then(|v| v.strip_prefix("Bearer ").map(str::to_owned));
+        let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
+        validation.set_audience(&["authenticated"]);
+        let claims = token.and_then(|t| {
+            jsonwebtoken::decode::<serde_json::Value>(
+                &t,
+                &jsonwebtoken::DecodingKey::from_secret(JWT_SECRET.as_bytes()),
+                &validation,
+            )
+            .ok()
+        });
+        let routed = request.starts_with("GET /auth/v1/user ") && header("apikey").is_some();
+        let (status, body) = match claims {
+            Some(c) if routed => (
+                "200 OK",
+                json!({
+                    "id": c.claims["sub"], "aud": "authenticated", "role": c.claims["role"],
+                    "email": "user@example.com", "phone": "",
+                    "app_metadata": {"provider": "email", "providers": ["email"]},
+                    "user_metadata": {}, "identities": [],
+                    "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+                    "is_anonymous": false,
+                }),
+            ),
+            _ => (
+                "401 Unauthorized",
+                json!({"code": 401, "error_code": "bad_jwt", "msg": "invalid JWT: unable to parse or verify signature"}),
+            ),
+        };
+        (status, body.to_string())
+    })
+    .await
 }
 
 async fn config(verifier: Verifier) -> SupabaseConfig {
@@ -109,30 +77,8 @@ async fn opens_the_verified_users_workspace_only() {
         let cfg = config(verifier.clone()).await;
         let alice = new_user();
         let token = sign(&user_claims(&alice));
-        let (session, ws) =
-            Workspace::create_from_request(&request_with(&[&token]), &cfg, Limits::default())
-                .await
-                .unwrap();
-        assert_eq!(session.user_id, alice);
-        ws.fs().write("/hello.md", "hi").await.unwrap();
-        ws.commit(CommitOptions::new("e2e")).await.unwrap();
-        let (_, again) = Workspace::open_from_request(
-            &request_with(&[&token]),
-            &cfg,
-            ws.id(),
-            Limits::default(),
-        )
-        .await
-        .unwrap();
-        assert_eq!(again.fs().read_text("/hello.md").await.unwrap(), "hi");
-
         let bob = sign(&user_claims(&new_user()));
-        let e =
-            Workspace::open_from_request(&request_with(&[&bob]), &cfg, ws.id(), Limits::default())
-                .await
-                .err()
-                .unwrap();
-        assert_eq!(e.code, ErrorCode::Authorization, "{verifier:?} {e}");
+        assert_opens_only_for_its_user(&cfg, &alice, &token, &bob, &format!("{verifier:?}")).await;
     }
 }
 
@@ -148,7 +94,7 @@ async fn refuses_what_must_not_open_a_workspace() {
         let code =
             |r: supabash::Result<(supabash::auth::Session, Workspace)>| r.err().unwrap().code;
 
-        let two = request_with(&[&token, &token]);
+        let two = bearer_headers(&[&token, &token]);
         assert_eq!(
             code(Workspace::create_from_request(&two, &cfg, Limits::default()).await),
             ErrorCode::Authentication
@@ -161,14 +107,14 @@ async fn refuses_what_must_not_open_a_workspace() {
 
         let mut secret_key = cfg.clone();
         secret_key.publishable_key = "sb_secret_abc".into();
-        let one = request_with(&[&token]);
+        let one = bearer_headers(&[&token]);
         assert_eq!(
             code(Workspace::create_from_request(&one, &secret_key, Limits::default()).await),
             ErrorCode::Authorization
         );
 
         let service = sign(&json!({ "role": "service_role", "exp": user_claims(&user)["exp"] }));
-        let req = request_with(&[&service]);
+        let req = bearer_headers(&[&service]);
         assert_eq!(
             code(Workspace::create_from_request(&req, &cfg, Limits::default()).await),
             ErrorCode::Authorization
@@ -176,7 +122,7 @@ async fn refuses_what_must_not_open_a_workspace() {
 
         let mut expired = user_claims(&user);
         expired["exp"] = json!(1_000_000_000);
-        let req = request_with(&[&sign(&expired)]);
+        let req = bearer_headers(&[&sign(&expired)]);
         assert_eq!(
             code(Workspace::create_from_request(&req, &cfg, Limits::default()).await),
             ErrorCode::Authentication,
@@ -189,7 +135,7 @@ async fn refuses_what_must_not_open_a_workspace() {
             &jsonwebtoken::EncodingKey::from_secret(b"another-secret-another-secret-another"),
         )
         .unwrap();
-        let req = request_with(&[&forged]);
+        let req = bearer_headers(&[&forged]);
         assert_eq!(
             code(Workspace::create_from_request(&req, &cfg, Limits::default()).await),
             ErrorCode::Authentication

@@ -4,24 +4,18 @@ mod support;
 
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, Workspace};
-use support::{http_transport, new_user, postrust_url, transport, DroppingProxy, BOTH};
+use support::{http_transport, new_user, new_workspace, postrust_url, reopen, DroppingProxy, BOTH};
 
 #[tokio::test]
 async fn racing_hosts_one_conflict_and_the_loser_is_invisible() {
     for via in BOTH {
         let user = new_user();
-        let setup = Workspace::create(transport(via, &user).await, Limits::default())
-            .await
-            .unwrap();
+        let setup = new_workspace(via, &user).await;
         setup.fs().write("/shared.md", "base").await.unwrap();
         setup.commit(CommitOptions::new("setup")).await.unwrap();
 
-        let a = Workspace::open(transport(via, &user).await, setup.id(), Limits::default())
-            .await
-            .unwrap();
-        let b = Workspace::open(transport(via, &user).await, setup.id(), Limits::default())
-            .await
-            .unwrap();
+        let a = reopen(via, &user, setup.id()).await;
+        let b = reopen(via, &user, setup.id()).await;
         a.fs().write("/from-a.md", "a").await.unwrap();
         b.fs().write("/from-b.md", "b").await.unwrap();
         let (ra, rb) = tokio::join!(
@@ -35,9 +29,7 @@ async fn racing_hosts_one_conflict_and_the_loser_is_invisible() {
         };
         assert_eq!(err.code, ErrorCode::CommitConflict, "{via:?} {err}");
         assert!(!err.retryable && !err.outcome_unknown);
-        let head = Workspace::open(transport(via, &user).await, setup.id(), Limits::default())
-            .await
-            .unwrap();
+        let head = reopen(via, &user, setup.id()).await;
         assert_eq!(head.base_revision(), Some(winner.receipt.revision));
         assert!(!head.fs().exists(loser_file).await, "{via:?}");
         assert_eq!(head.history(None, None).await.unwrap().records.len(), 2);
@@ -48,12 +40,8 @@ async fn racing_hosts_one_conflict_and_the_loser_is_invisible() {
 async fn idempotent_replay_from_a_second_client() {
     for via in BOTH {
         let user = new_user();
-        let first = Workspace::create(transport(via, &user).await, Limits::default())
-            .await
-            .unwrap();
-        let second = Workspace::open(transport(via, &user).await, first.id(), Limits::default())
-            .await
-            .unwrap();
+        let first = new_workspace(via, &user).await;
+        let second = reopen(via, &user, first.id()).await;
         let options = CommitOptions {
             idempotency_key: Some("job-42".into()),
             correlation_id: Some("req-1".into()),
@@ -72,9 +60,7 @@ async fn idempotent_replay_from_a_second_client() {
 
         // The same key with different content is refused.
         second.fs().write("/result.md", "other").await.unwrap();
-        let third = Workspace::open(transport(via, &user).await, first.id(), Limits::default())
-            .await
-            .unwrap();
+        let third = reopen(via, &user, first.id()).await;
         third.fs().write("/result.md", "other").await.unwrap();
         let e = third.commit(options).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::IdempotencyConflict, "{via:?} {e}");

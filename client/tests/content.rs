@@ -5,8 +5,8 @@ mod support;
 
 use std::collections::BTreeMap;
 use supabash::workspace::CommitOptions;
-use supabash::{ErrorCode, FsError, Limits, Workspace};
-use support::{cluster, new_user, transport, BOTH};
+use supabash::{ErrorCode, FsError};
+use support::{assert_receipt, cluster, new_user, new_workspace, reopen, BOTH};
 
 fn texts() -> Vec<(&'static str, String)> {
     vec![
@@ -27,9 +27,7 @@ fn texts() -> Vec<(&'static str, String)> {
 async fn utf8_and_binary_round_trip() {
     for via in BOTH {
         let user = new_user();
-        let ws = Workspace::create(transport(via, &user).await, Limits::default())
-            .await
-            .unwrap();
+        let ws = new_workspace(via, &user).await;
         let fs = ws.fs();
         fs.mkdir("/utf8/日本語", true).await.unwrap();
         fs.mkdir("/bin-data", true).await.unwrap();
@@ -47,9 +45,7 @@ async fn utf8_and_binary_round_trip() {
         assert_eq!(r.receipt.changes.len(), want.len(), "{via:?}");
 
         // A second host opens lazily and reads every file back, byte for byte.
-        let again = Workspace::open(transport(via, &user).await, ws.id(), Limits::default())
-            .await
-            .unwrap();
+        let again = reopen(via, &user, ws.id()).await;
         for (p, bytes) in &want {
             assert_eq!(&again.fs().read(p).await.unwrap(), bytes, "{via:?} {p}");
         }
@@ -64,9 +60,7 @@ async fn utf8_and_binary_round_trip() {
 async fn one_atomic_commit_with_every_kind_of_change() {
     for via in BOTH {
         let user = new_user();
-        let ws = Workspace::create(transport(via, &user).await, Limits::default())
-            .await
-            .unwrap();
+        let ws = new_workspace(via, &user).await;
         let fs = ws.fs();
         for (p, t) in [
             ("/keep", "k"),
@@ -87,29 +81,17 @@ async fn one_atomic_commit_with_every_kind_of_change() {
         fs.mv("/old-name", "/dir/new-name").await.unwrap();
         fs.mv("/src", "/dst").await.unwrap(); // overwrite-move
         let r = ws.commit(CommitOptions::new("e2e")).await.unwrap();
-        let lines: Vec<(String, String, Option<String>)> = r
-            .receipt
-            .changes
-            .iter()
-            .map(|l| (l.op.clone(), l.path.clone(), l.from.clone()))
-            .collect();
-        let has = |op: &str, p: &str, from: Option<&str>| {
-            lines.contains(&(op.into(), p.into(), from.map(Into::into)))
-        };
-        assert!(
-            has("move", "/dir/new-name", Some("/old-name")),
-            "{via:?} {lines:?}"
-        );
-        assert!(has("move", "/dst", Some("/src")), "{via:?} {lines:?}");
-        assert!(
-            has("upsert", "/edit", None) && has("upsert", "/new", None),
-            "{lines:?}"
-        );
-        assert!(has("delete", "/gone", None), "{lines:?}");
-        assert_eq!(lines.len(), 5);
-        assert_eq!(
-            r.receipt.parent_revision.as_deref(),
-            Some(first.receipt.revision.as_str())
+        assert_receipt(
+            &r.receipt,
+            &first.receipt.revision,
+            &[
+                ("move", "/dir/new-name", Some("/old-name")),
+                ("move", "/dst", Some("/src")),
+                ("upsert", "/edit", None),
+                ("upsert", "/new", None),
+                ("delete", "/gone", None),
+            ],
+            &format!("{via:?}"),
         );
 
         let snap = ws.committed_snapshot().await.unwrap().files;
@@ -128,23 +110,20 @@ async fn one_atomic_commit_with_every_kind_of_change() {
 async fn tampered_lazy_bytes_are_history_corruption() {
     for via in BOTH {
         let user = new_user();
-        let ws = Workspace::create(transport(via, &user).await, Limits::default())
-            .await
-            .unwrap();
+        let ws = new_workspace(via, &user).await;
         ws.fs().write("/secret.md", "the real bytes").await.unwrap();
         ws.fs().write("/fine.md", "untouched").await.unwrap();
         ws.commit(CommitOptions::new("e2e")).await.unwrap();
         cluster().psql(
             "app",
             &format!(
-                "UPDATE supabash.bodies SET body = convert_to('the fake bytes', 'UTF8')
-                  WHERE workspace_id = '{}' AND body = convert_to('the real bytes', 'UTF8')",
+                // Short bodies are stored plain: codec byte 0, then the bytes.
+                "UPDATE supabash.bodies SET body = '\\x00'::bytea || convert_to('the fake bytes', 'UTF8')
+                  WHERE workspace_id = '{}' AND body = '\\x00'::bytea || convert_to('the real bytes', 'UTF8')",
                 ws.id()
             ),
         );
-        let lazy = Workspace::open(transport(via, &user).await, ws.id(), Limits::default())
-            .await
-            .unwrap();
+        let lazy = reopen(via, &user, ws.id()).await;
         match lazy.fs().read("/secret.md").await.unwrap_err() {
             FsError::Supabash(e) => {
                 assert_eq!(e.code, ErrorCode::HistoryCorruption, "{via:?} {e}");
@@ -162,9 +141,7 @@ async fn tampered_lazy_bytes_are_history_corruption() {
 async fn restore_goes_forward() {
     for via in BOTH {
         let user = new_user();
-        let ws = Workspace::create(transport(via, &user).await, Limits::default())
-            .await
-            .unwrap();
+        let ws = new_workspace(via, &user).await;
         let fs = ws.fs();
         fs.write("/a.md", "v1").await.unwrap();
         fs.write("/b.md", "b").await.unwrap();

@@ -11,7 +11,7 @@ use supabash::transport::{call, Transport};
 use supabash::workspace::{CommitOptions, DiffSide};
 use supabash::{ErrorCode, FrontmatterCodec, Limits, Workspace};
 use supabash_core::hash::sha256_hex;
-use support::{new_user, transport, BOTH};
+use support::{new_user, reopen, transport, BOTH};
 
 const STAGED: &str =
     "---\ntitle: Hello world\ncount: 3\ndraft: false\nbig: 1e16\nratio: 0.250\nnote: ~\n---\n# Body\n";
@@ -60,9 +60,7 @@ async fn frontmatter_is_stored_as_body_and_metadata() {
         assert_eq!(plain["metadata"], json!({}));
 
         // Without the codec the same rendered bytes show, and nothing is staged.
-        let other = Workspace::open(transport(via, &user).await, ws.id(), Limits::default())
-            .await
-            .unwrap();
+        let other = reopen(via, &user, ws.id()).await;
         assert_eq!(
             other.fs().read("/doc.md").await.unwrap(),
             CANONICAL.as_bytes()

@@ -7,7 +7,7 @@ use serde_json::json;
 use std::sync::Arc;
 use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide, PurgeOptions};
 use supabash::{ErrorCode, FsError, Limits, PostgrestTransport, Workspace};
-use support::{new_user, postrust_url, transport, BOTH};
+use support::{new_user, new_workspace, postrust_url, transport, BOTH};
 
 fn quota(e: FsError) -> bool {
     matches!(e, FsError::Supabash(s) if s.code == ErrorCode::QuotaExceeded)
@@ -71,9 +71,7 @@ async fn every_limit_refuses_before_anything_durable() {
 async fn host_api_tour() {
     for via in BOTH {
         let user = new_user();
-        let ws = Workspace::create(transport(via, &user).await, Limits::default())
-            .await
-            .unwrap();
+        let ws = new_workspace(via, &user).await;
         let mut revisions = Vec::new();
         for i in 0..5 {
             ws.fs()
@@ -181,9 +179,7 @@ async fn host_api_tour() {
 async fn errors_map_to_codes() {
     for via in BOTH {
         let owner = new_user();
-        let ws = Workspace::create(transport(via, &owner).await, Limits::default())
-            .await
-            .unwrap();
+        let ws = new_workspace(via, &owner).await;
         let e = Workspace::open(
             transport(via, &new_user()).await,
             ws.id(),

@@ -7,20 +7,17 @@
 mod support;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, Ed25519KeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use supabash::auth::{JwksVerifier, SupabaseConfig, Verifier};
-use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, Workspace};
-use support::{new_user, postrust_url};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use support::{
+    assert_opens_only_for_its_user, bearer_headers, json_test_server, new_user, Postrust,
+};
 
 /// A signing key and its public JWK.
 struct TestKey {
@@ -113,38 +110,18 @@ struct JwksServer {
 
 impl JwksServer {
     async fn start(set: String) -> JwksServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let set = Arc::new(Mutex::new(set));
         let fetches = Arc::new(AtomicUsize::new(0));
         let (served, counted) = (set.clone(), fetches.clone());
-        tokio::spawn(async move {
-            while let Ok((mut conn, _)) = listener.accept().await {
-                let (served, counted) = (served.clone(), counted.clone());
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match conn.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let (status, body) = if buf.starts_with(b"GET /auth/v1/.well-known/jwks.json ")
-                    {
-                        counted.fetch_add(1, Ordering::SeqCst);
-                        ("200 OK", served.lock().unwrap().clone())
-                    } else {
-                        ("404 Not Found", "{}".to_owned())
-                    };
-                    let answer = format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = conn.write_all(answer.as_bytes()).await;
-                });
+        let url = json_test_server(move |head| {
+            if head.starts_with("GET /auth/v1/.well-known/jwks.json ") {
+                counted.fetch_add(1, Ordering::SeqCst);
+                ("200 OK", served.lock().unwrap().clone())
+            } else {
+                ("404 Not Found", "{}".to_owned())
             }
-        });
+        })
+        .await;
         JwksServer { url, set, fetches }
     }
 
@@ -385,80 +362,12 @@ async fn an_unreachable_key_set_is_a_retryable_failure() {
     assert_eq!(e.code, ErrorCode::Storage, "{e}");
 }
 
-/// A postrust server of its own whose `PGRST_JWT_SECRET` is the key set; killed on drop.
-struct JwksPostrust {
-    url: String,
-    child: Child,
-}
-
-impl Drop for JwksPostrust {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn postrust_with_keys(set: &str) -> JwksPostrust {
-    postrust_url(); // the shared cluster is up and authenticator has its password
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let binary = std::env::var("POSTRUST").unwrap_or_else(|_| {
-        format!(
-            "{}/.cargo/bin/postrust",
-            std::env::var("HOME").unwrap_or_else(|_| "/root".into())
-        )
-    });
-    let child = Command::new(binary)
-        .env_remove("DATABASE_URL")
-        .env_remove("PORT")
-        .env(
-            "PGRST_DB_URI",
-            format!(
-                "postgres://authenticator:authpass@127.0.0.1:{}/app",
-                support::cluster().port
-            ),
-        )
-        .env("PGRST_DB_SCHEMAS", "public")
-        .env("PGRST_DB_ANON_ROLE", "anon")
-        .env("PGRST_JWT_SECRET", set)
-        .env("PGRST_SERVER_HOST", "127.0.0.1")
-        .env("PGRST_SERVER_PORT", port.to_string())
-        .env("PGRST_COMPAT_MODE", "true")
-        .env("PGRST_DB_PREPARED_STATEMENTS", "false")
-        .env("PGRST_DB_POOL", "4")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("postrust starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "postrust did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    JwksPostrust {
-        url: format!("http://127.0.0.1:{port}"),
-        child,
-    }
-}
-
-fn request_with(token: &str) -> HeaderMap {
-    let mut h = HeaderMap::new();
-    h.insert(
-        AUTHORIZATION,
-        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
-    );
-    h
-}
-
 #[tokio::test]
 async fn opens_through_postgrest_with_asymmetric_tokens() {
     let keys = all_keys();
     let set = jwks(&keys.iter().collect::<Vec<_>>());
     let auth = JwksServer::start(set.clone()).await;
-    let rest = postrust_with_keys(&set);
+    let rest = Postrust::start(&set); // its PGRST_JWT_SECRET is the key set
     let config = SupabaseConfig {
         url: auth.url.clone(),
         publishable_key: "sb_publishable_test".into(),
@@ -468,35 +377,13 @@ async fn opens_through_postgrest_with_asymmetric_tokens() {
     for key in &keys {
         let alice = new_user();
         let token = sign_with(key, &claims(&alice));
-        let (session, ws) =
-            Workspace::create_from_request(&request_with(&token), &config, Limits::default())
-                .await
-                .unwrap_or_else(|e| panic!("{:?}: {e}", key.alg));
-        assert_eq!(session.user_id, alice);
-        ws.fs().write("/hello.md", "hi").await.unwrap();
-        ws.commit(CommitOptions::new("e2e")).await.unwrap();
-        let (_, again) = Workspace::open_from_request(
-            &request_with(&token),
-            &config,
-            ws.id(),
-            Limits::default(),
-        )
-        .await
-        .unwrap();
-        assert_eq!(again.fs().read_text("/hello.md").await.unwrap(), "hi");
-
-        // Another user's token, verified the same way, is refused by the database.
         let bob = sign_with(key, &claims(&new_user()));
-        let e =
-            Workspace::open_from_request(&request_with(&bob), &config, ws.id(), Limits::default())
-                .await
-                .err()
-                .unwrap();
-        assert_eq!(e.code, ErrorCode::Authorization, "{:?} {e}", key.alg);
+        assert_opens_only_for_its_user(&config, &alice, &token, &bob, &format!("{:?}", key.alg))
+            .await;
     }
     // The project's HS256 tokens are refused by a JWKS-only verifier.
     let hs256 = support::sign(&support::user_claims(&new_user()));
-    let e = Workspace::create_from_request(&request_with(&hs256), &config, Limits::default())
+    let e = Workspace::create_from_request(&bearer_headers(&[&hs256]), &config, Limits::default())
         .await
         .err()
         .unwrap();

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use supabash::workspace::CommitOptions;
 use supabash::{Limits, Workspace};
-use support::{cluster, new_user, transport, Via};
+use support::{cluster, new_user, new_workspace, reopen, transport, Via};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -46,12 +46,43 @@ async fn bash_ok(client: &Client, command: &str) -> Value {
     out
 }
 
+/// `supabash mcp` for `user` over the shared cluster, with `args` after `--dsn` and `--sub`,
+/// spawned over stdio and driven by rmcp's client.
+async fn serve_stdio(user: &str, args: &[&str]) -> Client {
+    let dsn = cluster().dsn("authenticator");
+    let child = TokioChildProcess::new(
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_supabash")).configure(|c| {
+            c.args(["mcp", "--dsn", &dsn, "--sub", user]).args(args);
+        }),
+    )
+    .unwrap();
+    ().serve(child).await.unwrap()
+}
+
+/// The receipt lines at `path` once there are at least `count` (waited for up to a minute);
+/// the file is then removed.
+async fn wait_for_receipts(path: &std::path::Path, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let lines = loop {
+        let lines: Vec<Value> = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if lines.len() >= count {
+            break lines;
+        }
+        assert!(Instant::now() < deadline, "receipts were not written");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = std::fs::remove_file(path);
+    lines
+}
+
 #[tokio::test]
 async fn stdio_session_then_the_host_commits() {
     let user = new_user();
-    let ws = Workspace::create(transport(Via::Postgres, &user).await, Limits::default())
-        .await
-        .unwrap();
+    let ws = new_workspace(Via::Postgres, &user).await;
     ws.fs()
         .write("/readme.md", "status: draft\n")
         .await
@@ -61,28 +92,19 @@ async fn stdio_session_then_the_host_commits() {
 
     let receipts = std::env::temp_dir().join(format!("supabash-mcp-{user}.jsonl"));
     let dsn = cluster().dsn("authenticator");
-    let args = [
-        "mcp",
-        "--dsn",
-        &dsn,
-        "--sub",
+    let client = serve_stdio(
         &user,
-        "--workspace",
-        ws.id(),
-        "--commit-on-exit",
-        "--actor",
-        "mcp-e2e",
-        "--receipts",
-        receipts.to_str().unwrap(),
-    ]
-    .map(str::to_owned);
-    let child = TokioChildProcess::new(
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_supabash")).configure(|c| {
-            c.args(&args);
-        }),
+        &[
+            "--workspace",
+            ws.id(),
+            "--commit-on-exit",
+            "--actor",
+            "mcp-e2e",
+            "--receipts",
+            receipts.to_str().unwrap(),
+        ],
     )
-    .unwrap();
-    let client: Client = ().serve(child).await.unwrap();
+    .await;
 
     // The tool list: the agent tools with honest annotations, and no host action.
     let tools = client.list_all_tools().await.unwrap();
@@ -217,19 +239,7 @@ async fn stdio_session_then_the_host_commits() {
 
     // The session ends; the host's --commit-on-exit commits through the workspace API.
     client.cancel().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let line = loop {
-        if let Some(l) = std::fs::read_to_string(&receipts)
-            .ok()
-            .and_then(|s| s.lines().next().map(str::to_owned))
-        {
-            break l;
-        }
-        assert!(Instant::now() < deadline, "no receipt was written");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let _ = std::fs::remove_file(&receipts);
-    let written: Value = serde_json::from_str(&line).unwrap();
+    let written = wait_for_receipts(&receipts, 1).await[0].clone();
     assert_eq!(written["workspace"], ws.id());
     let receipt = &written["receipt"];
     assert_eq!(receipt["actor"], "mcp-e2e");
@@ -257,13 +267,7 @@ async fn stdio_session_then_the_host_commits() {
     );
 
     // The host reads it back through the API.
-    let again = Workspace::open(
-        transport(Via::Postgres, &user).await,
-        ws.id(),
-        Limits::default(),
-    )
-    .await
-    .unwrap();
+    let again = reopen(Via::Postgres, &user, ws.id()).await;
     assert_eq!(
         again.base_revision().as_deref(),
         receipt["revision"].as_str()
@@ -318,9 +322,7 @@ async fn rpc(
 async fn streamable_http_session_then_the_host_commits() {
     use std::io::BufRead;
     let user = new_user();
-    let ws = Workspace::create(transport(Via::Postgres, &user).await, Limits::default())
-        .await
-        .unwrap();
+    let ws = new_workspace(Via::Postgres, &user).await;
     let receipts = std::env::temp_dir().join(format!("supabash-mcp-http-{user}.jsonl"));
     let dsn = cluster().dsn("authenticator");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_supabash"))
@@ -398,13 +400,7 @@ async fn streamable_http_session_then_the_host_commits() {
     .unwrap();
     let _ = std::fs::remove_file(&receipts);
     assert_eq!(written["receipt"]["changes"][0]["path"], "/http.md");
-    let again = Workspace::open(
-        transport(Via::Postgres, &user).await,
-        ws.id(),
-        Limits::default(),
-    )
-    .await
-    .unwrap();
+    let again = reopen(Via::Postgres, &user, ws.id()).await;
     assert_eq!(
         again.committed_snapshot().await.unwrap().files["/http.md"],
         b"over http\n"
@@ -423,31 +419,21 @@ async fn two_workspaces_side_by_side_commit_separately() {
     code.commit(CommitOptions::new("host")).await.unwrap();
 
     let receipts = std::env::temp_dir().join(format!("supabash-mcp-two-{user}.jsonl"));
-    let dsn = cluster().dsn("authenticator");
     let notes_arg = format!("notes={}", notes.id());
     let code_arg = format!("code={}", code.id());
-    let args = [
-        "mcp",
-        "--dsn",
-        &dsn,
-        "--sub",
+    let client = serve_stdio(
         &user,
-        "--workspace",
-        &notes_arg,
-        "--workspace",
-        &code_arg,
-        "--commit-on-exit",
-        "--receipts",
-        receipts.to_str().unwrap(),
-    ]
-    .map(str::to_owned);
-    let child = TokioChildProcess::new(
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_supabash")).configure(|c| {
-            c.args(&args);
-        }),
+        &[
+            "--workspace",
+            &notes_arg,
+            "--workspace",
+            &code_arg,
+            "--commit-on-exit",
+            "--receipts",
+            receipts.to_str().unwrap(),
+        ],
     )
-    .unwrap();
-    let client: Client = ().serve(child).await.unwrap();
+    .await;
 
     // bashkit adds its read-only system directories (/bin, /etc, /proc, …) beside the mounts.
     let out = bash_ok(
@@ -471,20 +457,8 @@ async fn two_workspaces_side_by_side_commit_separately() {
     assert_ne!(out.structured_content.unwrap()["exit_code"], 0);
     client.cancel().await.unwrap();
 
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let lines: Vec<Value> = loop {
-        let lines: Vec<Value> = std::fs::read_to_string(&receipts)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        if lines.len() == 2 {
-            break lines;
-        }
-        assert!(Instant::now() < deadline, "receipts were not written");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let _ = std::fs::remove_file(&receipts);
+    let lines = wait_for_receipts(&receipts, 2).await;
+    assert_eq!(lines.len(), 2, "{lines:?}");
     let by_label = |label: &str| lines.iter().find(|l| l["label"] == label).unwrap().clone();
     let paths = |line: &Value| -> Vec<String> {
         line["receipt"]["changes"]

@@ -29,6 +29,13 @@ BEGIN
                    AND (rolcanlogin OR rolbypassrls OR rolsuper)) THEN
     RAISE EXCEPTION 'SUPABASH_INSTALL: role supabash_owner exists and can log in, bypass RLS or is superuser';
   END IF;
+  -- The only role that can read capability secrets (through supabash._signature_valid).
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'supabash_keeper') THEN
+    CREATE ROLE supabash_keeper NOLOGIN NOINHERIT NOBYPASSRLS;
+  ELSIF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'supabash_keeper'
+                   AND (rolcanlogin OR rolbypassrls OR rolsuper)) THEN
+    RAISE EXCEPTION 'SUPABASH_INSTALL: role supabash_keeper exists and can log in, bypass RLS or is superuser';
+  END IF;
 END
 $$;
 
@@ -110,10 +117,13 @@ ALTER TABLE supabash.workspaces
 CREATE TABLE supabash.bodies (
   workspace_id uuid NOT NULL,
   hash         bytea NOT NULL CHECK (octet_length(hash) = 32),
-  size         bigint NOT NULL CHECK (size = octet_length(body)),
-  body         bytea NOT NULL,
+  size         bigint NOT NULL CHECK (size >= 0),
+  -- The stored form (extension/src/stored.rs: a codec byte, then the bytes or a zstd frame),
+  -- not compressed again by PostgreSQL.
+  body         bytea NOT NULL CHECK (octet_length(body) >= 1),
   PRIMARY KEY (workspace_id, hash)
 );
+ALTER TABLE supabash.bodies ALTER COLUMN body SET STORAGE EXTERNAL;
 
 -- Interval-versioned files: a row is visible at positions [valid_from, valid_until).
 -- The head tree is the set of open rows (valid_until IS NULL).
@@ -145,13 +155,50 @@ CREATE TABLE supabash.checkpoints (
   FOREIGN KEY (workspace_id, revision_id) REFERENCES supabash.revisions (workspace_id, revision_id)
 );
 
+-- Delegated capabilities. Verifiers: what a key id's tokens must say. Secrets: readable only
+-- by supabash_keeper (see supabash._signature_valid in api.sql). Nonces: kept until exp + skew
+-- so a token can never be exchanged twice while it is accepted. Grants: only the hash of what
+-- the exchange handed out.
+CREATE TABLE supabash.capability_verifiers (
+  key_id               text PRIMARY KEY CHECK (key_id ~ '^[A-Za-z0-9._-]{1,128}$'),
+  issuer               text NOT NULL CHECK (octet_length(issuer) BETWEEN 1 AND 256),
+  audience             text NOT NULL CHECK (octet_length(audience) BETWEEN 1 AND 256),
+  origin               text NOT NULL CHECK (octet_length(origin) BETWEEN 1 AND 256),
+  clock_skew_seconds   integer NOT NULL DEFAULT 60 CHECK (clock_skew_seconds BETWEEN 0 AND 3600),
+  max_lifetime_seconds integer NOT NULL DEFAULT 900 CHECK (max_lifetime_seconds BETWEEN 1 AND 86400),
+  created_at           timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE supabash.capability_secrets (
+  key_id     text PRIMARY KEY REFERENCES supabash.capability_verifiers ON DELETE CASCADE,
+  secret     bytea NOT NULL CHECK (octet_length(secret) = 32),
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE supabash.capability_nonces (
+  nonce_hash bytea PRIMARY KEY CHECK (octet_length(nonce_hash) = 32),
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX capability_nonces_expiry_idx ON supabash.capability_nonces (expires_at);
+
+CREATE TABLE supabash.grants (
+  grant_hash     bytea PRIMARY KEY CHECK (octet_length(grant_hash) = 32),
+  key_id         text NOT NULL,
+  workspace_id   uuid NOT NULL,
+  owner_id       uuid NOT NULL,
+  actor_subject  text NOT NULL,
+  operations     text[] NOT NULL CHECK (cardinality(operations) > 0),
+  correlation_id text,
+  expires_at     timestamptz NOT NULL,
+  created_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX grants_expiry_idx ON supabash.grants (expires_at);
+
 -- Row-level security, forced, for every table: a row is visible only when its workspace
--- belongs to the verified caller. Child tables defer to the workspaces policy.
+-- belongs to the verified caller (the workspaces policy is in api.sql: it also admits the one
+-- workspace a delegated grant scoped the running call to). Child tables defer to it.
 ALTER TABLE supabash.workspaces ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.workspaces FORCE ROW LEVEL SECURITY;
-CREATE POLICY owner ON supabash.workspaces TO supabash_owner
-  USING (owner_id = (SELECT supabash.request_owner()))
-  WITH CHECK (owner_id = (SELECT supabash.request_owner()));
 
 DO $$
 DECLARE t text;
@@ -165,3 +212,23 @@ BEGIN
   END LOOP;
 END
 $$;
+
+DO $$
+DECLARE t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['capability_verifiers', 'capability_secrets', 'capability_nonces', 'grants'] LOOP
+    EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
+    EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
+  END LOOP;
+END
+$$;
+CREATE POLICY keeper ON supabash.capability_secrets TO supabash_keeper USING (true) WITH CHECK (true);
+CREATE POLICY manage ON supabash.capability_verifiers TO supabash_owner, supabash_keeper
+  USING (true) WITH CHECK (true);
+CREATE POLICY exchange ON supabash.capability_nonces TO supabash_owner
+  USING ((SELECT supabash.request_role()) = 'service_role')
+  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+CREATE POLICY exchange ON supabash.grants TO supabash_owner
+  USING ((SELECT supabash.request_role()) = 'service_role')
+  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+CREATE POLICY revoke ON supabash.grants TO supabash_keeper USING (true);

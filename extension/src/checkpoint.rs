@@ -5,6 +5,7 @@ use crate::args::Args;
 use crate::db;
 use crate::fail::{Fail, Outcome};
 use serde_json::{json, Value};
+use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
 use supabash_core::limits::{MAX_CAUSE_BYTES, MAX_LABEL_BYTES};
 use supabash_core::Marker;
@@ -15,7 +16,7 @@ const CHECKPOINT_JSON: &str = "jsonb_strip_nulls(jsonb_build_object(
 
 /// `supabash_checkpoint`: pins a revision (default: the head).
 pub fn checkpoint(args: &Args) -> Outcome<Value> {
-    let ws = access::open_locked(&args.uuid("workspace_id")?)?;
+    let ws = access::open_locked(args, &[Operation::Checkpoint])?;
     let label = args.text_opt("label", MAX_CAUSE_BYTES)?;
     let class = args.text_opt("retention_class", 255)?;
     let key = args.text_opt("idempotency_key", MAX_LABEL_BYTES)?;
@@ -73,7 +74,7 @@ pub fn checkpoint(args: &Args) -> Outcome<Value> {
 
 /// `supabash_checkpoints`: all checkpoints, oldest first.
 pub fn checkpoints(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspace_id")?)?;
+    let ws = access::open(args, &[Operation::Checkpoint])?;
     Ok(db::json(
         &format!(
             "SELECT coalesce(jsonb_agg({CHECKPOINT_JSON} ORDER BY created_at, checkpoint_id), '[]'::jsonb)
@@ -86,7 +87,7 @@ pub fn checkpoints(args: &Args) -> Outcome<Value> {
 
 /// `supabash_delete_checkpoint`: removes one checkpoint (its revision becomes purgeable).
 pub fn delete_checkpoint(args: &Args) -> Outcome<Value> {
-    let ws = access::open_locked(&args.uuid("workspace_id")?)?;
+    let ws = access::open_locked(args, &[Operation::Checkpoint])?;
     let id = args.uuid("checkpoint_id")?;
     db::json(
         "DELETE FROM supabash.checkpoints WHERE workspace_id = $1::uuid AND checkpoint_id = $2::uuid

@@ -6,8 +6,10 @@ use crate::args::Args;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
 use crate::receipts;
+use crate::stored;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
+use supabash_core::capability::Operation;
 use supabash_core::document::{metadata_to_json, render};
 use supabash_core::hash::sha256;
 use supabash_core::limits::{MAX_CAUSE_BYTES, MAX_COMMIT_METADATA_BYTES, MAX_LABEL_BYTES};
@@ -119,7 +121,7 @@ fn change_error(e: ChangeError) -> Fail {
 struct Context {
     base: Option<String>,
     transaction_id: String,
-    actor: String,
+    actor: Option<String>,
     correlation_id: Option<String>,
     idempotency_key: Option<String>,
     cause: Option<String>,
@@ -144,9 +146,7 @@ fn context(args: &Args) -> Outcome<Context> {
             Some(t) => t,
             None => uuid::Uuid::new_v4().to_string(),
         },
-        actor: args
-            .text_opt("actor", MAX_LABEL_BYTES)?
-            .ok_or_else(|| invalid("actor is required"))?,
+        actor: args.text_opt("actor", MAX_LABEL_BYTES)?,
         correlation_id: args.text_opt("correlation_id", MAX_LABEL_BYTES)?,
         idempotency_key: args.text_opt("idempotency_key", MAX_LABEL_BYTES)?,
         cause: args.text_opt("cause", MAX_CAUSE_BYTES)?,
@@ -271,15 +271,17 @@ fn simulate(
     Ok(lines)
 }
 
-/// Stores new bodies once; an existing body under the same hash must hold the same bytes.
-/// Arrays are unnested in the select list (lock-step, streamed) rather than in FROM, where a
-/// function scan would first copy every body into a tuplestore that spills past `work_mem`.
+/// Stores new bodies once (in their stored form, see `stored`); an existing body under the
+/// same hash must hold the same bytes. Arrays are unnested in the select list (lock-step,
+/// streamed) rather than in FROM, where a function scan would first copy every body into a
+/// tuplestore that spills past `work_mem`.
 fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
     if bodies.is_empty() {
         return Ok(());
     }
     let sizes: Vec<i64> = bodies.iter().map(|(_, b)| b.len() as i64).collect();
-    let (hashes, bytes): (Vec<Vec<u8>>, Vec<Vec<u8>>) = bodies.into_iter().unzip();
+    let encoded: Vec<Vec<u8>> = bodies.iter().map(|(_, b)| stored::encode(b)).collect();
+    let hashes: Vec<Vec<u8>> = bodies.iter().map(|(h, _)| h.clone()).collect();
     let inserted = db::json(
         "WITH ins AS (
            INSERT INTO supabash.bodies (workspace_id, hash, size, body)
@@ -291,7 +293,7 @@ fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
             ws.into(),
             hashes.clone().into(),
             sizes.into(),
-            bytes.clone().into(),
+            encoded.into(),
         ],
     )?
     .and_then(|v| v.as_i64())
@@ -300,13 +302,16 @@ fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
         return Ok(());
     }
     // Some hashes were already stored: their bytes must be the ones we were given.
-    let collisions = db::json(
-        "SELECT to_jsonb(count(*)) FROM (SELECT unnest($2::bytea[]) AS h, unnest($3::bytea[]) AS b) u
-           JOIN supabash.bodies x ON x.workspace_id = $1::uuid AND x.hash = u.h
-          WHERE x.body <> u.b",
-        &[ws.into(), hashes.into(), bytes.into()],
+    let existing = db::file_rows(
+        "SELECT '' AS path, hash, size, hash, size, NULL::jsonb, body FROM supabash.bodies
+          WHERE workspace_id = $1::uuid AND hash = ANY($2)",
+        &[ws.into(), hashes.into()],
     )?;
-    if collisions.and_then(|v| v.as_i64()).unwrap_or(0) > 0 {
+    let given: HashMap<Vec<u8>, Vec<u8>> = bodies.into_iter().collect();
+    let collides = existing
+        .iter()
+        .any(|row| given.get(&row.body_hash) != row.body.as_ref());
+    if collides {
         return Err(Fail::new(
             Marker::BodyHashCollision,
             "stored bytes differ from new bytes with the same SHA-256",
@@ -376,24 +381,35 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         .json("changes")
         .ok_or_else(|| invalid("changes is required"))?;
     let changes = parse_changes(raw_changes).map_err(change_error)?;
-    let ctx = context(args)?;
+    let mut ctx = context(args)?;
     let (changes, mut bodies) = hash_changes(changes);
+    let Workspace {
+        head,
+        head_position,
+        delegation,
+        ..
+    } = access::open_locked(args, &[Operation::Commit])?;
+    // A delegated commit is recorded under the grant's subject and correlation id, whatever
+    // the caller sent.
+    if let Some(d) = delegation {
+        ctx.actor = Some(format!("delegated:{}", d.actor_subject));
+        ctx.correlation_id = d.correlation_id;
+    }
+    let actor = ctx
+        .actor
+        .clone()
+        .ok_or_else(|| invalid("actor is required"))?;
     let digests: Vec<Value> = changes.iter().map(Hashed::digest).collect();
     let request_hash = sha256(
         json!({
             "workspaceId": ws, "baseRevision": ctx.base, "changes": digests,
-            "actor": ctx.actor, "correlationId": ctx.correlation_id,
+            "actor": actor, "correlationId": ctx.correlation_id,
             "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
             "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
         })
         .to_string()
         .as_bytes(),
     );
-    let Workspace {
-        head,
-        head_position,
-        ..
-    } = access::open_locked(&ws)?;
     if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
         return Ok(replayed);
     }
@@ -452,7 +468,7 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         position,
         transaction_id: ctx.transaction_id.clone(),
         idempotency_key: ctx.idempotency_key.clone(),
-        actor: ctx.actor,
+        actor,
         correlation_id: ctx.correlation_id,
         cause: ctx.cause,
         metadata: ctx.metadata,

@@ -36,7 +36,8 @@ pub struct FileRow {
 }
 
 /// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,
-/// metadata[, body]` and collects the rows.
+/// metadata[, body]` and collects the rows; a body column holds the stored form (see
+/// `stored`) and comes back as the plain bytes.
 pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
     Spi::connect_mut(|c| {
         let table = c.update(sql, None, args)?;
@@ -57,6 +58,14 @@ pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
                 },
             });
         }
-        Ok(out)
+        Ok::<_, pgrx::spi::Error>(out)
+    })?
+    .into_iter()
+    .map(|mut row| {
+        if let Some(stored) = row.body.take() {
+            row.body = Some(crate::stored::decode(&stored)?);
+        }
+        Ok(row)
     })
+    .collect()
 }

@@ -9,6 +9,7 @@ use crate::fail::{invalid, Fail, Outcome};
 use crate::read::files_at;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
+use supabash_core::capability::Operation;
 use supabash_core::document::{metadata_from_json, render, Metadata};
 use supabash_core::limits::{
     utf8_prefix, DEFAULT_DIFF_PREVIEW_BYTES, MAX_DIFF_PREVIEW_BYTES, TRUNCATED_MARKER,
@@ -165,7 +166,7 @@ fn cut(text: &str, max: usize) -> String {
 
 /// `supabash_diff`.
 pub fn diff(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspace_id")?)?;
+    let ws = access::open(args, &[Operation::History])?;
     let preview_bytes = args
         .int_opt("preview_bytes")?
         .unwrap_or(DEFAULT_DIFF_PREVIEW_BYTES);

@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 
 mod access;
 mod args;
+mod capability;
 mod checkpoint;
 mod commit;
 mod db;
@@ -14,6 +15,7 @@ mod fail;
 mod purge;
 mod read;
 mod receipts;
+mod stored;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -28,7 +30,7 @@ pub(crate) fn clip(s: &str) -> &str {
 /// The private schema (created by sql/schema.sql); pgrx only needs to know its name.
 #[pg_schema]
 mod supabash {
-    use crate::{args, checkpoint, clip, commit, diff, fail, purge, read};
+    use crate::{access, args, capability, checkpoint, clip, commit, diff, fail, purge, read};
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
 
@@ -38,6 +40,7 @@ mod supabash {
     /// caught by pgrx and becomes an ERROR too, never a crashed backend.
     #[pg_extern(name = "_call")]
     fn call(op: &str, args: Json) -> JsonB {
+        let _scope = access::ScopeGuard::new();
         let a = args::Args(&args.0);
         let result = match op {
             "create_workspace" => read::create_workspace(),
@@ -52,6 +55,7 @@ mod supabash {
             "checkpoints" => checkpoint::checkpoints(&a),
             "delete_checkpoint" => checkpoint::delete_checkpoint(&a),
             "purge" => purge::purge(&a),
+            "exchange_capability" => capability::exchange(&a),
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),
             other => Err(fail::invalid(format!(
@@ -63,6 +67,30 @@ mod supabash {
             Ok(v) => JsonB(v),
             Err(f) => f.raise(),
         }
+    }
+
+    /// The workspace a delegated grant scoped the running call to (row-level security).
+    #[pg_extern(name = "_scope_workspace", stable, parallel_unsafe)]
+    fn scope_workspace() -> Option<String> {
+        access::scope_workspace()
+    }
+
+    /// The owner of that workspace, once known (row-level security).
+    #[pg_extern(name = "_scope_owner", stable, parallel_unsafe)]
+    fn scope_owner() -> Option<String> {
+        access::scope_owner()
+    }
+
+    /// HMAC-SHA256 of `input` under `secret` equals `signature` (constant-time comparison).
+    #[pg_extern(name = "_hmac_sha256_equal", immutable, parallel_safe)]
+    fn hmac_sha256_equal(secret: &[u8], input: &[u8], signature: &[u8]) -> bool {
+        capability::hmac_sha256_equal(secret, input, signature)
+    }
+
+    /// A fresh 32-byte secret from PostgreSQL's strong random source.
+    #[pg_extern(name = "_random_secret", volatile, parallel_safe)]
+    fn random_secret() -> Vec<u8> {
+        capability::strong_random(32)
     }
 }
 

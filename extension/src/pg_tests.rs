@@ -39,7 +39,7 @@ mod tests {
     fn commit(ws: &str, base: Option<&str>, changes: Value) -> Value {
         call(
             "SELECT supabash_commit(workspace_id => $1, changes => $2, actor => 'test', base_revision => $3)",
-            vec![ws.into(), JsonB(changes).into(), base.map(str::to_owned).into()],
+            vec![ws.into(), pgrx::Json(changes).into(), base.map(str::to_owned).into()],
         )
     }
 

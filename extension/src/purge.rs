@@ -7,6 +7,7 @@ use crate::args::Args;
 use crate::db;
 use crate::fail::{invalid, Outcome};
 use serde_json::{json, Value};
+use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
 
 /// Marks what goes: revisions, then closed intervals no retained revision sees, then bodies no
@@ -52,7 +53,7 @@ fn strings(v: &Value) -> Vec<String> {
 
 /// `supabash_purge`.
 pub fn purge(args: &Args) -> Outcome<Value> {
-    let ws = access::open_locked(&args.uuid("workspace_id")?)?;
+    let ws = access::open_locked(args, &[Operation::Purge])?;
     let mut keep = args.int_opt("keep_revisions")?;
     let max_age = args.int_opt("max_age_seconds")?;
     if keep.is_some_and(|k| k < 0) || max_age.is_some_and(|a| a < 0) {

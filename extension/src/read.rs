@@ -8,6 +8,7 @@ use crate::fail::{Fail, Outcome};
 use crate::receipts;
 use base64::Engine;
 use serde_json::{json, Map, Value};
+use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
 use supabash_core::wire::Receipt;
 use supabash_core::Marker;
@@ -116,7 +117,7 @@ fn pinned(ws: &Workspace, args: &Args) -> Outcome<(Option<String>, Option<i64>)>
 
 /// `supabash_load_manifest`: the head tree without bodies.
 pub fn load_manifest(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspace_id")?)?;
+    let ws = access::open(args, &[Operation::Read])?;
     let files: Vec<Value> = files_at(&ws, None, None, false)?
         .into_iter()
         .map(file_json)
@@ -128,7 +129,7 @@ pub fn load_manifest(args: &Args) -> Outcome<Value> {
 
 /// `supabash_load_document`: one file, with its body, at a pinned revision (default: head).
 pub fn load_document(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspace_id")?)?;
+    let ws = access::open(args, &[Operation::Read])?;
     let path = args.path("path")?;
     let (revision, position) = pinned(&ws, args)?;
     let row = files_at(&ws, position, Some(&path), true)?
@@ -148,7 +149,7 @@ pub fn load_document(args: &Args) -> Outcome<Value> {
 
 /// `supabash_load_snapshot`: every file with its body at a pinned revision (default: head).
 pub fn load_snapshot(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspace_id")?)?;
+    let ws = access::open(args, &[Operation::Read])?;
     let (revision, position) = pinned(&ws, args)?;
     let files: Vec<Value> = if revision.is_none() {
         Vec::new()
@@ -181,7 +182,7 @@ fn receipt(ws: &str, revision: &str) -> Outcome<Value> {
 
 /// `supabash_load_revision`: a revision's receipt and its full tree with bodies.
 pub fn load_revision(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspace_id")?)?;
+    let ws = access::open(args, &[Operation::History, Operation::Restore])?;
     let revision = args.uuid("revision")?;
     let position = access::revision_position(&ws.id, &revision)?;
     let files: Vec<Value> = files_at(&ws, Some(position), None, true)?
@@ -194,7 +195,7 @@ pub fn load_revision(args: &Args) -> Outcome<Value> {
 /// `supabash_history`: receipts oldest first, a page at a time. The cursor is the revision id
 /// of the last record of the previous page.
 pub fn history(args: &Args) -> Outcome<Value> {
-    let ws = access::open(&args.uuid("workspace_id")?)?;
+    let ws = access::open(args, &[Operation::History])?;
     let limit = args.int_opt("page_size")?.unwrap_or(DEFAULT_HISTORY_PAGE);
     if !(1..=MAX_HISTORY_PAGE).contains(&limit) {
         return Err(Fail::new(

@@ -4,6 +4,7 @@
 //!
 //! The extension must already be installed into the system PostgreSQL (`just install`).
 
+pub mod capability;
 pub mod cluster;
 pub mod rest;
 pub mod storage_server;

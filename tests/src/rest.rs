@@ -52,6 +52,7 @@ pub struct DbError {
     pub code: String,
     pub message: String,
     pub detail: Option<String>,
+    pub hint: Option<String>,
 }
 
 impl std::fmt::Display for DbError {
@@ -67,11 +68,13 @@ impl From<tokio_postgres::Error> for DbError {
                 code: db.code().code().to_owned(),
                 message: db.message().to_owned(),
                 detail: db.detail().map(str::to_owned),
+                hint: db.hint().map(str::to_owned),
             },
             None => DbError {
                 code: "CONNECTION".into(),
                 message: e.to_string(),
                 detail: None,
+                hint: None,
             },
         }
     }
@@ -125,17 +128,10 @@ impl Rest {
     ) -> Result<Value, DbError> {
         let sig = self.signature(function).await?;
         let obj = args.as_object().cloned().unwrap_or_default();
-        let given: Vec<&(String, String)> = sig
-            .iter()
-            .filter(|(name, _)| obj.contains_key(name))
-            .collect();
-        let sql = supabash::transport::call_statement(function, &given);
+        let call = supabash::transport::call_statement(function, &sig, obj);
         let tx = self.client.transaction().await?;
         Self::become_caller(&tx, caller).await?;
-        let arg = Value::Object(obj);
-        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-            if given.is_empty() { vec![] } else { vec![&arg] };
-        let row = tx.query_one(&sql, &params).await?;
+        let row = tx.query_one(&call.sql, &call.param_refs()).await?;
         let out: Option<Value> = row.get(0);
         tx.commit().await?;
         Ok(out.unwrap_or(Value::Null))

@@ -660,8 +660,9 @@ async fn private_objects_are_unreachable_directly() {
 }
 
 /// The privilege report: any privilege a PostgREST role holds on an object of schema supabash
-/// (schema, tables, sequences, functions, columns), or anon EXECUTE on a public.supabash_*
-/// function. It must be empty.
+/// (schema, tables, sequences, functions, columns; the capability secrets, verifiers, nonces
+/// and grants among them), EXECUTE on the verifier registration and revocation functions, or
+/// anon EXECUTE on a public.supabash_* function. It must be empty.
 #[tokio::test]
 async fn privilege_report_is_empty() {
     let cluster = Cluster::shared();
@@ -686,6 +687,11 @@ async fn privilege_report_is_empty() {
                  UNION ALL
                  SELECT p.oid::regprocedure::text FROM pg_proc p
                   WHERE p.pronamespace = 'supabash'::regnamespace AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+                 UNION ALL
+                 SELECT p.oid::regprocedure::text FROM pg_proc p
+                  WHERE p.pronamespace = 'public'::regnamespace
+                    AND p.proname IN ('supabash_register_capability_verifier', 'supabash_revoke_capability_verifier')
+                    AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
                  UNION ALL
                  SELECT p.oid::regprocedure::text FROM pg_proc p
                   WHERE r.rolname = 'anon' AND p.pronamespace = 'public'::regnamespace
@@ -724,12 +730,39 @@ async fn privilege_report_is_empty() {
         .unwrap()
         .get(0);
     assert!(rpcs >= 12, "{rpcs}");
-    // Every RPC runs as the NOLOGIN, NOBYPASSRLS owner, and every private table forces RLS.
+    // The capability functions exist: registration and revocation for the database owner
+    // only, the exchange for service_role.
+    let capability_fns: Vec<(String, bool)> = admin
+        .query(
+            "SELECT p.proname::text, has_function_privilege('service_role', p.oid, 'EXECUTE')
+               FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+                AND p.proname IN ('supabash_register_capability_verifier',
+                                  'supabash_revoke_capability_verifier', 'supabash_exchange_capability')
+              ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        capability_fns,
+        vec![
+            ("supabash_exchange_capability".to_owned(), true),
+            ("supabash_register_capability_verifier".to_owned(), false),
+            ("supabash_revoke_capability_verifier".to_owned(), false),
+        ]
+    );
+    // Every RPC runs as the NOLOGIN, NOBYPASSRLS owner (the verifier registration functions
+    // as the NOLOGIN keeper of capability secrets), and every private table forces RLS.
     let bad_rpcs: i64 = admin
         .query_one(
             "SELECT count(*) FROM pg_proc p JOIN pg_roles o ON o.oid = p.proowner
               WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'supabash\\_%'
-                AND (NOT p.prosecdef OR o.rolname <> 'supabash_owner' OR o.rolcanlogin OR o.rolbypassrls OR o.rolsuper)",
+                AND (NOT p.prosecdef OR o.rolcanlogin OR o.rolbypassrls OR o.rolsuper
+                     OR o.rolname <> CASE WHEN p.proname ~ '^supabash_(register|revoke)_capability_verifier$'
+                                          THEN 'supabash_keeper' ELSE 'supabash_owner' END)",
             &[],
         )
         .await

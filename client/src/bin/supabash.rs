@@ -3,9 +3,14 @@
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use std::sync::Arc;
+use supabash::agent::shell::Shell;
+use supabash::agent::AgentFs;
+use supabash::capability::postgres::PostgresSigner;
+use supabash::delegated::DelegatedWorkspace;
 use supabash::devcluster::Cluster;
 use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide};
 use supabash::{Limits, PostgresTransport, Workspace};
+use supabash_core::capability::{Operation, OperationSet};
 
 #[derive(Parser)]
 #[command(
@@ -21,8 +26,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Runs a whole session on a throwaway local PostgreSQL it starts and removes: a user, a
-    /// workspace, edits, commits, history, a diff and a forward restore. Needs the extension
-    /// installed (`just install`) and the PostgreSQL 15 server binaries.
+    /// workspace, edits (file calls and bash), commits, history, a diff, a forward restore and
+    /// a delegated job. Needs the extension installed (`just install`) and the PostgreSQL 15
+    /// server binaries.
     Demo,
     /// Serves the agent tools (bash, apply_patch, file tools) over MCP for one or more
     /// workspaces, on stdio or streamable HTTP. Commit, history and restore are not tools:
@@ -94,11 +100,19 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         first.receipt.position
     );
 
-    println!("\n4. More edits: change a file, rename one, add another");
-    fs.append("/notes/todo.md", "- show history\n").await?;
-    fs.mkdir("/archive", true).await?;
-    fs.mv("/notes/ideas.md", "/archive/ideas.md").await?;
-    fs.write("/notes/done.md", "nothing yet\n").await?;
+    println!("\n4. More edits, through bash on the same staged tree (sed -i, mv, a heredoc)");
+    let shell = Shell::new(ws.fs().clone() as Arc<dyn AgentFs>);
+    let script = concat!(
+        "sed -i 's/write the demo/write the demo (done)/' /notes/todo.md\n",
+        "echo '- show history' >> /notes/todo.md\n",
+        "mkdir -p /archive && mv /notes/ideas.md /archive/ideas.md\n",
+        "cat > /notes/done.md <<'END'\nnothing yet\nEND\n",
+        "grep -rn demo /notes",
+    );
+    print!("{}", indent(script));
+    println!("   output:");
+    let out = shell.run(script).await?;
+    print!("{}", indent(&out.stdout));
     show_changes(&ws)?;
     let second = ws
         .commit(CommitOptions {
@@ -171,7 +185,65 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     for (path, bytes) in ws.committed_snapshot().await?.files {
         println!("    {path}: {:?}", String::from_utf8_lossy(&bytes));
     }
+    delegated_job(&cluster.0, ws.id()).await?;
     println!("\nDone; removing the throwaway cluster.");
+    Ok(())
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}\n")).collect()
+}
+
+/// A background job with no user session: the database owner registers a verifier, the
+/// trusted issuer mints a capability, service_role exchanges it for a grant that opens one
+/// workspace for exactly read + write + commit.
+async fn delegated_job(
+    cluster: &Cluster,
+    workspace: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\n9. A nightly job gets a delegated capability (no user session)");
+    let secret = cluster.psql(
+        "app",
+        "SELECT supabash_register_capability_verifier('jobs-1', 'https://jobs.example', \
+         'supabash', 'https://project.example')",
+    );
+    println!("   the database owner registered verifier jobs-1 (its secret is returned once)");
+    let signer = PostgresSigner::new(
+        "jobs-1",
+        secret.trim(),
+        "https://jobs.example",
+        "supabash",
+        "https://project.example",
+    )?;
+    let ops = OperationSet::new([Operation::Read, Operation::Write, Operation::Commit])?;
+    let token = signer.mint("nightly-report", workspace, &ops, 300, Some("run-1"))?;
+    println!("   the job's issuer minted a 300 s capability: read, write, commit");
+    let service = Arc::new(
+        PostgresTransport::connect(
+            &cluster.dsn("authenticator"),
+            json!({ "role": "service_role" }),
+        )
+        .await?,
+    );
+    let job = DelegatedWorkspace::open(service, &token, &ops, Limits::default()).await?;
+    println!(
+        "   service_role exchanged it for a grant (expires {})",
+        job.delegation().expires_at()
+    );
+    job.fs()
+        .append("/notes/todo.md", "- nightly report\n")
+        .await?;
+    let receipt = job.commit(CommitOptions::new("ignored")).await?.receipt;
+    println!(
+        "   committed revision {} as actor {:?}, correlation id {:?}",
+        short(&receipt.revision),
+        receipt.actor,
+        receipt.correlation_id.as_deref().unwrap_or("-")
+    );
+    match job.purge(Default::default()).await {
+        Err(e) => println!("   purge is not among its operations: {}", e.code),
+        Ok(_) => return Err("a grant without purge purged".into()),
+    }
     Ok(())
 }
 

@@ -1,16 +1,27 @@
-//! Capabilities verified in process (cargo feature `storage-capability`): Ed25519-signed
-//! permissions for one Storage bucket and exact prefix ([`storage`]), and the single-use nonce
-//! store they need ([`nonce`]). The claim rules are `supabash_core::capability`'s.
+//! Capabilities: Ed25519-signed permissions for one Storage bucket and exact prefix, verified
+//! in process ([`storage`], cargo feature `storage-capability`) with the single-use nonce store
+//! they need ([`nonce`]); and HS256 permissions for one Postgres workspace, minted here and
+//! verified inside the database ([`postgres`], cargo feature `delegation`). The claim rules are
+//! `supabash_core::capability`'s.
 
+#[cfg(feature = "storage-capability")]
 pub mod nonce;
+#[cfg(feature = "delegation")]
+pub mod postgres;
+#[cfg(feature = "storage-capability")]
 pub mod storage;
 
+#[cfg(feature = "storage-capability")]
 pub use nonce::{MemoryNonceStore, NonceStore};
+#[cfg(feature = "delegation")]
+pub use postgres::PostgresSigner;
+#[cfg(feature = "storage-capability")]
 pub use storage::{
-    new_nonce, Opened, StorageScope, StorageSigner, StorageVerifier, VerifiedStorageCapability,
+    Opened, StorageScope, StorageSigner, StorageVerifier, VerifiedStorageCapability,
 };
 
 use crate::error::SupabashError;
+use std::time::{SystemTime, UNIX_EPOCH};
 use supabash_core::capability::CapabilityError;
 
 /// The client error for a refused capability: `EXPIRED_CAPABILITY` or `INVALID_CAPABILITY`
@@ -19,5 +30,17 @@ pub(crate) fn refused(e: CapabilityError) -> SupabashError {
     SupabashError::new(e.code(), e.to_string()).with_source(e)
 }
 
-#[cfg(test)]
+/// A fresh random nonce (a v4 UUID: 122 random bits, 32 hex characters).
+pub fn new_nonce() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The current Unix time in seconds.
+pub(crate) fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+#[cfg(all(test, feature = "storage-capability"))]
 mod tests;

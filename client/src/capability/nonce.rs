@@ -1,10 +1,10 @@
 //! Single-use nonces: a capability's nonce is consumed once and remembered until the token
 //! could no longer be accepted (`exp + skew`), so it cannot be replayed within that window.
 
+use super::unix_now;
 use crate::error::Result;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Where used nonces are remembered. Share one store among every verifier that accepts the
 /// same tokens (across processes, a store backed by a database or a cache).
@@ -37,12 +37,6 @@ impl MemoryNonceStore {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-pub(crate) fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 #[async_trait::async_trait]

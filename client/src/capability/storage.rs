@@ -10,8 +10,8 @@
 //! [`open`](VerifiedStorageCapability::open) runs the host's open and consumes the nonce only
 //! once that succeeded. A replayed nonce then fails and what was opened is dropped.
 
-use super::nonce::{unix_now, NonceStore};
-use super::refused;
+use super::nonce::NonceStore;
+use super::{refused, unix_now};
 use crate::error::{Result, SupabashError};
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use std::collections::HashMap;
@@ -221,9 +221,4 @@ fn reason_of(e: CapabilityError) -> Option<Reason> {
         CapabilityError::Invalid(r) => Some(r),
         CapabilityError::Expired => None,
     }
-}
-
-/// A fresh random nonce (a v4 UUID: 122 random bits, 32 hex characters).
-pub fn new_nonce() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
 }

@@ -366,7 +366,7 @@ proptest! {
 fn nonce_store_consumes_once_and_forgets_after_until() {
     rt().block_on(async {
         let store = MemoryNonceStore::new();
-        let later = nonce::unix_now() + 60;
+        let later = unix_now() + 60;
         assert!(store.consume("a".repeat(16).as_str(), later).await.unwrap());
         assert!(!store.consume("a".repeat(16).as_str(), later).await.unwrap());
         // An entry whose time has passed is dropped on the next call.

@@ -64,27 +64,70 @@ fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// The statement calling `rpc` with the named arguments `sig` picks: like PostgREST, it reads
-/// them from the JSON body `$1` in one pass with `json_to_record`, typed from the catalog, so a
-/// `json` argument (a commit's changes) reaches the function as text, never parsed twice.
-pub fn call_statement(rpc: &str, sig: &[&(String, String)]) -> String {
-    if sig.is_empty() {
-        return format!("SELECT to_jsonb(public.{}()) AS r", quote_ident(rpc));
+/// One RPC call as a statement and its parameters.
+pub struct Call {
+    pub sql: String,
+    /// `$1`, `$2`, ...: JSON values (`None` is SQL NULL).
+    pub params: Vec<Option<Value>>,
+}
+
+impl Call {
+    /// The parameters as tokio-postgres takes them.
+    pub fn param_refs(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
+        self.params.iter().map(|p| p as _).collect()
     }
-    let named: Vec<String> = sig
+}
+
+/// The statement calling `rpc` with the arguments in `args`, typed by its signature `sig`
+/// (name, SQL type) as PostgREST's schema cache types them. `json`/`jsonb` arguments travel as
+/// parameters of their own, so a large one (a commit's changes) is parsed once, by the
+/// function; the others are read from one JSON object with `json_to_record`, as PostgREST does.
+/// Arguments absent from `args` are left out and take their SQL defaults.
+pub fn call_statement(rpc: &str, sig: &[(String, String)], args: Map<String, Value>) -> Call {
+    let given: Vec<(&String, &String, &Value)> = sig
         .iter()
-        .map(|(name, _)| format!("{0} => _.{0}", quote_ident(name)))
+        .filter_map(|(name, typ)| args.get(name).map(|v| (name, typ, v)))
         .collect();
-    let columns: Vec<String> = sig
+    let is_json = |typ: &str| typ == "json" || typ == "jsonb";
+    let record: Map<String, Value> = given
         .iter()
-        .map(|(name, typ)| format!("{} {typ}", quote_ident(name)))
+        .filter(|(_, typ, _)| !is_json(typ))
+        .map(|(name, _, v)| ((*name).clone(), (*v).clone()))
         .collect();
-    format!(
-        "SELECT to_jsonb(public.{}({})) AS r FROM json_to_record($1::json) AS _({})",
-        quote_ident(rpc),
-        named.join(", "),
-        columns.join(", ")
-    )
+    let mut params = Vec::new();
+    let mut columns = Vec::new();
+    if !record.is_empty() {
+        params.push(Some(Value::Object(record)));
+    }
+    let named: Vec<String> = given
+        .iter()
+        .map(|(name, typ, value)| {
+            let ident = quote_ident(name);
+            if is_json(typ) {
+                params.push((!value.is_null()).then(|| (*value).clone()));
+                format!("{ident} => ${}::{typ}", params.len())
+            } else {
+                columns.push(format!("{ident} {typ}"));
+                format!("{ident} => _.{ident}")
+            }
+        })
+        .collect();
+    let from = if columns.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " FROM json_to_record($1::json) AS _({})",
+            columns.join(", ")
+        )
+    };
+    Call {
+        sql: format!(
+            "SELECT to_jsonb(public.{}({})) AS r{from}",
+            quote_ident(rpc),
+            named.join(", ")
+        ),
+        params,
+    }
 }
 
 impl PostgresTransport {
@@ -166,15 +209,8 @@ impl Transport for PostgresTransport {
                 delivery: Delivery::Answered,
             });
         }
-        let given: Vec<&(String, String)> = sig
-            .iter()
-            .filter(|(name, _)| args.contains_key(name))
-            .collect();
-        let sql = call_statement(rpc, &given);
+        let call = call_statement(rpc, &sig, args);
         let claims = self.claims.to_string();
-        let arg = Value::Object(args);
-        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-            if given.is_empty() { vec![] } else { vec![&arg] };
         // Until COMMIT is sent nothing can have happened: failures before it are "unreached".
         let tx = client.transaction().await.map_err(|e| db_error(e, false))?;
         tx.execute(
@@ -187,7 +223,7 @@ impl Transport for PostgresTransport {
             .await
             .map_err(|e| db_error(e, false))?;
         let row = tx
-            .query_one(&sql, &params)
+            .query_one(&call.sql, &call.param_refs())
             .await
             .map_err(|e| db_error(e, false))?;
         let out: Option<Value> = row.get(0);
@@ -206,16 +242,37 @@ mod tests {
         let sig = [
             ("p".to_owned(), "integer".to_owned()),
             ("o'k".to_owned(), "json".to_owned()),
+            ("absent".to_owned(), "text".to_owned()),
         ];
-        let sql = call_statement("f", &sig.iter().collect::<Vec<_>>());
+        let args = serde_json::json!({"p": 3, "o'k": [1]});
+        let call = call_statement("f", &sig, args.as_object().unwrap().clone());
         assert_eq!(
-            sql,
-            "SELECT to_jsonb(public.\"f\"(\"p\" => _.\"p\", \"o'k\" => _.\"o'k\")) AS r \
-             FROM json_to_record($1::json) AS _(\"p\" integer, \"o'k\" json)"
+            call.sql,
+            "SELECT to_jsonb(public.\"f\"(\"p\" => _.\"p\", \"o'k\" => $2::json)) AS r \
+             FROM json_to_record($1::json) AS _(\"p\" integer)"
         );
         assert_eq!(
-            call_statement("g", &[]),
-            "SELECT to_jsonb(public.\"g\"()) AS r"
+            call.params,
+            vec![
+                Some(serde_json::json!({"p": 3})),
+                Some(serde_json::json!([1]))
+            ]
         );
+        let only_json = call_statement(
+            "h",
+            &sig,
+            serde_json::json!({"o'k": null})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        assert_eq!(
+            only_json.sql,
+            "SELECT to_jsonb(public.\"h\"(\"o'k\" => $1::json)) AS r"
+        );
+        assert_eq!(only_json.params, vec![None]);
+        let none = call_statement("g", &[], Map::new());
+        assert_eq!(none.sql, "SELECT to_jsonb(public.\"g\"()) AS r");
+        assert!(none.params.is_empty());
     }
 }

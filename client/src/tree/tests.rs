@@ -26,6 +26,15 @@ impl BodySource for MemorySource {
 }
 
 fn tree_over(base: &BTreeMap<String, Vec<u8>>, limits: Limits) -> StagedTree {
+    tree_loading_from(base, Arc::new(MemorySource(base.clone())), limits)
+}
+
+/// A tree at revision `r0` whose base is `base`, its bodies loaded from `source`.
+fn tree_loading_from(
+    base: &BTreeMap<String, Vec<u8>>,
+    source: Arc<dyn BodySource>,
+    limits: Limits,
+) -> StagedTree {
     let entries = base
         .iter()
         .map(|(p, b)| BaseEntry {
@@ -34,7 +43,6 @@ fn tree_over(base: &BTreeMap<String, Vec<u8>>, limits: Limits) -> StagedTree {
             size: b.len() as u64,
         })
         .collect();
-    let source = Arc::new(MemorySource(base.clone()));
     StagedTree::from_base(Some("r0".into()), entries, Some(source), limits)
 }
 
@@ -350,20 +358,7 @@ fn concurrent_lazy_reads_share_one_fetch() {
             loads: Default::default(),
             release: tokio::sync::Semaphore::new(0),
         });
-        let entries = base
-            .iter()
-            .map(|(p, b)| BaseEntry {
-                path: p.clone(),
-                content_hash: sha256_hex(b),
-                size: b.len() as u64,
-            })
-            .collect();
-        let tree = Arc::new(StagedTree::from_base(
-            Some("r0".into()),
-            entries,
-            Some(source.clone()),
-            Limits::default(),
-        ));
+        let tree = Arc::new(tree_loading_from(&base, source.clone(), Limits::default()));
         const READERS: usize = 8;
         let mut readers = tokio::task::JoinSet::new();
         for _ in 0..READERS {

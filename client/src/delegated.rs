@@ -1,0 +1,509 @@
+//! Delegated workspaces (cargo feature `delegation`): a job without a user session opens one
+//! workspace with a Postgres capability (see [`crate::capability::postgres`]) through a
+//! service-role transport.
+//!
+//! [`DelegatedWorkspace::open`] reads the presented claims *unverified*, only to refuse an
+//! obviously wrong request before spending the capability's nonce: the operation set must
+//! equal the expected one exactly (an extra, missing or repeated operation is
+//! `INVALID_CAPABILITY`) and hold `read`. It then exchanges the capability in the database
+//! (`supabash_exchange_capability`, which verifies everything and consumes the nonce), checks
+//! that the grant it answers is for the same workspace, subject and operations, and opens the
+//! workspace with every call carrying the grant. The database enforces the grant on each
+//! call; the guard here refuses what the grant does not allow before any call
+//! (`AUTHORIZATION`):
+//!
+//! | method | needs |
+//! |---|---|
+//! | `fs` reads, `changes`, `committed_snapshot` | `read` |
+//! | `commit` | `commit`, and `write` unless the staged changes are exactly what `restore` staged |
+//! | `discard` | nothing when clean (or only a restore is staged), else `write` |
+//! | `history`, `diff`, `read_revision` | `history` |
+//! | `restore` | `restore` |
+//! | `checkpoint`, `checkpoints`, `delete_checkpoint` | `checkpoint` |
+//! | `purge` | `purge` |
+//!
+//! [`DelegatedWorkspace::mount`] gives an agent a read-only filesystem when the grant lacks
+//! `write`. The staged tree itself ([`DelegatedWorkspace::fs`]) takes edits in memory either
+//! way; without `write` none of them can be committed or discarded. Commits record the actor
+//! `delegated:<subject>` and the grant's correlation id, whatever the options say.
+
+use crate::capability::refused;
+use crate::codec::DocumentCodec;
+use crate::error::{Result, SupabashError};
+use crate::limits::Limits;
+use crate::transport::{call, RpcError, Transport};
+use crate::tree::{StagedChange, StagedTree};
+use crate::workspace::{
+    Checkpoint, CheckpointOptions, CommitOptions, Diff, DiffSide, HistoryPage, PurgeOptions,
+    PurgeReport, Restored, RevisionTree, Snapshot, Workspace,
+};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::sync::{Arc, Mutex};
+use supabash_core::capability::{parse_compact, Operation, OperationSet, PostgresClaims, Reason};
+use supabash_core::wire::CommitResult;
+use supabash_core::ErrorCode;
+
+/// The RPC that trades a capability for a grant.
+const EXCHANGE_RPC: &str = "supabash_exchange_capability";
+
+/// What the database granted, frozen at the exchange: the answer of
+/// `supabash_exchange_capability`, never the presented claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delegation {
+    workspace_id: String,
+    subject: String,
+    operations: OperationSet,
+    correlation_id: Option<String>,
+    expires_at: String,
+}
+
+impl Delegation {
+    /// The one workspace the grant opens.
+    pub fn workspace_id(&self) -> &str {
+        &self.workspace_id
+    }
+
+    /// The capability's subject (the job acting).
+    pub fn subject(&self) -> &str {
+        &self.subject
+    }
+
+    /// The actor every commit records: `delegated:<subject>`.
+    pub fn actor(&self) -> String {
+        format!("delegated:{}", self.subject)
+    }
+
+    /// The operations the grant allows.
+    pub fn operations(&self) -> &OperationSet {
+        &self.operations
+    }
+
+    /// The correlation id every commit records.
+    pub fn correlation_id(&self) -> Option<&str> {
+        self.correlation_id.as_deref()
+    }
+
+    /// When the grant expires (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, UTC).
+    pub fn expires_at(&self) -> &str {
+        &self.expires_at
+    }
+}
+
+/// The exchange's answer.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Exchanged {
+    delegated_grant: String,
+    workspace_id: String,
+    actor_subject: String,
+    operations: Vec<String>,
+    correlation_id: Option<String>,
+    expires_at: String,
+}
+
+/// A transport that adds the grant to every call. Never prints the grant.
+struct GrantTransport {
+    inner: Arc<dyn Transport>,
+    grant: String,
+}
+
+#[async_trait::async_trait]
+impl Transport for GrantTransport {
+    async fn call(&self, rpc: &str, mut args: Map<String, Value>) -> Result<Value, RpcError> {
+        args.insert("delegated_grant".into(), Value::String(self.grant.clone()));
+        self.inner.call(rpc, args).await
+    }
+}
+
+/// The presented claims, read without verifying the signature, if they ask for exactly
+/// `expected` (which must hold `read`).
+fn presented_claims(capability: &str, expected: &OperationSet) -> Result<PostgresClaims> {
+    let check = || {
+        let compact = parse_compact(capability, crate::capability::postgres::ALGORITHM)?;
+        let claims = PostgresClaims::from_map(compact.claims)?;
+        let operations = claims.check_shape()?;
+        if !operations.contains(Operation::Read) || operations != *expected {
+            return Err(Reason::Operations.into());
+        }
+        Ok(claims)
+    };
+    check().map_err(refused)
+}
+
+fn mismatch() -> SupabashError {
+    SupabashError::new(
+        ErrorCode::InvalidCapability,
+        "the database granted something other than the capability asked for",
+    )
+}
+
+fn denied(op: Operation, granted: &OperationSet) -> SupabashError {
+    SupabashError::new(
+        ErrorCode::Authorization,
+        format!(
+            "the delegated capability does not allow {op} (it allows {})",
+            granted.to_wire().join(", ")
+        ),
+    )
+}
+
+/// A workspace opened with a capability: every method checks the grant's operations first.
+pub struct DelegatedWorkspace {
+    workspace: Workspace,
+    delegation: Delegation,
+    /// The changes the last restore staged (committable without `write`).
+    restored: Mutex<Option<Vec<StagedChange>>>,
+}
+
+impl DelegatedWorkspace {
+    /// Exchanges `capability` through `service` (a transport holding the service-role key) and
+    /// opens its workspace. `expected` is the exact operation set the caller means to use; a
+    /// capability for any other set, or without `read`, is refused with `INVALID_CAPABILITY`
+    /// before the exchange, so its nonce stays unspent. The exchange's own refusals are
+    /// `INVALID_CAPABILITY` or `EXPIRED_CAPABILITY`.
+    pub async fn open(
+        service: Arc<dyn Transport>,
+        capability: &str,
+        expected: &OperationSet,
+        limits: Limits,
+    ) -> Result<Self> {
+        let claims = presented_claims(capability, expected)?;
+        let answer = call(
+            service.as_ref(),
+            EXCHANGE_RPC,
+            json!({ "capability": capability }),
+        )
+        .await?;
+        let exchanged: Exchanged = serde_json::from_value(answer).map_err(|e| {
+            SupabashError::new(
+                ErrorCode::Storage,
+                format!("{EXCHANGE_RPC} answered an unexpected shape"),
+            )
+            .with_source(e)
+        })?;
+        let operations = OperationSet::from_wire(&exchanged.operations).map_err(|_| mismatch())?;
+        if exchanged.workspace_id != claims.binding.workspace
+            || exchanged.actor_subject != claims.common.sub
+            || exchanged.correlation_id != claims.common.cid
+            || operations != *expected
+        {
+            return Err(mismatch());
+        }
+        let delegation = Delegation {
+            workspace_id: exchanged.workspace_id,
+            subject: exchanged.actor_subject,
+            operations,
+            correlation_id: exchanged.correlation_id,
+            expires_at: exchanged.expires_at,
+        };
+        let transport = Arc::new(GrantTransport {
+            inner: service,
+            grant: exchanged.delegated_grant,
+        });
+        let workspace = Workspace::open(transport, &delegation.workspace_id, limits).await?;
+        Ok(DelegatedWorkspace {
+            workspace,
+            delegation,
+            restored: Mutex::default(),
+        })
+    }
+
+    /// Uses `codec` for commits and diffs (see [`Workspace::with_codec`]).
+    pub fn with_codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
+        self.workspace = self.workspace.with_codec(codec);
+        self
+    }
+
+    fn require(&self, op: Operation) -> Result<()> {
+        if self.delegation.operations.contains(op) {
+            Ok(())
+        } else {
+            Err(denied(op, &self.delegation.operations))
+        }
+    }
+
+    /// Whether the staged changes need `write`: some exist and they are not exactly what the
+    /// last restore staged.
+    fn needs_write(&self) -> Result<bool> {
+        let changes = self.workspace.changes()?;
+        let restored = self.restored.lock().expect("restored lock");
+        Ok(!changes.is_empty() && restored.as_ref() != Some(&changes))
+    }
+
+    /// What the database granted.
+    pub fn delegation(&self) -> &Delegation {
+        &self.delegation
+    }
+
+    /// The workspace id.
+    pub fn id(&self) -> &str {
+        self.workspace.id()
+    }
+
+    /// The staged tree (see the module notes on `write`). An agent should get
+    /// [`Self::mount`] instead, which is read-only without `write`.
+    pub fn fs(&self) -> &Arc<StagedTree> {
+        self.workspace.fs()
+    }
+
+    /// The workspace as an agent mount at `mount_point` (cargo feature `agent`): the writable
+    /// staged tree when the grant allows `write`; otherwise a read-only snapshot of the
+    /// committed base revision (within `limits`), on which every change is `POLICY_DENIED`.
+    #[cfg(feature = "agent")]
+    pub async fn mount(
+        &self,
+        mount_point: &str,
+        view: Option<crate::agent::ViewSpec>,
+        limits: crate::agent::SnapshotLimits,
+    ) -> crate::tree::FsResult<crate::agent::Mount> {
+        use crate::agent::{Mount, SharedSnapshot};
+        if self.delegation.operations.contains(Operation::Write) {
+            return Mount::workspace(mount_point, &self.workspace, view);
+        }
+        let snapshot = SharedSnapshot::from_workspace(&self.workspace, self.id(), limits).await?;
+        Mount::snapshot(mount_point, Arc::new(snapshot), view)
+    }
+
+    /// The revision the staged tree is based on.
+    pub fn base_revision(&self) -> Option<String> {
+        self.workspace.base_revision()
+    }
+
+    /// The staged changes against the base revision.
+    pub fn changes(&self) -> Result<Vec<StagedChange>> {
+        self.workspace.changes()
+    }
+
+    /// Throws away staged edits; needs `write` unless clean or only a restore is staged.
+    pub fn discard(&self) -> Result<()> {
+        if self.needs_write()? {
+            self.require(Operation::Write)?;
+        }
+        self.workspace.discard()?;
+        *self.restored.lock().expect("restored lock") = None;
+        Ok(())
+    }
+
+    /// Commits (needs `commit`, and `write` for edits other than a staged restore). The actor
+    /// and correlation id are the grant's, whatever `options` say.
+    pub async fn commit(&self, options: CommitOptions) -> Result<CommitResult> {
+        self.require(Operation::Commit)?;
+        if self.needs_write()? {
+            self.require(Operation::Write)?;
+        }
+        let options = CommitOptions {
+            actor: self.delegation.actor(),
+            correlation_id: self.delegation.correlation_id.clone(),
+            ..options
+        };
+        let result = self.workspace.commit(options).await?;
+        *self.restored.lock().expect("restored lock") = None;
+        Ok(result)
+    }
+
+    /// One page of history (needs `history`).
+    pub async fn history(
+        &self,
+        cursor: Option<&str>,
+        page_size: Option<usize>,
+    ) -> Result<HistoryPage> {
+        self.require(Operation::History)?;
+        self.workspace.history(cursor, page_size).await
+    }
+
+    /// Compares two sides (needs `history`).
+    pub async fn diff(
+        &self,
+        from: DiffSide,
+        to: DiffSide,
+        paths: Option<Vec<String>>,
+        preview_bytes: Option<usize>,
+    ) -> Result<Diff> {
+        self.require(Operation::History)?;
+        self.workspace.diff(from, to, paths, preview_bytes).await
+    }
+
+    /// An old revision's receipt and files (needs `history`).
+    pub async fn read_revision(&self, revision: &str) -> Result<RevisionTree> {
+        self.require(Operation::History)?;
+        self.workspace.read_revision(revision).await
+    }
+
+    /// Stages the tree of an old revision (needs `restore`); committing it then needs
+    /// `commit` but not `write`.
+    pub async fn restore(&self, revision: &str) -> Result<Restored> {
+        self.require(Operation::Restore)?;
+        let restored = self.workspace.restore(revision).await?;
+        *self.restored.lock().expect("restored lock") = Some(restored.changes.clone());
+        Ok(restored)
+    }
+
+    /// The committed tree at the base revision (needs `read`).
+    pub async fn committed_snapshot(&self) -> Result<Snapshot> {
+        self.require(Operation::Read)?;
+        self.workspace.committed_snapshot().await
+    }
+
+    /// Pins a revision (needs `checkpoint`).
+    pub async fn checkpoint(&self, options: CheckpointOptions) -> Result<Checkpoint> {
+        self.require(Operation::Checkpoint)?;
+        self.workspace.checkpoint(options).await
+    }
+
+    /// Every checkpoint (needs `checkpoint`).
+    pub async fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
+        self.require(Operation::Checkpoint)?;
+        self.workspace.checkpoints().await
+    }
+
+    /// Deletes a checkpoint (needs `checkpoint`).
+    pub async fn delete_checkpoint(&self, checkpoint_id: &str) -> Result<()> {
+        self.require(Operation::Checkpoint)?;
+        self.workspace.delete_checkpoint(checkpoint_id).await
+    }
+
+    /// Drops old revisions (needs `purge`).
+    pub async fn purge(&self, options: PurgeOptions) -> Result<PurgeReport> {
+        self.require(Operation::Purge)?;
+        self.workspace.purge(options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capability::PostgresSigner;
+    use crate::transport::Delivery;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use supabash_core::capability::{b64_encode, signing_input, Header};
+
+    const WS: &str = "0b6f3c2e-9a41-4d7e-8c55-1f2a3b4c5d6e";
+
+    /// A test server for the transport contract: counts calls and refuses them all.
+    #[derive(Default)]
+    struct Refusing(AtomicUsize);
+
+    #[async_trait::async_trait]
+    impl Transport for Refusing {
+        async fn call(&self, _: &str, _: Map<String, Value>) -> Result<Value, RpcError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(RpcError::transport(Delivery::Unreached, "test server"))
+        }
+    }
+
+    fn set(ops: &[Operation]) -> OperationSet {
+        OperationSet::new(ops.iter().copied()).unwrap()
+    }
+
+    fn signer() -> PostgresSigner {
+        PostgresSigner::new("k", &b64_encode(&[3u8; 32]), "i", "a", "o").unwrap()
+    }
+
+    async fn open_err(token: &str, expected: &OperationSet) -> (SupabashError, usize) {
+        let server = Arc::new(Refusing::default());
+        let e = DelegatedWorkspace::open(server.clone(), token, expected, Limits::default())
+            .await
+            .err()
+            .expect("refused");
+        (e, server.0.load(Ordering::SeqCst))
+    }
+
+    #[tokio::test]
+    async fn a_wrong_operation_set_is_refused_before_any_call() {
+        let read_commit = set(&[Operation::Read, Operation::Commit]);
+        let token = signer().mint("job", WS, &read_commit, 60, None).unwrap();
+        for expected in [
+            set(&[Operation::Read]),
+            set(&[Operation::Read, Operation::Commit, Operation::Write]),
+            set(&[Operation::Read, Operation::Purge]),
+        ] {
+            let (e, calls) = open_err(&token, &expected).await;
+            assert_eq!(e.code, ErrorCode::InvalidCapability, "{expected:?}");
+            assert_eq!(calls, 0);
+            assert!(!e.to_string().contains(&token));
+        }
+        // The right set reaches the exchange.
+        let (e, calls) = open_err(&token, &read_commit).await;
+        assert_eq!((e.code, calls), (ErrorCode::Storage, 1));
+    }
+
+    #[tokio::test]
+    async fn read_is_required_and_duplicates_are_refused() {
+        let commit = set(&[Operation::Commit]);
+        let token = signer().mint("job", WS, &commit, 60, None).unwrap();
+        let (e, calls) = open_err(&token, &commit).await;
+        assert_eq!((e.code, calls), (ErrorCode::InvalidCapability, 0));
+
+        let mut claims = signer().claims("job", WS, &set(&[Operation::Read]), 1, 60, None);
+        claims.common.ops = vec!["read".into(), "read".into()];
+        let header = Header {
+            alg: "HS256".into(),
+            kid: "k".into(),
+            typ: None,
+        };
+        let token = format!(
+            "{}.{}",
+            signing_input(&header, &claims.to_json()),
+            b64_encode(b"x")
+        );
+        let (e, calls) = open_err(&token, &set(&[Operation::Read])).await;
+        assert_eq!((e.code, calls), (ErrorCode::InvalidCapability, 0));
+
+        for garbage in ["", "a.b", "a.b.c", "e30.e30.e30"] {
+            let (e, calls) = open_err(garbage, &set(&[Operation::Read])).await;
+            assert_eq!(
+                (e.code, calls),
+                (ErrorCode::InvalidCapability, 0),
+                "{garbage}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        /// Arbitrary input, and any token with one claims byte changed, never panics the
+        /// unverified reader; only an intact token for the expected set passes it.
+        #[test]
+        fn the_unverified_reader_never_panics(
+            junk in "\\PC{0,200}",
+            flip in 0usize..400,
+            byte in proptest::prelude::any::<u8>(),
+        ) {
+            let read = set(&[Operation::Read]);
+            proptest::prop_assert!(presented_claims(&junk, &read).is_err());
+            let token = signer().mint("job", WS, &read, 60, None).unwrap();
+            proptest::prop_assert!(presented_claims(&token, &read).is_ok());
+            let mut bytes = token.clone().into_bytes();
+            let i = flip % bytes.len();
+            bytes[i] = byte;
+            if let Ok(changed) = String::from_utf8(bytes) {
+                let _ = presented_claims(&changed, &read);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_grant_rides_on_every_call_and_replaces_a_forged_one() {
+        #[derive(Default)]
+        struct Recording(Mutex<Vec<Map<String, Value>>>);
+        #[async_trait::async_trait]
+        impl Transport for Recording {
+            async fn call(&self, _: &str, args: Map<String, Value>) -> Result<Value, RpcError> {
+                self.0.lock().unwrap().push(args);
+                Ok(Value::Null)
+            }
+        }
+        let inner = Arc::new(Recording::default());
+        let t = GrantTransport {
+            inner: inner.clone(),
+            grant: "g-123".into(),
+        };
+        let mut args = Map::new();
+        args.insert("delegated_grant".into(), json!("forged"));
+        t.call("supabash_history", args).await.unwrap();
+        assert_eq!(
+            inner.0.lock().unwrap()[0]["delegated_grant"],
+            json!("g-123")
+        );
+    }
+}

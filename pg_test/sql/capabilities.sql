@@ -1,0 +1,139 @@
+-- Scenario: delegated capabilities.
+--
+-- A trusted issuer (a host's job scheduler) signs an HS256 token with a secret only the
+-- database holds; service_role exchanges it for a short-lived grant bound to one workspace and
+-- an exact operation set; every RPC then accepts that grant, and only for what it allows.
+-- Minting here uses pgt.mint (pgcrypto's hmac), as any language with HMAC-SHA256 can.
+\pset tuples_only on
+\pset format unaligned
+\set alice '{"role":"authenticated","sub":"a11ce000-0000-4000-8000-00000000000a","aud":"authenticated"}'
+\set bob '{"role":"authenticated","sub":"b0b00000-0000-4000-8000-00000000000b","aud":"authenticated"}'
+\set anon '{"role":"anon"}'
+\set service '{"role":"service_role"}'
+
+-- The database owner registers a verifier; the secret comes back once (kept, not printed).
+INSERT INTO pgt.names VALUES ('secret', supabash_register_capability_verifier(
+  key_id => 'jobs-2026', issuer => 'https://jobs.example', audience => 'supabash',
+  origin => 'https://project.example'));
+SELECT length(pgt.id('secret')) AS secret_chars;
+-- Nobody else may register, rotate or revoke, nor read the secret.
+BEGIN;
+SET LOCAL request.jwt.claims = :'service';
+SET LOCAL ROLE service_role;
+SELECT pgt.try($$SELECT to_jsonb(supabash_register_capability_verifier('evil', 'i', 'a', 'o'))$$);
+SELECT pgt.try($$SELECT to_jsonb(supabash_revoke_capability_verifier('jobs-2026'))$$);
+SELECT pgt.try($$SELECT to_jsonb(count(*)) FROM supabash.capability_secrets$$);
+ROLLBACK;
+
+-- Alice's workspace with one file; bob's workspace.
+BEGIN;
+SET LOCAL request.jwt.claims = :'alice';
+SET LOCAL ROLE authenticated;
+SELECT pgt.keep('ws', supabash_create_workspace(), 'workspaceId') IS NOT NULL AS created;
+SELECT pgt.keep('r1', supabash_commit(workspace_id => pgt.id('ws'), actor => 'alice',
+  changes => '[{"op": "upsert", "path": "/report.md", "text": "draft"}]'), 'receipt', 'revision') IS NOT NULL AS committed;
+COMMIT;
+BEGIN;
+SET LOCAL request.jwt.claims = :'bob';
+SET LOCAL ROLE authenticated;
+SELECT pgt.keep('bobs', supabash_create_workspace(), 'workspaceId') IS NOT NULL AS created;
+COMMIT;
+
+-- Tokens: header {alg HS256, kid}; claims bind issuer, audience, origin, schema version, the
+-- backend and workspace, the actor subject, the operations, a single-use nonce, a correlation
+-- id, and a lifetime within the verifier's maximum (900 s) and clock skew (60 s).
+CREATE TEMP TABLE tokens (name text PRIMARY KEY, token text);
+GRANT SELECT ON tokens TO service_role, authenticated, anon;
+CREATE FUNCTION pg_temp.claims(nonce text, extra jsonb DEFAULT '{}') RETURNS jsonb
+LANGUAGE sql AS $$
+  SELECT jsonb_build_object('ver', 1, 'iss', 'https://jobs.example', 'aud', 'supabash',
+    'origin', 'https://project.example', 'backend', 'postgres', 'workspace', pgt.id('ws'),
+    'sub', 'nightly-report', 'ops', jsonb_build_array('read', 'commit'), 'cid', 'job-42',
+    'nonce', nonce, 'iat', floor(extract(epoch FROM now()))::bigint - 5,
+    'exp', floor(extract(epoch FROM now()))::bigint + 300) || extra
+$$;
+INSERT INTO tokens SELECT name, pgt.mint(coalesce(secret, pgt.id('secret')), header, pg_temp.claims(nonce, extra))
+FROM (VALUES
+  ('valid', NULL, '{"alg":"HS256","kid":"jobs-2026","typ":"JWT"}'::jsonb, 'nonce-valid-000000001', '{}'::jsonb),
+  ('forged', 'QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE', '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-forged-00000001', '{}'),
+  ('expired', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-expired-0000001',
+     jsonb_build_object('iat', floor(extract(epoch FROM now()))::bigint - 900, 'exp', floor(extract(epoch FROM now()))::bigint - 120)),
+  ('future', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-future-00000001',
+     jsonb_build_object('iat', floor(extract(epoch FROM now()))::bigint + 600, 'exp', floor(extract(epoch FROM now()))::bigint + 900)),
+  ('too long', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-toolong-0000001',
+     jsonb_build_object('exp', floor(extract(epoch FROM now()))::bigint + 3600)),
+  ('unknown key', NULL, '{"alg":"HS256","kid":"jobs-1999"}', 'nonce-unknownkey-0001', '{}'),
+  ('EdDSA header', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-eddsa-000000001', '{}'),
+  ('schema version 2', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-version-0000001', '{"ver": 2}'),
+  ('other backend', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-backend-0000001', '{"backend": "storage"}'),
+  ('other origin', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-origin-00000001', '{"origin": "https://other.example"}'),
+  ('unknown operation', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-ops-00000000001', '{"ops": ["read", "sudo"]}'),
+  ('repeated operation', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-ops-00000000002', '{"ops": ["read", "read"]}'),
+  ('unknown workspace', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-workspace-00001', '{"workspace": "00000000-0000-4000-8000-000000000000"}')
+) AS t(name, secret, header, nonce, extra);
+-- A token whose claims were edited after signing (more operations), and one cut short.
+INSERT INTO tokens SELECT 'tampered', split_part(token, '.', 1) || '.'
+  || pgt.b64url(convert_to(pg_temp.claims('nonce-valid-000000001', '{"ops": ["read", "commit", "purge"]}')::text, 'UTF8'))
+  || '.' || split_part(token, '.', 3) FROM tokens WHERE name = 'valid';
+INSERT INTO tokens VALUES ('not a token', 'abc.def');
+
+-- anon and users cannot exchange at all.
+BEGIN;
+SET LOCAL request.jwt.claims = :'alice';
+SET LOCAL ROLE authenticated;
+SELECT pgt.try($$SELECT supabash_exchange_capability((SELECT token FROM tokens WHERE name = 'valid'))$$);
+ROLLBACK;
+BEGIN;
+SET LOCAL request.jwt.claims = :'anon';
+SET LOCAL ROLE anon;
+SELECT pgt.try($$SELECT supabash_exchange_capability((SELECT token FROM tokens WHERE name = 'valid'))$$);
+ROLLBACK;
+
+-- service_role exchanges: only expiry is told apart; every other refusal says the same.
+BEGIN;
+SET LOCAL request.jwt.claims = :'service';
+SET LOCAL ROLE service_role;
+SELECT name, pgt.try(format('SELECT supabash_exchange_capability(%L)', token))
+  FROM tokens WHERE name NOT IN ('valid', 'tampered') ORDER BY name;
+SELECT pgt.show(pgt.keep('grant', supabash_exchange_capability((SELECT token FROM tokens WHERE name = 'valid')),
+  'delegatedGrant') - 'delegatedGrant');
+-- The same token again (replay), and with its claims edited: refused.
+SELECT 'replayed', pgt.try($$SELECT supabash_exchange_capability((SELECT token FROM tokens WHERE name = 'valid'))$$);
+SELECT 'tampered', pgt.try($$SELECT supabash_exchange_capability((SELECT token FROM tokens WHERE name = 'tampered'))$$);
+COMMIT;
+
+-- Delegated calls: the grant opens alice's workspace for read and commit only; the commit is
+-- recorded under the grant's subject and correlation id, whatever the caller sends.
+BEGIN;
+SET LOCAL request.jwt.claims = :'service';
+SET LOCAL ROLE service_role;
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws'), delegated_grant => pgt.id('grant')) -> 'files');
+SELECT pgt.show(supabash_commit(workspace_id => pgt.id('ws'), delegated_grant => pgt.id('grant'),
+  base_revision => pgt.id('r1'), actor => 'claims-to-be-alice', correlation_id => 'forged',
+  changes => '[{"op": "upsert", "path": "/report.md", "text": "final"}]') -> 'receipt');
+SELECT rpc, pgt.try(call) FROM (VALUES
+  ('history (not granted)', format('SELECT supabash_history(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), pgt.id('grant'))),
+  ('purge (not granted)', format('SELECT supabash_purge(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), pgt.id('grant'))),
+  ('checkpoint (not granted)', format('SELECT supabash_checkpoint(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), pgt.id('grant'))),
+  ('another workspace', format('SELECT supabash_load_manifest(workspace_id => %L, delegated_grant => %L)', pgt.id('bobs'), pgt.id('grant'))),
+  ('a made-up grant', format('SELECT supabash_load_manifest(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')),
+  ('no grant', format('SELECT supabash_load_manifest(workspace_id => %L)', pgt.id('ws')))
+) AS t(rpc, call);
+COMMIT;
+
+-- A user session may not present a grant.
+BEGIN;
+SET LOCAL request.jwt.claims = :'alice';
+SET LOCAL ROLE authenticated;
+SELECT pgt.try(format('SELECT supabash_load_manifest(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), pgt.id('grant')));
+ROLLBACK;
+
+-- Revocation removes the secret and the grants minted with it.
+SELECT supabash_revoke_capability_verifier('jobs-2026') AS revoked;
+BEGIN;
+SET LOCAL request.jwt.claims = :'service';
+SET LOCAL ROLE service_role;
+SELECT pgt.try(format('SELECT supabash_load_manifest(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), pgt.id('grant')));
+SELECT pgt.try(format('SELECT supabash_exchange_capability(%L)',
+  pgt.mint(pgt.id('secret'), '{"alg":"HS256","kid":"jobs-2026"}', pg_temp.claims('nonce-after-revoke-01'))));
+ROLLBACK;

@@ -1,0 +1,104 @@
+//! Capability helpers for the end-to-end tests: register and revoke verifiers as the database
+//! owner, forge HS256 tokens the signer refuses to mint (any header, any claims), and read the
+//! server log to check that no secret ends up in it.
+
+use crate::Cluster;
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+use supabash_core::capability::b64_encode;
+
+/// Registers (or rotates) verifier `kid` as the database owner with the default clock skew
+/// and maximum lifetime; returns the new secret.
+pub fn register(
+    cluster: &Cluster,
+    kid: &str,
+    issuer: &str,
+    audience: &str,
+    origin: &str,
+) -> String {
+    let sql = format!(
+        "SELECT supabash_register_capability_verifier({}, {}, {}, {})",
+        quote(kid),
+        quote(issuer),
+        quote(audience),
+        quote(origin)
+    );
+    cluster.psql("app", &sql).trim().to_owned()
+}
+
+/// [`register`] with a clock skew and a maximum lifetime, in seconds.
+pub fn register_with(
+    cluster: &Cluster,
+    kid: &str,
+    (issuer, audience, origin): (&str, &str, &str),
+    skew_secs: i32,
+    max_lifetime_secs: i32,
+) -> String {
+    let sql = format!(
+        "SELECT supabash_register_capability_verifier({}, {}, {}, {}, {skew_secs}, {max_lifetime_secs})",
+        quote(kid),
+        quote(issuer),
+        quote(audience),
+        quote(origin)
+    );
+    cluster.psql("app", &sql).trim().to_owned()
+}
+
+/// Revokes verifier `kid` as the database owner; whether it existed.
+pub fn revoke(cluster: &Cluster, kid: &str) -> bool {
+    let out = cluster.psql(
+        "app",
+        &format!("SELECT supabash_revoke_capability_verifier({})", quote(kid)),
+    );
+    out.trim() == "t"
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// A compact JWS over exactly `header` and `claims`, signed HS256 with `secret` (unpadded
+/// base64url, as registration returns it).
+pub fn forge(secret: &str, header: &Value, claims: &Value) -> String {
+    use base64::Engine;
+    let key = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(secret)
+        .expect("a base64url secret");
+    let input = format!(
+        "{}.{}",
+        b64_encode(header.to_string().as_bytes()),
+        b64_encode(claims.to_string().as_bytes())
+    );
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).expect("any key length");
+    mac.update(input.as_bytes());
+    format!("{input}.{}", b64_encode(&mac.finalize().into_bytes()))
+}
+
+/// Replaces the claims of `token` with `claims`, keeping its header and signature.
+pub fn with_claims(token: &str, claims: &Value) -> String {
+    let mut parts = token.split('.');
+    let header = parts.next().expect("header");
+    let _ = parts.next();
+    let signature = parts.next().expect("signature");
+    format!(
+        "{header}.{}.{signature}",
+        b64_encode(claims.to_string().as_bytes())
+    )
+}
+
+/// The claims of `token` as JSON (unverified).
+pub fn claims_of(token: &str) -> Value {
+    use base64::Engine;
+    let part = token.split('.').nth(1).expect("claims");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .expect("base64url claims");
+    serde_json::from_slice(&bytes).expect("JSON claims")
+}
+
+/// Everything the server has logged so far (the cluster's `server.log`).
+pub fn server_log(cluster: &Cluster) -> String {
+    let bytes = std::fs::read(cluster.dir.join("server.log")).expect("read the server log");
+    String::from_utf8_lossy(&bytes).into_owned()
+}

@@ -1,0 +1,1313 @@
+//! Delegated capabilities under attack.
+//!
+//! Every RPC is tried as the owner, another user, anon, service_role without a grant, and with
+//! grants that are unknown, expired, for another workspace or lacking the operation; every
+//! exchange is tried with capabilities that are forged, tampered (sub, workspace, ops, exp),
+//! expired, issued in the future, replayed, for another or an unknown workspace, signed with a
+//! revoked or rotated-away key, with an EdDSA or `none` header, with a wrong schema version and
+//! with every other broken claim; register and revoke are tried by each PostgREST role; every
+//! private table is tried directly by each PostgREST role. Each test counts attempts, denials
+//! and expected successes, prints them and requires zero leaks. No error (message, detail,
+//! hint) and nothing in the server log may contain a token, a grant or a secret.
+
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::{SystemTime, UNIX_EPOCH};
+use supabash::capability::{new_nonce, PostgresSigner};
+use supabash_core::capability::{b64_encode, Operation, OperationSet};
+use supabash_tests::capability::{
+    claims_of, forge, register, register_with, revoke, server_log, with_claims,
+};
+use supabash_tests::support::{admin, fingerprint, marker};
+use supabash_tests::{Caller, Cluster, DbError, Rest};
+
+const ISS: &str = "https://issuer.test";
+const AUD: &str = "supabash";
+const ORIGIN: &str = "https://project.test";
+
+const INVALID: &str = "SUPABASH_INVALID_CAPABILITY";
+const EXPIRED: &str = "SUPABASH_EXPIRED_CAPABILITY";
+const DENIED: &str = "SUPABASH_WORKSPACE_DENIED";
+
+const EXCHANGE: &str = "supabash_exchange_capability";
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn ops(list: &[Operation]) -> OperationSet {
+    OperationSet::new(list.iter().copied()).unwrap()
+}
+
+fn all_ops() -> OperationSet {
+    ops(&Operation::ALL)
+}
+
+/// A registered verifier and a signer holding its secret.
+struct Verifier {
+    kid: String,
+    secret: String,
+    signer: PostgresSigner,
+}
+
+fn verifier(cluster: &Cluster, kid: &str) -> Verifier {
+    let secret = register(cluster, kid, ISS, AUD, ORIGIN);
+    assert_eq!(
+        secret.len(),
+        43,
+        "32 bytes, unpadded base64url: {}",
+        secret.len()
+    );
+    Verifier {
+        kid: kid.to_owned(),
+        signer: PostgresSigner::new(kid, &secret, ISS, AUD, ORIGIN).unwrap(),
+        secret,
+    }
+}
+
+/// A verifier with no clock skew and a maximum lifetime of 60 s.
+fn strict_verifier(cluster: &Cluster, kid: &str) -> Verifier {
+    let secret = register_with(cluster, kid, (ISS, AUD, ORIGIN), 0, 60);
+    Verifier {
+        kid: kid.to_owned(),
+        signer: PostgresSigner::new(kid, &secret, ISS, AUD, ORIGIN).unwrap(),
+        secret,
+    }
+}
+
+/// Texts that must never appear in an error or in the server log.
+#[derive(Default)]
+struct Secrets(Vec<String>);
+
+impl Secrets {
+    fn add(&mut self, s: &str) {
+        if s.len() >= 16 {
+            self.0.push(s.to_owned());
+        }
+    }
+
+    /// A token and its signature part.
+    fn token(&mut self, t: &str) {
+        self.add(t);
+        if let Some(sig) = t.rsplit('.').next() {
+            self.add(sig);
+        }
+    }
+
+    fn found_in(&self, text: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|s| text.contains(s.as_str()))
+            .map(String::as_str)
+    }
+}
+
+/// Attempts, denials and expected successes of one test.
+#[derive(Default)]
+struct Tally {
+    attempts: usize,
+    denials: usize,
+    successes: usize,
+    /// Attempts that should have been denied and were not (or not as required).
+    leaks: Vec<String>,
+    /// Calls that should have succeeded and did not.
+    failures: Vec<String>,
+    /// Every distinct (message, detail, hint) of an invalid-capability refusal.
+    invalid_texts: BTreeSet<String>,
+    secrets: Secrets,
+}
+
+fn error_text(e: &DbError) -> String {
+    format!(
+        "{} | {} | {}",
+        e.message,
+        e.detail.as_deref().unwrap_or(""),
+        e.hint.as_deref().unwrap_or("")
+    )
+}
+
+impl Tally {
+    /// Counts an attempt that must fail with 42501 (and `want`, when given).
+    fn deny(&mut self, what: &str, r: Result<Value, DbError>, want: Option<&str>) {
+        self.deny_as(what, r, "42501", want);
+    }
+
+    /// Counts an attempt that must fail with SQLSTATE `code` (and marker `want`, when given).
+    fn deny_as(&mut self, what: &str, r: Result<Value, DbError>, code: &str, want: Option<&str>) {
+        self.attempts += 1;
+        match r {
+            Ok(v) => self.leaks.push(format!("{what}: answered {v}")),
+            Err(e) => {
+                let text = error_text(&e);
+                if let Some(s) = self.secrets.found_in(&text) {
+                    self.leaks.push(format!(
+                        "{what}: the error shows a secret ({} chars)",
+                        s.len()
+                    ));
+                } else if e.code == code && want.is_none_or(|m| marker(&e) == Some(m)) {
+                    self.denials += 1;
+                    if marker(&e) == Some(INVALID) {
+                        self.invalid_texts.insert(text);
+                    }
+                } else {
+                    self.leaks
+                        .push(format!("{what}: {e} (expected {code} {want:?})"));
+                }
+            }
+        }
+    }
+
+    /// Counts a call that must succeed; returns its answer.
+    fn allow(&mut self, what: &str, r: Result<Value, DbError>) -> Option<Value> {
+        match r {
+            Ok(v) => {
+                self.successes += 1;
+                Some(v)
+            }
+            Err(e) => {
+                self.failures.push(format!("{what}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn finish(&self, what: &str, cluster: &Cluster) {
+        eprintln!(
+            "{what}: {} attempts, {} denied, {} leaks; {} expected successes, {} failed",
+            self.attempts,
+            self.denials,
+            self.leaks.len(),
+            self.successes,
+            self.failures.len()
+        );
+        assert!(
+            self.leaks.is_empty(),
+            "{what} leaked:\n{}",
+            self.leaks.join("\n")
+        );
+        assert!(
+            self.failures.is_empty(),
+            "{what}: calls that should succeed failed:\n{}",
+            self.failures.join("\n")
+        );
+        assert_eq!(self.attempts, self.denials, "{what}");
+        assert!(self.attempts > 0);
+        assert!(
+            self.invalid_texts.len() <= 1,
+            "invalid capabilities must all read the same: {:#?}",
+            self.invalid_texts
+        );
+        let log = server_log(cluster);
+        if !self.invalid_texts.is_empty() {
+            assert!(
+                log.contains(INVALID),
+                "the refusals were logged (else this check is empty)"
+            );
+        }
+        assert!(
+            self.secrets.found_in(&log).is_none(),
+            "{what}: the server log holds a token, grant or secret"
+        );
+    }
+}
+
+/// A workspace of a fresh owner with two revisions and a checkpoint.
+struct Ws {
+    id: String,
+    owner: Caller,
+    r1: String,
+}
+
+async fn workspace(rest: &mut Rest) -> Ws {
+    let owner = Caller::new_user();
+    let id = rest
+        .call(&owner, "supabash_create_workspace", json!({}))
+        .await
+        .unwrap()["workspaceId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r1 = rest
+        .call(
+            &owner,
+            "supabash_commit",
+            json!({ "workspace_id": id, "actor": "owner", "changes": [
+                {"op": "upsert", "path": "/secret.md", "text": "owner only"},
+                {"op": "upsert", "path": "/b.md", "text": "b"}]}),
+        )
+        .await
+        .unwrap()["receipt"]["revision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    rest.call(
+        &owner,
+        "supabash_commit",
+        json!({ "workspace_id": id, "actor": "owner", "base_revision": r1, "changes": [
+            {"op": "upsert", "path": "/secret.md", "text": "owner only, v2"}]}),
+    )
+    .await
+    .unwrap();
+    Ws { id, owner, r1 }
+}
+
+/// The head revision and a checkpoint id (made when none is left) of `ws`, as the owner sees
+/// them now.
+async fn current(rest: &mut Rest, ws: &Ws) -> (String, String) {
+    let head = rest
+        .call(
+            &ws.owner,
+            "supabash_load_manifest",
+            json!({ "workspace_id": ws.id }),
+        )
+        .await
+        .unwrap()["revision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cps = rest
+        .call(
+            &ws.owner,
+            "supabash_checkpoints",
+            json!({ "workspace_id": ws.id }),
+        )
+        .await
+        .unwrap();
+    let cp = match cps.as_array().and_then(|a| a.first()) {
+        Some(c) => c["checkpointId"].as_str().unwrap().to_owned(),
+        None => rest
+            .call(
+                &ws.owner,
+                "supabash_checkpoint",
+                json!({ "workspace_id": ws.id, "revision": ws.r1 }),
+            )
+            .await
+            .unwrap()["checkpointId"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    };
+    (head, cp)
+}
+
+/// One RPC call with valid arguments and the operations any one of which allows it.
+struct Call {
+    rpc: &'static str,
+    args: Value,
+    needs: &'static [Operation],
+}
+
+/// Every RPC that takes a grant, with valid arguments for `ws` at `head` with checkpoint `cp`
+/// (each would succeed as the owner). Purge is a dry run so that history stays for the rest.
+fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
+    use Operation::*;
+    let id = &ws.id;
+    let c = |rpc, args, needs| Call { rpc, args, needs };
+    vec![
+        c(
+            "supabash_load_manifest",
+            json!({ "workspace_id": id }),
+            &[Read],
+        ),
+        c(
+            "supabash_load_document",
+            json!({ "workspace_id": id, "path": "/secret.md" }),
+            &[Read],
+        ),
+        c(
+            "supabash_load_document",
+            json!({ "workspace_id": id, "path": "/secret.md", "revision": ws.r1 }),
+            &[Read],
+        ),
+        c(
+            "supabash_load_snapshot",
+            json!({ "workspace_id": id }),
+            &[Read],
+        ),
+        c(
+            "supabash_load_revision",
+            json!({ "workspace_id": id, "revision": ws.r1 }),
+            &[History, Restore],
+        ),
+        c(
+            "supabash_history",
+            json!({ "workspace_id": id }),
+            &[History],
+        ),
+        c(
+            "supabash_diff",
+            json!({ "workspace_id": id, "from_ref": {"revision": ws.r1}, "to_ref": {"head": true} }),
+            &[History],
+        ),
+        c(
+            "supabash_diff",
+            json!({ "workspace_id": id, "from_ref": {"head": true}, "to_ref": {"staged": true},
+                    "staged": [] }),
+            &[History],
+        ),
+        c(
+            "supabash_commit",
+            json!({ "workspace_id": id, "actor": "intruder", "base_revision": head,
+                    "changes": [{"op": "upsert", "path": "/written.md", "text": new_nonce()}] }),
+            &[Commit],
+        ),
+        c(
+            "supabash_checkpoint",
+            json!({ "workspace_id": id, "label": "by a test" }),
+            &[Checkpoint],
+        ),
+        c(
+            "supabash_checkpoints",
+            json!({ "workspace_id": id }),
+            &[Checkpoint],
+        ),
+        c(
+            "supabash_delete_checkpoint",
+            json!({ "workspace_id": id, "checkpoint_id": cp }),
+            &[Checkpoint],
+        ),
+        c(
+            "supabash_purge",
+            json!({ "workspace_id": id, "keep_revisions": 0, "dry_run": true }),
+            &[Purge],
+        ),
+    ]
+}
+
+/// Call `i` of [`calls`] with the current head and checkpoint of `ws`.
+async fn call_now(rest: &mut Rest, ws: &Ws, i: usize) -> Call {
+    let (head, cp) = current(rest, ws).await;
+    calls(ws, &head, &cp).swap_remove(i)
+}
+
+fn with_grant(args: &Value, grant: &str) -> Value {
+    let mut a = args.clone();
+    a["delegated_grant"] = json!(grant);
+    a
+}
+
+async fn exchange(rest: &mut Rest, caller: &Caller, token: &str) -> Result<Value, DbError> {
+    rest.call(caller, EXCHANGE, json!({ "capability": token }))
+        .await
+}
+
+/// Exchanges a fresh capability as service_role and returns the grant.
+async fn grant(
+    rest: &mut Rest,
+    tally: &mut Tally,
+    v: &Verifier,
+    ws: &str,
+    operations: &OperationSet,
+    cid: Option<&str>,
+) -> String {
+    let token = v.signer.mint("job-7", ws, operations, 300, cid).unwrap();
+    tally.secrets.token(&token);
+    let answer = exchange(rest, &Caller::Service, &token)
+        .await
+        .unwrap_or_else(|e| panic!("a valid capability is exchanged: {e}"));
+    let g = answer["delegatedGrant"].as_str().unwrap().to_owned();
+    tally.secrets.add(&g);
+    g
+}
+
+#[tokio::test]
+async fn each_operation_opens_exactly_its_rpcs() {
+    let cluster = Cluster::shared();
+    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "ops-matrix");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let mut sets: Vec<(String, OperationSet)> = Operation::ALL
+        .iter()
+        .map(|op| (op.to_string(), ops(&[*op])))
+        .collect();
+    sets.push(("every operation".into(), all_ops()));
+    // The suite covers every RPC that takes a grant.
+    let admin = admin(cluster).await;
+    let with_grant_arg: BTreeSet<String> = admin
+        .query(
+            "SELECT p.proname::text FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
+              AND p.proname LIKE 'supabash\\_%' AND 'delegated_grant' = ANY (p.proargnames)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let covered: BTreeSet<String> = calls(&ws, "", "")
+        .iter()
+        .map(|c| c.rpc.to_owned())
+        .collect();
+    assert_eq!(
+        with_grant_arg, covered,
+        "RPCs taking a grant vs. RPCs tried"
+    );
+    for (name, set) in sets {
+        let g = grant(&mut rest, &mut tally, &v, &ws.id, &set, None).await;
+        for i in 0..calls(&ws, "", "").len() {
+            // Each call sees the state the previous successful one left.
+            let call = call_now(&mut rest, &ws, i).await;
+            let what = format!("grant for {name} → {}", call.rpc);
+            let r = rest
+                .call(&Caller::Service, call.rpc, with_grant(&call.args, &g))
+                .await;
+            if call.needs.iter().any(|op| set.contains(*op)) {
+                tally.allow(&what, r);
+            } else {
+                tally.deny(&what, r, Some(DENIED));
+            }
+        }
+    }
+    // The owner, without a grant, reaches every RPC.
+    for i in 0..calls(&ws, "", "").len() {
+        let call = call_now(&mut rest, &ws, i).await;
+        let r = rest.call(&ws.owner, call.rpc, call.args).await;
+        tally.allow(&format!("owner → {}", call.rpc), r);
+    }
+    tally.finish("operations × RPCs", cluster);
+}
+
+#[tokio::test]
+async fn every_rpc_refuses_every_identity_but_the_owner_and_a_valid_grant() {
+    let cluster = Cluster::shared();
+    let admin = admin(cluster).await;
+    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "identities");
+    let a = workspace(&mut rest).await;
+    let b = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let g_a = grant(&mut rest, &mut tally, &v, &a.id, &all_ops(), None).await;
+    let g_b = grant(&mut rest, &mut tally, &v, &b.id, &all_ops(), None).await;
+    // A grant that expires two seconds from now (a verifier without clock skew).
+    let strict = strict_verifier(cluster, "identities-strict");
+    tally.secrets.add(&strict.secret);
+    let t = now();
+    let claims = strict
+        .signer
+        .claims("job-7", &a.id, &all_ops(), t - 10, 12, None);
+    let short = strict.signer.sign(&claims).unwrap();
+    tally.secrets.token(&short);
+    let g_short = exchange(&mut rest, &Caller::Service, &short).await.unwrap()["delegatedGrant"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tally.secrets.add(&g_short);
+    tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
+    let unknown = b64_encode(&[9u8; 32]);
+    let owner_sub = match &a.owner {
+        Caller::User(s) => s.clone(),
+        _ => unreachable!(),
+    };
+    let other = Caller::new_user();
+    // (who, caller, grant, the marker required with 42501: None = any)
+    let intruders: Vec<(&str, Caller, Option<&str>, Option<&str>)> = vec![
+        (
+            "service_role without a grant",
+            Caller::Service,
+            None,
+            Some(DENIED),
+        ),
+        (
+            "service_role with an unknown grant",
+            Caller::Service,
+            Some(&unknown),
+            Some(DENIED),
+        ),
+        (
+            "service_role with another workspace's grant",
+            Caller::Service,
+            Some(&g_b),
+            Some(DENIED),
+        ),
+        (
+            "service_role with an expired grant",
+            Caller::Service,
+            Some(&g_short),
+            Some(DENIED),
+        ),
+        (
+            "the owner passing a grant",
+            a.owner.clone(),
+            Some(&g_a),
+            Some(DENIED),
+        ),
+        ("another user", other.clone(), None, None),
+        (
+            "another user passing the grant",
+            other.clone(),
+            Some(&g_a),
+            Some(DENIED),
+        ),
+        ("anon", Caller::Anon, None, None),
+        ("anon with the grant", Caller::Anon, Some(&g_a), None),
+        (
+            "authenticator (no SET ROLE) with the grant",
+            Caller::Raw {
+                role: None,
+                claims: json!({ "role": "service_role" }),
+            },
+            Some(&g_a),
+            None,
+        ),
+        (
+            "service_role claims under authenticated with the grant",
+            Caller::Raw {
+                role: Some("authenticated".into()),
+                claims: json!({ "role": "service_role", "sub": owner_sub }),
+            },
+            Some(&g_a),
+            None,
+        ),
+        (
+            "the owner's claims under service_role with the grant",
+            Caller::Raw {
+                role: Some("service_role".into()),
+                claims: json!({ "role": "authenticated", "sub": owner_sub }),
+            },
+            Some(&g_a),
+            None,
+        ),
+    ];
+    let (head, cp) = current(&mut rest, &a).await;
+    let before = fingerprint(&admin, &a.id).await;
+    for (who, caller, g, want) in &intruders {
+        for call in calls(&a, &head, &cp) {
+            let args = match g {
+                Some(g) => with_grant(&call.args, g),
+                None => call.args.clone(),
+            };
+            let what = format!("{who} → {} {}", call.rpc, call.args);
+            let r = rest.call(caller, call.rpc, args).await;
+            tally.deny(&what, r, *want);
+            assert!(rest.alive().await, "{what}: connection lost");
+        }
+        // A signed-in user may create a workspace of their own: that is not access.
+        if !matches!(caller, Caller::User(_)) {
+            let r = rest
+                .call(caller, "supabash_create_workspace", json!({}))
+                .await;
+            tally.deny(&format!("{who} → supabash_create_workspace"), r, None);
+        }
+    }
+    // An empty grant is a malformed argument.
+    for call in calls(&a, &head, &cp) {
+        let r = rest
+            .call(&Caller::Service, call.rpc, with_grant(&call.args, ""))
+            .await;
+        let what = format!("service_role with an empty grant → {}", call.rpc);
+        tally.deny_as(&what, r, "22023", Some("SUPABASH_INVALID_ARGUMENT"));
+    }
+    assert_eq!(
+        fingerprint(&admin, &a.id).await,
+        before,
+        "an intruder changed the owner's data"
+    );
+    // The owner and the valid grant reach everything.
+    for (who, caller, g) in [
+        ("owner", a.owner.clone(), None),
+        ("service_role with the grant", Caller::Service, Some(&g_a)),
+    ] {
+        for i in 0..calls(&a, "", "").len() {
+            let call = call_now(&mut rest, &a, i).await;
+            let args = match g {
+                Some(g) => with_grant(&call.args, g),
+                None => call.args,
+            };
+            let r = rest.call(&caller, call.rpc, args).await;
+            tally.allow(&format!("{who} → {}", call.rpc), r);
+        }
+    }
+    tally.finish("RPCs by identity", cluster);
+}
+
+#[tokio::test]
+async fn broken_capabilities_are_refused_at_the_exchange() {
+    let cluster = Cluster::shared();
+    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "exchange");
+    let ws = workspace(&mut rest).await;
+    let other = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let read_commit = ops(&[Operation::Read, Operation::Commit]);
+    let t = now();
+    let fresh = |iat: i64, life: i64| -> Value {
+        v.signer
+            .claims("job-7", &ws.id, &read_commit, iat, life, Some("cid-1"))
+            .to_json()
+    };
+    let header = json!({ "alg": "HS256", "kid": v.kid, "typ": "JWT" });
+    let signed = |claims: &Value| forge(&v.secret, &header, claims);
+    let edit = |f: &dyn Fn(&mut Value)| {
+        let mut c = fresh(t, 300);
+        f(&mut c);
+        signed(&c)
+    };
+
+    // A valid token offered by callers other than service_role: refused, nonce not spent.
+    let valid = v
+        .signer
+        .mint("job-7", &ws.id, &read_commit, 300, None)
+        .unwrap();
+    tally.secrets.token(&valid);
+    let owner_sub = match &ws.owner {
+        Caller::User(s) => s.clone(),
+        _ => unreachable!(),
+    };
+    for (who, caller) in [
+        ("anon", Caller::Anon),
+        ("the owner", ws.owner.clone()),
+        ("another user", Caller::new_user()),
+        (
+            "authenticator",
+            Caller::Raw {
+                role: None,
+                claims: json!({ "role": "service_role" }),
+            },
+        ),
+        (
+            "service_role claims under authenticated",
+            Caller::Raw {
+                role: Some("authenticated".into()),
+                claims: json!({ "role": "service_role", "sub": owner_sub }),
+            },
+        ),
+    ] {
+        let r = exchange(&mut rest, &caller, &valid).await;
+        tally.deny(&format!("{who} exchanges a valid capability"), r, None);
+    }
+    let answer = tally
+        .allow(
+            "service_role exchanges the capability the others could not",
+            exchange(&mut rest, &Caller::Service, &valid).await,
+        )
+        .expect("exchanged");
+    tally
+        .secrets
+        .add(answer["delegatedGrant"].as_str().unwrap_or_default());
+    assert_eq!(answer["workspaceId"], json!(ws.id));
+    assert_eq!(answer["actorSubject"], json!("job-7"));
+    let granted: BTreeSet<&str> = answer["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    assert_eq!(granted, BTreeSet::from(["commit", "read"]));
+    assert_eq!(answer["correlationId"], Value::Null);
+    let grant = answer["delegatedGrant"].as_str().unwrap();
+    assert_eq!(grant.len(), 43, "32 random bytes, unpadded base64url");
+    assert!(answer["expiresAt"].as_str().unwrap().ends_with('Z'));
+
+    // Within the clock skew (60 s) is accepted.
+    let early = edit(&|c| {
+        c["iat"] = json!(t + 30);
+        c["exp"] = json!(t + 300);
+    });
+    tally.secrets.token(&early);
+    tally.allow(
+        "issued 30 s ahead (within skew)",
+        exchange(&mut rest, &Caller::Service, &early).await,
+    );
+
+    // A verifier's own skew and maximum lifetime apply to its tokens.
+    let strict = strict_verifier(cluster, "exchange-strict");
+    tally.secrets.add(&strict.secret);
+    let strict_token = |iat: i64, life: i64| {
+        strict
+            .signer
+            .sign(
+                &strict
+                    .signer
+                    .claims("job-7", &ws.id, &read_commit, iat, life, None),
+            )
+            .unwrap()
+    };
+    let forger = PostgresSigner::new(&v.kid, &b64_encode(&[42u8; 32]), ISS, AUD, ORIGIN).unwrap();
+    let revoked = verifier(cluster, "exchange-revoked");
+    let by_revoked = revoked
+        .signer
+        .mint("job-7", &ws.id, &read_commit, 300, None)
+        .unwrap();
+    assert!(revoke(cluster, "exchange-revoked"));
+    assert!(
+        !revoke(cluster, "exchange-revoked"),
+        "revoking twice finds nothing"
+    );
+    let rotated = verifier(cluster, "exchange-rotated");
+    let by_old_secret = rotated
+        .signer
+        .mint("job-7", &ws.id, &read_commit, 300, None)
+        .unwrap();
+    let rotated_again = verifier(cluster, "exchange-rotated");
+    assert_ne!(rotated.secret, rotated_again.secret);
+    let stranger = |iss: &str, aud: &str, origin: &str| {
+        PostgresSigner::new(&v.kid, &v.secret, iss, aud, origin)
+            .unwrap()
+            .mint("job-7", &ws.id, &read_commit, 300, None)
+            .unwrap()
+    };
+    let with_header = |h: Value| forge(&v.secret, &h, &fresh(t, 300));
+    let tamper = |f: &dyn Fn(&mut Value)| {
+        let token = v
+            .signer
+            .mint("job-7", &ws.id, &read_commit, 300, None)
+            .unwrap();
+        let mut c = claims_of(&token);
+        f(&mut c);
+        with_claims(&token, &c)
+    };
+    let payload = b64_encode(fresh(t, 300).to_string().as_bytes());
+    let random_sig = b64_encode(&[5u8; 64]);
+    let hs_header = b64_encode(header.to_string().as_bytes());
+    let ed_header = b64_encode(
+        json!({ "alg": "EdDSA", "kid": v.kid, "typ": "JWT" })
+            .to_string()
+            .as_bytes(),
+    );
+    let none_header = b64_encode(
+        json!({ "alg": "none", "kid": v.kid, "typ": "JWT" })
+            .to_string()
+            .as_bytes(),
+    );
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "forged: signed with another secret",
+            forger
+                .mint("job-7", &ws.id, &read_commit, 300, None)
+                .unwrap(),
+            INVALID,
+        ),
+        (
+            "tampered sub",
+            tamper(&|c| c["sub"] = json!("someone-else")),
+            INVALID,
+        ),
+        (
+            "tampered workspace",
+            tamper(&|c| c["workspace"] = json!(other.id)),
+            INVALID,
+        ),
+        (
+            "tampered ops",
+            tamper(&|c| c["ops"] = json!(["read", "commit", "purge"])),
+            INVALID,
+        ),
+        (
+            "tampered exp",
+            tamper(&|c| c["exp"] = json!(t + 800)),
+            INVALID,
+        ),
+        (
+            "tampered cid",
+            tamper(&|c| c["cid"] = json!("other")),
+            INVALID,
+        ),
+        (
+            "expired",
+            edit(&|c| {
+                c["iat"] = json!(t - 1000);
+                c["exp"] = json!(t - 700);
+            }),
+            EXPIRED,
+        ),
+        (
+            "issued in the future",
+            edit(&|c| {
+                c["iat"] = json!(t + 600);
+                c["exp"] = json!(t + 900);
+            }),
+            INVALID,
+        ),
+        (
+            "lifetime over the maximum",
+            edit(&|c| c["exp"] = json!(t + 901)),
+            INVALID,
+        ),
+        (
+            "lifetime over a verifier's maximum of 60 s",
+            strict_token(t, 61),
+            INVALID,
+        ),
+        ("past exp with no skew", strict_token(t - 30, 29), EXPIRED),
+        (
+            "issued 5 s ahead with no skew",
+            strict_token(t + 5, 30),
+            INVALID,
+        ),
+        (
+            "exp before iat",
+            edit(&|c| c["exp"] = json!(t - 1)),
+            INVALID,
+        ),
+        ("exp equal to iat", edit(&|c| c["exp"] = json!(t)), INVALID),
+        (
+            "iat not a number",
+            edit(&|c| c["iat"] = json!(t.to_string())),
+            INVALID,
+        ),
+        ("schema version 2", edit(&|c| c["ver"] = json!(2)), INVALID),
+        ("schema version 0", edit(&|c| c["ver"] = json!(0)), INVALID),
+        (
+            "schema version as text",
+            edit(&|c| c["ver"] = json!("1")),
+            INVALID,
+        ),
+        (
+            "no schema version",
+            edit(&|c| {
+                c.as_object_mut().unwrap().remove("ver");
+            }),
+            INVALID,
+        ),
+        (
+            "backend storage",
+            edit(&|c| c["backend"] = json!("storage")),
+            INVALID,
+        ),
+        (
+            "no backend",
+            edit(&|c| {
+                c.as_object_mut().unwrap().remove("backend");
+            }),
+            INVALID,
+        ),
+        (
+            "unknown workspace",
+            edit(&|c| c["workspace"] = json!(uuid::Uuid::new_v4().to_string())),
+            INVALID,
+        ),
+        (
+            "upper-case workspace id",
+            edit(&|c| c["workspace"] = json!(ws.id.to_uppercase())),
+            INVALID,
+        ),
+        (
+            "workspace not a uuid",
+            edit(&|c| c["workspace"] = json!("' OR true --")),
+            INVALID,
+        ),
+        ("no operations", edit(&|c| c["ops"] = json!([])), INVALID),
+        (
+            "repeated operation",
+            edit(&|c| c["ops"] = json!(["read", "read"])),
+            INVALID,
+        ),
+        (
+            "unknown operation",
+            edit(&|c| c["ops"] = json!(["read", "admin"])),
+            INVALID,
+        ),
+        (
+            "operation in upper case",
+            edit(&|c| c["ops"] = json!(["READ"])),
+            INVALID,
+        ),
+        (
+            "operations as text",
+            edit(&|c| c["ops"] = json!("read")),
+            INVALID,
+        ),
+        ("empty subject", edit(&|c| c["sub"] = json!("")), INVALID),
+        (
+            "subject with a newline",
+            edit(&|c| c["sub"] = json!("a\nb")),
+            INVALID,
+        ),
+        ("short nonce", edit(&|c| c["nonce"] = json!("abc")), INVALID),
+        (
+            "nonce with a dot",
+            edit(&|c| c["nonce"] = json!("abcdefghijklmnop.q")),
+            INVALID,
+        ),
+        (
+            "extra claim: role",
+            edit(&|c| c["role"] = json!("service_role")),
+            INVALID,
+        ),
+        (
+            "wrong issuer",
+            stranger("https://evil.test", AUD, ORIGIN),
+            INVALID,
+        ),
+        ("wrong audience", stranger(ISS, "other", ORIGIN), INVALID),
+        (
+            "wrong origin",
+            stranger(ISS, AUD, "https://other.test"),
+            INVALID,
+        ),
+        ("signed with a revoked key", by_revoked, INVALID),
+        ("signed with a rotated-away secret", by_old_secret, INVALID),
+        (
+            "unknown key id",
+            with_header(json!({ "alg": "HS256", "kid": "no-such-key", "typ": "JWT" })),
+            INVALID,
+        ),
+        (
+            "EdDSA header, HMAC signature",
+            with_header(json!({ "alg": "EdDSA", "kid": v.kid, "typ": "JWT" })),
+            INVALID,
+        ),
+        (
+            "EdDSA header, 64-byte signature",
+            format!("{ed_header}.{payload}.{random_sig}"),
+            INVALID,
+        ),
+        (
+            "alg none, no signature",
+            format!("{none_header}.{payload}."),
+            INVALID,
+        ),
+        (
+            "HS512 header",
+            with_header(json!({ "alg": "HS512", "kid": v.kid, "typ": "JWT" })),
+            INVALID,
+        ),
+        (
+            "typ at+jwt",
+            with_header(json!({ "alg": "HS256", "kid": v.kid, "typ": "at+jwt" })),
+            INVALID,
+        ),
+        (
+            "no kid",
+            with_header(json!({ "alg": "HS256", "typ": "JWT" })),
+            INVALID,
+        ),
+        (
+            "extra header field",
+            with_header(
+                json!({ "alg": "HS256", "kid": v.kid, "typ": "JWT", "jku": "https://evil.test" }),
+            ),
+            INVALID,
+        ),
+        (
+            "signature stripped",
+            format!("{hs_header}.{payload}."),
+            INVALID,
+        ),
+        ("two parts", format!("{hs_header}.{payload}"), INVALID),
+        (
+            "four parts",
+            format!("{}.x", signed(&fresh(t, 300))),
+            INVALID,
+        ),
+        (
+            "padded base64",
+            format!("{}=", signed(&fresh(t, 300))),
+            INVALID,
+        ),
+        ("empty", String::new(), INVALID),
+        ("dots", "..".into(), INVALID),
+        ("not base64", "a!.b!.c!".into(), INVALID),
+        ("oversized", "a".repeat(40 * 1024), INVALID),
+    ];
+    for (what, token, want) in &cases {
+        tally.secrets.token(token);
+        let r = exchange(&mut rest, &Caller::Service, token).await;
+        tally.deny(what, r, Some(want));
+        assert!(rest.alive().await, "{what}: connection lost");
+    }
+
+    // Replays: a second exchange of a token that was accepted once.
+    for (what, token) in [("replayed", &valid), ("replayed within skew", &early)] {
+        let r = exchange(&mut rest, &Caller::Service, token).await;
+        tally.deny(what, r, Some(INVALID));
+    }
+    // The rotated secret works; the rotated-away one did not.
+    let by_new_secret = rotated_again
+        .signer
+        .mint("job-7", &ws.id, &read_commit, 300, None)
+        .unwrap();
+    tally.secrets.token(&by_new_secret);
+    tally.secrets.add(&rotated.secret);
+    tally.secrets.add(&rotated_again.secret);
+    tally.secrets.add(&revoked.secret);
+    tally.allow(
+        "signed with the rotated secret",
+        exchange(&mut rest, &Caller::Service, &by_new_secret).await,
+    );
+    // Tokens the database refused are still refused at the exchange by the client's reader
+    // (an extra operation, no read) before they reach the database: see client/tests.
+    tally.finish("capability exchanges", cluster);
+}
+
+#[tokio::test]
+async fn concurrent_exchanges_of_one_token_spend_it_once() {
+    let cluster = Cluster::shared();
+    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "race");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let token = v
+        .signer
+        .mint("job-7", &ws.id, &ops(&[Operation::Read]), 300, None)
+        .unwrap();
+    tally.secrets.token(&token);
+    let mut racers = Vec::new();
+    for _ in 0..8 {
+        let dsn = cluster.dsn("authenticator");
+        let token = token.clone();
+        racers.push(tokio::spawn(async move {
+            let mut rest = Rest::connect(&dsn).await;
+            exchange(&mut rest, &Caller::Service, &token).await
+        }));
+    }
+    let mut answers = Vec::new();
+    for r in racers {
+        answers.push(r.await.unwrap());
+    }
+    let (won, lost): (Vec<_>, Vec<_>) = answers.into_iter().partition(Result::is_ok);
+    assert_eq!(won.len(), 1, "exactly one exchange wins");
+    for (i, r) in won.into_iter().enumerate() {
+        let g = tally.allow(&format!("racer {i}"), r);
+        tally.secrets.add(
+            g.as_ref()
+                .and_then(|g| g["delegatedGrant"].as_str())
+                .unwrap_or(""),
+        );
+    }
+    for (i, r) in lost.into_iter().enumerate() {
+        tally.deny(&format!("racer {i}"), r, Some(INVALID));
+    }
+    tally.finish("concurrent exchanges", cluster);
+}
+
+#[tokio::test]
+async fn registration_rotation_overlap_and_revocation() {
+    let cluster = Cluster::shared();
+    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    let read = ops(&[Operation::Read]);
+
+    // Only the database owner registers or revokes.
+    let owner_sub = match &ws.owner {
+        Caller::User(s) => s.clone(),
+        _ => unreachable!(),
+    };
+    let roles = [
+        ("anon", Caller::Anon),
+        ("authenticated", ws.owner.clone()),
+        ("service_role", Caller::Service),
+        (
+            "authenticator",
+            Caller::Raw {
+                role: None,
+                claims: json!({ "role": "service_role", "sub": owner_sub }),
+            },
+        ),
+    ];
+    for (who, caller) in &roles {
+        let r = rest
+            .call(
+                caller,
+                "supabash_register_capability_verifier",
+                json!({ "key_id": "planted", "issuer": ISS, "audience": AUD, "origin": ORIGIN }),
+            )
+            .await;
+        tally.deny(&format!("{who} registers a verifier"), r, None);
+        let r = rest
+            .call(
+                caller,
+                "supabash_revoke_capability_verifier",
+                json!({ "key_id": "rot-a" }),
+            )
+            .await;
+        tally.deny(&format!("{who} revokes a verifier"), r, None);
+    }
+    let planted = PostgresSigner::new("planted", &b64_encode(&[0u8; 32]), ISS, AUD, ORIGIN)
+        .unwrap()
+        .mint("job", &ws.id, &read, 60, None)
+        .unwrap();
+    let r = exchange(&mut rest, &Caller::Service, &planted).await;
+    tally.deny(
+        "a verifier a PostgREST role tried to plant",
+        r,
+        Some(INVALID),
+    );
+
+    let a1 = verifier(cluster, "rot-a");
+    let mint = |v: &Verifier| v.signer.mint("job", &ws.id, &read, 300, None).unwrap();
+    let t_a1 = mint(&a1);
+    // Overlap: a second key id while the first stays valid.
+    let b = verifier(cluster, "rot-b");
+    let t_b = mint(&b);
+    // Rotation: the same key id gets a new secret; the old one is gone.
+    let a2 = verifier(cluster, "rot-a");
+    assert_ne!(a1.secret, a2.secret);
+    let t_a2 = mint(&a2);
+    for s in [&a1.secret, &a2.secret, &b.secret] {
+        tally.secrets.add(s);
+    }
+    for t in [&t_a1, &t_b, &t_a2] {
+        tally.secrets.token(t);
+    }
+    let r = exchange(&mut rest, &Caller::Service, &t_a1).await;
+    tally.deny("signed with rot-a's old secret", r, Some(INVALID));
+    let r = exchange(&mut rest, &Caller::Service, &t_b).await;
+    tally.allow("rot-b during the overlap", r);
+    let r = exchange(&mut rest, &Caller::Service, &t_a2).await;
+    let g_a2 = tally
+        .allow("rot-a's new secret", r)
+        .and_then(|a| a["delegatedGrant"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    tally.secrets.add(&g_a2);
+    let manifest = json!({ "workspace_id": ws.id, "delegated_grant": g_a2 });
+    let r = rest
+        .call(&Caller::Service, "supabash_load_manifest", manifest.clone())
+        .await;
+    tally.allow("rot-a's grant before revocation", r);
+    // Revocation: rot-a's tokens and grants stop working, rot-b's keep working.
+    assert!(revoke(cluster, "rot-a"));
+    let r = rest
+        .call(&Caller::Service, "supabash_load_manifest", manifest)
+        .await;
+    tally.deny("rot-a's grant after revocation", r, Some(DENIED));
+    let after_a = mint(&a2);
+    let after_b = mint(&b);
+    tally.secrets.token(&after_a);
+    tally.secrets.token(&after_b);
+    let r = exchange(&mut rest, &Caller::Service, &after_a).await;
+    tally.deny("rot-a after revocation", r, Some(INVALID));
+    let r = exchange(&mut rest, &Caller::Service, &after_b).await;
+    tally.allow("rot-b after rot-a's revocation", r);
+    tally.finish("verifier registration", cluster);
+}
+
+#[tokio::test]
+async fn delegated_commits_record_the_grant_actor_and_correlation() {
+    let cluster = Cluster::shared();
+    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "attribution");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let rc = ops(&[Operation::Read, Operation::Commit, Operation::History]);
+    for cid in [Some("job-42"), None] {
+        let g = grant(&mut rest, &mut tally, &v, &ws.id, &rc, cid).await;
+        let (head, _) = current(&mut rest, &ws).await;
+        let answer = tally
+            .allow(
+                "a delegated commit",
+                rest.call(
+                    &Caller::Service,
+                    "supabash_commit",
+                    json!({ "workspace_id": ws.id, "actor": "the-owner", "correlation_id": "forged",
+                            "base_revision": head, "delegated_grant": g,
+                            "changes": [{"op": "upsert", "path": "/job.md", "text": new_nonce()}] }),
+                )
+                .await,
+            )
+            .expect("committed");
+        let receipt = &answer["receipt"];
+        assert_eq!(receipt["actor"], json!("delegated:job-7"), "{receipt}");
+        assert_eq!(
+            receipt["correlationId"].as_str(),
+            cid,
+            "the grant's correlation id, not the caller's: {receipt}"
+        );
+        // History shows the same attribution to the owner.
+        let page = rest
+            .call(
+                &ws.owner,
+                "supabash_history",
+                json!({ "workspace_id": ws.id }),
+            )
+            .await
+            .unwrap();
+        let last = page["records"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["actor"], json!("delegated:job-7"));
+        assert_eq!(last["correlationId"].as_str(), cid);
+    }
+    // A grant without commit cannot commit, whatever actor it claims.
+    let reader = ops(&[Operation::Read, Operation::History]);
+    let g = grant(&mut rest, &mut tally, &v, &ws.id, &reader, Some("job-42")).await;
+    let (head, _) = current(&mut rest, &ws).await;
+    let r = rest
+        .call(
+            &Caller::Service,
+            "supabash_commit",
+            json!({ "workspace_id": ws.id, "actor": "delegated:job-7", "base_revision": head,
+                    "delegated_grant": g,
+                    "changes": [{"op": "upsert", "path": "/job.md", "text": "no"}] }),
+        )
+        .await;
+    tally.deny("a commit with a read and history grant", r, Some(DENIED));
+    tally.finish("delegated attribution", cluster);
+}
+
+#[tokio::test]
+async fn private_tables_refuse_every_postgrest_role() {
+    let cluster = Cluster::shared();
+    let admin = admin(cluster).await;
+    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "tables");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    grant(&mut rest, &mut tally, &v, &ws.id, &all_ops(), None).await;
+    // Every table of schema supabash, with its first column.
+    let tables: Vec<(String, String)> = admin
+        .query(
+            "SELECT c.relname, a.attname FROM pg_class c
+               JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = 1
+              WHERE c.relnamespace = 'supabash'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm')
+              ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    for part in ["verifier", "secret", "nonce", "grant"] {
+        assert!(
+            tables.iter().any(|(t, _)| t.contains(part)),
+            "no {part} table among {tables:?}"
+        );
+    }
+    let owner_claims = match &ws.owner {
+        Caller::User(sub) => json!({ "role": "authenticated", "sub": sub }),
+        _ => unreachable!(),
+    };
+    let roles = [
+        ("anon", Caller::Anon),
+        (
+            "authenticated (the owner)",
+            Caller::Raw {
+                role: Some("authenticated".into()),
+                claims: owner_claims.clone(),
+            },
+        ),
+        ("service_role", Caller::Service),
+        (
+            "authenticator",
+            Caller::Raw {
+                role: None,
+                claims: json!({ "role": "service_role" }),
+            },
+        ),
+    ];
+    for (who, caller) in &roles {
+        for (t, col) in &tables {
+            for sql in [
+                format!("SELECT * FROM supabash.{t}"),
+                format!("INSERT INTO supabash.{t} DEFAULT VALUES"),
+                format!("UPDATE supabash.{t} SET {col} = {col}"),
+                format!("DELETE FROM supabash.{t}"),
+            ] {
+                let what = format!("{who}: {sql}");
+                let r = rest.sql_as(caller, &sql).await.map(|n| json!(n));
+                tally.deny(&what, r, None);
+            }
+        }
+    }
+    tally.finish("direct access to private tables", cluster);
+}
