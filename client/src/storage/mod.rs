@@ -12,9 +12,15 @@
 //!   symbolic links that resolve inside the root, modes and mtimes: all recorded in each
 //!   visible object's metadata and in the revision manifest. Keys are encoded reversibly
 //!   ([`keys`]); the reserved `.supabash/` area under the prefix never appears in the tree.
-//! - **Commit** ([`commit`]): content-addressed bodies, an intent record, visible uploads and
+//! - **Commit** (`commit.rs`): content-addressed bodies, an intent record, visible uploads and
 //!   deletes, the revision manifest and a complete record, the idempotency record, and the head
-//!   pointer last; [`recover`] resolves anything unfinished.
+//!   pointer last; recovery (`recover.rs`) resolves anything unfinished at the next open,
+//!   commit or discard. An optional [`coordinator`] serialises hosts.
+//! - **History** (`history.rs`): pages, old revisions, diffs, forward restore, checkpoints and
+//!   purge, from the records in the reserved area.
+//! - **Setup** ([`setup`]): the private bucket and a check of the row-level-security policies.
+//!
+//! See `docs/storage.md` for the layout, the failure modes and the limits.
 
 pub mod api;
 mod commit;
