@@ -197,10 +197,19 @@ async fn idempotency_keys_replay_or_conflict() {
     let mut o = CommitOptions::new("t");
     o.idempotency_key = Some("job-1".into());
     let first = one.commit(o.clone()).await.unwrap();
+    one.fs().write("/z", "later").await.unwrap();
+    let later = one.commit(CommitOptions::new("t")).await.unwrap();
     let replay = two.commit(o.clone()).await.unwrap();
     assert!(replay.replayed);
     assert_eq!(replay.receipt, first.receipt);
-    assert_eq!(revisions(&server, &session).await, 1);
+    assert_eq!(revisions(&server, &session).await, 2);
+    // The replaying host is now based on the current head, like after any commit.
+    assert_eq!(
+        two.base_revision().as_deref(),
+        Some(later.receipt.revision.as_str())
+    );
+    assert_eq!(two.fs().read_text("/z").await.unwrap(), "later");
+    assert!(two.changes().unwrap().is_empty());
 
     // The same key for other changes is refused, and discard drops them.
     let three = open(&server, &session).await;

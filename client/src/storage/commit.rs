@@ -22,7 +22,7 @@
 
 use super::api::Upload;
 use super::coordinator::{self, Lease};
-use super::model::{rfc3339, Complete, Entry, EntryKind, Idempotency, Intent, Revision};
+use super::model::{rfc3339, Complete, Entry, EntryKind, Head, Idempotency, Intent, Revision};
 use super::model::{Touched, SCHEMA_VERSION};
 use super::recover::{self, read, write};
 use super::tree_io::{self, UNPUBLISHED};
@@ -177,7 +177,9 @@ impl StorageWorkspace {
         }
     }
 
-    async fn receipt_of(&self, revision: &str) -> Result<(Revision, Base)> {
+    /// The first receipt of a commit that is already published; the workspace is then based
+    /// on the current head (`head`), like after any commit.
+    async fn replay(&self, revision: &str, head: Option<&(Head, Revision)>) -> Result<Done> {
         let record = read::<Revision>(&self.api, &self.keys.revision(revision))
             .await?
             .ok_or_else(|| {
@@ -186,15 +188,16 @@ impl StorageWorkspace {
                     "the revision of this commit is no longer retained",
                 )
             })?;
-        let base = Base {
-            revision: Some(revision.to_owned()),
-            manifest: Arc::new(record.entries.clone()),
+        let base = match head {
+            Some((h, r)) => Base {
+                revision: Some(h.revision.clone()),
+                manifest: Arc::new(r.entries.clone()),
+            },
+            None => Base {
+                revision: Some(revision.to_owned()),
+                manifest: Arc::new(record.entries.clone()),
+            },
         };
-        Ok((record, base))
-    }
-
-    async fn replay(&self, revision: &str) -> Result<Done> {
-        let (record, base) = self.receipt_of(revision).await?;
         Ok(Done {
             result: CommitResult {
                 receipt: record.receipt,
@@ -233,7 +236,7 @@ impl StorageWorkspace {
             if *pfp == fp {
                 if let Some(c) = read::<Complete>(&self.api, &self.keys.complete(tx)).await? {
                     if head_rev.as_deref() == Some(c.revision.as_str()) {
-                        return self.replay(&c.revision).await;
+                        return self.replay(&c.revision, published.as_ref()).await;
                     }
                 }
             }
@@ -246,7 +249,7 @@ impl StorageWorkspace {
                         "this idempotency key was used for a different commit",
                     ));
                 }
-                return self.replay(&r.revision).await;
+                return self.replay(&r.revision, published.as_ref()).await;
             }
         }
 
