@@ -181,3 +181,27 @@ async fn discard_after_a_partial_commit_resolves_it() {
     assert_eq!(dump(open(&server, &session).await.fs()).await, old);
     assert_eq!(revisions(&server, &session).await, 1);
 }
+
+#[tokio::test]
+async fn a_cancelled_commit_unfreezes_the_tree_and_is_resolved_later() {
+    let server = server().await;
+    let (session, ws, old, new) = prepared(&server).await;
+    // The first visible upload after the intent never answers; the host gives up.
+    server.inject(Some(Fault::Stall(3)));
+    let cancelled = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        ws.commit(CommitOptions::new("x")),
+    )
+    .await;
+    server.inject(None);
+    assert!(cancelled.is_err(), "the commit should still be waiting");
+    // The tree is editable again (not stuck in COMMIT_IN_PROGRESS).
+    ws.fs().write("/after.md", "editable again").await.unwrap();
+    ws.fs().rm("/after.md", false, false).await.unwrap();
+    let tree = dump(open(&server, &session).await.fs()).await;
+    assert_eq!(
+        tree, old,
+        "the unfinished commit is rolled back at the next open"
+    );
+    assert_ne!(tree, new);
+}

@@ -15,8 +15,8 @@
 //! `list` endpoint, `?download=`, bucket listing and deletion, multipart form uploads.
 //!
 //! Paths have no `/storage/v1` prefix (as the real server without Kong). Tests can make the
-//! N-th mutating request fail before it is applied (HTTP 503) or after (HTTP 504: the change
-//! happened but the answer is lost), see [`Fault`].
+//! N-th mutating request fail before it is applied (HTTP 503), after (HTTP 504: the change
+//! happened but the answer is lost), or never answer, see [`Fault`].
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -41,6 +41,8 @@ pub enum Fault {
     Before(usize),
     /// Apply the request, then answer HTTP 504 (the caller cannot know it happened).
     After(usize),
+    /// Never answer (the request is not applied): for callers that give up.
+    Stall(usize),
 }
 
 struct Inner {
@@ -340,7 +342,8 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
     let mut after_fault = false;
     if mutation {
         let n = inner.mutations.fetch_add(1, Ordering::SeqCst);
-        match *inner.fault.lock().unwrap() {
+        let fault = *inner.fault.lock().unwrap();
+        match fault {
             Some(Fault::Before(k)) if k == n => {
                 return Err(api_error(
                     503,
@@ -350,6 +353,7 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
                 ))
             }
             Some(Fault::After(k)) if k == n => after_fault = true,
+            Some(Fault::Stall(k)) if k == n => std::future::pending::<()>().await,
             _ => {}
         }
     }

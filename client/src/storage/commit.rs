@@ -142,6 +142,15 @@ impl StorageWorkspace {
     }
 }
 
+/// Ends a commit without a revision when dropped.
+struct Frozen<'a>(&'a crate::tree::StagedTree);
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        self.0.end_commit(None);
+    }
+}
+
 /// What the frozen commit produced.
 struct Done {
     result: CommitResult,
@@ -155,26 +164,22 @@ impl StorageWorkspace {
         self.require(Operation::Commit)?;
         check_options(&options, self.tree.limits().max_transaction_metadata_bytes)?;
         self.tree.begin_commit()?;
-        match self.commit_frozen(&options).await {
-            Ok(done) => {
-                let rev = done.base.revision.clone().unwrap_or_default();
-                self.bodies.register(&rev, done.base.manifest.clone());
-                self.tree.end_commit(Some(rev.clone()));
-                let mut state = self.state.lock().expect("state lock");
-                state.partial = None;
-                state.restore_source = None;
-                state.base = done.base.clone();
-                drop(state);
-                if done.rebased {
-                    tree_io::install(&self.tree, &rev, &done.base.manifest)?;
-                }
-                Ok(done.result)
-            }
-            Err(e) => {
-                self.tree.end_commit(None);
-                Err(e)
-            }
+        // Unfreezes the tree however the commit ends (an error, or the future being dropped).
+        let frozen = Frozen(&self.tree);
+        let done = self.commit_frozen(&options).await?;
+        std::mem::forget(frozen);
+        let rev = done.base.revision.clone().unwrap_or_default();
+        self.bodies.register(&rev, done.base.manifest.clone());
+        self.tree.end_commit(Some(rev.clone()));
+        let mut state = self.state.lock().expect("state lock");
+        state.partial = None;
+        state.restore_source = None;
+        state.base = done.base.clone();
+        drop(state);
+        if done.rebased {
+            tree_io::install(&self.tree, &rev, &done.base.manifest)?;
         }
+        Ok(done.result)
     }
 
     /// The first receipt of a commit that is already published; the workspace is then based
