@@ -8,7 +8,7 @@ mod storage_support;
 
 use std::time::{Duration, SystemTime};
 use storage_support::*;
-use supabash::storage::{StorageApi, StorageWorkspace};
+use supabash::storage::StorageApi;
 use supabash::workspace::CommitOptions;
 use supabash::ErrorCode;
 use supabash_tests::storage_server::StorageServer;
@@ -50,6 +50,40 @@ async fn a_reopen_reproduces_the_tree() {
         Some(r.receipt.revision.as_str())
     );
     assert!(ws.changes().unwrap().is_empty());
+
+    // What Storage holds: encoded keys, a marker for the empty directory, the reserved area.
+    let service = StorageApi::new(
+        &server.url,
+        BUCKET,
+        &format!("{}/", session.user_id),
+        &StorageServer::service_key(),
+        None,
+    )
+    .unwrap();
+    let keys: Vec<String> = service
+        .list(&format!("{}/", session.user_id))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.name[session.user_id.len() + 1..].to_owned())
+        .collect();
+    for want in [
+        "notes/!C3!A9t!C3!A9.md",
+        "notes/empty/.supabash-directory",
+        "my notes!3F.txt",
+        "link",
+        "bin.dat",
+        ".supabash/head.json",
+    ] {
+        assert!(keys.iter().any(|k| k == want), "{want} not in {keys:?}");
+    }
+    let link = service
+        .info(&format!("{}/link", session.user_id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(link.metadata["supabash_kind"], "symlink");
+    assert_eq!(link.metadata["supabash_target"], "notes/été.md");
 
     let again = open(&server, &session).await;
     assert_eq!(again.base_revision(), ws.base_revision());
@@ -244,6 +278,7 @@ async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
     use supabash::capability::{
         new_nonce, MemoryNonceStore, StorageScope, StorageSigner, StorageVerifier,
     };
+    use supabash::storage::StorageWorkspace;
     use supabash_core::capability::{
         CommonClaims, Operation, OperationSet, Policy, StorageBinding, StorageClaims,
         SCHEMA_VERSION,
