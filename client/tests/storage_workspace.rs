@@ -404,3 +404,64 @@ async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
         "done"
     );
 }
+
+#[tokio::test]
+async fn opening_from_a_request_uses_the_verified_user_folder() {
+    use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+    use supabash::auth::{SupabaseConfig, Verifier};
+    use supabash_tests::storage_server::STORAGE_JWT_SECRET;
+    let server = server().await;
+    let mut supabase = SupabaseConfig::new(&server.url, "sb_publishable_test");
+    supabase.verifier = Verifier::JwtSecret(STORAGE_JWT_SECRET.into());
+    let headers = |token: &str| {
+        let mut h = HeaderMap::new();
+        h.insert(
+            AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+        );
+        h
+    };
+    let user = new_session();
+    let (session, ws) = supabash::storage::StorageWorkspace::open_from_request(
+        &headers(&user.access_token),
+        &supabase,
+        &config(&server),
+        supabash::Limits::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(session.user_id, user.user_id);
+    assert_eq!(ws.scope(), format!("{BUCKET}/{}/", user.user_id));
+    ws.fs().write("/hello.md", "hi").await.unwrap();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    assert_eq!(
+        open(&server, &user)
+            .await
+            .fs()
+            .read_text("/hello.md")
+            .await
+            .unwrap(),
+        "hi"
+    );
+
+    let service = StorageServer::service_key();
+    let forged = supabash_tests::storage_server::StorageServer::token(serde_json::json!({
+        "role": "authenticated", "sub": user.user_id, "aud": "authenticated", "exp": 1
+    }));
+    for (token, code) in [
+        (service.as_str(), ErrorCode::Authorization),
+        (forged.as_str(), ErrorCode::Authentication),
+        ("not-a-jwt", ErrorCode::Authentication),
+    ] {
+        let e = supabash::storage::StorageWorkspace::open_from_request(
+            &headers(token),
+            &supabase,
+            &config(&server),
+            supabash::Limits::default(),
+        )
+        .await
+        .err()
+        .unwrap();
+        assert_eq!(e.code, code, "{token}");
+    }
+}
