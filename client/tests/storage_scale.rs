@@ -28,6 +28,40 @@ async fn a_ten_mib_binary_file_round_trips() {
 }
 
 #[tokio::test]
+async fn an_unpublished_prefix_with_more_objects_than_a_page_opens_whole() {
+    let server = server().await;
+    let session = new_session();
+    let api = supabash::storage::StorageApi::new(
+        &server.url,
+        BUCKET,
+        &format!("{}/", session.user_id),
+        &session.access_token,
+        None,
+    )
+    .unwrap();
+    let n = supabash::storage::api::PAGE + 5;
+    let uploads = (0..n)
+        .map(|i| supabash::storage::api::Upload {
+            key: format!("{}/many/{i:05}.txt", session.user_id),
+            body: format!("{i}").into_bytes(),
+            content_type: "text/plain",
+            metadata: serde_json::json!({}),
+        })
+        .collect();
+    api.upload_all(uploads).await.unwrap();
+    let ws = open(&server, &session).await;
+    let names = ws.fs().readdir("/many").await.unwrap();
+    assert_eq!(names.len(), n);
+    assert_eq!(
+        ws.fs()
+            .read_text(&format!("/many/{:05}.txt", n - 1))
+            .await
+            .unwrap(),
+        format!("{}", n - 1)
+    );
+}
+
+#[tokio::test]
 #[ignore = "measures a 5,000-file workspace (about a minute); run with --ignored"]
 async fn five_thousand_files() {
     let server = server().await;
