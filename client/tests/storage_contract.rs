@@ -287,6 +287,20 @@ async fn a_second_user_cannot_touch_the_first_users_prefix() {
         status_in_body(&serde_json::from_slice(&b).unwrap()),
         ("403", "AccessDenied")
     );
+    let (s, _, b) = h
+        .send(
+            Method::PUT,
+            &format!("/object/{BUCKET}/{secret}"),
+            Some(t2),
+            &[],
+            b"u2".to_vec(),
+        )
+        .await;
+    assert_eq!(s, 400);
+    assert_eq!(
+        status_in_body(&serde_json::from_slice(&b).unwrap()),
+        ("403", "AccessDenied")
+    );
     for op in ["copy", "move"] {
         let (s, v) = h
             .json(Method::POST, &format!("/object/{op}"), t2, json!({"bucketId": BUCKET, "sourceKey": secret, "destinationKey": format!("{}/stolen.md", u2.user_id)}))
