@@ -205,3 +205,62 @@ async fn a_cancelled_commit_unfreezes_the_tree_and_is_resolved_later() {
     );
     assert_ne!(tree, new);
 }
+
+#[tokio::test]
+async fn a_commit_rolled_back_by_another_hosts_recovery_undoes_its_own_writes() {
+    let server = server().await;
+    let (session, ws, old, _) = prepared(&server).await;
+    let ws = std::sync::Arc::new(ws);
+    // Hold the first visible upload (after two bodies and the intent) of host A.
+    server.inject(Some(Fault::Hold(3)));
+    let a = tokio::spawn({
+        let ws = ws.clone();
+        async move { ws.commit(CommitOptions::new("a")).await }
+    });
+    while server.mutations() <= 3 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // Host B opens without a coordinator: its recovery rolls A's unfinished commit back.
+    let b = open(&server, &session).await;
+    assert_eq!(dump(b.fs()).await, old);
+    server.release();
+    let e = a.await.unwrap().unwrap_err();
+    server.inject(None);
+    assert_eq!(e.code, ErrorCode::CommitCoordination, "{e}");
+    assert!(e.retryable && !e.outcome_unknown);
+    // A undid what it wrote after B's rollback: the visible objects are the old tree's.
+    let service = StorageApi::new(
+        &server.url,
+        BUCKET,
+        &format!("{}/", session.user_id),
+        &StorageServer::service_key(),
+        None,
+    )
+    .unwrap();
+    let keep = format!("{}/keep.md", session.user_id);
+    assert_eq!(service.download(&keep).await.unwrap().unwrap(), b"keep v1");
+    let mut visible: Vec<String> = service
+        .list(&format!("{}/", session.user_id))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| l.name[session.user_id.len() + 1..].to_owned())
+        .filter(|k| !k.starts_with(".supabash/"))
+        .collect();
+    visible.sort();
+    assert_eq!(
+        visible,
+        [
+            "dir/.supabash-directory",
+            "dir/empty/.supabash-directory",
+            "keep.md",
+            "link",
+            "old.bin"
+        ]
+    );
+    assert_eq!(dump(open(&server, &session).await.fs()).await, old);
+    assert_eq!(revisions(&server, &session).await, 1);
+    // A's staged edits are still there; a retry now commits them once.
+    ws.commit(CommitOptions::new("a")).await.unwrap();
+    assert_eq!(revisions(&server, &session).await, 2);
+}

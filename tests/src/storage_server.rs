@@ -16,7 +16,7 @@
 //!
 //! Paths have no `/storage/v1` prefix (as the real server without Kong). Tests can make the
 //! N-th mutating request fail before it is applied (HTTP 503), after (HTTP 504: the change
-//! happened but the answer is lost), or never answer, see [`Fault`].
+//! happened but the answer is lost), wait until released, or never answer, see [`Fault`].
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -43,6 +43,8 @@ pub enum Fault {
     After(usize),
     /// Never answer (the request is not applied): for callers that give up.
     Stall(usize),
+    /// Hold the request until [`StorageServer::release`], then apply it.
+    Hold(usize),
 }
 
 struct Inner {
@@ -51,6 +53,7 @@ struct Inner {
     pool: Mutex<Vec<Client>>,
     mutations: AtomicUsize,
     fault: Mutex<Option<Fault>>,
+    release: tokio::sync::Notify,
 }
 
 /// A running Storage API test server on a free loopback port.
@@ -251,6 +254,7 @@ impl StorageServer {
             pool: Mutex::default(),
             mutations: AtomicUsize::new(0),
             fault: Mutex::default(),
+            release: tokio::sync::Notify::new(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -265,6 +269,11 @@ impl StorageServer {
     pub fn inject(&self, fault: Option<Fault>) {
         self.inner.mutations.store(0, Ordering::SeqCst);
         *self.inner.fault.lock().unwrap() = fault;
+    }
+
+    /// Lets a request held by [`Fault::Hold`] go on.
+    pub fn release(&self) {
+        self.inner.release.notify_one();
     }
 
     /// Mutating requests (uploads, deletes, copies, moves) seen since the last [`Self::inject`].
@@ -354,6 +363,7 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
             }
             Some(Fault::After(k)) if k == n => after_fault = true,
             Some(Fault::Stall(k)) if k == n => std::future::pending::<()>().await,
+            Some(Fault::Hold(k)) if k == n => inner.release.notified().await,
             _ => {}
         }
     }

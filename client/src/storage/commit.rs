@@ -10,7 +10,9 @@
 //! 5. content-addressed bodies `objects/<sha256>` (and, with nothing published, the bodies the
 //!    commit replaces, so a rollback can restore them);
 //! 6. the intent record (create-only);
-//! 7. visible uploads and deletes;
+//! 7. visible uploads and deletes; if another host's recovery rolled this commit back
+//!    meanwhile (`abort.json`, only possible without a coordinator), its writes are undone and
+//!    the commit fails with `COMMIT_COORDINATION`;
 //! 8. the revision record (manifest + receipt), then `complete.json`;
 //! 9. the idempotency record, then `head.json` **last**; the intent is then removed.
 //!
@@ -382,7 +384,17 @@ impl StorageWorkspace {
             committed_at: now,
             schema_version: SCHEMA_VERSION,
         };
-        self.publish(&touched, &uploaded, &record, &complete, lease)
+        self.publish_visible(&touched, &uploaded)
+            .await
+            .map_err(partial)?;
+        if self.rolled_back_elsewhere(&intent).await.map_err(partial)? {
+            return Err(SupabashError::new(
+                ErrorCode::CommitCoordination,
+                "another host's recovery rolled this commit back while it ran (no coordinator); \
+                 what it wrote is undone, nothing was published",
+            ));
+        }
+        self.publish_records(&record, &complete, lease)
             .await
             .map_err(partial)?;
         // Clean-up only: recovery removes an intent whose commit is the head.
@@ -401,13 +413,11 @@ impl StorageWorkspace {
     }
 
     /// Steps 7 to 9: visible objects, revision and complete records, idempotency, head.
-    async fn publish(
+    /// Step 7: visible uploads, then deletes.
+    async fn publish_visible(
         &self,
         touched: &[Touched],
         uploaded: &BTreeMap<String, Arc<Vec<u8>>>,
-        record: &Revision,
-        complete: &Complete,
-        lease: Option<&dyn Lease>,
     ) -> Result<()> {
         let mut stale = Vec::new();
         let mut visible = Vec::new();
@@ -436,6 +446,36 @@ impl StorageWorkspace {
         if !stale.is_empty() {
             self.api.delete(&stale).await?;
         }
+        Ok(())
+    }
+
+    /// Without a coordinator another host may have run recovery meanwhile and rolled this
+    /// commit back (its `abort.json` exists). Then what this commit wrote after that rollback
+    /// is undone too (to the published head), and `true` is returned.
+    async fn rolled_back_elsewhere(&self, intent: &Intent) -> Result<bool> {
+        let abort = self.keys.abort(&intent.transaction_id);
+        if self.api.download(&abort).await?.is_none() {
+            return Ok(false);
+        }
+        let published = recover::published(&self.api, &self.keys).await?;
+        recover::roll_back(
+            &self.api,
+            &self.keys,
+            intent,
+            published.as_ref().map(|(_, r)| &r.entries),
+        )
+        .await?;
+        self.state.lock().expect("state lock").partial = None;
+        Ok(true)
+    }
+
+    /// Steps 8 and 9: revision record, complete record, idempotency record, head.
+    async fn publish_records(
+        &self,
+        record: &Revision,
+        complete: &Complete,
+        lease: Option<&dyn Lease>,
+    ) -> Result<()> {
         write(
             &self.api,
             &self.keys.revision(&record.revision),

@@ -109,7 +109,7 @@ pub async fn put_visible(api: &StorageApi, keys: &Keys, p: &str, e: &Entry) -> R
 
 /// Restores every path `intent` touched to `target` (the head manifest, or the intent's own
 /// `before` entries when nothing is published).
-async fn roll_back(
+pub async fn roll_back(
     api: &StorageApi,
     keys: &Keys,
     intent: &Intent,
