@@ -23,6 +23,8 @@ pub mod agent;
 pub mod devcluster;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "storage")]
+pub mod storage;
 
 #[cfg(feature = "frontmatter")]
 pub use codec::FrontmatterCodec;

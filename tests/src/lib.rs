@@ -7,6 +7,7 @@
 pub mod capability;
 pub mod cluster;
 pub mod rest;
+pub mod storage_server;
 pub mod support;
 
 pub use cluster::Cluster;

@@ -1,0 +1,497 @@
+//! The commit, without a transaction. Steps (each durable step is one or more Storage writes):
+//!
+//! 1. freeze the staged tree, snapshot it, check the limits;
+//! 2. [`recover`](super::recover) anything unresolved; a retry of a commit that failed after
+//!    its intent returns that commit's receipt if recovery adopted it;
+//! 3. idempotency key: same fingerprint → the first receipt; another → `IDEMPOTENCY_CONFLICT`;
+//! 4. optimistic conflict check: when the head moved, every touched path must still hold what
+//!    the base held (by recorded entry: hash, kind, mode, mtime, target), else
+//!    `COMMIT_CONFLICT`; untouched paths take the head's entries;
+//! 5. content-addressed bodies `objects/<sha256>` (and, with nothing published, the bodies the
+//!    commit replaces, so a rollback can restore them);
+//! 6. the intent record (create-only);
+//! 7. visible uploads and deletes; if another host's recovery rolled this commit back
+//!    meanwhile (`abort.json`, only possible without a coordinator), its writes are undone and
+//!    the commit fails with `COMMIT_COORDINATION`;
+//! 8. the revision record (manifest + receipt), then `complete.json`;
+//! 9. the idempotency record, then `head.json` **last**; the intent is then removed.
+//!
+//! A failure from step 6 on is `PARTIAL_COMMIT` (outcome unknown): the previous revision stays
+//! readable, and the next open, commit or discard rolls the commit back or adopts it.
+//! With a coordinator, the whole commit runs under its lease, checked before step 5, before
+//! `complete.json` and before the head; a lost lease is `COMMIT_COORDINATION`. Without one,
+//! two hosts can race between step 4 and step 9 (documented).
+
+use super::api::Upload;
+use super::coordinator::{self, Lease};
+use super::model::{rfc3339, Complete, Entry, EntryKind, Head, Idempotency, Intent, Revision};
+use super::model::{Touched, SCHEMA_VERSION};
+use super::recover::{self, read, write};
+use super::tree_io::{self, UNPUBLISHED};
+use super::{diff, Base, StorageWorkspace};
+use crate::error::{Result, SupabashError};
+use crate::tree::Body;
+use crate::workspace::CommitOptions;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+use supabash_core::capability::Operation;
+use supabash_core::hash::sha256_hex;
+use supabash_core::limits::{MAX_CAUSE_BYTES, MAX_LABEL_BYTES};
+use supabash_core::wire::{CommitResult, Receipt, ReceiptLine};
+use supabash_core::ErrorCode;
+
+fn invalid(message: &str) -> SupabashError {
+    SupabashError::new(ErrorCode::InvalidArgument, message)
+}
+
+fn check_options(o: &CommitOptions, max_metadata: usize) -> Result<()> {
+    let label = |s: &str| !s.is_empty() && s.len() <= MAX_LABEL_BYTES;
+    if !label(&o.actor) {
+        return Err(invalid("actor must be 1 to 1024 bytes"));
+    }
+    if o.correlation_id.as_deref().is_some_and(|c| !label(c)) {
+        return Err(invalid("correlation id must be 1 to 1024 bytes"));
+    }
+    if o.idempotency_key.as_deref().is_some_and(|c| !label(c)) {
+        return Err(invalid("idempotency key must be 1 to 1024 bytes"));
+    }
+    if o.cause
+        .as_deref()
+        .is_some_and(|c| c.len() > MAX_CAUSE_BYTES)
+    {
+        return Err(invalid("cause must be at most 4096 bytes"));
+    }
+    if let Some(m) = &o.metadata {
+        if !m.is_object() {
+            return Err(invalid("metadata must be a JSON object"));
+        }
+        if m.to_string().len() > max_metadata {
+            return Err(SupabashError::quota("commit metadata is too large"));
+        }
+    }
+    Ok(())
+}
+
+/// What identifies one logical commit: base, changes and context.
+fn fingerprint(base: Option<&str>, touched: &[Touched], o: &CommitOptions) -> String {
+    let changes: Vec<Value> = touched.iter().map(|t| json!([t.path, t.after])).collect();
+    let v = json!({
+        "base": base,
+        "changes": changes,
+        "actor": o.actor,
+        "correlationId": o.correlation_id,
+        "cause": o.cause,
+        "idempotencyKey": o.idempotency_key,
+        "metadata": o.metadata,
+    });
+    sha256_hex(v.to_string().as_bytes())
+}
+
+fn line(t: &Touched) -> ReceiptLine {
+    let hash = |e: &Option<Entry>| e.as_ref().and_then(|e| e.hash.clone());
+    let size = |e: &Option<Entry>| {
+        e.as_ref()
+            .filter(|e| e.kind == EntryKind::File)
+            .map(|e| e.size as i64)
+    };
+    ReceiptLine {
+        op: if t.after.is_some() {
+            "upsert"
+        } else {
+            "delete"
+        }
+        .to_owned(),
+        path: t.path.clone(),
+        from: None,
+        before_hash: hash(&t.before),
+        before_size: size(&t.before),
+        after_hash: hash(&t.after),
+        after_size: size(&t.after),
+        replaced_hash: None,
+        replaced_size: None,
+    }
+}
+
+/// The error of a commit that stopped after its intent: `PARTIAL_COMMIT`, or
+/// `COMMIT_COORDINATION` for a lost lease; either way the outcome is left to recovery.
+fn partial(mut e: SupabashError) -> SupabashError {
+    if e.code == ErrorCode::CommitCoordination {
+        e.outcome_unknown = true;
+        return e;
+    }
+    let retryable = e.retryable;
+    let mut p = SupabashError::new(
+        ErrorCode::PartialCommit,
+        "the commit stopped after its intent; the previous revision stays readable and the next \
+         open, commit or discard resolves it",
+    )
+    .with_source(e);
+    p.retryable = retryable;
+    p.outcome_unknown = true;
+    p
+}
+
+impl StorageWorkspace {
+    fn object_upload(&self, hash: &str, body: Vec<u8>) -> Upload {
+        Upload {
+            key: self.keys.object(hash),
+            body,
+            content_type: "application/octet-stream",
+            metadata: json!({}),
+        }
+    }
+}
+
+/// Ends a commit without a revision when dropped.
+struct Frozen<'a>(&'a crate::tree::StagedTree);
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        self.0.end_commit(None);
+    }
+}
+
+/// What the frozen commit produced.
+struct Done {
+    result: CommitResult,
+    base: Base,
+    rebased: bool,
+}
+
+impl StorageWorkspace {
+    /// Commits the staged tree. See the module documentation for the steps and failure modes.
+    pub async fn commit(&self, options: CommitOptions) -> Result<CommitResult> {
+        self.require(Operation::Commit)?;
+        check_options(&options, self.tree.limits().max_transaction_metadata_bytes)?;
+        self.tree.begin_commit()?;
+        // Unfreezes the tree however the commit ends (an error, or the future being dropped).
+        let frozen = Frozen(&self.tree);
+        let done = self.commit_frozen(&options).await?;
+        std::mem::forget(frozen);
+        let rev = done.base.revision.clone().unwrap_or_default();
+        self.bodies.register(&rev, done.base.manifest.clone());
+        self.tree.end_commit(Some(rev.clone()));
+        let mut state = self.state.lock().expect("state lock");
+        state.partial = None;
+        state.restore_source = None;
+        state.base = done.base.clone();
+        drop(state);
+        if done.rebased {
+            tree_io::install(&self.tree, &rev, &done.base.manifest)?;
+        }
+        Ok(done.result)
+    }
+
+    /// The first receipt of a commit that is already published; the workspace is then based
+    /// on the current head (`head`), like after any commit.
+    async fn replay(&self, revision: &str, head: Option<&(Head, Revision)>) -> Result<Done> {
+        let record = read::<Revision>(&self.api, &self.keys.revision(revision))
+            .await?
+            .ok_or_else(|| {
+                SupabashError::new(
+                    ErrorCode::RevisionNotFound,
+                    "the revision of this commit is no longer retained",
+                )
+            })?;
+        let base = match head {
+            Some((h, r)) => Base {
+                revision: Some(h.revision.clone()),
+                manifest: Arc::new(r.entries.clone()),
+            },
+            None => Base {
+                revision: Some(revision.to_owned()),
+                manifest: Arc::new(record.entries.clone()),
+            },
+        };
+        Ok(Done {
+            result: CommitResult {
+                receipt: record.receipt,
+                replayed: true,
+            },
+            base,
+            rebased: true,
+        })
+    }
+
+    async fn commit_frozen(&self, o: &CommitOptions) -> Result<Done> {
+        self.tree.check_limits()?;
+        let lease = self.lease("commit").await?;
+        let result = self.commit_leased(o, lease.as_deref()).await;
+        if let Some(l) = lease {
+            l.release().await;
+        }
+        result
+    }
+
+    async fn commit_leased(&self, o: &CommitOptions, lease: Option<&dyn Lease>) -> Result<Done> {
+        let (staged, bodies) = tree_io::snapshot(&self.tree)?;
+        let (base, partial_tx, source) = {
+            let s = self.state.lock().expect("state lock");
+            (s.base.clone(), s.partial.clone(), s.restore_source.clone())
+        };
+        let touched = diff(&base.manifest, &staged);
+        let fp = fingerprint(base.revision.as_deref(), &touched, o);
+
+        recover::recover(&self.api, &self.keys).await?;
+        let published = recover::published(&self.api, &self.keys).await?;
+        let head_rev = published.as_ref().map(|(h, _)| h.revision.clone());
+
+        // The same commit failed after its intent and recovery published it.
+        if let Some((pfp, tx)) = &partial_tx {
+            if *pfp == fp {
+                if let Some(c) = read::<Complete>(&self.api, &self.keys.complete(tx)).await? {
+                    if head_rev.as_deref() == Some(c.revision.as_str()) {
+                        return self.replay(&c.revision, published.as_ref()).await;
+                    }
+                }
+            }
+        }
+        if let Some(k) = &o.idempotency_key {
+            if let Some(r) = read::<Idempotency>(&self.api, &self.keys.idempotency(k)).await? {
+                if r.fingerprint != fp {
+                    return Err(SupabashError::new(
+                        ErrorCode::IdempotencyConflict,
+                        "this idempotency key was used for a different commit",
+                    ));
+                }
+                return self.replay(&r.revision, published.as_ref()).await;
+            }
+        }
+
+        // Optimistic per-path conflict check against the published head.
+        let (parent, position, mut manifest, rebased) = match published {
+            Some((h, r)) if Some(&h.revision) != base.revision.as_ref() => {
+                for t in &touched {
+                    if r.entries.get(&t.path) != t.before.as_ref() {
+                        return Err(SupabashError::new(
+                            ErrorCode::CommitConflict,
+                            "the path changed since the workspace was opened",
+                        )
+                        .with_path(&t.path));
+                    }
+                }
+                (Some(h.revision), r.position, r.entries, true)
+            }
+            Some((h, r)) => (Some(h.revision), r.position, r.entries, false),
+            None if base.revision.is_some() => {
+                return Err(SupabashError::new(
+                    ErrorCode::HistoryCorruption,
+                    "the published head disappeared",
+                ))
+            }
+            None => (None, 0, (*base.manifest).clone(), false),
+        };
+        for t in &touched {
+            match &t.after {
+                Some(e) => manifest.insert(t.path.clone(), e.clone()),
+                None => manifest.remove(&t.path),
+            };
+        }
+
+        coordinator::check(lease).await?;
+        // Content-addressed bodies (invisible until a manifest names them).
+        let mut uploaded: BTreeMap<String, Arc<Vec<u8>>> = BTreeMap::new();
+        for t in &touched {
+            if let Some(Entry {
+                kind: EntryKind::File,
+                hash: Some(hash),
+                ..
+            }) = &t.after
+            {
+                let body: &Body = &bodies[&t.path];
+                uploaded.insert(hash.clone(), self.tree.bytes_of(body).await?);
+            }
+        }
+        let mut objects: Vec<Upload> = uploaded
+            .iter()
+            .map(|(hash, bytes)| self.object_upload(hash, bytes.to_vec()))
+            .collect();
+        if parent.is_none() {
+            for t in &touched {
+                if let Some(Entry {
+                    kind: EntryKind::File,
+                    hash: Some(hash),
+                    ..
+                }) = &t.before
+                {
+                    let (_, bytes) = self.bodies.fetch(UNPUBLISHED, &t.path).await?;
+                    if sha256_hex(&bytes) != *hash {
+                        return Err(SupabashError::new(
+                            ErrorCode::CommitConflict,
+                            "the object changed since the workspace was opened",
+                        )
+                        .with_path(&t.path));
+                    }
+                    objects.push(self.object_upload(hash, bytes));
+                }
+            }
+        }
+        self.api.upload_all(objects).await?;
+
+        let tx = uuid::Uuid::new_v4().to_string();
+        let revision = uuid::Uuid::new_v4().to_string();
+        let now = rfc3339(SystemTime::now());
+        let intent = Intent {
+            transaction_id: tx.clone(),
+            new_revision: revision.clone(),
+            parent_revision: parent.clone(),
+            fingerprint: fp.clone(),
+            idempotency_key: o.idempotency_key.clone(),
+            touched: touched.clone(),
+            created_at: now.clone(),
+            schema_version: SCHEMA_VERSION,
+        };
+        // An intent that may have been written counts as written.
+        match write(&self.api, &self.keys.intent(&tx), &intent, true).await {
+            Err(e) if !e.outcome_unknown => return Err(e),
+            written => {
+                self.state.lock().expect("state lock").partial = Some((fp.clone(), tx.clone()));
+                written.map_err(partial)?;
+            }
+        }
+
+        let receipt = Receipt {
+            workspace_id: self.scope(),
+            revision: revision.clone(),
+            parent_revision: parent.clone(),
+            position: position + 1,
+            transaction_id: tx.clone(),
+            idempotency_key: o.idempotency_key.clone(),
+            actor: o.actor.clone(),
+            correlation_id: o.correlation_id.clone(),
+            cause: o.cause.clone(),
+            metadata: o.metadata.clone().unwrap_or_else(|| json!({})),
+            source_revision: source,
+            committed_at: now.clone(),
+            changes: touched.iter().map(line).collect(),
+        };
+        let record = Revision {
+            revision: revision.clone(),
+            parent_revision: parent.clone(),
+            position: position + 1,
+            entries: manifest,
+            receipt: receipt.clone(),
+            schema_version: SCHEMA_VERSION,
+        };
+        let complete = Complete {
+            transaction_id: tx.clone(),
+            revision: revision.clone(),
+            parent_revision: parent,
+            fingerprint: fp,
+            idempotency_key: o.idempotency_key.clone(),
+            committed_at: now,
+            schema_version: SCHEMA_VERSION,
+        };
+        self.publish_visible(&touched, &uploaded)
+            .await
+            .map_err(partial)?;
+        if self.rolled_back_elsewhere(&intent).await.map_err(partial)? {
+            return Err(SupabashError::new(
+                ErrorCode::CommitCoordination,
+                "another host's recovery rolled this commit back while it ran (no coordinator); \
+                 what it wrote is undone, nothing was published",
+            ));
+        }
+        self.publish_records(&record, &complete, lease)
+            .await
+            .map_err(partial)?;
+        // Clean-up only: recovery removes an intent whose commit is the head.
+        let _ = self.api.delete(&[self.keys.intent(&tx)]).await;
+        Ok(Done {
+            result: CommitResult {
+                receipt,
+                replayed: false,
+            },
+            base: Base {
+                revision: Some(revision),
+                manifest: Arc::new(record.entries),
+            },
+            rebased,
+        })
+    }
+
+    /// Steps 7 to 9: visible objects, revision and complete records, idempotency, head.
+    /// Step 7: visible uploads, then deletes.
+    async fn publish_visible(
+        &self,
+        touched: &[Touched],
+        uploaded: &BTreeMap<String, Arc<Vec<u8>>>,
+    ) -> Result<()> {
+        let mut stale = Vec::new();
+        let mut visible = Vec::new();
+        for t in touched {
+            let after_key = t.after.as_ref().map(|e| self.keys.of_entry(&t.path, e));
+            if let Some(before) = &t.before {
+                let key = self.keys.of_entry(&t.path, before);
+                if Some(&key) != after_key.as_ref() {
+                    stale.push(key);
+                }
+            }
+            let Some(e) = &t.after else { continue };
+            let body = match e.kind {
+                EntryKind::File => uploaded[e.hash.as_deref().unwrap_or_default()].to_vec(),
+                EntryKind::Directory => Vec::new(),
+                EntryKind::Symlink => e.target.clone().unwrap_or_default().into_bytes(),
+            };
+            visible.push(Upload {
+                key: self.keys.of_entry(&t.path, e),
+                body,
+                content_type: e.content_type(),
+                metadata: e.object_metadata(),
+            });
+        }
+        self.api.upload_all(visible).await?;
+        if !stale.is_empty() {
+            self.api.delete(&stale).await?;
+        }
+        Ok(())
+    }
+
+    /// Without a coordinator another host may have run recovery meanwhile and rolled this
+    /// commit back (its `abort.json` exists). Then what this commit wrote after that rollback
+    /// is undone too (to the published head), and `true` is returned.
+    async fn rolled_back_elsewhere(&self, intent: &Intent) -> Result<bool> {
+        let abort = self.keys.abort(&intent.transaction_id);
+        if self.api.download(&abort).await?.is_none() {
+            return Ok(false);
+        }
+        let published = recover::published(&self.api, &self.keys).await?;
+        recover::roll_back(
+            &self.api,
+            &self.keys,
+            intent,
+            published.as_ref().map(|(_, r)| &r.entries),
+        )
+        .await?;
+        self.state.lock().expect("state lock").partial = None;
+        Ok(true)
+    }
+
+    /// Steps 8 and 9: revision record, complete record, idempotency record, head.
+    async fn publish_records(
+        &self,
+        record: &Revision,
+        complete: &Complete,
+        lease: Option<&dyn Lease>,
+    ) -> Result<()> {
+        write(
+            &self.api,
+            &self.keys.revision(&record.revision),
+            record,
+            false,
+        )
+        .await?;
+        coordinator::check(lease).await?;
+        write(
+            &self.api,
+            &self.keys.complete(&complete.transaction_id),
+            complete,
+            false,
+        )
+        .await?;
+        coordinator::check(lease).await?;
+        recover::adopt(&self.api, &self.keys, complete).await
+    }
+}

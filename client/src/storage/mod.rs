@@ -1,0 +1,457 @@
+//! The Storage backend (cargo feature `storage`): a staged workspace kept in a Supabase Storage
+//! bucket under one prefix, with the same staged tree as the Postgres backend and a commit that
+//! is crash-safe without a database transaction.
+//!
+//! - **Opening**: [`StorageWorkspace::open_for_session`] takes a verified session (the prefix
+//!   is `<user id>/`; callers never pass a prefix), [`StorageWorkspace::open_with_capability`]
+//!   a verified Ed25519 Storage capability (bucket and exact prefix). Opening first recovers
+//!   unresolved commits, then reads the published head's manifest; bodies load lazily and are
+//!   verified against their SHA-256. With nothing published yet, the tree is read from the
+//!   visible objects (paged list-v2 and their metadata).
+//! - **Entries**: files (any bytes), directories (kept while empty, as marker objects),
+//!   symbolic links that resolve inside the root, modes and mtimes: all recorded in each
+//!   visible object's metadata and in the revision manifest. Keys are encoded reversibly
+//!   ([`keys`]); the reserved `.supabash/` area under the prefix never appears in the tree.
+//! - **Commit** (`commit.rs`): content-addressed bodies, an intent record, visible uploads and
+//!   deletes, the revision manifest and a complete record, the idempotency record, and the head
+//!   pointer last; recovery (`recover.rs`) resolves anything unfinished at the next open,
+//!   commit or discard. An optional [`coordinator`] serialises hosts.
+//! - **History** (`history.rs`): pages, old revisions, diffs, forward restore, checkpoints and
+//!   purge, from the records in the reserved area.
+//! - **Setup** ([`setup`]): the private bucket and a check of the row-level-security policies.
+//!
+//! See `docs/storage.md` for the layout, the failure modes and the limits.
+
+pub mod api;
+mod commit;
+pub mod coordinator;
+mod history;
+pub mod keys;
+pub mod model;
+mod recover;
+pub mod setup;
+mod tree_io;
+
+pub use api::StorageApi;
+pub use coordinator::{CommitCoordinator, Lease, PostgresCoordinator};
+pub use history::StoredRevision;
+pub use model::{Entry, EntryKind, Manifest, Touched};
+
+use crate::auth::Session;
+use crate::error::{Result, SupabashError};
+use crate::limits::Limits;
+use crate::tree::StagedTree;
+use keys::{Keys, Visible};
+use model::{Head, Revision};
+use std::sync::{Arc, Mutex};
+use supabash_core::capability::{Operation, OperationSet};
+use supabash_core::hash::sha256_hex;
+use supabash_core::ErrorCode;
+use tree_io::{Bodies, UNPUBLISHED};
+
+/// Where the Storage API is, which bucket holds workspaces, and the optional coordinator.
+#[derive(Clone)]
+pub struct StorageConfig {
+    /// The Storage base URL (hosted: `https://<ref>.supabase.co/storage/v1`).
+    pub url: String,
+    /// The bucket, e.g. `workspaces`.
+    pub bucket: String,
+    /// The publishable key, sent as `apikey` (the hosted gateway wants it).
+    pub api_key: Option<String>,
+    /// Serialises commits and recovery per prefix across hosts (see [`coordinator`]).
+    pub coordinator: Option<Arc<dyn CommitCoordinator>>,
+}
+
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageConfig")
+            .field("url", &self.url)
+            .field("bucket", &self.bucket)
+            .field("coordinated", &self.coordinator.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the workspace is based on.
+#[derive(Debug, Clone)]
+struct Base {
+    /// The published revision (`None`: nothing published; the tree came from the listing).
+    revision: Option<String>,
+    manifest: Arc<Manifest>,
+}
+
+/// One opened Storage workspace.
+pub struct StorageWorkspace {
+    api: StorageApi,
+    keys: Keys,
+    tree: Arc<StagedTree>,
+    bodies: Arc<Bodies>,
+    coordinator: Option<Arc<dyn CommitCoordinator>>,
+    /// The operations a capability granted (`None`: a user's own workspace, everything).
+    operations: Option<OperationSet>,
+    state: Mutex<State>,
+}
+
+struct State {
+    base: Base,
+    /// The last commit that failed after its intent: (fingerprint, transaction id).
+    partial: Option<(String, String)>,
+    /// The revision a restore staged; the next commit records it as its source.
+    restore_source: Option<String>,
+}
+
+/// True for a user id usable as the first folder: 1 to 128 of `[A-Za-z0-9_-]`.
+fn valid_user_folder(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl StorageWorkspace {
+    /// Opens the workspace of a verified session: prefix `<user id>/`, the user's token as
+    /// bearer, so the Storage policies check every call too.
+    pub async fn open_for_session(
+        config: &StorageConfig,
+        session: &Session,
+        limits: Limits,
+    ) -> Result<Self> {
+        if !valid_user_folder(&session.user_id) {
+            return Err(SupabashError::new(
+                ErrorCode::Authentication,
+                "the verified user id cannot name a Storage folder",
+            ));
+        }
+        let api = StorageApi::new(
+            &config.url,
+            &config.bucket,
+            &format!("{}/", session.user_id),
+            &session.access_token,
+            config.api_key.as_deref(),
+        )?;
+        Self::open_with(api, limits, config.coordinator.clone()).await
+    }
+
+    /// Verifies the incoming request's session (see [`crate::auth::verify_request`]), then
+    /// opens that user's workspace.
+    pub async fn open_from_request(
+        headers: &reqwest::header::HeaderMap,
+        supabase: &crate::auth::SupabaseConfig,
+        config: &StorageConfig,
+        limits: Limits,
+    ) -> Result<(Session, Self)> {
+        let session = crate::auth::verify_request(headers, supabase).await?;
+        let ws = Self::open_for_session(config, &session, limits).await?;
+        Ok((session, ws))
+    }
+
+    /// Opens the bucket and exact prefix a verified Storage capability names (the bucket of
+    /// `config` is not used), with `token` as bearer (a trusted job's service key; the client
+    /// confines every key to the prefix). The capability's nonce is consumed only once the
+    /// open succeeded.
+    #[cfg(feature = "storage-capability")]
+    pub async fn open_with_capability(
+        config: &StorageConfig,
+        capability: crate::capability::VerifiedStorageCapability,
+        nonces: &dyn crate::capability::NonceStore,
+        token: &str,
+        limits: Limits,
+    ) -> Result<crate::capability::Opened<Self>> {
+        capability
+            .open(nonces, |claims| {
+                let binding = claims.binding.clone();
+                let operations = claims.common.ops.clone();
+                async move {
+                    let operations = OperationSet::from_wire(&operations).map_err(|e| {
+                        SupabashError::new(e.code(), "the capability's operations are invalid")
+                    })?;
+                    if !operations.contains(Operation::Read) {
+                        return Err(SupabashError::new(
+                            ErrorCode::Authorization,
+                            "the capability does not grant read",
+                        ));
+                    }
+                    let api = StorageApi::new(
+                        &config.url,
+                        &binding.bucket,
+                        &binding.prefix,
+                        token,
+                        config.api_key.as_deref(),
+                    )?;
+                    let mut ws = Self::open_with(api, limits, config.coordinator.clone()).await?;
+                    ws.operations = Some(operations);
+                    Ok(ws)
+                }
+            })
+            .await
+    }
+
+    /// Opens the workspace `api` points at, without a coordinator. See [`Self::open_with`].
+    pub async fn open(api: StorageApi, limits: Limits) -> Result<Self> {
+        Self::open_with(api, limits, None).await
+    }
+
+    /// Opens the workspace `api` points at: recovery (under the coordinator's lease when there
+    /// is one), then the published head (or, with none, the visible objects).
+    pub async fn open_with(
+        api: StorageApi,
+        limits: Limits,
+        coordinator: Option<Arc<dyn CommitCoordinator>>,
+    ) -> Result<Self> {
+        supabash_core::capability::check_prefix(api.prefix()).map_err(|_| {
+            SupabashError::new(ErrorCode::InvalidArgument, "not a valid Storage prefix")
+        })?;
+        let keys = Keys::new(api.prefix());
+        let bodies = Arc::new(Bodies::new(api.clone(), keys.clone()));
+        let tree = Arc::new(StagedTree::from_base(
+            None,
+            Vec::new(),
+            Some(bodies.clone()),
+            limits,
+        ));
+        let ws = StorageWorkspace {
+            api,
+            keys,
+            tree,
+            bodies,
+            coordinator,
+            operations: None,
+            state: Mutex::new(State {
+                base: Base {
+                    revision: None,
+                    manifest: Arc::default(),
+                },
+                partial: None,
+                restore_source: None,
+            }),
+        };
+        ws.recover_leased().await?;
+        ws.reload().await?;
+        Ok(ws)
+    }
+
+    /// Refuses `op` when the workspace was opened by a capability that does not grant it
+    /// (`AUTHORIZATION`).
+    fn require(&self, op: Operation) -> Result<()> {
+        match &self.operations {
+            Some(ops) if !ops.contains(op) => Err(SupabashError::new(
+                ErrorCode::Authorization,
+                format!("the capability does not grant {}", op.as_str()),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The coordinator's lease for this scope, when there is a coordinator.
+    async fn lease(&self, transaction_id: &str) -> Result<Option<Box<dyn Lease>>> {
+        match &self.coordinator {
+            Some(c) => Ok(Some(c.acquire(&self.scope(), transaction_id).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Recovery under the lease.
+    async fn recover_leased(&self) -> Result<()> {
+        let lease = self.lease("recovery").await?;
+        let result = recover::recover(&self.api, &self.keys).await;
+        if let Some(l) = lease {
+            l.release().await;
+        }
+        result.map(|_| ())
+    }
+
+    /// Reads the published state and makes it the base and the staged tree.
+    async fn reload(&self) -> Result<()> {
+        let base = match recover::published(&self.api, &self.keys).await? {
+            Some((head, revision)) => self.base_of(head, revision),
+            None => Base {
+                revision: None,
+                manifest: Arc::new(self.read_visible().await?),
+            },
+        };
+        self.set_base(base)
+    }
+
+    fn base_of(&self, head: Head, revision: Revision) -> Base {
+        Base {
+            revision: Some(head.revision),
+            manifest: Arc::new(revision.entries),
+        }
+    }
+
+    fn set_base(&self, base: Base) -> Result<()> {
+        let name = base.revision.clone().unwrap_or_default();
+        self.bodies.register(&name, base.manifest.clone());
+        tree_io::install(&self.tree, &name, &base.manifest)?;
+        self.state.lock().expect("state lock").base = base;
+        Ok(())
+    }
+
+    /// The tree the visible objects describe (nothing published yet): entries from their
+    /// metadata; objects without supabash metadata are files whose bytes are hashed here.
+    async fn read_visible(&self) -> Result<Manifest> {
+        let mut manifest = Manifest::new();
+        for listed in self.api.list(self.keys.prefix()).await? {
+            let Some(visible) = self.keys.classify(&listed.name) else {
+                continue;
+            };
+            let (p, is_dir) = match visible {
+                Visible::Entry(p) => (p, false),
+                Visible::Directory(p) => (p, true),
+            };
+            let Some(info) = self.api.info(&listed.name).await? else {
+                continue;
+            };
+            let size = info.size.or(listed.size).unwrap_or(0);
+            let entry = match Entry::from_object_metadata(&info.metadata, size) {
+                Some(e) if e.kind != EntryKind::File || e.hash.is_some() => e,
+                _ if is_dir => Entry {
+                    kind: EntryKind::Directory,
+                    mode: 0o755,
+                    mtime_ms: 0,
+                    hash: None,
+                    size: 0,
+                    target: None,
+                },
+                _ => {
+                    let bytes = self.api.download(&listed.name).await?.unwrap_or_default();
+                    Entry {
+                        kind: EntryKind::File,
+                        mode: 0o644,
+                        mtime_ms: 0,
+                        hash: Some(sha256_hex(&bytes)),
+                        size: bytes.len() as u64,
+                        target: None,
+                    }
+                }
+            };
+            manifest.insert(p, entry);
+        }
+        Ok(manifest)
+    }
+
+    /// The staged tree agents edit.
+    pub fn fs(&self) -> &Arc<StagedTree> {
+        &self.tree
+    }
+
+    /// The published revision the tree is based on (`None`: nothing published yet).
+    pub fn base_revision(&self) -> Option<String> {
+        self.state.lock().expect("state lock").base.revision.clone()
+    }
+
+    /// The bucket and prefix, e.g. `workspaces/<uid>/`.
+    pub fn scope(&self) -> String {
+        format!("{}/{}", self.api.bucket(), self.api.prefix())
+    }
+
+    /// The staged changes against the base, by path.
+    pub fn changes(&self) -> Result<Vec<Touched>> {
+        let (staged, _) = tree_io::snapshot(&self.tree)?;
+        let base = self.state.lock().expect("state lock").base.manifest.clone();
+        Ok(diff(&base, &staged))
+    }
+
+    /// Throws away staged edits. After a failed commit this first resolves it (adopting or
+    /// rolling it back), then bases the tree on whatever is published.
+    pub async fn discard(&self) -> Result<()> {
+        let partial = {
+            let mut state = self.state.lock().expect("state lock");
+            state.restore_source = None;
+            state.partial.take()
+        };
+        if partial.is_some() {
+            self.recover_leased().await?;
+            return self.reload().await;
+        }
+        let base = self.state.lock().expect("state lock").base.clone();
+        tree_io::install(
+            &self.tree,
+            base.revision.as_deref().unwrap_or(UNPUBLISHED),
+            &base.manifest,
+        )
+    }
+}
+
+/// The paths whose entries differ between `base` and `staged`, in path order.
+pub fn diff(base: &Manifest, staged: &Manifest) -> Vec<Touched> {
+    let mut out = Vec::new();
+    for (p, e) in staged {
+        if base.get(p) != Some(e) {
+            out.push(Touched {
+                path: p.clone(),
+                before: base.get(p).cloned(),
+                after: Some(e.clone()),
+            });
+        }
+    }
+    for (p, e) in base {
+        if !staged.contains_key(p) {
+            out.push(Touched {
+                path: p.clone(),
+                before: Some(e.clone()),
+                after: None,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn entry() -> impl Strategy<Value = Entry> {
+        (0..3u8, 0u32..0o777, 0i64..5, 0u8..4).prop_map(|(k, mode, mtime, content)| {
+            let kind = [EntryKind::File, EntryKind::Directory, EntryKind::Symlink][k as usize];
+            Entry {
+                kind,
+                mode,
+                mtime_ms: mtime,
+                hash: (kind == EntryKind::File).then(|| format!("{content:064}")),
+                size: if kind == EntryKind::File {
+                    content as u64
+                } else {
+                    0
+                },
+                target: (kind == EntryKind::Symlink).then(|| format!("t{content}")),
+            }
+        })
+    }
+
+    fn manifest() -> impl Strategy<Value = Manifest> {
+        proptest::collection::btree_map("/[a-d]{1,2}", entry(), 0..6)
+    }
+
+    proptest! {
+        /// Applying the diff to the base gives the staged manifest, and only differing paths
+        /// are touched, each once.
+        #[test]
+        fn diff_applies(base in manifest(), staged in manifest()) {
+            let touched = diff(&base, &staged);
+            let mut applied = base.clone();
+            for t in &touched {
+                prop_assert_eq!(base.get(&t.path), t.before.as_ref());
+                prop_assert_ne!(&t.before, &t.after);
+                match &t.after {
+                    Some(e) => applied.insert(t.path.clone(), e.clone()),
+                    None => applied.remove(&t.path),
+                };
+            }
+            prop_assert_eq!(applied, staged);
+            let paths: std::collections::BTreeSet<_> = touched.iter().map(|t| &t.path).collect();
+            prop_assert_eq!(paths.len(), touched.len());
+        }
+    }
+
+    #[test]
+    fn user_folders() {
+        assert!(valid_user_folder("2b7e1c4e-0f5a-4c8e-9a52-0c1d3e5f7a9b"));
+        assert!(!valid_user_folder(""));
+        assert!(!valid_user_folder("a/b"));
+        assert!(!valid_user_folder(".."));
+        assert!(!valid_user_folder(&"a".repeat(129)));
+    }
+}

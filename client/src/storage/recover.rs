@@ -1,0 +1,180 @@
+//! Recovery of unresolved commits, run when a workspace opens, before every commit and on
+//! discard. An intent record (`intents/<tx>.json`) marks a commit that may have changed visible
+//! objects. For each one:
+//! - its `complete.json` exists and its parent is the published head: the commit is
+//!   **adopted** (idempotency record, then `head.json`), as if it had finished;
+//! - it is already the head: nothing to do;
+//! - otherwise it is **rolled back**: every path it touched is restored to the head's manifest
+//!   (or to the intent's `before` entries when nothing was ever published), from the
+//!   content-addressed objects; an orphan revision record is deleted; then `abort.json`.
+//!
+//! The intent is deleted last, so an interrupted recovery is simply run again.
+
+use super::api::StorageApi;
+use super::keys::Keys;
+use super::model::{rfc3339, SCHEMA_VERSION};
+use super::model::{Complete, Entry, EntryKind, Head, Idempotency, Intent, Manifest, Revision};
+use crate::error::{Result, SupabashError};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::json;
+use std::time::SystemTime;
+use supabash_core::ErrorCode;
+
+/// Reads a record; `None` when absent, `HISTORY_CORRUPTION` when malformed.
+pub async fn read<T: DeserializeOwned>(api: &StorageApi, key: &str) -> Result<Option<T>> {
+    match api.read_json(key).await? {
+        None => Ok(None),
+        Some(v) => serde_json::from_value(v).map(Some).map_err(|e| {
+            SupabashError::new(
+                ErrorCode::HistoryCorruption,
+                format!("record {key} is malformed: {e}"),
+            )
+        }),
+    }
+}
+
+/// Writes a record (upsert unless `create_only`).
+pub async fn write<T: Serialize>(
+    api: &StorageApi,
+    key: &str,
+    record: &T,
+    create_only: bool,
+) -> Result<()> {
+    let v = serde_json::to_value(record).expect("records serialise");
+    api.write_json(key, &v, !create_only).await
+}
+
+/// The published head and its revision record.
+pub async fn published(api: &StorageApi, keys: &Keys) -> Result<Option<(Head, Revision)>> {
+    let Some(head) = read::<Head>(api, &keys.head()).await? else {
+        return Ok(None);
+    };
+    let revision = read::<Revision>(api, &keys.revision(&head.revision))
+        .await?
+        .ok_or_else(|| {
+            SupabashError::new(
+                ErrorCode::HistoryCorruption,
+                "the head names a revision whose record is missing",
+            )
+        })?;
+    Ok(Some((head, revision)))
+}
+
+/// Publishes a complete commit: its idempotency record, then the head.
+pub async fn adopt(api: &StorageApi, keys: &Keys, c: &Complete) -> Result<()> {
+    if let Some(k) = &c.idempotency_key {
+        let record = Idempotency {
+            fingerprint: c.fingerprint.clone(),
+            revision: c.revision.clone(),
+            transaction_id: c.transaction_id.clone(),
+            schema_version: SCHEMA_VERSION,
+        };
+        write(api, &keys.idempotency(k), &record, false).await?;
+    }
+    let head = Head {
+        revision: c.revision.clone(),
+        transaction_id: c.transaction_id.clone(),
+        committed_at: c.committed_at.clone(),
+        schema_version: SCHEMA_VERSION,
+    };
+    write(api, &keys.head(), &head, false).await
+}
+
+/// Writes the visible object of entry `e` at `p` (file bytes from `objects/`).
+pub async fn put_visible(api: &StorageApi, keys: &Keys, p: &str, e: &Entry) -> Result<()> {
+    let body = match e.kind {
+        EntryKind::File => {
+            let hash = e.hash.as_deref().unwrap_or_default();
+            api.download(&keys.object(hash)).await?.ok_or_else(|| {
+                SupabashError::new(
+                    ErrorCode::HistoryCorruption,
+                    "a content-addressed body is missing",
+                )
+                .with_path(p)
+            })?
+        }
+        EntryKind::Directory => Vec::new(),
+        EntryKind::Symlink => e.target.clone().unwrap_or_default().into_bytes(),
+    };
+    api.upload(
+        &keys.of_entry(p, e),
+        body,
+        e.content_type(),
+        &e.object_metadata(),
+        true,
+    )
+    .await
+}
+
+/// Restores every path `intent` touched to `target` (the head manifest, or the intent's own
+/// `before` entries when nothing is published).
+pub async fn roll_back(
+    api: &StorageApi,
+    keys: &Keys,
+    intent: &Intent,
+    target: Option<&Manifest>,
+) -> Result<()> {
+    let mut stale = Vec::new();
+    for t in &intent.touched {
+        let want = match target {
+            Some(m) => m.get(&t.path),
+            None => t.before.as_ref(),
+        };
+        if let Some(after) = &t.after {
+            let key = keys.of_entry(&t.path, after);
+            if want.map(|w| keys.of_entry(&t.path, w)) != Some(key.clone()) {
+                stale.push(key);
+            }
+        }
+        if let Some(w) = want {
+            if t.after.as_ref() != Some(w) {
+                put_visible(api, keys, &t.path, w).await?;
+            }
+        }
+    }
+    if !stale.is_empty() {
+        api.delete(&stale).await?;
+    }
+    Ok(())
+}
+
+/// Resolves every unresolved intent; returns the commits adopted.
+pub async fn recover(api: &StorageApi, keys: &Keys) -> Result<Vec<Complete>> {
+    let mut adopted = Vec::new();
+    for listed in api.list(&keys.intents()).await? {
+        let Some(intent) = read::<Intent>(api, &listed.name).await? else {
+            continue;
+        };
+        let tx = &intent.transaction_id;
+        let published = published(api, keys).await?;
+        let head_rev = published.as_ref().map(|(h, _)| h.revision.clone());
+        match read::<Complete>(api, &keys.complete(tx)).await? {
+            Some(c) if head_rev == c.parent_revision => {
+                adopt(api, keys, &c).await?;
+                adopted.push(c);
+            }
+            Some(c) if head_rev.as_deref() == Some(c.revision.as_str()) => {}
+            _ => {
+                roll_back(
+                    api,
+                    keys,
+                    &intent,
+                    published.as_ref().map(|(_, r)| &r.entries),
+                )
+                .await?;
+                // The revision record may have been written; it never became the head.
+                api.delete(&[keys.revision(&intent.new_revision)]).await?;
+                let abort = json!({
+                    "transactionId": tx,
+                    "abortedAt": rfc3339(SystemTime::now()),
+                    "reason": "recovered",
+                    "schemaVersion": SCHEMA_VERSION,
+                });
+                api.write_json(&keys.abort(tx), &abort, true).await?;
+            }
+        }
+        api.delete(&[listed.name]).await?;
+    }
+    Ok(adopted)
+}

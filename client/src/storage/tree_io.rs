@@ -1,0 +1,209 @@
+//! Between the staged tree and Storage manifests: a snapshot of every committable entry (files,
+//! directories, symbolic links, with modes and mtimes at millisecond precision), installing a
+//! manifest as the tree's base (files stay lazy), and the source that loads lazy bodies from
+//! Storage and has them verified against the recorded SHA-256.
+
+use super::api::StorageApi;
+use super::keys::Keys;
+use super::model::{from_ms, to_ms, Entry, EntryKind, Manifest};
+use crate::documents::StoredFile;
+use crate::error::{Result, SupabashError};
+use crate::tree::{committable, BaseFile, Body, BodySource, Lazy, Meta, Node, StagedTree};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use supabash_core::path;
+use supabash_core::ErrorCode;
+
+/// The revision name lazy bodies carry while no revision is published (a tree read from the
+/// visible objects): their bodies load from the visible objects themselves.
+pub const UNPUBLISHED: &str = "";
+
+/// Every committable entry of the staged tree, and the body of each file.
+pub fn snapshot(tree: &StagedTree) -> Result<(Manifest, BTreeMap<String, Body>)> {
+    let inner = tree.lock();
+    let mut manifest = Manifest::new();
+    let mut bodies = BTreeMap::new();
+    for (p, node) in &inner.nodes {
+        if !committable(p) {
+            continue;
+        }
+        let entry = match node {
+            Node::File { body, meta } => {
+                bodies.insert(p.clone(), body.clone());
+                Entry {
+                    kind: EntryKind::File,
+                    mode: meta.mode,
+                    mtime_ms: to_ms(meta.mtime),
+                    hash: Some(body.content_hash()),
+                    size: body.size(),
+                    target: None,
+                }
+            }
+            Node::Dir { meta } => Entry {
+                kind: EntryKind::Directory,
+                mode: meta.mode,
+                mtime_ms: to_ms(meta.mtime),
+                hash: None,
+                size: 0,
+                target: None,
+            },
+            Node::Symlink { target, meta } => {
+                if path::resolve(path::parent(p), target).is_err() {
+                    return Err(SupabashError::new(
+                        ErrorCode::UnsupportedContent,
+                        "a symbolic link must point inside the workspace root",
+                    )
+                    .with_path(p));
+                }
+                Entry {
+                    kind: EntryKind::Symlink,
+                    mode: meta.mode,
+                    mtime_ms: to_ms(meta.mtime),
+                    hash: None,
+                    size: 0,
+                    target: Some(target.clone()),
+                }
+            }
+        };
+        manifest.insert(p.clone(), entry);
+    }
+    Ok((manifest, bodies))
+}
+
+/// Makes `manifest` (of `revision`) the tree's base and its staged state: every committable
+/// node is replaced, files become lazy references. Shell-owned paths stay.
+pub fn install(tree: &StagedTree, revision: &str, manifest: &Manifest) -> Result<()> {
+    put(tree, revision, manifest, true)
+}
+
+/// Stages `manifest` (of `revision`) over the base without changing the base (restore).
+pub fn stage(tree: &StagedTree, revision: &str, manifest: &Manifest) -> Result<()> {
+    put(tree, revision, manifest, false)
+}
+
+fn put(tree: &StagedTree, revision: &str, manifest: &Manifest, as_base: bool) -> Result<()> {
+    let mut inner = tree.lock();
+    StagedTree::check_idle(&inner)?;
+    inner.nodes.retain(|p, _| !committable(p));
+    let mut base = BTreeMap::new();
+    for (p, e) in manifest {
+        let meta = Meta {
+            mode: e.mode,
+            mtime: from_ms(e.mtime_ms),
+        };
+        let node = match e.kind {
+            EntryKind::File => {
+                let hash = e.hash.clone().unwrap_or_default();
+                base.insert(
+                    p.clone(),
+                    BaseFile {
+                        content_hash: hash.clone(),
+                        size: e.size,
+                    },
+                );
+                Node::File {
+                    body: Body::Lazy(Lazy {
+                        revision: revision.to_owned(),
+                        path: p.clone(),
+                        content_hash: hash,
+                        size: e.size,
+                    }),
+                    meta,
+                }
+            }
+            EntryKind::Directory => Node::Dir { meta },
+            EntryKind::Symlink => Node::Symlink {
+                target: e.target.clone().unwrap_or_default(),
+                meta,
+            },
+        };
+        let mut dir = path::parent(p);
+        while dir != "/" && !inner.nodes.contains_key(dir) {
+            inner.nodes.insert(dir.to_owned(), Node::dir());
+            dir = path::parent(dir);
+        }
+        inner.nodes.insert(p.clone(), node);
+    }
+    if as_base {
+        inner.base = base;
+        inner.base_revision = (revision != UNPUBLISHED).then(|| revision.to_owned());
+    }
+    Ok(())
+}
+
+/// Loads file bodies of known manifests: from `objects/<sha256>` for published revisions, from
+/// the visible object for [`UNPUBLISHED`]. The staged tree verifies them.
+pub struct Bodies {
+    api: StorageApi,
+    keys: Keys,
+    manifests: Mutex<HashMap<String, Arc<Manifest>>>,
+}
+
+impl Bodies {
+    pub fn new(api: StorageApi, keys: Keys) -> Self {
+        Bodies {
+            api,
+            keys,
+            manifests: Mutex::default(),
+        }
+    }
+
+    /// Makes the files of `manifest` loadable as `revision`.
+    pub fn register(&self, revision: &str, manifest: Arc<Manifest>) {
+        self.manifests
+            .lock()
+            .expect("bodies lock")
+            .insert(revision.to_owned(), manifest);
+    }
+
+    /// The key a file's bytes load from.
+    fn key_of(&self, revision: &str, path: &str, hash: &str) -> String {
+        if revision == UNPUBLISHED {
+            self.keys.entry(path)
+        } else {
+            self.keys.reserved(&format!("objects/{hash}"))
+        }
+    }
+
+    /// The raw bytes of the file at `path` in `revision` (not verified).
+    pub async fn fetch(&self, revision: &str, path: &str) -> Result<(Entry, Vec<u8>)> {
+        let entry = self
+            .manifests
+            .lock()
+            .expect("bodies lock")
+            .get(revision)
+            .and_then(|m| m.get(path).cloned())
+            .filter(|e| e.kind == EntryKind::File)
+            .ok_or_else(|| {
+                SupabashError::new(ErrorCode::NotFound, "no such file in the revision")
+                    .with_path(path)
+            })?;
+        let hash = entry.hash.clone().unwrap_or_default();
+        let bytes = self
+            .api
+            .download(&self.key_of(revision, path, &hash))
+            .await?
+            .ok_or_else(|| {
+                SupabashError::new(ErrorCode::HistoryCorruption, "a file body is missing")
+                    .with_path(path)
+            })?;
+        Ok((entry, bytes))
+    }
+}
+
+#[async_trait::async_trait]
+impl BodySource for Bodies {
+    async fn load(&self, revision: &str, path: &str) -> Result<StoredFile> {
+        let (entry, bytes) = self.fetch(revision, path).await?;
+        let hash = entry.hash.unwrap_or_default();
+        Ok(StoredFile {
+            path: path.to_owned(),
+            content_hash: hash.clone(),
+            size: entry.size,
+            body_hash: hash,
+            body_size: entry.size,
+            metadata: serde_json::Value::Null,
+            body: Some(bytes),
+        })
+    }
+}

@@ -1,0 +1,93 @@
+//! Size and scale of the Storage backend against the Storage API test server: a 10 MiB binary
+//! file round-trips; the ignored test measures a 5,000-file workspace (open time and a
+//! single-file commit), printing the figures (no timing assertions).
+#![cfg(feature = "storage")]
+
+mod storage_support;
+
+use std::time::Instant;
+use storage_support::*;
+use supabash::workspace::CommitOptions;
+
+#[tokio::test]
+async fn a_ten_mib_binary_file_round_trips() {
+    let server = server().await;
+    let session = new_session();
+    let ws = open(&server, &session).await;
+    let big: Vec<u8> = (0..10 * 1024 * 1024u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    ws.fs().write("/big.bin", big.clone()).await.unwrap();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    let again = open(&server, &session).await;
+    assert_eq!(
+        again.fs().stat("/big.bin").await.unwrap().size,
+        big.len() as u64
+    );
+    assert!(again.fs().read("/big.bin").await.unwrap() == big);
+}
+
+#[tokio::test]
+async fn an_unpublished_prefix_with_more_objects_than_a_page_opens_whole() {
+    let server = server().await;
+    let session = new_session();
+    let api = supabash::storage::StorageApi::new(
+        &server.url,
+        BUCKET,
+        &format!("{}/", session.user_id),
+        &session.access_token,
+        None,
+    )
+    .unwrap();
+    let n = supabash::storage::api::PAGE + 5;
+    let uploads = (0..n)
+        .map(|i| supabash::storage::api::Upload {
+            key: format!("{}/many/{i:05}.txt", session.user_id),
+            body: format!("{i}").into_bytes(),
+            content_type: "text/plain",
+            metadata: serde_json::json!({}),
+        })
+        .collect();
+    api.upload_all(uploads).await.unwrap();
+    let ws = open(&server, &session).await;
+    let names = ws.fs().readdir("/many").await.unwrap();
+    assert_eq!(names.len(), n);
+    assert_eq!(
+        ws.fs()
+            .read_text(&format!("/many/{:05}.txt", n - 1))
+            .await
+            .unwrap(),
+        format!("{}", n - 1)
+    );
+}
+
+#[tokio::test]
+#[ignore = "measures a 5,000-file workspace (about a minute); run with --ignored"]
+async fn five_thousand_files() {
+    let server = server().await;
+    let session = new_session();
+    let ws = open(&server, &session).await;
+    for d in 0..50 {
+        ws.fs().mkdir(&format!("/d{d}"), false).await.unwrap();
+    }
+    for i in 0..5_000 {
+        ws.fs()
+            .write(&format!("/d{}/f{i}.txt", i % 50), format!("file {i}\n"))
+            .await
+            .unwrap();
+    }
+    let t = Instant::now();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    let first = t.elapsed();
+    let t = Instant::now();
+    let again = open(&server, &session).await;
+    let open_time = t.elapsed();
+    assert_eq!(again.fs().readdir("/d7").await.unwrap().len(), 100);
+    again.fs().write("/d0/f0.txt", "changed").await.unwrap();
+    let t = Instant::now();
+    again.commit(CommitOptions::new("t")).await.unwrap();
+    let single = t.elapsed();
+    println!(
+        "storage 5000 files (test server): first commit {first:?}, open {open_time:?}, single-file commit {single:?}"
+    );
+}

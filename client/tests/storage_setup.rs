@@ -1,0 +1,55 @@
+//! Setup of the Storage backend: creating the private bucket with the service key (a user
+//! cannot), and checking that the policies of `sql/storage.sql` confine users to their folder
+//! (a missing or widening policy is reported).
+#![cfg(feature = "storage")]
+
+mod storage_support;
+
+use storage_support::*;
+use supabash::storage::setup::{check_policies, create_bucket};
+use supabash::ErrorCode;
+use supabash_tests::storage_server::StorageServer;
+
+#[tokio::test]
+async fn bucket_creation_and_policy_check() {
+    let server = server().await;
+    let name = format!("extra-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    assert!(
+        create_bucket(&server.url, &StorageServer::service_key(), &name)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !create_bucket(&server.url, &StorageServer::service_key(), &name)
+            .await
+            .unwrap()
+    );
+    let user = new_session();
+    let e = create_bucket(&server.url, &user.access_token, "mine")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::Authorization);
+
+    let admin = supabash_tests::support::admin(cluster()).await;
+    let report = check_policies(&admin, BUCKET).await.unwrap();
+    assert!(report.ok(), "{report:?}");
+    let other = check_policies(&admin, &name).await.unwrap();
+    assert!(other.rls_enabled && other.bucket_private && other.broad.is_empty());
+    assert_eq!(other.missing, ["SELECT", "INSERT", "UPDATE", "DELETE"]);
+
+    admin
+        .batch_execute(
+            "CREATE POLICY widening ON storage.objects FOR SELECT TO authenticated
+               USING (bucket_id = 'workspaces')",
+        )
+        .await
+        .unwrap();
+    let widened = check_policies(&admin, BUCKET).await;
+    admin
+        .batch_execute("DROP POLICY widening ON storage.objects")
+        .await
+        .unwrap();
+    let widened = widened.unwrap();
+    assert_eq!(widened.broad, ["widening"]);
+    assert!(!widened.ok());
+}
