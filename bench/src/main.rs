@@ -9,6 +9,7 @@ mod report;
 use report::{ms, stats, Report};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use supabash::Limits;
 use supabash_tests::{Caller, Cluster, Rest};
 
 /// A workspace of a fresh user, with the head the client last saw.
@@ -773,8 +774,102 @@ fn kib(b: i64) -> String {
     format!("{:.0} KiB", b as f64 / 1024.0)
 }
 
+/// The Storage backend on the Storage API test server: a 5,000-file workspace's first commit,
+/// its open time and single-file commits.
+async fn storage_backend(cluster: &Cluster, r: &mut Report) {
+    use supabash::auth::Session;
+    use supabash::storage::{StorageConfig, StorageWorkspace};
+    use supabash::workspace::CommitOptions;
+    use supabash_tests::storage_server::StorageServer;
+
+    cluster.psql("app", include_str!("../../sql/storage.sql"));
+    let server = StorageServer::start(&cluster.dsn("postgres")).await;
+    let config = StorageConfig {
+        url: server.url.clone(),
+        bucket: "workspaces".into(),
+        api_key: None,
+        coordinator: None,
+    };
+    let user_id = uuid::Uuid::new_v4().to_string();
+    let session = Session {
+        access_token: StorageServer::user_token(&user_id),
+        user_id,
+    };
+    let open = || StorageWorkspace::open_for_session(&config, &session, Limits::default());
+    let ws = open().await.expect("open");
+    for d in 0..50 {
+        ws.fs().mkdir(&format!("/d{d}"), false).await.unwrap();
+    }
+    for i in 0..5_000 {
+        let path = format!("/d{}/f{i}.md", i % 50);
+        ws.fs().write(&path, text(i, 512)).await.unwrap();
+    }
+    let t = Instant::now();
+    ws.commit(CommitOptions::new("bench"))
+        .await
+        .expect("first commit");
+    let first = ms(t);
+    let mut opens = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let again = open().await.expect("open");
+        opens.push(ms(t));
+        assert_eq!(again.fs().readdir("/d7").await.unwrap().len(), 100);
+    }
+    let ws = open().await.expect("open");
+    let mut commits = Vec::new();
+    for i in 0..20u64 {
+        ws.fs()
+            .write("/d0/f0.md", text(9_000_000 + i, 512))
+            .await
+            .unwrap();
+        let t = Instant::now();
+        ws.commit(CommitOptions::new("bench"))
+            .await
+            .expect("commit");
+        commits.push(ms(t));
+    }
+    r.section("Storage backend (Storage API test server)");
+    r.line(
+        "The Storage backend (`client/src/storage/`) against the Storage API test server \
+         (`tests/src/storage_server.rs`: axum on loopback, object rows in `storage.objects` of \
+         the same cluster under the row-level-security policies of `sql/storage.sql`, bodies \
+         on local disk). A fresh user's workspace gets 5,000 files of 512 B in 50 folders in \
+         one commit (every body and record is its own HTTP request, 8 at a time); then the \
+         workspace is opened 5 times (listing, head, manifest; bodies stay lazy) and one \
+         file is edited and committed 20 times (intent, upload, records, head). These figures \
+         are bound by the test server on this machine, not by the real Storage API.",
+    );
+    r.table(&["measure", "N", "median ms", "p90 ms"]);
+    let (open, commit) = (stats(&opens), stats(&commits));
+    r.row(&[
+        "first commit, 5,000 files".into(),
+        "1".into(),
+        f2(first),
+        f2(first),
+    ]);
+    r.row(&[
+        "open, 5,000 files".into(),
+        "5".into(),
+        f2(open.median),
+        f2(open.p90),
+    ]);
+    r.row(&[
+        "single-file commit, 5,000 files".into(),
+        "20".into(),
+        f2(commit.median),
+        f2(commit.p90),
+    ]);
+    r.summary(
+        "Storage backend, 5,000 files: open / single-file commit (test server)",
+        format!("{} / {} ms", f2(open.median), f2(commit.median)),
+        "—".into(),
+        None,
+    );
+}
+
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, bulk, history, writers, disk, profile; `latency` includes the
+/// (comma-separated: latency, bulk, history, writers, disk, storage, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -813,6 +908,10 @@ async fn main() {
     if selected("disk") {
         eprintln!("bench: disk");
         disk_usage(&cluster, &mut r).await;
+    }
+    if selected("storage") {
+        eprintln!("bench: storage backend");
+        storage_backend(&cluster, &mut r).await;
     }
     if selected("profile") {
         eprintln!("bench: profile");

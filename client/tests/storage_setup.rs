@@ -53,3 +53,45 @@ async fn bucket_creation_and_policy_check() {
     assert_eq!(widened.broad, ["widening"]);
     assert!(!widened.ok());
 }
+
+/// `supabash storage-setup` runs the same two steps: exit 0 when everything holds, 2 when a
+/// policy is missing (a bucket the four policies do not name).
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_creates_the_bucket_and_reports_the_policies() {
+    // The test server runs on this runtime; the command blocks one worker, not all of them.
+    let server = server().await;
+    let run = |bucket: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_supabash"))
+            .args(["storage-setup", "--bucket", bucket])
+            .env("SUPABASE_STORAGE_URL", &server.url)
+            .env("SUPABASE_SERVICE_ROLE_KEY", StorageServer::service_key())
+            .env("SUPABASE_DB_URL", cluster().dsn("postgres"))
+            .output()
+            .expect("run supabash")
+    };
+    let good = run(BUCKET);
+    let out = String::from_utf8_lossy(&good.stdout);
+    assert_eq!(good.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("bucket workspaces: already exists") && out.contains("policies: ok"),
+        "{out}"
+    );
+    assert!(
+        !out.contains(&StorageServer::service_key()),
+        "the key is never printed"
+    );
+
+    let name = format!("cli-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let bad = run(&name);
+    let out = String::from_utf8_lossy(&bad.stdout);
+    assert_eq!(bad.status.code(), Some(2), "{out}");
+    assert!(
+        out.contains(&format!("bucket {name}: created (private)")),
+        "{out}"
+    );
+    assert!(
+        out.contains("missing: a SELECT policy") && out.contains("policies: FAILED"),
+        "{out}"
+    );
+}

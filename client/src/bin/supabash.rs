@@ -35,6 +35,63 @@ enum Command {
     /// they stay with the host.
     #[cfg(feature = "mcp")]
     Mcp(Box<supabash::mcp::McpArgs>),
+    /// Sets a project up for the Storage backend: creates the private bucket with the service
+    /// key (when missing), then checks in the database that row-level security confines every
+    /// user to their own first folder (the four policies of sql/storage.sql) and that no other
+    /// policy widens it. Exits with status 2 when a check fails.
+    #[cfg(feature = "storage")]
+    StorageSetup(StorageSetupArgs),
+}
+
+/// Arguments of `supabash storage-setup`.
+#[cfg(feature = "storage")]
+#[derive(clap::Args)]
+struct StorageSetupArgs {
+    /// The Storage API base URL, e.g. https://<ref>.supabase.co/storage/v1.
+    #[arg(long, env = "SUPABASE_STORAGE_URL")]
+    storage_url: String,
+    /// The service-role key: only it may create a bucket. Never printed.
+    #[arg(long, env = "SUPABASE_SERVICE_ROLE_KEY", hide_env_values = true)]
+    service_key: String,
+    /// A connection string of the project's database, to read the policies from the catalog.
+    #[arg(long, env = "SUPABASE_DB_URL", hide_env_values = true)]
+    db: String,
+    /// The bucket workspaces live in.
+    #[arg(long, default_value = "workspaces")]
+    bucket: String,
+}
+
+/// `supabash storage-setup`; `Ok(false)` when a policy check failed.
+#[cfg(feature = "storage")]
+async fn storage_setup(args: StorageSetupArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    use supabash::storage::setup::{check_policies, create_bucket};
+    let created = create_bucket(&args.storage_url, &args.service_key, &args.bucket).await?;
+    println!(
+        "bucket {}: {}",
+        args.bucket,
+        if created {
+            "created (private)"
+        } else {
+            "already exists"
+        }
+    );
+    let (client, connection) = tokio_postgres::connect(&args.db, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    let report = check_policies(&client, &args.bucket).await?;
+    let mark = |ok: bool| if ok { "ok" } else { "FAILED" };
+    println!(
+        "row-level security on storage.objects: {}",
+        mark(report.rls_enabled)
+    );
+    println!("bucket is private: {}", mark(report.bucket_private));
+    for command in &report.missing {
+        println!("missing: a {command} policy for authenticated confined to the user's folder");
+    }
+    for policy in &report.broad {
+        println!("widening: policy {policy:?} reaches the bucket without the folder limit");
+    }
+    println!("policies: {}", mark(report.ok()));
+    Ok(report.ok())
 }
 
 /// Stops the cluster however the demo ends.
@@ -255,6 +312,12 @@ fn main() {
         .expect("tokio runtime");
     let outcome = match cli.command {
         Command::Demo => runtime.block_on(demo()),
+        #[cfg(feature = "storage")]
+        Command::StorageSetup(args) => match runtime.block_on(storage_setup(args)) {
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(2),
+            Err(e) => Err(e),
+        },
         #[cfg(feature = "mcp")]
         Command::Mcp(args) => runtime
             .block_on(supabash::mcp::run(*args))
