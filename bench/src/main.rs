@@ -789,6 +789,7 @@ async fn storage_backend(cluster: &Cluster, r: &mut Report) {
         bucket: "workspaces".into(),
         api_key: None,
         coordinator: None,
+        stale_intent_after: supabash::storage::DEFAULT_STALE_INTENT,
     };
     let user_id = uuid::Uuid::new_v4().to_string();
     let session = Session {

@@ -234,7 +234,13 @@ impl StorageWorkspace {
         let touched = diff(&base.manifest, &staged);
         let fp = fingerprint(base.revision.as_deref(), &touched, o);
 
-        recover::recover(&self.api, &self.keys).await?;
+        let policy = recover::Policy {
+            leased: lease.is_some(),
+            own: partial_tx.as_ref().map(|(_, tx)| tx.as_str()),
+            stale_after: self.stale_intent_after,
+            committing: true,
+        };
+        recover::recover(&self.api, &self.keys, &policy).await?;
         let published = recover::published(&self.api, &self.keys).await?;
         let head_rev = published.as_ref().map(|(h, _)| h.revision.clone());
 
@@ -341,6 +347,7 @@ impl StorageWorkspace {
             idempotency_key: o.idempotency_key.clone(),
             touched: touched.clone(),
             created_at: now.clone(),
+            created_ms: super::model::to_ms(SystemTime::now()),
             schema_version: SCHEMA_VERSION,
         };
         // An intent that may have been written counts as written.

@@ -44,6 +44,7 @@ use crate::tree::StagedTree;
 use keys::{Keys, Visible};
 use model::{Head, Revision};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use supabash_core::capability::{Operation, OperationSet};
 use supabash_core::hash::sha256_hex;
 use supabash_core::ErrorCode;
@@ -60,7 +61,13 @@ pub struct StorageConfig {
     pub api_key: Option<String>,
     /// Serialises commits and recovery per prefix across hosts (see [`coordinator`]).
     pub coordinator: Option<Arc<dyn CommitCoordinator>>,
+    /// Without a coordinator, how old another host's unfinished commit must be before
+    /// recovery treats it as abandoned ([`DEFAULT_STALE_INTENT`]; see `recover.rs`).
+    pub stale_intent_after: Duration,
 }
+
+/// The default stale window for another host's unfinished commit: 5 minutes.
+pub const DEFAULT_STALE_INTENT: Duration = Duration::from_secs(300);
 
 impl std::fmt::Debug for StorageConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,6 +94,7 @@ pub struct StorageWorkspace {
     tree: Arc<StagedTree>,
     bodies: Arc<Bodies>,
     coordinator: Option<Arc<dyn CommitCoordinator>>,
+    stale_intent_after: Duration,
     /// The operations a capability granted (`None`: a user's own workspace, everything).
     operations: Option<OperationSet>,
     state: Mutex<State>,
@@ -129,7 +137,13 @@ impl StorageWorkspace {
             &session.access_token,
             config.api_key.as_deref(),
         )?;
-        Self::open_with(api, limits, config.coordinator.clone()).await
+        Self::open_with(
+            api,
+            limits,
+            config.coordinator.clone(),
+            config.stale_intent_after,
+        )
+        .await
     }
 
     /// Verifies the incoming request's session (see [`crate::auth::verify_request`]), then
@@ -178,7 +192,13 @@ impl StorageWorkspace {
                         token,
                         config.api_key.as_deref(),
                     )?;
-                    let mut ws = Self::open_with(api, limits, config.coordinator.clone()).await?;
+                    let mut ws = Self::open_with(
+                        api,
+                        limits,
+                        config.coordinator.clone(),
+                        config.stale_intent_after,
+                    )
+                    .await?;
                     ws.operations = Some(operations);
                     Ok(ws)
                 }
@@ -188,15 +208,17 @@ impl StorageWorkspace {
 
     /// Opens the workspace `api` points at, without a coordinator. See [`Self::open_with`].
     pub async fn open(api: StorageApi, limits: Limits) -> Result<Self> {
-        Self::open_with(api, limits, None).await
+        Self::open_with(api, limits, None, DEFAULT_STALE_INTENT).await
     }
 
     /// Opens the workspace `api` points at: recovery (under the coordinator's lease when there
-    /// is one), then the published head (or, with none, the visible objects).
+    /// is one; without, of other hosts' commits older than `stale_intent_after`), then the
+    /// published head (or, with none, the visible objects).
     pub async fn open_with(
         api: StorageApi,
         limits: Limits,
         coordinator: Option<Arc<dyn CommitCoordinator>>,
+        stale_intent_after: Duration,
     ) -> Result<Self> {
         supabash_core::capability::check_prefix(api.prefix()).map_err(|_| {
             SupabashError::new(ErrorCode::InvalidArgument, "not a valid Storage prefix")
@@ -215,6 +237,7 @@ impl StorageWorkspace {
             tree,
             bodies,
             coordinator,
+            stale_intent_after,
             operations: None,
             state: Mutex::new(State {
                 base: Base {
@@ -225,7 +248,7 @@ impl StorageWorkspace {
                 restore_source: None,
             }),
         };
-        ws.recover_leased().await?;
+        ws.recover_leased(None).await?;
         ws.reload().await?;
         Ok(ws)
     }
@@ -250,10 +273,17 @@ impl StorageWorkspace {
         }
     }
 
-    /// Recovery under the lease.
-    async fn recover_leased(&self) -> Result<()> {
+    /// Recovery under the lease (see `recover.rs` for what it may resolve); `own` is this
+    /// workspace's own unresolved transaction.
+    async fn recover_leased(&self, own: Option<&str>) -> Result<()> {
         let lease = self.lease("recovery").await?;
-        let result = recover::recover(&self.api, &self.keys).await;
+        let policy = recover::Policy {
+            leased: lease.is_some(),
+            own,
+            stale_after: self.stale_intent_after,
+            committing: false,
+        };
+        let result = recover::recover(&self.api, &self.keys, &policy).await;
         if let Some(l) = lease {
             l.release().await;
         }
@@ -360,8 +390,8 @@ impl StorageWorkspace {
             state.restore_source = None;
             state.partial.take()
         };
-        if partial.is_some() {
-            self.recover_leased().await?;
+        if let Some((_, tx)) = &partial {
+            self.recover_leased(Some(tx)).await?;
             return self.reload().await;
         }
         let base = self.state.lock().expect("state lock").base.clone();

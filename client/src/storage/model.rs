@@ -136,6 +136,10 @@ pub struct Intent {
     pub idempotency_key: Option<String>,
     pub touched: Vec<Touched>,
     pub created_at: String,
+    /// `created_at` in Unix milliseconds, for deciding whether the intent is stale (0 in records
+    /// written before this field existed: stale).
+    #[serde(default)]
+    pub created_ms: i64,
     pub schema_version: u32,
 }
 

@@ -9,16 +9,22 @@
 //!   content-addressed objects; an orphan revision record is deleted; then `abort.json`.
 //!
 //! The intent is deleted last, so an interrupted recovery is simply run again.
+//!
+//! Another host's intent may belong to a commit still in flight, which recovery must not touch.
+//! So a foreign intent is resolved only under the coordinator's lease (no other host can be
+//! committing) or once it is older than the stale window (its host is presumed dead); until
+//! then an opener or discard leaves it alone (readers read the published head) and a commit
+//! fails with a retryable `COMMIT_COORDINATION`.
 
 use super::api::StorageApi;
 use super::keys::Keys;
-use super::model::{rfc3339, SCHEMA_VERSION};
+use super::model::{rfc3339, to_ms, SCHEMA_VERSION};
 use super::model::{Complete, Entry, EntryKind, Head, Idempotency, Intent, Manifest, Revision};
 use crate::error::{Result, SupabashError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::json;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use supabash_core::ErrorCode;
 
 /// Reads a record; `None` when absent, `HISTORY_CORRUPTION` when malformed.
@@ -139,13 +145,48 @@ pub async fn roll_back(
     Ok(())
 }
 
-/// Resolves every unresolved intent; returns the commits adopted.
-pub async fn recover(api: &StorageApi, keys: &Keys) -> Result<Vec<Complete>> {
+/// Which intents a recovery may resolve.
+pub struct Policy<'a> {
+    /// The coordinator's lease is held: every intent is resolvable.
+    pub leased: bool,
+    /// The caller's own unresolved transaction, always resolvable.
+    pub own: Option<&'a str>,
+    /// How old a foreign intent must be to count as abandoned.
+    pub stale_after: Duration,
+    /// A commit is about to start: a fresh foreign intent is a coordination error.
+    pub committing: bool,
+}
+
+impl Policy<'_> {
+    /// Whether `intent` may be resolved now; `Err` when a commit must wait for it.
+    fn resolvable(&self, intent: &Intent) -> Result<bool> {
+        let age_ms = to_ms(SystemTime::now()).saturating_sub(intent.created_ms);
+        if self.leased
+            || self.own == Some(intent.transaction_id.as_str())
+            || age_ms >= self.stale_after.as_millis() as i64
+        {
+            return Ok(true);
+        }
+        if self.committing {
+            return Err(SupabashError::new(
+                ErrorCode::CommitCoordination,
+                "another host's commit is in flight on this workspace; retry (or use a coordinator)",
+            ));
+        }
+        Ok(false)
+    }
+}
+
+/// Resolves every unresolved intent `policy` allows; returns the commits adopted.
+pub async fn recover(api: &StorageApi, keys: &Keys, policy: &Policy<'_>) -> Result<Vec<Complete>> {
     let mut adopted = Vec::new();
     for listed in api.list(&keys.intents()).await? {
         let Some(intent) = read::<Intent>(api, &listed.name).await? else {
             continue;
         };
+        if !policy.resolvable(&intent)? {
+            continue;
+        }
         let tx = &intent.transaction_id;
         let published = published(api, keys).await?;
         let head_rev = published.as_ref().map(|(h, _)| h.revision.clone());

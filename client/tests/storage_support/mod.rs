@@ -45,6 +45,9 @@ pub fn config(server: &StorageServer) -> StorageConfig {
         bucket: BUCKET.into(),
         api_key: None,
         coordinator: None,
+        // The fault tests reopen as another host right after a simulated crash: the dead
+        // host's intent is abandoned at once (the race test keeps the default window).
+        stale_intent_after: std::time::Duration::ZERO,
     }
 }
 
