@@ -10,7 +10,7 @@ use std::time::Duration;
 use storage_support::*;
 use supabash::auth::Session;
 use supabash::storage::{
-    CommitCoordinator, Lease, PostgresCoordinator, StorageApi, StorageConfig, StorageWorkspace,
+    CommitCoordinator, Lease, PostgresCoordinator, StorageConfig, StorageWorkspace,
 };
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, Result};
@@ -29,21 +29,6 @@ async fn open_cfg(c: &StorageConfig, s: &Session) -> StorageWorkspace {
     StorageWorkspace::open_for_session(c, s, Limits::default())
         .await
         .unwrap()
-}
-
-async fn records(server: &StorageServer, s: &Session) -> usize {
-    StorageApi::new(
-        &server.url,
-        BUCKET,
-        &format!("{}/", s.user_id),
-        &StorageServer::service_key(),
-        None,
-    )
-    .unwrap()
-    .list(&format!("{}/.supabash/revisions/", s.user_id))
-    .await
-    .unwrap()
-    .len()
 }
 
 #[tokio::test]
@@ -69,7 +54,7 @@ async fn a_coordinator_serialises_two_hosts() {
     let reopened = open_cfg(&cfg, &session).await;
     assert_eq!(reopened.fs().read_text("/a.md").await.unwrap(), "from a");
     assert_eq!(reopened.fs().read_text("/b.md").await.unwrap(), "from b");
-    assert_eq!(records(&server, &session).await, 2);
+    assert_eq!(revision_records(&server, &session).await, 2);
     assert_eq!(reopened.history(None, None).await.unwrap().records.len(), 2);
 }
 
@@ -121,7 +106,7 @@ async fn race_once() {
         published.entries.keys().collect::<Vec<_>>()
     );
     assert!(tree.contains_key("/a.md") || tree.contains_key("/b.md"));
-    assert!((1..=2).contains(&records(&server, &session).await));
+    assert!((1..=2).contains(&revision_records(&server, &session).await));
 }
 
 /// Deterministically: host A's commit is held right after its intent; host B opens (and sees
@@ -185,7 +170,7 @@ async fn a_commit_in_flight_on_another_host_is_left_alone() {
     ] {
         assert_eq!(reopened.fs().read_text(path).await.unwrap(), text);
     }
-    assert_eq!(records(&server, &session).await, 3);
+    assert_eq!(revision_records(&server, &session).await, 3);
 }
 
 #[tokio::test]
@@ -202,7 +187,7 @@ async fn a_held_lease_makes_a_commit_wait_then_give_up() {
     assert!(e.retryable && !e.outcome_unknown);
     lease.release().await;
     ws.commit(CommitOptions::new("t")).await.unwrap();
-    assert_eq!(records(&server, &session).await, 1);
+    assert_eq!(revision_records(&server, &session).await, 1);
 }
 
 /// A coordinator whose lease is lost after `checks` calls of `lost`.
@@ -252,5 +237,5 @@ async fn a_lost_lease_stops_the_commit_before_it_is_published() {
     // The next open rolls the unfinished commit back: the old tree, one record.
     let reopened = open(&server, &session).await;
     assert_eq!(dump(reopened.fs()).await, before);
-    assert_eq!(records(&server, &session).await, 1);
+    assert_eq!(revision_records(&server, &session).await, 1);
 }

@@ -10,26 +10,10 @@ mod storage_support;
 use std::collections::BTreeMap;
 use storage_support::*;
 use supabash::auth::Session;
-use supabash::storage::{StorageApi, StorageWorkspace};
+use supabash::storage::StorageWorkspace;
 use supabash::workspace::CommitOptions;
 use supabash::ErrorCode;
 use supabash_tests::storage_server::{Fault, StorageServer};
-
-async fn revisions(server: &StorageServer, session: &Session) -> usize {
-    let service = StorageApi::new(
-        &server.url,
-        BUCKET,
-        &format!("{}/", session.user_id),
-        &StorageServer::service_key(),
-        None,
-    )
-    .unwrap();
-    service
-        .list(&format!("{}/.supabash/revisions/", session.user_id))
-        .await
-        .unwrap()
-        .len()
-}
 
 type Tree = BTreeMap<String, Dumped>;
 
@@ -99,20 +83,13 @@ async fn every_durable_step_fails_to_old_or_new() {
             if result.is_ok() {
                 assert_eq!(which, "new", "{fault:?}: a successful commit reopened old");
             }
-            let records = revisions(&server, &session).await;
+            let records = revision_records(&server, &session).await;
             assert!(
                 records == 1 || (records == 2 && which == "new"),
                 "{fault:?}: {records} revision records with the {which} tree"
             );
             // After recovery no intent is left.
-            let service = StorageApi::new(
-                &server.url,
-                BUCKET,
-                &format!("{}/", session.user_id),
-                &StorageServer::service_key(),
-                None,
-            )
-            .unwrap();
+            let service = service_api(&server, &session);
             let intents = service
                 .list(&format!("{}/.supabash/intents/", session.user_id))
                 .await
@@ -145,7 +122,7 @@ async fn a_retry_after_a_partial_commit_publishes_once() {
     assert_eq!(e.code, ErrorCode::PartialCommit);
     let r = ws.commit(o.clone()).await.unwrap();
     assert!(r.replayed);
-    assert_eq!(revisions(&server, &session).await, 2);
+    assert_eq!(revision_records(&server, &session).await, 2);
     assert_eq!(dump(open(&server, &session).await.fs()).await, new);
 
     // A failure right after the intent: the retry rolls it back and commits again, once.
@@ -157,7 +134,7 @@ async fn a_retry_after_a_partial_commit_publishes_once() {
     let r = ws.commit(o).await.unwrap();
     assert!(!r.replayed);
     assert_eq!(r.receipt.position, 2);
-    assert_eq!(revisions(&server, &session).await, 2);
+    assert_eq!(revision_records(&server, &session).await, 2);
     assert_eq!(dump(open(&server, &session).await.fs()).await, new);
 }
 
@@ -179,7 +156,7 @@ async fn discard_after_a_partial_commit_resolves_it() {
     ws.discard().await.unwrap();
     assert_eq!(dump(ws.fs()).await, old);
     assert_eq!(dump(open(&server, &session).await.fs()).await, old);
-    assert_eq!(revisions(&server, &session).await, 1);
+    assert_eq!(revision_records(&server, &session).await, 1);
 }
 
 #[tokio::test]
@@ -229,14 +206,7 @@ async fn a_commit_rolled_back_by_another_hosts_recovery_undoes_its_own_writes() 
     assert_eq!(e.code, ErrorCode::CommitCoordination, "{e}");
     assert!(e.retryable && !e.outcome_unknown);
     // A undid what it wrote after B's rollback: the visible objects are the old tree's.
-    let service = StorageApi::new(
-        &server.url,
-        BUCKET,
-        &format!("{}/", session.user_id),
-        &StorageServer::service_key(),
-        None,
-    )
-    .unwrap();
+    let service = service_api(&server, &session);
     let keep = format!("{}/keep.md", session.user_id);
     assert_eq!(service.download(&keep).await.unwrap().unwrap(), b"keep v1");
     let mut visible: Vec<String> = service
@@ -259,8 +229,8 @@ async fn a_commit_rolled_back_by_another_hosts_recovery_undoes_its_own_writes() 
         ]
     );
     assert_eq!(dump(open(&server, &session).await.fs()).await, old);
-    assert_eq!(revisions(&server, &session).await, 1);
+    assert_eq!(revision_records(&server, &session).await, 1);
     // A's staged edits are still there; a retry now commits them once.
     ws.commit(CommitOptions::new("a")).await.unwrap();
-    assert_eq!(revisions(&server, &session).await, 2);
+    assert_eq!(revision_records(&server, &session).await, 2);
 }

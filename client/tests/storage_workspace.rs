@@ -52,14 +52,7 @@ async fn a_reopen_reproduces_the_tree() {
     assert!(ws.changes().unwrap().is_empty());
 
     // What Storage holds: encoded keys, a marker for the empty directory, the reserved area.
-    let service = StorageApi::new(
-        &server.url,
-        BUCKET,
-        &format!("{}/", session.user_id),
-        &StorageServer::service_key(),
-        None,
-    )
-    .unwrap();
+    let service = service_api(&server, &session);
     let keys: Vec<String> = service
         .list(&format!("{}/", session.user_id))
         .await
@@ -164,14 +157,7 @@ async fn bodies_load_lazily_and_are_verified() {
     ws.commit(CommitOptions::new("t")).await.unwrap();
     // Replace the content-addressed body behind the client's back (service key).
     let hash = supabash_core::hash::sha256_hex(b"original");
-    let service = StorageApi::new(
-        &server.url,
-        BUCKET,
-        &format!("{}/", session.user_id),
-        &StorageServer::service_key(),
-        None,
-    )
-    .unwrap();
+    let service = service_api(&server, &session);
     let key = format!("{}/.supabash/objects/{hash}", session.user_id);
     service
         .upload(
@@ -236,7 +222,7 @@ async fn idempotency_keys_replay_or_conflict() {
     let replay = two.commit(o.clone()).await.unwrap();
     assert!(replay.replayed);
     assert_eq!(replay.receipt, first.receipt);
-    assert_eq!(revisions(&server, &session).await, 2);
+    assert_eq!(revision_records(&server, &session).await, 2);
     // The replaying host is now based on the current head, like after any commit.
     assert_eq!(
         two.base_revision().as_deref(),
@@ -253,23 +239,6 @@ async fn idempotency_keys_replay_or_conflict() {
     three.discard().await.unwrap();
     assert!(!three.fs().exists("/y").await);
     assert_eq!(three.fs().read_text("/x").await.unwrap(), "1");
-}
-
-/// Revision records of a user, counted with the service key.
-pub async fn revisions(server: &StorageServer, session: &supabash::auth::Session) -> usize {
-    let service = StorageApi::new(
-        &server.url,
-        BUCKET,
-        &format!("{}/", session.user_id),
-        &StorageServer::service_key(),
-        None,
-    )
-    .unwrap();
-    service
-        .list(&format!("{}/.supabash/revisions/", session.user_id))
-        .await
-        .unwrap()
-        .len()
 }
 
 #[cfg(feature = "storage-capability")]

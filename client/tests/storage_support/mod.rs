@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 use supabash::auth::Session;
-use supabash::storage::{StorageConfig, StorageWorkspace};
+use supabash::storage::{StorageApi, StorageConfig, StorageWorkspace};
 use supabash::tree::FileKind;
 use supabash::{Limits, StagedTree};
 use supabash_tests::storage_server::StorageServer;
@@ -49,6 +49,27 @@ pub fn config(server: &StorageServer) -> StorageConfig {
         // host's intent is abandoned at once (the race test keeps the default window).
         stale_intent_after: std::time::Duration::ZERO,
     }
+}
+
+/// The Storage API on `session`'s folder with the service key, to inspect what is stored.
+pub fn service_api(server: &StorageServer, session: &Session) -> StorageApi {
+    StorageApi::new(
+        &server.url,
+        BUCKET,
+        &format!("{}/", session.user_id),
+        &StorageServer::service_key(),
+        None,
+    )
+    .unwrap()
+}
+
+/// Revision records stored in `session`'s folder.
+pub async fn revision_records(server: &StorageServer, session: &Session) -> usize {
+    service_api(server, session)
+        .list(&format!("{}/.supabash/revisions/", session.user_id))
+        .await
+        .unwrap()
+        .len()
 }
 
 pub async fn open(server: &StorageServer, session: &Session) -> StorageWorkspace {
