@@ -15,15 +15,6 @@ static SERIAL: Mutex<()> = Mutex::const_new(());
 
 const WRITERS: usize = 64;
 
-async fn workspace(rest: &mut Rest, owner: &Caller) -> String {
-    rest.call(owner, "supabash_create_workspace", json!({}))
-        .await
-        .unwrap()["workspaceId"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 async fn commit(
     rest: &mut Rest,
     owner: &Caller,
@@ -52,19 +43,15 @@ async fn sixty_four_writers_one_winner() {
     let cluster = Cluster::shared();
     let owner = Caller::new_user();
     let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
-    let ws = workspace(&mut rest, &owner).await;
-    let base = commit(
-        &mut rest,
-        &owner,
-        &ws,
-        None,
-        json!([{"op": "upsert", "path": "/race.md", "text": "base"}]),
-    )
-    .await
-    .unwrap()["receipt"]["revision"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ws = rest.create_workspace(&owner).await;
+    let base = rest
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/race.md", "text": "base"}]),
+        )
+        .await;
 
     // 64 connections, all open before anyone starts.
     let mut conns = Vec::new();
@@ -169,19 +156,15 @@ async fn a_held_lock_gives_coordination_error_after_about_a_second() {
     let cluster = Cluster::shared();
     let owner = Caller::new_user();
     let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
-    let ws = workspace(&mut rest, &owner).await;
-    let head = commit(
-        &mut rest,
-        &owner,
-        &ws,
-        None,
-        json!([{"op": "upsert", "path": "/a.md", "text": "a"}]),
-    )
-    .await
-    .unwrap()["receipt"]["revision"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ws = rest.create_workspace(&owner).await;
+    let head = rest
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/a.md", "text": "a"}]),
+        )
+        .await;
 
     // Another session holds the workspace lock in an open transaction.
     let mut holder = admin(cluster).await;
@@ -245,7 +228,7 @@ async fn a_failure_after_the_head_moved_rolls_everything_back() {
     let admin = admin(cluster).await;
     let owner = Caller::new_user();
     let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
-    let ws = workspace(&mut rest, &owner).await;
+    let ws = rest.create_workspace(&owner).await;
     let head = commit(
         &mut rest,
         &owner,
