@@ -69,6 +69,13 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
               THEN (supabash.request_claims() ->> 'sub')::uuid END
 $$;
 
+-- Timestamps as receipts and grants print them: UTC with microseconds,
+-- e.g. 2026-11-30T06:00:00.123456Z. One rule, so a replayed receipt reads like the original.
+CREATE FUNCTION supabash.utc_text(t timestamptz) RETURNS text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+$$;
+
 -- Commit order: taken under the workspace lock, so positions follow commit order.
 CREATE SEQUENCE supabash.positions;
 

@@ -143,7 +143,7 @@ pub fn exchange(args: &Args) -> Outcome<Value> {
                 (grant_hash, key_id, workspace_id, owner_id, actor_subject, operations,
                  correlation_id, expires_at)
          VALUES ($1, $2, $3::uuid, $4::uuid, $5, $6, $7, to_timestamp($8))
-         RETURNING to_jsonb(to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'))",
+         RETURNING to_jsonb(supabash.utc_text(expires_at))",
         &[
             Sha256::digest(&grant).to_vec().into(),
             compact.header.kid.as_str().into(),

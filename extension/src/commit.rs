@@ -445,7 +445,7 @@ pub fn commit(args: &Args) -> Outcome<Value> {
 
     let stamp = db::json(
         "SELECT jsonb_build_object('position', nextval('supabash.positions'),
-                'at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'))",
+                'at', supabash.utc_text(now()))",
         &[],
     )?
     .unwrap_or(Value::Null);

@@ -14,7 +14,7 @@ use supabash_core::Marker;
 /// The select list [`rows`] expects, in order, for `supabash.revisions`.
 pub const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
     transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
-    source_revision::text, to_char(committed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),
+    source_revision::text, supabash.utc_text(committed_at),
     lines, request_hash";
 
 /// A stored receipt and the hash of the request that made it.
