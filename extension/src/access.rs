@@ -114,24 +114,27 @@ fn delegate(grant: &str, workspace: &str, need: &[Operation]) -> Outcome<Delegat
 /// valid grant for this workspace holding one of `need`; nobody else gets anything.
 fn authorize(args: &Args, workspace: &str, need: &[Operation]) -> Outcome<Option<Delegation>> {
     let grant = args.text_opt("delegated_grant", 256)?;
-    let role = db::json("SELECT to_jsonb(supabash.request_role())", &[])?;
-    match (role.as_ref().and_then(Value::as_str), grant) {
-        (Some("authenticated"), None) => caller().map(|_| None),
+    let who = identity()?;
+    match (who["role"].as_str(), grant) {
         (Some("authenticated"), Some(_)) => Err(denied(
             "a delegated grant is presented by service_role, not by a user session",
         )),
         (Some("service_role"), Some(grant)) => delegate(&grant, workspace, need).map(Some),
-        _ => caller().map(|_| None),
+        _ => owner_of(&who).map(|_| None),
     }
 }
 
-/// The verified owner id of the caller, or the reason there is none.
-pub fn caller() -> Outcome<String> {
-    let who = db::json(
+/// The caller's verified owner id and role, as the claims give them (one query).
+fn identity() -> Outcome<Value> {
+    Ok(db::json(
         "SELECT jsonb_build_object('owner', supabash.request_owner(), 'role', supabash.request_role())",
         &[],
     )?
-    .unwrap_or(Value::Null);
+    .unwrap_or(Value::Null))
+}
+
+/// The owner id in `who`, or the reason there is none.
+fn owner_of(who: &Value) -> Outcome<String> {
     if let Some(owner) = who["owner"].as_str() {
         return Ok(owner.to_owned());
     }
@@ -145,6 +148,11 @@ pub fn caller() -> Outcome<String> {
             "an authenticated user session is required",
         ),
     })
+}
+
+/// The verified owner id of the caller, or the reason there is none.
+pub fn caller() -> Outcome<String> {
+    owner_of(&identity()?)
 }
 
 fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspace>> {
