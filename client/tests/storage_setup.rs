@@ -37,14 +37,16 @@ async fn bucket_creation_and_policy_check() {
     assert!(other.rls_enabled && other.bucket_private && other.broad.is_empty());
     assert_eq!(other.missing, ["SELECT", "INSERT", "UPDATE", "DELETE"]);
 
+    // The widening policy names the extra bucket, so the CLI test running beside this one still
+    // sees the shared bucket's policies unchanged.
     admin
-        .batch_execute(
+        .batch_execute(&format!(
             "CREATE POLICY widening ON storage.objects FOR SELECT TO authenticated
-               USING (bucket_id = 'workspaces')",
-        )
+               USING (bucket_id = '{name}')"
+        ))
         .await
         .unwrap();
-    let widened = check_policies(&admin, BUCKET).await;
+    let widened = check_policies(&admin, &name).await;
     admin
         .batch_execute("DROP POLICY widening ON storage.objects")
         .await
