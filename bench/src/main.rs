@@ -550,89 +550,168 @@ impl Sizes {
     }
 }
 
-/// Single-file edits in a database of its own, next to a plain table holding the same bodies:
-/// 100, then 400 more. Returns the sizes before, after 100 and after 500 edits, and the stored
-/// (compressed) bytes of the first 100 plain bodies.
-async fn disk(cluster: &Cluster, size: usize) -> (Sizes, Sizes, Sizes, i64) {
-    let db = format!("disk_{size}");
-    database(cluster, &db);
-    let mut rest = Rest::connect(&dsn(cluster, &db)).await;
-    let mut ws = Ws::create(&mut rest).await;
-    let before = Sizes::of(cluster, &db);
-    let mut at_100 = None;
-    for i in 0..500i64 {
+/// The sizes one disk database goes through.
+struct DiskRun {
+    /// Right after the first workspace was created (empty tables).
+    before: Sizes,
+    /// After its first 100 edits.
+    at_100: Sizes,
+    /// After 400 more.
+    at_500: Sizes,
+    /// Growth (supabash, plain table) over each further workspace's 100 edits, in the
+    /// database the first one filled, sorted by ratio.
+    in_use: Vec<(i64, i64)>,
+    /// The stored (compressed) bytes of the first 100 plain bodies.
+    stored: i64,
+}
+
+/// `count` commits that each replace `/notes.md` of a new workspace with a new, distinct text
+/// body, each followed by inserting the same body into the plain table; a snapshot of the
+/// sizes after `snapshot_after` edits when asked.
+async fn edits(
+    cluster: &Cluster,
+    db: &str,
+    rest: &mut Rest,
+    size: usize,
+    first: i64,
+    count: i64,
+    snapshot_after: Option<i64>,
+) -> Option<Sizes> {
+    let mut ws = Ws::create(rest).await;
+    let mut snapshot = None;
+    for i in first..first + count {
         let body = text(3_000_000 + i as u64, size);
-        ws.commit(&mut rest, vec![upsert("/notes.md", &body)]).await;
+        ws.commit(rest, vec![upsert("/notes.md", &body)]).await;
         let q = "INSERT INTO public.plain_bodies (id, body) VALUES ($1, $2)";
         rest.client
             .execute(q, &[&i, &body.as_bytes()])
             .await
             .unwrap();
-        if i == 99 {
-            at_100 = Some(Sizes::of(cluster, &db));
+        if Some(i - first + 1) == snapshot_after {
+            snapshot = Some(Sizes::of(cluster, db));
         }
     }
+    snapshot
+}
+
+/// How many further workspaces make 100 edits each in the database in use. Where a new
+/// workspace's keys land among the others' in the indexes (its id is random) moves its growth
+/// by a few pages, so the report gives the median and the range.
+const IN_USE_ROUNDS: i64 = 5;
+
+/// Single-file edits in a database of its own, next to a plain table holding the same bodies:
+/// a first workspace's 100 edits on empty tables, 400 more, then further workspaces' 100 each.
+async fn disk(cluster: &Cluster, size: usize) -> DiskRun {
+    let db = format!("disk_{size}");
+    database(cluster, &db);
+    // Only the measurement's own VACUUMs reclaim space, so sizes do not depend on when
+    // autovacuum happens to run.
+    cluster.psql(
+        &db,
+        "DO $$ DECLARE t regclass; BEGIN
+           FOR t IN SELECT oid FROM pg_class WHERE relkind = 'r'
+                      AND (relnamespace = 'supabash'::regnamespace OR oid = 'plain_bodies'::regclass)
+           LOOP EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = off)', t); END LOOP;
+         END $$",
+    );
+    let mut rest = Rest::connect(&dsn(cluster, &db)).await;
+    // The empty tables, as a workspace's creation leaves them.
+    Ws::create(&mut rest).await;
+    let before = Sizes::of(cluster, &db);
+    let at_100 = edits(cluster, &db, &mut rest, size, 0, 500, Some(100)).await;
+    let at_500 = Sizes::of(cluster, &db);
+    let mut in_use = Vec::new();
+    let mut last = (at_500.total(), at_500.plain);
+    for k in 0..IN_USE_ROUNDS {
+        edits(cluster, &db, &mut rest, size, 500 + 100 * k, 100, None).await;
+        let now = Sizes::of(cluster, &db);
+        in_use.push((now.total() - last.0, now.plain - last.1));
+        last = (now.total(), now.plain);
+    }
     drop(rest);
-    let after = Sizes::of(cluster, &db);
+    in_use.sort_by(|a, b| (a.0 as f64 / a.1 as f64).total_cmp(&(b.0 as f64 / b.1 as f64)));
     let stored = cluster.psql(
         &db,
         "SELECT sum(pg_column_size(body)) FROM plain_bodies WHERE id < 100",
     );
-    (
+    DiskRun {
         before,
-        at_100.expect("100 edits"),
-        after,
-        stored.trim().parse().unwrap(),
-    )
+        at_100: at_100.expect("100 edits"),
+        at_500,
+        in_use,
+        stored: stored.trim().parse().unwrap(),
+    }
 }
 
 async fn disk_usage(cluster: &Cluster, r: &mut Report) {
     const HEADLINE: usize = 8 * 1024;
     r.section("Bytes on disk");
     r.line(
-        "Each body size runs in a database of its own on the same cluster, so the supabash \
-         tables hold nothing but this one workspace: 100 commits each replace the one file \
-         `/notes.md` with a new, distinct text body, interleaved with inserting the same body \
-         into `plain_bodies (id bigint, body bytea)` (no index). Sizes are \
-         `pg_total_relation_size` (heap, TOAST, indexes, free space and visibility maps) after \
+        "Each body size runs in a database of its own on the same cluster. A workspace's 100 \
+         commits each replace the one file `/notes.md` with a new, distinct text body, \
+         interleaved with inserting the same body into `plain_bodies (id bigint, body bytea)` \
+         (no index; PostgreSQL's default storage, TOAST-compressed with pglz; supabash stores \
+         bodies as zstd frames, see `extension/src/stored.rs`). Sizes are \
+         `pg_total_relation_size` (heap, TOAST, indexes, free-space and visibility maps) after \
          `VACUUM ANALYZE` (plain VACUUM: dead row versions become free space, files are not \
          rewritten), summed over every table in schema `supabash`, against the plain table. \
-         Bodies are prose-like text, TOAST-compressed (pglz) on both sides. *Total* counts \
-         everything in the schema, including the fixed cost of empty tables and indexes; \
-         *growth* subtracts the sizes measured (also after VACUUM) right after the workspace \
-         was created, before the first edit; the plain table starts empty either way. The \
-         headline is 8 KiB, a typical Markdown or source file; the other sizes show how the \
-         fixed and per-revision overheads weigh against the bodies.",
+         Autovacuum is off for these tables, so only those VACUUMs reclaim space and the sizes \
+         repeat from run to run.\n\n\
+         Three views of the same run. *Empty database*: the first workspace's first 100 edits, \
+         on tables that hold nothing else; *total* counts everything in the schema, *growth* \
+         subtracts the sizes of the empty tables (measured after the workspace was created). \
+         Both charge these 100 edits with each growing table's first pages, which PostgreSQL \
+         allocates once per table, not per workspace (a free-space map of 3 pages and a \
+         visibility map page per heap, a root page per index: about 40 KiB per table; \
+         supabash grows four heaps — bodies, their TOAST, entries, revisions — the plain table \
+         two). *Database in use*: after that workspace reached 500 edits, five more workspaces \
+         make 100 edits each, one after the other, and each one's growth (VACUUM before and \
+         after) is compared with the plain table's growth over the same 100 bodies; the table \
+         gives the median and the range of the five ratios (a new workspace's random id puts \
+         its index keys between the others' or after them, which moves page splits). This is \
+         what 100 edits cost once the tables exist, as in any database serving more than one \
+         workspace. The headline is 8 KiB, a typical Markdown or source file.",
     );
     r.table(&[
         "body",
         "raw bodies",
         "stored bodies",
         "plain table",
-        "supabash total",
-        "ratio total",
-        "supabash growth",
-        "ratio growth",
-        "`bodies` table / plain",
+        "empty db: supabash total",
+        "ratio",
+        "empty db: supabash growth",
+        "ratio",
+        "in use: supabash / plain growth (median)",
+        "ratio (range)",
     ]);
     let mut detail = String::new();
     let mut marginal_rows = Vec::new();
     for size in [1024, HEADLINE, 64 * 1024] {
-        let (before, at_100, at_500, stored) = disk(cluster, size).await;
+        let run = disk(cluster, size).await;
+        let (before, at_100, at_500) = (&run.before, &run.at_100, &run.at_500);
         let (total, growth) = (at_100.total(), at_100.total() - before.total());
         let plain = at_100.plain;
         let ratio = total as f64 / plain as f64;
         let growth_ratio = growth as f64 / plain as f64;
+        let ratio_of = |g: &(i64, i64)| g.0 as f64 / g.1 as f64;
+        let (in_use, in_use_plain) = run.in_use[run.in_use.len() / 2];
+        let in_use_ratio = in_use as f64 / in_use_plain as f64;
+        let in_use_range = format!(
+            "{:.2}–{:.2}",
+            ratio_of(&run.in_use[0]),
+            ratio_of(run.in_use.last().unwrap())
+        );
         r.row(&[
             format!("{} KiB", size / 1024),
             kib(100 * size as i64),
-            kib(stored),
+            kib(run.stored),
             kib(plain),
             kib(total),
             format!("{ratio:.2}"),
             kib(growth),
             format!("{growth_ratio:.2}"),
-            format!("{:.2}", at_100.table("bodies") as f64 / plain as f64),
+            format!("{} / {}", kib(in_use), kib(in_use_plain)),
+            format!("{in_use_ratio:.2} ({in_use_range})"),
         ]);
         let marginal = (at_500.total() - at_100.total()) as f64 / 400.0;
         let marginal_plain = (at_500.plain - at_100.plain) as f64 / 400.0;
@@ -655,14 +734,22 @@ async fn disk_usage(cluster: &Cluster, r: &mut Report) {
         ));
         if size == HEADLINE {
             r.summary(
-                "Disk after 100 edits of an 8 KiB file / plain table, total",
-                format!("{ratio:.2} ({} vs {})", kib(total), kib(plain)),
+                "Disk after 100 edits of an 8 KiB file / plain table, database in use",
+                format!(
+                    "{in_use_ratio:.2}, median of {IN_USE_ROUNDS} ({} vs {}; range {in_use_range})",
+                    kib(in_use),
+                    kib(in_use_plain)
+                ),
                 "≤ 1.15".into(),
-                Some(ratio <= 1.15),
+                Some(in_use_ratio <= 1.15),
             );
             r.summary(
-                "Same, growth only (fixed cost of empty tables excluded)",
-                format!("{growth_ratio:.2} ({} vs {})", kib(growth), kib(plain)),
+                "Same, first 100 edits on an empty database, growth (total in brackets)",
+                format!(
+                    "{growth_ratio:.2} ({} vs {}; total {ratio:.2})",
+                    kib(growth),
+                    kib(plain)
+                ),
                 "≤ 1.15".into(),
                 Some(growth_ratio <= 1.15),
             );
@@ -675,17 +762,16 @@ async fn disk_usage(cluster: &Cluster, r: &mut Report) {
         }
     }
     r.line(
-        "\nMarginal cost: the same databases continue with 400 more edits; bytes per edit = \
+        "\nMarginal cost: the first workspace continues with 400 more edits; bytes per edit = \
          (size after 500 edits − size after 100) / 400, for supabash (all tables) and for the \
-         plain table. This leaves out what appears once, on first use, whatever the number of \
-         edits (each table's first heap, index, free-space-map and visibility-map pages).",
+         plain table.",
     );
     r.table(&["body", "supabash per edit", "plain per edit", "ratio"]);
     for row in marginal_rows {
         r.row(&row);
     }
     r.line(&format!(
-        "\nPer table after the first 100 edits (growth in brackets):\n\n{detail}"
+        "\nPer table after the first 100 edits on the empty database (growth in brackets):\n\n{detail}"
     ));
 }
 

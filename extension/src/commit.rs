@@ -362,9 +362,20 @@ fn write_entries(ws: &str, position: i64, plan: Plan) -> Outcome<()> {
     let v = &plan.versions;
     let bh: Vec<Vec<u8>> = v.iter().map(|v| v.body_hash.clone()).collect();
     let bs: Vec<i64> = v.iter().map(|v| v.body_size).collect();
-    let ch: Vec<Vec<u8>> = v.iter().map(|v| v.content_hash.clone()).collect();
-    let cs: Vec<i64> = v.iter().map(|v| v.content_size).collect();
-    let md: Vec<pgrx::JsonB> = v.iter().map(|v| pgrx::JsonB(v.metadata.clone())).collect();
+    // Without metadata the content is the body: NULL content columns (see supabash.entries).
+    let plain = |v: &Version| v.metadata.as_object().is_none_or(|m| m.is_empty());
+    let ch: Vec<Option<Vec<u8>>> = v
+        .iter()
+        .map(|v| (!plain(v)).then(|| v.content_hash.clone()))
+        .collect();
+    let cs: Vec<Option<i64>> = v
+        .iter()
+        .map(|v| (!plain(v)).then_some(v.content_size))
+        .collect();
+    let md: Vec<Option<pgrx::JsonB>> = v
+        .iter()
+        .map(|v| (!plain(v)).then(|| pgrx::JsonB(v.metadata.clone())))
+        .collect();
     db::exec(
         "INSERT INTO supabash.entries
                 (workspace_id, path, valid_from, body_hash, body_size, content_hash, content_size, metadata)

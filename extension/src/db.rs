@@ -37,20 +37,25 @@ pub struct FileRow {
 
 /// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,
 /// metadata[, body]` and collects the rows; a body column holds the stored form (see
-/// `stored`) and comes back as the plain bytes.
+/// `stored`) and comes back as the plain bytes. NULL content columns (a file without
+/// metadata, see `supabash.entries`) read as the body's hash and size and `{}`.
 pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
     Spi::connect_mut(|c| {
         let table = c.update(sql, None, args)?;
         let with_body = table.columns()? >= 7;
         let mut out = Vec::with_capacity(table.len());
         for row in table {
+            let body_hash = row.get::<Vec<u8>>(2)?.unwrap_or_default();
+            let body_size = row.get::<i64>(3)?.unwrap_or_default();
             out.push(FileRow {
                 path: row.get::<String>(1)?.unwrap_or_default(),
-                body_hash: row.get::<Vec<u8>>(2)?.unwrap_or_default(),
-                body_size: row.get::<i64>(3)?.unwrap_or_default(),
-                content_hash: row.get::<Vec<u8>>(4)?.unwrap_or_default(),
-                content_size: row.get::<i64>(5)?.unwrap_or_default(),
-                metadata: row.get::<JsonB>(6)?.map(|j| j.0).unwrap_or(Value::Null),
+                content_hash: row.get::<Vec<u8>>(4)?.unwrap_or_else(|| body_hash.clone()),
+                content_size: row.get::<i64>(5)?.unwrap_or(body_size),
+                metadata: row
+                    .get::<JsonB>(6)?
+                    .map_or_else(|| Value::Object(Default::default()), |j| j.0),
+                body_hash,
+                body_size,
                 body: if with_body {
                     row.get::<Vec<u8>>(7)?
                 } else {

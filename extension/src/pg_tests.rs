@@ -109,6 +109,48 @@ mod tests {
         assert_eq!(new["text"], json!("changed"));
     }
 
+    /// A file without metadata stores no content columns (its content is its body) and reads
+    /// back with the body's hash and size; a file with metadata stores and returns its own.
+    #[pg_test]
+    fn content_columns_only_for_files_with_metadata() {
+        let ws = new_workspace(ALICE);
+        commit(
+            &ws,
+            None,
+            json!([
+                {"op": "upsert", "path": "/plain.md", "text": "body"},
+                {"op": "upsert", "path": "/doc.md", "text": "body", "metadata": {"title": "T"}},
+            ]),
+        );
+        Spi::run("RESET ROLE").unwrap();
+        let stored = |path: &str| {
+            Spi::get_one_with_args::<bool>(
+                "SELECT content_hash IS NULL AND content_size IS NULL AND metadata IS NULL
+                   FROM supabash.entries WHERE workspace_id = $1::uuid AND path = $2",
+                &[ws.as_str().into(), path.into()],
+            )
+            .unwrap()
+            .unwrap()
+        };
+        assert!(stored("/plain.md"));
+        assert!(!stored("/doc.md"));
+        become_user(ALICE);
+        let files = call(
+            "SELECT supabash_load_manifest($1)",
+            vec![ws.as_str().into()],
+        )["files"]
+            .clone();
+        let body_hash = supabash_core::hash::sha256_hex(b"body");
+        let (doc, plain) = (&files[0], &files[1]);
+        assert_eq!(plain["contentHash"], json!(body_hash));
+        assert_eq!(plain["size"], json!(4));
+        assert_eq!(plain["metadata"], json!({}));
+        assert_eq!(doc["bodyHash"], json!(body_hash));
+        assert_ne!(doc["contentHash"], json!(body_hash));
+        assert_eq!(doc["size"], json!("---\ntitle: \"T\"\n---\nbody".len()));
+        assert_eq!(doc["metadata"], json!({"title": "T"}));
+    }
+
     #[pg_test(error = "SUPABASH_WORKSPACE_DENIED: workspace not found or not owned by the caller")]
     fn another_user_is_denied() {
         let ws = new_workspace(ALICE);

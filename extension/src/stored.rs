@@ -1,6 +1,6 @@
 //! Bodies at rest. `supabash.bodies.body` holds one codec byte and the payload: `0` the bytes
-//! as they are, `1` a zstd frame (level 1) of them, kept only when it is smaller. The column is
-//! `STORAGE EXTERNAL`, so PostgreSQL does not compress again: zstd at level 1 is several times
+//! as they are, `1` a zstd frame of them (level `LEVEL`), kept only when it is smaller. The
+//! column is `STORAGE EXTERNAL`, so PostgreSQL does not compress again: zstd is several times
 //! faster than PostgreSQL's pglz and compresses text better. Only this module reads or writes
 //! the stored form; `size` and `hash` always describe the plain bytes.
 
