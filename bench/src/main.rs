@@ -516,6 +516,39 @@ async fn concurrent_writers(cluster: &Cluster, r: &mut Report) {
     );
 }
 
+/// What each edit of the disk measure does to the file.
+#[derive(Clone, Copy, PartialEq)]
+enum EditKind {
+    /// Rewrites one line of the previous version (a few dozen bytes), as most edits do.
+    Line,
+    /// Replaces the whole file with a new, distinct text: the worst case for storage.
+    Rewrite,
+}
+
+impl EditKind {
+    fn label(self) -> &'static str {
+        match self {
+            EditKind::Line => "one line",
+            EditKind::Rewrite => "whole file",
+        }
+    }
+
+    /// The file after edit `i` of a workspace whose edits start at `first`.
+    fn next(self, previous: Option<&str>, first: i64, i: i64, size: usize) -> String {
+        match (self, previous) {
+            (EditKind::Line, Some(prev)) => {
+                let mut lines: Vec<&str> = prev.split('\n').collect();
+                let at = (i as usize * 7) % lines.len();
+                let new = text(5_000_000 + i as u64, lines[at].len()).replace('\n', " ");
+                lines[at] = &new;
+                lines.join("\n")
+            }
+            (EditKind::Line, None) => text(3_000_000 + first as u64, size),
+            (EditKind::Rewrite, _) => text(3_000_000 + i as u64, size),
+        }
+    }
+}
+
 /// Sizes in one disk database: every supabash table, and the plain table.
 struct Sizes {
     tables: Vec<(String, i64)>,
@@ -565,13 +598,15 @@ struct DiskRun {
     stored: i64,
 }
 
-/// `count` commits that each replace `/notes.md` of a new workspace with a new, distinct text
-/// body, each followed by inserting the same body into the plain table; a snapshot of the
-/// sizes after `snapshot_after` edits when asked.
+/// A new workspace's `count` commits of `/notes.md` (edits `first..first + count`), each
+/// followed by inserting the same body into the plain table; a snapshot of the sizes after
+/// `snapshot_after` edits when asked.
+#[allow(clippy::too_many_arguments)]
 async fn edits(
     cluster: &Cluster,
     db: &str,
     rest: &mut Rest,
+    kind: EditKind,
     size: usize,
     first: i64,
     count: i64,
@@ -579,14 +614,16 @@ async fn edits(
 ) -> Option<Sizes> {
     let mut ws = Ws::create(rest).await;
     let mut snapshot = None;
+    let mut body: Option<String> = None;
     for i in first..first + count {
-        let body = text(3_000_000 + i as u64, size);
-        ws.commit(rest, vec![upsert("/notes.md", &body)]).await;
+        let next = kind.next(body.as_deref(), first, i, size);
+        ws.commit(rest, vec![upsert("/notes.md", &next)]).await;
         let q = "INSERT INTO public.plain_bodies (id, body) VALUES ($1, $2)";
         rest.client
-            .execute(q, &[&i, &body.as_bytes()])
+            .execute(q, &[&i, &next.as_bytes()])
             .await
             .unwrap();
+        body = Some(next);
         if Some(i - first + 1) == snapshot_after {
             snapshot = Some(Sizes::of(cluster, db));
         }
@@ -601,8 +638,15 @@ const IN_USE_ROUNDS: i64 = 5;
 
 /// Single-file edits in a database of its own, next to a plain table holding the same bodies:
 /// a first workspace's 100 edits on empty tables, 400 more, then further workspaces' 100 each.
-async fn disk(cluster: &Cluster, size: usize) -> DiskRun {
-    let db = format!("disk_{size}");
+async fn disk(cluster: &Cluster, kind: EditKind, size: usize) -> DiskRun {
+    let db = format!(
+        "disk_{}_{size}",
+        if kind == EditKind::Line {
+            "line"
+        } else {
+            "rewrite"
+        }
+    );
     database(cluster, &db);
     // Only the measurement's own VACUUMs reclaim space, so sizes do not depend on when
     // autovacuum happens to run.
@@ -618,12 +662,22 @@ async fn disk(cluster: &Cluster, size: usize) -> DiskRun {
     // The empty tables, as a workspace's creation leaves them.
     Ws::create(&mut rest).await;
     let before = Sizes::of(cluster, &db);
-    let at_100 = edits(cluster, &db, &mut rest, size, 0, 500, Some(100)).await;
+    let at_100 = edits(cluster, &db, &mut rest, kind, size, 0, 500, Some(100)).await;
     let at_500 = Sizes::of(cluster, &db);
     let mut in_use = Vec::new();
     let mut last = (at_500.total(), at_500.plain);
     for k in 0..IN_USE_ROUNDS {
-        edits(cluster, &db, &mut rest, size, 500 + 100 * k, 100, None).await;
+        edits(
+            cluster,
+            &db,
+            &mut rest,
+            kind,
+            size,
+            500 + 100 * k,
+            100,
+            None,
+        )
+        .await;
         let now = Sizes::of(cluster, &db);
         in_use.push((now.total() - last.0, now.plain - last.1));
         last = (now.total(), now.plain);
@@ -647,17 +701,20 @@ async fn disk_usage(cluster: &Cluster, r: &mut Report) {
     const HEADLINE: usize = 8 * 1024;
     r.section("Bytes on disk");
     r.line(
-        "Each body size runs in a database of its own on the same cluster. A workspace's 100 \
-         commits each replace the one file `/notes.md` with a new, distinct text body, \
-         interleaved with inserting the same body into `plain_bodies (id bigint, body bytea)` \
-         (no index; PostgreSQL's default storage, TOAST-compressed with pglz; supabash stores \
-         bodies as zstd frames, see `extension/src/stored.rs`). Sizes are \
+        "Each run has a database of its own on the same cluster. A workspace's commits each \
+         edit the one file `/notes.md`, interleaved with inserting the same new version into \
+         `plain_bodies (id bigint, body bytea)` (no index; PostgreSQL's default storage, \
+         TOAST-compressed with pglz). Two kinds of edit: *one line* rewrites one line of the \
+         previous version (what most edits are), *whole file* replaces the file with a new, \
+         distinct text (the worst case: nothing to share with the previous version). supabash \
+         stores bodies as zstd frames, or as zstd deltas against the file's previous version \
+         when smaller (`extension/src/stored.rs`, `bodies.rs`). Sizes are \
          `pg_total_relation_size` (heap, TOAST, indexes, free-space and visibility maps) after \
          `VACUUM ANALYZE` (plain VACUUM: dead row versions become free space, files are not \
          rewritten), summed over every table in schema `supabash`, against the plain table. \
          Autovacuum is off for these tables, so only those VACUUMs reclaim space and the sizes \
          repeat from run to run.\n\n\
-         Three views of the same run. *Empty database*: the first workspace's first 100 edits, \
+         Three views of each run. *Empty database*: the first workspace's first 100 edits, \
          on tables that hold nothing else; *total* counts everything in the schema, *growth* \
          subtracts the sizes of the empty tables (measured after the workspace was created). \
          Both charge these 100 edits with each growing table's first pages, which PostgreSQL \
@@ -666,16 +723,17 @@ async fn disk_usage(cluster: &Cluster, r: &mut Report) {
          supabash grows four heaps — bodies, their TOAST, entries, revisions — the plain table \
          two). *Database in use*: after that workspace reached 500 edits, five more workspaces \
          make 100 edits each, one after the other, and each one's growth (VACUUM before and \
-         after) is compared with the plain table's growth over the same 100 bodies; the table \
-         gives the median and the range of the five ratios (a new workspace's random id puts \
-         its index keys between the others' or after them, which moves page splits). This is \
-         what 100 edits cost once the tables exist, as in any database serving more than one \
-         workspace. The headline is 8 KiB, a typical Markdown or source file.",
+         after) is compared with the plain table's growth over the same 100 versions; the \
+         table gives the median and the range of the five ratios (a new workspace's random id \
+         puts its index keys between the others' or after them, which moves page splits). \
+         This is what 100 edits cost once the tables exist, as in any database serving more \
+         than one workspace. The headline is 8 KiB, a typical Markdown or source file.",
     );
     r.table(&[
         "body",
-        "raw bodies",
-        "stored bodies",
+        "edit",
+        "raw versions",
+        "stored (plain)",
         "plain table",
         "empty db: supabash total",
         "ratio",
@@ -686,8 +744,14 @@ async fn disk_usage(cluster: &Cluster, r: &mut Report) {
     ]);
     let mut detail = String::new();
     let mut marginal_rows = Vec::new();
-    for size in [1024, HEADLINE, 64 * 1024] {
-        let run = disk(cluster, size).await;
+    let runs = [
+        (EditKind::Line, HEADLINE),
+        (EditKind::Rewrite, 1024),
+        (EditKind::Rewrite, HEADLINE),
+        (EditKind::Rewrite, 64 * 1024),
+    ];
+    for (kind, size) in runs {
+        let run = disk(cluster, kind, size).await;
         let (before, at_100, at_500) = (&run.before, &run.at_100, &run.at_500);
         let (total, growth) = (at_100.total(), at_100.total() - before.total());
         let plain = at_100.plain;
@@ -701,8 +765,10 @@ async fn disk_usage(cluster: &Cluster, r: &mut Report) {
             ratio_of(&run.in_use[0]),
             ratio_of(run.in_use.last().unwrap())
         );
+        let body = format!("{} KiB", size / 1024);
         r.row(&[
-            format!("{} KiB", size / 1024),
+            body.clone(),
+            kind.label().into(),
             kib(100 * size as i64),
             kib(run.stored),
             kib(plain),
@@ -717,7 +783,8 @@ async fn disk_usage(cluster: &Cluster, r: &mut Report) {
         let marginal_plain = (at_500.plain - at_100.plain) as f64 / 400.0;
         let marginal_ratio = marginal / marginal_plain;
         marginal_rows.push(vec![
-            format!("{} KiB", size / 1024),
+            body.clone(),
+            kind.label().into(),
             format!("{marginal:.0} B"),
             format!("{marginal_plain:.0} B"),
             format!("{marginal_ratio:.2}"),
@@ -728,45 +795,58 @@ async fn disk_usage(cluster: &Cluster, r: &mut Report) {
             .map(|(n, b)| format!("{n} {} (+{})", kib(*b), kib(b - before.table(n))))
             .collect();
         detail.push_str(&format!(
-            "- {} KiB bodies: {}\n",
-            size / 1024,
+            "- {body}, {}: {}\n",
+            kind.label(),
             parts.join(", ")
         ));
-        if size == HEADLINE {
-            r.summary(
-                "Disk after 100 edits of an 8 KiB file / plain table, database in use",
-                format!(
-                    "{in_use_ratio:.2}, median of {IN_USE_ROUNDS} ({} vs {}; range {in_use_range})",
-                    kib(in_use),
-                    kib(in_use_plain)
-                ),
-                "≤ 1.15".into(),
-                Some(in_use_ratio <= 1.15),
-            );
-            r.summary(
-                "Same, first 100 edits on an empty database, growth (total in brackets)",
-                format!(
-                    "{growth_ratio:.2} ({} vs {}; total {ratio:.2})",
-                    kib(growth),
-                    kib(plain)
-                ),
-                "≤ 1.15".into(),
-                Some(growth_ratio <= 1.15),
-            );
-            r.summary(
-                "Same, marginal bytes per edit over edits 101–500",
-                format!("{marginal_ratio:.2} ({marginal:.0} B vs {marginal_plain:.0} B)"),
-                "(context)".into(),
-                None,
-            );
+        if size != HEADLINE {
+            continue;
         }
+        let what = match kind {
+            EditKind::Line => "Disk after 100 one-line edits of an 8 KiB file / plain table",
+            EditKind::Rewrite => {
+                "Disk after 100 whole-file rewrites of an 8 KiB file / plain table"
+            }
+        };
+        r.summary(
+            &format!("{what}, empty database, total (growth in brackets)"),
+            format!(
+                "{ratio:.2} ({} vs {}; growth {growth_ratio:.2})",
+                kib(total),
+                kib(plain)
+            ),
+            "≤ 1.15".into(),
+            Some(ratio <= 1.15),
+        );
+        r.summary(
+            &format!("{what}, database in use"),
+            format!(
+                "{in_use_ratio:.2}, median of {IN_USE_ROUNDS} ({} vs {}; range {in_use_range})",
+                kib(in_use),
+                kib(in_use_plain)
+            ),
+            "≤ 1.15".into(),
+            Some(in_use_ratio <= 1.15),
+        );
+        r.summary(
+            &format!("{what}, marginal bytes per edit over edits 101–500"),
+            format!("{marginal_ratio:.2} ({marginal:.0} B vs {marginal_plain:.0} B)"),
+            "(context)".into(),
+            None,
+        );
     }
     r.line(
         "\nMarginal cost: the first workspace continues with 400 more edits; bytes per edit = \
          (size after 500 edits − size after 100) / 400, for supabash (all tables) and for the \
          plain table.",
     );
-    r.table(&["body", "supabash per edit", "plain per edit", "ratio"]);
+    r.table(&[
+        "body",
+        "edit",
+        "supabash per edit",
+        "plain per edit",
+        "ratio",
+    ]);
     for row in marginal_rows {
         r.row(&row);
     }

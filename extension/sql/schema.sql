@@ -125,9 +125,12 @@ CREATE TABLE supabash.bodies (
   workspace_id uuid NOT NULL,
   hash         bytea NOT NULL CHECK (octet_length(hash) = 32),
   size         bigint NOT NULL CHECK (size >= 0),
-  -- The stored form (extension/src/stored.rs: a codec byte, then the bytes or a zstd frame),
-  -- not compressed again by PostgreSQL.
+  -- The stored form (extension/src/stored.rs: a codec byte, then the bytes, a zstd frame, or a
+  -- zstd frame against the body base_hash names), not compressed again by PostgreSQL.
   body         bytea NOT NULL CHECK (octet_length(body) >= 1),
+  -- For a delta, the body (of the same workspace) it was compressed against: the file's
+  -- previous version. Purge keeps a base while a kept body needs it (extension/src/bodies.rs).
+  base_hash    bytea CHECK (base_hash <> hash),
   PRIMARY KEY (workspace_id, hash)
 );
 ALTER TABLE supabash.bodies ALTER COLUMN body SET STORAGE EXTERNAL;

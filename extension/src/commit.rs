@@ -3,10 +3,10 @@
 
 use crate::access::{self, Workspace};
 use crate::args::Args;
+use crate::bodies;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
 use crate::receipts;
-use crate::stored;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
@@ -271,55 +271,6 @@ fn simulate(
     Ok(lines)
 }
 
-/// Stores new bodies once (in their stored form, see `stored`); an existing body under the
-/// same hash must hold the same bytes. Arrays are unnested in the select list (lock-step,
-/// streamed) rather than in FROM, where a function scan would first copy every body into a
-/// tuplestore that spills past `work_mem`.
-fn store_bodies(ws: &str, bodies: Vec<(Vec<u8>, Vec<u8>)>) -> Outcome<()> {
-    if bodies.is_empty() {
-        return Ok(());
-    }
-    let sizes: Vec<i64> = bodies.iter().map(|(_, b)| b.len() as i64).collect();
-    let encoded: Vec<Vec<u8>> = bodies.iter().map(|(_, b)| stored::encode(b)).collect();
-    let hashes: Vec<Vec<u8>> = bodies.iter().map(|(h, _)| h.clone()).collect();
-    let inserted = db::json(
-        "WITH ins AS (
-           INSERT INTO supabash.bodies (workspace_id, hash, size, body)
-           SELECT $1::uuid, unnest($2::bytea[]), unnest($3::bigint[]), unnest($4::bytea[])
-           ON CONFLICT (workspace_id, hash) DO NOTHING
-           RETURNING hash)
-         SELECT to_jsonb(count(*)) FROM ins",
-        &[
-            ws.into(),
-            hashes.clone().into(),
-            sizes.into(),
-            encoded.into(),
-        ],
-    )?
-    .and_then(|v| v.as_i64())
-    .unwrap_or_default();
-    if inserted as usize == hashes.len() {
-        return Ok(());
-    }
-    // Some hashes were already stored: their bytes must be the ones we were given.
-    let existing = db::file_rows(
-        "SELECT '' AS path, hash, size, hash, size, NULL::jsonb, body FROM supabash.bodies
-          WHERE workspace_id = $1::uuid AND hash = ANY($2)",
-        &[ws.into(), hashes.into()],
-    )?;
-    let given: HashMap<Vec<u8>, Vec<u8>> = bodies.into_iter().collect();
-    let collides = existing
-        .iter()
-        .any(|row| given.get(&row.body_hash) != row.body.as_ref());
-    if collides {
-        return Err(Fail::new(
-            Marker::BodyHashCollision,
-            "stored bytes differ from new bytes with the same SHA-256",
-        ));
-    }
-    Ok(())
-}
-
 /// The interval rows a commit closes and opens.
 #[derive(Default)]
 struct Plan {
@@ -393,7 +344,7 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         .ok_or_else(|| invalid("changes is required"))?;
     let changes = parse_changes(raw_changes).map_err(change_error)?;
     let mut ctx = context(args)?;
-    let (changes, mut bodies) = hash_changes(changes);
+    let (changes, mut new_bytes) = hash_changes(changes);
     let Workspace {
         head,
         head_position,
@@ -464,12 +415,25 @@ pub fn commit(args: &Args) -> Outcome<Value> {
     debug_assert!(head_position.is_none_or(|h| h < position));
 
     let plan = plan(&initial, &state);
-    let new_bodies: Vec<(Vec<u8>, Vec<u8>)> = plan
-        .versions
+    // A new body's candidate delta base is the body its path held before this commit.
+    let new_bodies: Vec<bodies::New> = plan
+        .paths
         .iter()
-        .filter_map(|v| bodies.remove_entry(&v.body_hash))
+        .zip(&plan.versions)
+        .filter_map(|(path, v)| {
+            let (hash, bytes) = new_bytes.remove_entry(&v.body_hash)?;
+            let previous = initial
+                .get(path)
+                .filter(|p| p.body_hash != hash)
+                .map(|p| (p.body_hash.clone(), p.body_size as usize));
+            Some(bodies::New {
+                hash,
+                bytes,
+                previous,
+            })
+        })
         .collect();
-    store_bodies(&ws, new_bodies)?;
+    bodies::store(&ws, new_bodies)?;
     write_entries(&ws, position, plan)?;
 
     let receipt = Receipt {

@@ -24,7 +24,8 @@ pub fn exec(sql: &str, args: &[DatumWithOid]) -> Outcome<()> {
     Ok(())
 }
 
-/// A row of the shape most reads share: path, bytea hashes, sizes, metadata and maybe a body.
+/// A row of the shape most reads share: path, bytea hashes, sizes, metadata, and the body
+/// once a caller attached it (see `bodies::load`).
 pub struct FileRow {
     pub path: String,
     pub body_hash: Vec<u8>,
@@ -36,13 +37,11 @@ pub struct FileRow {
 }
 
 /// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,
-/// metadata[, body]` and collects the rows; a body column holds the stored form (see
-/// `stored`) and comes back as the plain bytes. NULL content columns (a file without
-/// metadata, see `supabash.entries`) read as the body's hash and size and `{}`.
+/// metadata` and collects the rows. NULL content columns (a file without metadata, see
+/// `supabash.entries`) read as the body's hash and size and `{}`.
 pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
-    Spi::connect_mut(|c| {
-        let table = c.update(sql, None, args)?;
-        let with_body = table.columns()? >= 7;
+    Ok(Spi::connect(|c| {
+        let table = c.select(sql, None, args)?;
         let mut out = Vec::with_capacity(table.len());
         for row in table {
             let body_hash = row.get::<Vec<u8>>(2)?.unwrap_or_default();
@@ -56,21 +55,9 @@ pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
                     .map_or_else(|| Value::Object(Default::default()), |j| j.0),
                 body_hash,
                 body_size,
-                body: if with_body {
-                    row.get::<Vec<u8>>(7)?
-                } else {
-                    None
-                },
+                body: None,
             });
         }
         Ok::<_, pgrx::spi::Error>(out)
-    })?
-    .into_iter()
-    .map(|mut row| {
-        if let Some(stored) = row.body.take() {
-            row.body = Some(crate::stored::decode(&stored)?);
-        }
-        Ok(row)
-    })
-    .collect()
+    })?)
 }

@@ -4,6 +4,7 @@
 
 use crate::access::{self, Workspace};
 use crate::args::Args;
+use crate::bodies;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
 use crate::read::files_at;
@@ -295,7 +296,7 @@ fn entry(
     }
 }
 
-/// Loads, in one query, the stored bodies the previews need.
+/// Loads the bodies the previews need.
 fn preview_bodies(
     ws: &Workspace,
     entries: &[(DiffEntry, Option<&SideFile>, Option<&SideFile>)],
@@ -312,13 +313,8 @@ fn preview_bodies(
     if wanted.is_empty() {
         return Ok(HashMap::new());
     }
-    let rows = db::file_rows(
-        "SELECT '' AS path, hash, size, hash, size, NULL::jsonb, body FROM supabash.bodies
-          WHERE workspace_id = $1::uuid AND hash = ANY($2)",
-        &[ws.id.as_str().into(), wanted.into()],
-    )?;
-    Ok(rows
+    Ok(bodies::load(&ws.id, wanted)?
         .into_iter()
-        .filter_map(|r| r.body.map(|b| (r.body_hash, b)))
+        .map(|(hash, body)| (hash, body.bytes))
         .collect())
 }

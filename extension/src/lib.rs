@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 
 mod access;
 mod args;
+mod bodies;
 mod capability;
 mod checkpoint;
 mod commit;

@@ -11,9 +11,10 @@ use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
 
 /// Marks what goes: revisions, then closed intervals no retained revision sees, then bodies no
-/// remaining interval references. A dry run answers the same question and writes nothing.
+/// remaining interval references and no remaining body is a delta against (directly or down
+/// a chain). A dry run answers the same question and writes nothing.
 const PLAN_SQL: &str = "
-WITH ranked AS (
+WITH RECURSIVE ranked AS (
   SELECT revision_id, position, committed_at,
          row_number() OVER (ORDER BY position DESC) AS newest_rank
     FROM supabash.revisions WHERE workspace_id = $1::uuid),
@@ -30,12 +31,17 @@ dead_entries AS (
   SELECT e.path, e.valid_from FROM supabash.entries e
    WHERE e.workspace_id = $1::uuid AND e.valid_until IS NOT NULL
      AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.position >= e.valid_from AND k.position < e.valid_until)),
+live_bodies AS (
+  SELECT e.body_hash AS hash FROM supabash.entries e
+   WHERE e.workspace_id = $1::uuid
+     AND (e.path, e.valid_from) NOT IN (SELECT path, valid_from FROM dead_entries)
+  UNION
+  SELECT b.base_hash FROM live_bodies l
+    JOIN supabash.bodies b ON b.workspace_id = $1::uuid AND b.hash = l.hash
+   WHERE b.base_hash IS NOT NULL),
 dead_bodies AS (
   SELECT b.hash, b.size FROM supabash.bodies b
-   WHERE b.workspace_id = $1::uuid
-     AND NOT EXISTS (SELECT 1 FROM supabash.entries e
-                      WHERE e.workspace_id = $1::uuid AND e.body_hash = b.hash
-                        AND (e.path, e.valid_from) NOT IN (SELECT path, valid_from FROM dead_entries)))
+   WHERE b.workspace_id = $1::uuid AND b.hash NOT IN (SELECT hash FROM live_bodies))
 SELECT jsonb_build_object(
   'revisions', (SELECT coalesce(jsonb_agg(revision_id ORDER BY position), '[]') FROM doomed),
   'entryPaths', (SELECT coalesce(jsonb_agg(path), '[]') FROM dead_entries),

@@ -3,11 +3,13 @@
 
 use crate::access::{self, Workspace};
 use crate::args::Args;
+use crate::bodies;
 use crate::db::{self, FileRow};
 use crate::fail::{Fail, Outcome};
 use crate::receipts;
 use base64::Engine;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
 use supabash_core::wire::Receipt;
@@ -75,14 +77,6 @@ pub fn files_at(
     only: Option<&str>,
     bodies: bool,
 ) -> Outcome<Vec<FileRow>> {
-    let (body_col, body_join) = if bodies {
-        (
-            ", b.body",
-            "JOIN supabash.bodies b ON b.workspace_id = e.workspace_id AND b.hash = e.body_hash",
-        )
-    } else {
-        ("", "")
-    };
     let at_head = position.is_none() || position == ws.head_position;
     let interval = if at_head {
         "e.valid_until IS NULL"
@@ -90,18 +84,37 @@ pub fn files_at(
         "e.valid_from <= $2 AND (e.valid_until IS NULL OR e.valid_until > $2)"
     };
     let sql = format!(
-        "SELECT {FILE_COLUMNS}{body_col} FROM supabash.entries e {body_join}
+        "SELECT {FILE_COLUMNS} FROM supabash.entries e
           WHERE e.workspace_id = $1::uuid AND {interval} AND ($3::text IS NULL OR e.path = $3)
           ORDER BY e.path"
     );
-    db::file_rows(
+    let mut rows = db::file_rows(
         &sql,
         &[
             ws.id.as_str().into(),
             position.unwrap_or(0).into(),
             only.into(),
         ],
-    )
+    )?;
+    if bodies {
+        let hashes = rows.iter().map(|r| r.body_hash.clone()).collect();
+        let mut loaded = bodies::load(&ws.id, hashes)?;
+        let mut uses: HashMap<Vec<u8>, usize> = HashMap::new();
+        for row in &rows {
+            *uses.entry(row.body_hash.clone()).or_default() += 1;
+        }
+        for row in &mut rows {
+            // Files that share a body share its bytes: the last of them takes them.
+            let left = uses.get_mut(&row.body_hash).expect("counted");
+            *left -= 1;
+            row.body = if *left == 0 {
+                loaded.remove(&row.body_hash).map(|b| b.bytes)
+            } else {
+                loaded.get(&row.body_hash).map(|b| b.bytes.clone())
+            };
+        }
+    }
+    Ok(rows)
 }
 
 /// Resolves an optional revision argument to (revision id, position); absent means the head.

@@ -1,14 +1,19 @@
 //! Bodies at rest. `supabash.bodies.body` holds one codec byte and the payload: `0` the bytes
-//! as they are, `1` a zstd frame of them (level `LEVEL`), kept only when it is smaller. The
-//! column is `STORAGE EXTERNAL`, so PostgreSQL does not compress again: zstd is several times
-//! faster than PostgreSQL's pglz and compresses text better. Only this module reads or writes
-//! the stored form; `size` and `hash` always describe the plain bytes.
+//! as they are, `1` a zstd frame of them (level `LEVEL`), `2` a zstd frame compressed against
+//! the plain bytes of another body of the workspace (`bodies.base_hash`, the file's previous
+//! version) as a prefix, so an edit costs about what it changed. The smallest form wins (a
+//! delta must also pay for naming its base). The column is `STORAGE EXTERNAL`, so PostgreSQL
+//! does not compress again: zstd is several times faster than PostgreSQL's pglz and
+//! compresses text better. Only this module reads or writes the stored form; `size` and
+//! `hash` always describe the plain bytes.
 
 use crate::fail::{Fail, Outcome};
 use supabash_core::Marker;
+use zstd::zstd_safe::{CCtx, CParameter, DCtx};
 
 const PLAIN: u8 = 0;
 const ZSTD: u8 = 1;
+const DELTA: u8 = 2;
 /// Bodies shorter than this are stored plain (a frame would not pay for itself).
 const MIN_COMPRESSED: usize = 64;
 /// zstd level: 3 (zstd's default) compresses text about a tenth better than 1 at a fraction
@@ -16,31 +21,76 @@ const MIN_COMPRESSED: usize = 64;
 const LEVEL: i32 = 3;
 /// The largest body this store holds; decoding refuses to inflate past it.
 const MAX_BODY: usize = supabash_core::limits::MAX_BODY_BYTES;
+/// What naming a delta's base costs in its row (`bodies.base_hash`, 33 bytes, aligned): a
+/// delta must save more than this to be chosen.
+const BASE_REFERENCE: usize = 40;
+/// Deltas are tried only when the body and its base are both at most this large, which
+/// bounds the extra work of a commit (one more frame) and of a read (the base's bytes).
+pub const MAX_DELTA_BODY: usize = 1 << 20;
 
-/// The stored form of `body`.
-pub fn encode(body: &[u8]) -> Vec<u8> {
-    if body.len() >= MIN_COMPRESSED {
-        if let Ok(frame) = zstd::bulk::compress(body, LEVEL) {
-            if frame.len() + 1 < body.len() {
-                let mut out = Vec::with_capacity(frame.len() + 1);
-                out.push(ZSTD);
-                out.extend_from_slice(&frame);
-                return out;
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(body.len() + 1);
-    out.push(PLAIN);
-    out.extend_from_slice(body);
+fn framed(codec: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 1);
+    out.push(codec);
+    out.extend_from_slice(payload);
     out
 }
 
-/// The plain bytes of a stored body.
-pub fn decode(stored: &[u8]) -> Outcome<Vec<u8>> {
-    let corrupt = || Fail::new(Marker::HistoryCorruption, "a stored body is unreadable");
-    match stored.split_first() {
-        Some((&PLAIN, rest)) => Ok(rest.to_vec()),
-        Some((&ZSTD, frame)) => zstd::bulk::decompress(frame, MAX_BODY).map_err(|_| corrupt()),
+fn corrupt() -> Fail {
+    Fail::new(Marker::HistoryCorruption, "a stored body is unreadable")
+}
+
+/// A zstd frame of `body` compressed against `prefix` (zstd's "reference prefix": the frame
+/// may copy from it, and only a decoder given the same prefix can read it).
+fn delta_frame(body: &[u8], prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut cctx = CCtx::try_create()?;
+    cctx.set_parameter(CParameter::CompressionLevel(LEVEL))
+        .ok()?;
+    cctx.ref_prefix(prefix).ok()?;
+    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(body.len()));
+    cctx.compress2(&mut out, body).ok()?;
+    Some(out)
+}
+
+/// The stored form of `body`, and whether it is a delta against `base` (the plain bytes of
+/// the body named by `base_hash`; give one only when both are at most `MAX_DELTA_BODY`).
+pub fn encode(body: &[u8], base: Option<&[u8]>) -> (Vec<u8>, bool) {
+    if body.len() < MIN_COMPRESSED {
+        return (framed(PLAIN, body), false);
+    }
+    let mut best = match zstd::bulk::compress(body, LEVEL) {
+        Ok(frame) if frame.len() < body.len() => framed(ZSTD, &frame),
+        _ => framed(PLAIN, body),
+    };
+    if let Some(frame) = base.and_then(|base| delta_frame(body, base)) {
+        if frame.len() + 1 + BASE_REFERENCE < best.len() {
+            best = framed(DELTA, &frame);
+        }
+    }
+    let delta = best[0] == DELTA;
+    (best, delta)
+}
+
+/// Whether a stored body is a delta, whose decoding needs its base's plain bytes.
+pub fn is_delta(stored: &[u8]) -> bool {
+    stored.first() == Some(&DELTA)
+}
+
+/// The plain bytes of a stored body; `base` is the plain bytes of its base when it is a delta.
+pub fn decode(stored: &[u8], base: Option<&[u8]>) -> Outcome<Vec<u8>> {
+    match (stored.split_first(), base) {
+        (Some((&PLAIN, rest)), _) => Ok(rest.to_vec()),
+        (Some((&ZSTD, frame)), _) => zstd::bulk::decompress(frame, MAX_BODY).map_err(|_| corrupt()),
+        (Some((&DELTA, frame)), Some(base)) => {
+            let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+                Ok(Some(n)) if n as usize <= MAX_BODY => n as usize,
+                _ => return Err(corrupt()),
+            };
+            let mut dctx = DCtx::try_create().ok_or_else(corrupt)?;
+            dctx.ref_prefix(base).map_err(|_| corrupt())?;
+            let mut out = Vec::with_capacity(size);
+            dctx.decompress(&mut out, frame).map_err(|_| corrupt())?;
+            Ok(out)
+        }
         _ => Err(corrupt()),
     }
 }
@@ -50,31 +100,66 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn round_trip(body: &[u8], base: Option<&[u8]>) -> Option<Vec<u8>> {
+        let (stored, delta) = encode(body, base);
+        assert_eq!(delta, is_delta(&stored));
+        decode(&stored, if delta { base } else { None }).ok()
+    }
+
     proptest! {
         #[test]
         fn round_trips(body in proptest::collection::vec(any::<u8>(), 0..4096), text in "[a-z ]{0,3000}") {
-            prop_assert_eq!(decode(&encode(&body)).ok(), Some(body));
-            prop_assert_eq!(decode(&encode(text.as_bytes())).ok(), Some(text.into_bytes()));
+            prop_assert_eq!(round_trip(&body, None), Some(body.clone()));
+            prop_assert_eq!(round_trip(text.as_bytes(), None), Some(text.clone().into_bytes()));
+            prop_assert_eq!(round_trip(text.as_bytes(), Some(&body)), Some(text.clone().into_bytes()));
+            prop_assert_eq!(round_trip(&body, Some(text.as_bytes())), Some(body));
         }
 
         #[test]
-        fn decode_never_panics(stored in proptest::collection::vec(any::<u8>(), 0..512)) {
-            let _ = decode(&stored);
+        fn edits_store_as_deltas(text in "[a-z ]{200,3000}", at in any::<prop::sample::Index>(), insert in "[A-Z]{1,20}") {
+            let mut edited = text.clone();
+            edited.insert_str(at.index(text.len()), &insert);
+            let (stored, delta) = encode(edited.as_bytes(), Some(text.as_bytes()));
+            prop_assert!(delta);
+            prop_assert!(stored.len() < 80, "{} bytes for a {}-byte edit", stored.len(), insert.len());
+            prop_assert_eq!(decode(&stored, Some(text.as_bytes())).ok(), Some(edited.into_bytes()));
+        }
+
+        #[test]
+        fn decode_never_panics(stored in proptest::collection::vec(any::<u8>(), 0..512), base in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode(&stored, None);
+            let _ = decode(&stored, Some(&base));
         }
     }
 
     #[test]
     fn compresses_text_and_keeps_small_or_random_bodies_plain() {
         let text = "the agent edits the workspace and the host commits it. ".repeat(100);
-        let stored = encode(text.as_bytes());
+        let (stored, _) = encode(text.as_bytes(), None);
         assert_eq!(stored[0], ZSTD);
         assert!(stored.len() < text.len() / 4);
-        assert_eq!(encode(b"short")[0], PLAIN);
+        assert_eq!(encode(b"short", Some(b"short!")).0[0], PLAIN);
         let noise: Vec<u8> = (0..4096u32)
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect();
-        let stored = encode(&noise);
+        let (stored, _) = encode(&noise, None);
         assert!(stored.len() <= noise.len() + 1);
-        assert!(decode(&[7, 1, 2]).is_err() && decode(&[]).is_err());
+        assert!(decode(&[7, 1, 2], None).is_err() && decode(&[], None).is_err());
+    }
+
+    #[test]
+    fn a_delta_needs_its_own_base() {
+        let base: String = (0..200u64)
+            .map(|l| format!("line {l}: {:016x}\n", l.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+            .collect();
+        let edited = format!("{base}one more line\n");
+        let (stored, delta) = encode(edited.as_bytes(), Some(base.as_bytes()));
+        assert!(delta);
+        assert!(decode(&stored, None).is_err());
+        let other = "another file entirely\n".repeat(200);
+        assert_ne!(
+            decode(&stored, Some(other.as_bytes())).ok(),
+            Some(edited.into_bytes())
+        );
     }
 }
