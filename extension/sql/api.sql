@@ -38,6 +38,14 @@ CREATE POLICY owner ON supabash.workspaces TO supabash_owner
          OR (id = (SELECT supabash._scope_workspace())::uuid
              AND owner_id = (SELECT supabash._scope_owner())::uuid));
 
+-- Exchanging a capability (service_role only) consumes nonces and mints grants.
+CREATE POLICY exchange ON supabash.capability_nonces TO supabash_owner
+  USING ((SELECT supabash.request_role()) = 'service_role')
+  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+CREATE POLICY exchange ON supabash.grants TO supabash_owner
+  USING ((SELECT supabash.request_role()) = 'service_role')
+  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+
 CREATE FUNCTION public.supabash_create_workspace() RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$

@@ -43,31 +43,9 @@ $$;
 -- DROP EXTENSION removes it with everything in it.
 CREATE SCHEMA supabash;
 
--- Who is calling, from the claims PostgREST sets (request.jwt.claims, or the legacy
--- request.jwt.claim.* settings). The claimed role must also be the role the session runs as,
--- so a claim set by hand under another role identifies nobody.
-CREATE FUNCTION supabash.request_claims() RETURNS jsonb
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-  SELECT coalesce(
-    nullif(current_setting('request.jwt.claims', true), '')::jsonb,
-    jsonb_strip_nulls(jsonb_build_object(
-      'role', nullif(current_setting('request.jwt.claim.role', true), ''),
-      'sub', nullif(current_setting('request.jwt.claim.sub', true), ''))))
-$$;
-
-CREATE FUNCTION supabash.request_role() RETURNS text
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-  SELECT CASE WHEN supabash.request_claims() ->> 'role' = current_setting('role')
-              THEN supabash.request_claims() ->> 'role' END
-$$;
-
-CREATE FUNCTION supabash.request_owner() RETURNS uuid
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-  SELECT CASE WHEN supabash.request_role() = 'authenticated'
-               AND supabash.request_claims() ->> 'sub'
-                   ~ '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
-              THEN (supabash.request_claims() ->> 'sub')::uuid END
-$$;
+-- Who is calling: supabash.request_claims(), request_role() and request_owner() are native
+-- (extension/src/identity.rs), created between this file and sql/api.sql; the policies that
+-- use them are in sql/api.sql.
 
 -- Timestamps as receipts and grants print them: UTC with microseconds,
 -- e.g. 2026-11-30T06:00:00.123456Z. One rule, so a replayed receipt reads like the original.
@@ -239,10 +217,4 @@ $$;
 CREATE POLICY keeper ON supabash.capability_secrets TO supabash_keeper USING (true) WITH CHECK (true);
 CREATE POLICY manage ON supabash.capability_verifiers TO supabash_owner, supabash_keeper
   USING (true) WITH CHECK (true);
-CREATE POLICY exchange ON supabash.capability_nonces TO supabash_owner
-  USING ((SELECT supabash.request_role()) = 'service_role')
-  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
-CREATE POLICY exchange ON supabash.grants TO supabash_owner
-  USING ((SELECT supabash.request_role()) = 'service_role')
-  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
 CREATE POLICY revoke ON supabash.grants TO supabash_keeper USING (true);

@@ -1,5 +1,5 @@
 //! Who is calling and what they may touch. Identity comes only from the claims PostgREST sets
-//! (see `supabash.request_owner()` in schema.sql, which the row-level security policies use
+//! (see `identity`, whose `supabash.request_owner()` the row-level security policies use
 //! too) or, for `service_role`, from a delegated grant minted by `supabash_exchange_capability`;
 //! this module turns "no visible row" into the right error and takes the workspace lock.
 //!
@@ -124,13 +124,11 @@ fn authorize(args: &Args, workspace: &str, need: &[Operation]) -> Outcome<Option
     }
 }
 
-/// The caller's verified owner id and role, as the claims give them (one query).
+/// The caller's verified owner id and role, as the claims give them.
 fn identity() -> Outcome<Value> {
-    Ok(db::json(
-        "SELECT jsonb_build_object('owner', supabash.request_owner(), 'role', supabash.request_role())",
-        &[],
-    )?
-    .unwrap_or(Value::Null))
+    let claims = crate::identity::claims();
+    let owner = crate::identity::owner(&claims).map(|u| u.to_string());
+    Ok(json!({ "owner": owner, "role": crate::identity::role(&claims) }))
 }
 
 /// The owner id in `who`, or the reason there is none.

@@ -6,7 +6,10 @@ use crate::db;
 use crate::fail::{Fail, Outcome};
 use crate::stored;
 use pgrx::prelude::*;
+use pgrx::spi::OwnedPreparedStatement;
+use pgrx::{PgBuiltInOids, PgOid};
 use sha2::{Digest, Sha256};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use supabash_core::Marker;
 
@@ -30,32 +33,50 @@ fn corrupt(message: &str) -> Fail {
     Fail::new(Marker::HistoryCorruption, message)
 }
 
-/// Fetches the rows of `hashes` and of the bases under them in one recursive query, at most
-/// `MAX_CHAIN` deltas deep (a longer chain is corruption, reported when decoding).
+/// A body and the bases under it, at most `MAX_CHAIN` deltas deep (a longer chain is
+/// corruption, reported when decoding).
+const CHAIN_SQL: &str = "
+WITH RECURSIVE chain AS (
+  SELECT hash, body, base_hash, 0 AS depth FROM supabash.bodies
+   WHERE workspace_id = $1::uuid AND hash = ANY($2)
+  UNION ALL
+  SELECT b.hash, b.body, b.base_hash, c.depth + 1 FROM chain c
+    JOIN supabash.bodies b ON b.workspace_id = $1::uuid AND b.hash = c.base_hash
+   WHERE c.depth < $3)
+SELECT hash, body, base_hash FROM chain";
+
+thread_local! {
+    /// `CHAIN_SQL`, prepared once per backend (SPI_keepplan): planning this recursive query
+    /// takes several times longer than running it, and a commit runs it for every edit.
+    static CHAIN_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
+}
+
+/// Fetches the rows of `hashes` and of the bases under them, in one query.
 fn fetch_chains(ws: &str, mut hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, Row>> {
     hashes.sort();
     hashes.dedup();
     let fetched = Spi::connect(|c| {
-        let table = c.select(
-            "WITH RECURSIVE chain AS (
-               SELECT hash, body, base_hash, 0 AS depth FROM supabash.bodies
-                WHERE workspace_id = $1::uuid AND hash = ANY($2)
-               UNION ALL
-               SELECT b.hash, b.body, b.base_hash, c.depth + 1 FROM chain c
-                 JOIN supabash.bodies b ON b.workspace_id = $1::uuid AND b.hash = c.base_hash
-                WHERE c.depth < $3)
-             SELECT hash, body, base_hash FROM chain",
-            None,
-            &[ws.into(), hashes.clone().into(), (MAX_CHAIN as i32).into()],
-        )?;
-        let mut out = HashMap::with_capacity(table.len());
-        for row in table {
-            let hash = row.get::<Vec<u8>>(1)?.unwrap_or_default();
-            let stored = row.get::<Vec<u8>>(2)?.unwrap_or_default();
-            let base = row.get::<Vec<u8>>(3)?;
-            out.entry(hash).or_insert(Row { stored, base });
-        }
-        Ok::<_, pgrx::spi::Error>(out)
+        CHAIN_PLAN.with(|plan| {
+            let mut plan = plan.borrow_mut();
+            if plan.is_none() {
+                let types = [
+                    PgOid::BuiltIn(PgBuiltInOids::TEXTOID),
+                    PgOid::BuiltIn(PgBuiltInOids::BYTEAARRAYOID),
+                    PgOid::BuiltIn(PgBuiltInOids::INT4OID),
+                ];
+                *plan = Some(c.prepare(CHAIN_SQL, &types)?.keep());
+            }
+            let args = [ws.into(), hashes.clone().into(), (MAX_CHAIN as i32).into()];
+            let table = c.select(plan.as_ref().expect("prepared"), None, &args)?;
+            let mut out = HashMap::with_capacity(table.len());
+            for row in table {
+                let hash = row.get::<Vec<u8>>(1)?.unwrap_or_default();
+                let stored = row.get::<Vec<u8>>(2)?.unwrap_or_default();
+                let base = row.get::<Vec<u8>>(3)?;
+                out.entry(hash).or_insert(Row { stored, base });
+            }
+            Ok::<_, pgrx::spi::Error>(out)
+        })
     })?;
     if hashes.iter().any(|h| !fetched.contains_key(h)) {
         return Err(corrupt("a stored body is missing"));

@@ -71,8 +71,8 @@ fn invalid() -> Fail {
 
 /// `supabash_exchange_capability`: see docs/sql-contract.md.
 pub fn exchange(args: &Args) -> Outcome<Value> {
-    let role = db::json("SELECT to_jsonb(supabash.request_role())", &[])?;
-    if role.as_ref().and_then(Value::as_str) != Some("service_role") {
+    let role = crate::identity::role(&crate::identity::claims());
+    if role.as_deref() != Some("service_role") {
         return Err(invalid());
     }
     let token = match args.json("capability") {

@@ -13,6 +13,7 @@ mod commit;
 mod db;
 mod diff;
 mod fail;
+mod identity;
 mod purge;
 mod read;
 mod receipts;
@@ -68,6 +69,24 @@ mod supabash {
             Ok(v) => JsonB(v),
             Err(f) => f.raise(),
         }
+    }
+
+    /// The request's claims (see `identity`).
+    #[pg_extern(name = "request_claims", stable, parallel_safe)]
+    fn request_claims() -> JsonB {
+        JsonB(crate::identity::claims())
+    }
+
+    /// The claimed role when the session runs as it (row-level security).
+    #[pg_extern(name = "request_role", stable, parallel_safe)]
+    fn request_role() -> Option<String> {
+        crate::identity::role(&crate::identity::claims())
+    }
+
+    /// The calling user: `sub` of an `authenticated` caller (row-level security).
+    #[pg_extern(name = "request_owner", stable, parallel_safe)]
+    fn request_owner() -> Option<pgrx::Uuid> {
+        crate::identity::owner(&crate::identity::claims())
     }
 
     /// The workspace a delegated grant scoped the running call to (row-level security).
