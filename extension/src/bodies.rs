@@ -8,9 +8,9 @@ use crate::stored;
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
 use pgrx::{PgBuiltInOids, PgOid};
-use sha2::{Digest, Sha256};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use supabash_core::hash::sha256;
 use supabash_core::Marker;
 
 /// The longest chain of deltas a body may sit on; the next version of the file is stored
@@ -121,7 +121,7 @@ fn resolve(
                 let base = &done[base];
                 let bytes = stored::decode(&row.stored, Some(&base.bytes))?;
                 // A delta decoded against the wrong bytes need not fail; its hash does.
-                if Sha256::digest(&bytes).as_slice() != h.as_slice() {
+                if sha256(&bytes).as_slice() != h.as_slice() {
                     return Err(corrupt("a stored body does not match its hash"));
                 }
                 Body {
