@@ -5,8 +5,9 @@ pub mod document;
 pub mod error;
 pub mod hash;
 pub mod limits;
+pub mod moves;
 pub mod path;
 pub mod receipt_lines;
-pub mod wire;
+pub mod rpc;
 
 pub use error::{ErrorCode, Marker};

@@ -24,6 +24,56 @@ pub const DEFAULT_PURGE_KEEP: i64 = 50;
 /// Marker appended to a cut preview.
 pub const TRUNCATED_MARKER: &str = "\n[truncated]\n";
 
+/// Why a request field was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldError {
+    /// An empty string where text is expected.
+    Empty(&'static str),
+    /// Longer than its ceiling (a quota).
+    TooLong { name: &'static str, max: usize },
+    /// Not a JSON object.
+    NotAnObject(&'static str),
+}
+
+impl FieldError {
+    /// Whether the refusal is a size limit (`QUOTA_EXCEEDED`) rather than a malformed value.
+    pub fn is_quota(&self) -> bool {
+        matches!(self, FieldError::TooLong { .. })
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FieldError::Empty(name) => write!(f, "{name} must not be empty"),
+            FieldError::TooLong { name, max } => write!(f, "{name} is longer than {max} bytes"),
+            FieldError::NotAnObject(name) => write!(f, "{name} must be a JSON object"),
+        }
+    }
+}
+
+/// An optional text field: absent, or 1 to `max` bytes.
+pub fn check_text(name: &'static str, value: Option<&str>, max: usize) -> Result<(), FieldError> {
+    match value {
+        Some("") => Err(FieldError::Empty(name)),
+        Some(v) if v.len() > max => Err(FieldError::TooLong { name, max }),
+        _ => Ok(()),
+    }
+}
+
+/// An optional JSON object of at most `max` bytes as compact JSON.
+pub fn check_object(
+    name: &'static str,
+    value: Option<&serde_json::Value>,
+    max: usize,
+) -> Result<(), FieldError> {
+    match value {
+        Some(v) if !v.is_object() => Err(FieldError::NotAnObject(name)),
+        Some(v) if v.to_string().len() > max => Err(FieldError::TooLong { name, max }),
+        _ => Ok(()),
+    }
+}
+
 /// The longest prefix of `s` that is at most `max` bytes and ends on a character boundary.
 pub fn utf8_prefix(s: &str, max: usize) -> &str {
     if s.len() <= max {

@@ -7,7 +7,7 @@
 //! say in that order. Strings are LEB128 length + UTF-8; a version is 32 raw hash bytes + its
 //! size (LEB128).
 
-use crate::wire::ReceiptLine;
+use crate::rpc::ReceiptLine;
 
 const VERSION: u8 = 1;
 const FROM: u8 = 1;

@@ -70,12 +70,12 @@ fn fetch_chains(ws: &str, mut hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, 
             let table = c.select(plan.as_ref().expect("prepared"), None, &args)?;
             let mut out = HashMap::with_capacity(table.len());
             for row in table {
-                let hash = row.get::<Vec<u8>>(1)?.unwrap_or_default();
-                let stored = row.get::<Vec<u8>>(2)?.unwrap_or_default();
-                let base = row.get::<Vec<u8>>(3)?;
+                let hash: Vec<u8> = db::get(&row, 1)?;
+                let stored = db::get(&row, 2)?;
+                let base = db::opt(&row, 3)?;
                 out.entry(hash).or_insert(Row { stored, base });
             }
-            Ok::<_, pgrx::spi::Error>(out)
+            Ok::<_, Fail>(out)
         })
     })?;
     if hashes.iter().any(|h| !fetched.contains_key(h)) {
@@ -199,14 +199,14 @@ pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<()> {
     }
     let sizes: Vec<i64> = bodies.iter().map(|b| b.bytes.len() as i64).collect();
     let hashes: Vec<Vec<u8>> = bodies.iter().map(|b| b.hash.clone()).collect();
-    let inserted = db::json(
+    let inserted = db::row(
         "WITH ins AS (
            INSERT INTO supabash.bodies (workspace_id, hash, size, body, base_hash)
            SELECT $1::uuid, unnest($2::bytea[]), unnest($3::bigint[]), unnest($4::bytea[]),
                   unnest($5::bytea[])
            ON CONFLICT (workspace_id, hash) DO NOTHING
            RETURNING hash)
-         SELECT to_jsonb(count(*)) FROM ins",
+         SELECT count(*) FROM ins",
         &[
             ws.into(),
             hashes.clone().into(),
@@ -214,9 +214,9 @@ pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<()> {
             encoded.into(),
             base_hashes.into(),
         ],
+        |r| db::get::<i64>(r, 1),
     )?
-    .and_then(|v| v.as_i64())
-    .unwrap_or_default();
+    .expect("an aggregate query returns one row");
     if inserted as usize == hashes.len() {
         return Ok(());
     }

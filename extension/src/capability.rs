@@ -7,17 +7,17 @@
 //! boolean. Every refusal is `SUPABASH_INVALID_CAPABILITY` with the same message, except
 //! expiry (`SUPABASH_EXPIRED_CAPABILITY`); nothing in an error repeats the token.
 
-use crate::access;
-use crate::args::Args;
 use crate::db;
 use crate::fail::{Fail, Outcome};
+use crate::scope;
 use hmac::{Hmac, Mac};
-use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use supabash_core::capability::{
     b64_encode, parse_compact, CapabilityError, Policy, PostgresClaims, MAX_TOKEN_BYTES,
 };
+use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::Grant;
 use supabash_core::Marker;
 
 /// Random bytes in a minted grant.
@@ -69,58 +69,69 @@ fn invalid() -> Fail {
     ))
 }
 
+/// A verifier as registered.
+struct Verifier {
+    policy: Policy,
+    /// The database's clock, in Unix seconds.
+    now: i64,
+}
+
 /// `supabash_exchange_capability`: see docs/sql-contract.md.
-pub fn exchange(args: &Args) -> Outcome<Value> {
+pub fn exchange(req: rq::ExchangeCapability) -> Outcome<Grant> {
     let role = crate::identity::role(&crate::identity::claims());
     if role.as_deref() != Some("service_role") {
         return Err(invalid());
     }
-    let token = match args.json("capability") {
-        Some(Value::String(t)) if t.len() <= MAX_TOKEN_BYTES => t.as_str(),
-        _ => return Err(invalid()),
-    };
-    let compact = parse_compact(token, "HS256").map_err(refused)?;
-    let verifier = db::json(
-        "SELECT jsonb_build_object('iss', issuer, 'aud', audience, 'origin', origin,
-                'skew', clock_skew_seconds, 'life', max_lifetime_seconds,
-                'now', floor(extract(epoch FROM clock_timestamp()))::bigint)
+    if req.capability.len() > MAX_TOKEN_BYTES {
+        return Err(invalid());
+    }
+    let compact = parse_compact(&req.capability, "HS256").map_err(refused)?;
+    let verifier = db::row(
+        "SELECT issuer, audience, origin, clock_skew_seconds::bigint, max_lifetime_seconds::bigint,
+                floor(extract(epoch FROM clock_timestamp()))::bigint
            FROM supabash.capability_verifiers WHERE key_id = $1",
         &[compact.header.kid.as_str().into()],
+        |r| {
+            Ok(Verifier {
+                policy: Policy {
+                    issuer: db::get(r, 1)?,
+                    audience: db::get(r, 2)?,
+                    origin: db::get(r, 3)?,
+                    skew_secs: db::get(r, 4)?,
+                    max_lifetime_secs: db::get(r, 5)?,
+                },
+                now: db::get(r, 6)?,
+            })
+        },
     )?
     .ok_or_else(invalid)?;
-    let signed = db::json(
-        "SELECT to_jsonb(supabash._signature_valid($1, $2, $3))",
+    let signed = db::row(
+        "SELECT supabash._signature_valid($1, $2, $3)",
         &[
             compact.header.kid.as_str().into(),
             compact.signing_input.as_bytes().to_vec().into(),
             compact.signature.clone().into(),
         ],
-    )?;
-    if signed != Some(Value::Bool(true)) {
+        |r| db::opt::<bool>(r, 1),
+    )?
+    .flatten();
+    if signed != Some(true) {
         return Err(invalid());
     }
-    let text = |k: &str| verifier[k].as_str().unwrap_or_default().to_owned();
-    let policy = Policy {
-        issuer: text("iss"),
-        audience: text("aud"),
-        origin: text("origin"),
-        skew_secs: verifier["skew"].as_i64().unwrap_or_default(),
-        max_lifetime_secs: verifier["life"].as_i64().unwrap_or_default(),
-    };
+    let policy = verifier.policy;
     let claims = PostgresClaims::from_map(compact.claims).map_err(refused)?;
-    let now = verifier["now"].as_i64().unwrap_or_default();
-    let ops = claims.validate(&policy, now).map_err(refused)?;
+    let ops = claims.validate(&policy, verifier.now).map_err(refused)?;
     let workspace = claims.binding.workspace.as_str();
 
     // The owner of the named workspace, seen through a scope limited to this one lookup.
-    access::set_scope(workspace, None);
-    let owner = db::json(
-        "SELECT to_jsonb(owner_id) FROM supabash.workspaces WHERE id = $1::uuid",
+    scope::set(workspace, None);
+    let owner = db::row(
+        "SELECT owner_id::text FROM supabash.workspaces WHERE id = $1::uuid",
         &[workspace.into()],
+        |r| db::get::<String>(r, 1),
     );
-    access::clear_scope();
-    let owner = owner?.and_then(|v| v.as_str().map(str::to_owned));
-    let owner = owner.ok_or_else(invalid)?;
+    scope::clear();
+    let owner = owner?.ok_or_else(invalid)?;
 
     db::exec(
         "WITH n AS (DELETE FROM supabash.capability_nonces WHERE expires_at < clock_timestamp())
@@ -128,22 +139,23 @@ pub fn exchange(args: &Args) -> Outcome<Value> {
         &[],
     )?;
     let nonce = Sha256::digest(format!("{}\0{}", claims.common.iss, claims.common.nonce)).to_vec();
-    let fresh = db::json(
+    let fresh = db::row(
         "INSERT INTO supabash.capability_nonces (nonce_hash, expires_at)
-         VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING RETURNING to_jsonb(true)",
+         VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING RETURNING true",
         &[nonce.into(), claims.common.nonce_until(&policy).into()],
+        |_| Ok(()),
     )?;
     if fresh.is_none() {
         return Err(invalid());
     }
     let grant = strong_random(GRANT_BYTES);
     let operations = ops.to_wire();
-    let expires_at = db::json(
+    let expires_at = db::row(
         "INSERT INTO supabash.grants
                 (grant_hash, key_id, workspace_id, owner_id, actor_subject, operations,
                  correlation_id, expires_at)
          VALUES ($1, $2, $3::uuid, $4::uuid, $5, $6, $7, to_timestamp($8))
-         RETURNING to_jsonb(supabash.utc_text(expires_at))",
+         RETURNING supabash.utc_text(expires_at)",
         &[
             Sha256::digest(&grant).to_vec().into(),
             compact.header.kid.as_str().into(),
@@ -154,16 +166,17 @@ pub fn exchange(args: &Args) -> Outcome<Value> {
             claims.common.cid.clone().into(),
             claims.common.exp.into(),
         ],
+        |r| db::get::<String>(r, 1),
     )?
-    .unwrap_or(Value::Null);
-    Ok(json!({
-        "delegatedGrant": b64_encode(&grant),
-        "workspaceId": workspace,
-        "actorSubject": claims.common.sub,
-        "operations": operations,
-        "correlationId": claims.common.cid,
-        "expiresAt": expires_at,
-    }))
+    .ok_or_else(invalid)?;
+    Ok(Grant {
+        delegated_grant: b64_encode(&grant),
+        workspace_id: workspace.to_owned(),
+        actor_subject: claims.common.sub.clone(),
+        operations,
+        correlation_id: claims.common.cid.clone(),
+        expires_at,
+    })
 }
 
 #[cfg(test)]

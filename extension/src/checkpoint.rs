@@ -1,26 +1,38 @@
 //! Checkpoints: named pins on a revision that purge never removes. Creation is idempotent by key.
 
 use crate::access;
-use crate::args::Args;
-use crate::db;
+use crate::args;
+use crate::db::{self, Row};
 use crate::fail::{Fail, Outcome};
-use serde_json::{json, Value};
+use serde_json::json;
 use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
-use supabash_core::limits::{MAX_CAUSE_BYTES, MAX_LABEL_BYTES};
+use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::{Checkpoint, CheckpointDeleted};
 use supabash_core::Marker;
 
-const CHECKPOINT_JSON: &str = "jsonb_strip_nulls(jsonb_build_object(
-    'checkpointId', checkpoint_id, 'revision', revision_id, 'label', label,
-    'retentionClass', retention_class, 'idempotencyKey', idempotency_key, 'createdAt', created_at))";
+/// The columns [`checkpoint_of`] reads, in order.
+const COLUMNS: &str = "checkpoint_id::text, revision_id::text, label, retention_class,
+    idempotency_key, supabash.utc_text(created_at)";
+
+/// Reads [`COLUMNS`] starting at column `at`.
+fn checkpoint_of(r: &Row, at: usize) -> Outcome<Checkpoint> {
+    Ok(Checkpoint {
+        checkpoint_id: db::get(r, at)?,
+        revision: db::get(r, at + 1)?,
+        label: db::opt(r, at + 2)?,
+        retention_class: db::opt(r, at + 3)?,
+        idempotency_key: db::opt(r, at + 4)?,
+        created_at: db::get(r, at + 5)?,
+        replayed: None,
+    })
+}
 
 /// `supabash_checkpoint`: pins a revision (default: the head).
-pub fn checkpoint(args: &Args) -> Outcome<Value> {
-    let ws = access::open_locked(args, &[Operation::Checkpoint])?;
-    let label = args.text_opt("label", MAX_CAUSE_BYTES)?;
-    let class = args.text_opt("retention_class", 255)?;
-    let key = args.text_opt("idempotency_key", MAX_LABEL_BYTES)?;
-    let revision = match args.uuid_opt("revision")? {
+pub fn checkpoint(req: rq::Checkpoint) -> Outcome<Checkpoint> {
+    req.check_fields().map_err(args::field)?;
+    let ws = access::open_locked(&req, &[Operation::Checkpoint])?;
+    let revision = match args::uuid_opt("revision", req.revision.as_deref())? {
         Some(r) => {
             access::revision_position(&ws.id, &r)?;
             r
@@ -32,6 +44,7 @@ pub fn checkpoint(args: &Args) -> Outcome<Value> {
             )
         })?,
     };
+    let (label, class, key) = (req.label, req.retention_class, req.idempotency_key);
     let request_hash = sha256(
         json!({ "revision": revision, "label": label, "retentionClass": class, "idempotencyKey": key })
             .to_string()
@@ -39,60 +52,66 @@ pub fn checkpoint(args: &Args) -> Outcome<Value> {
     )
     .to_vec();
     if key.is_some() {
-        let existing = db::json(
+        let existing = db::row(
             &format!(
-                "SELECT jsonb_build_object('hash', encode(request_hash, 'hex'), 'checkpoint', {CHECKPOINT_JSON})
-                   FROM supabash.checkpoints WHERE workspace_id = $1::uuid AND idempotency_key = $2"
+                "SELECT request_hash, {COLUMNS} FROM supabash.checkpoints
+                  WHERE workspace_id = $1::uuid AND idempotency_key = $2"
             ),
             &[ws.id.as_str().into(), key.clone().into()],
+            |r| Ok((db::get::<Vec<u8>>(r, 1)?, checkpoint_of(r, 2)?)),
         )?;
-        if let Some(found) = existing {
-            let same = found["hash"].as_str() == Some(hex::encode(&request_hash).as_str());
-            if !same {
+        if let Some((hash, mut cp)) = existing {
+            if hash != request_hash {
                 return Err(Fail::new(
                     Marker::IdempotencyConflict,
                     "this idempotency key was already used for a different checkpoint",
                 ));
             }
-            let mut cp = found["checkpoint"].clone();
-            cp["replayed"] = json!(true);
+            cp.replayed = Some(true);
             return Ok(cp);
         }
     }
-    let mut cp = db::json(
+    let mut cp = db::row(
         &format!(
             "INSERT INTO supabash.checkpoints
                     (workspace_id, revision_id, label, retention_class, idempotency_key, request_hash)
-             VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6) RETURNING {CHECKPOINT_JSON}"
+             VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6) RETURNING {COLUMNS}"
         ),
         &[ws.id.as_str().into(), revision.as_str().into(), label.into(), class.into(), key.into(), request_hash.into()],
+        |r| checkpoint_of(r, 1),
     )?
-    .unwrap_or(Value::Null);
-    cp["replayed"] = json!(false);
+    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the checkpoint was not created"))?;
+    cp.replayed = Some(false);
     Ok(cp)
 }
 
 /// `supabash_checkpoints`: all checkpoints, oldest first.
-pub fn checkpoints(args: &Args) -> Outcome<Value> {
-    let ws = access::open(args, &[Operation::Checkpoint])?;
-    Ok(db::json(
+pub fn checkpoints(req: rq::Checkpoints) -> Outcome<Vec<Checkpoint>> {
+    let ws = access::open(&req, &[Operation::Checkpoint])?;
+    db::rows(
         &format!(
-            "SELECT coalesce(jsonb_agg({CHECKPOINT_JSON} ORDER BY created_at, checkpoint_id), '[]'::jsonb)
-               FROM supabash.checkpoints WHERE workspace_id = $1::uuid"
+            "SELECT {COLUMNS} FROM supabash.checkpoints WHERE workspace_id = $1::uuid
+              ORDER BY created_at, checkpoint_id"
         ),
         &[ws.id.as_str().into()],
-    )?
-    .unwrap_or_else(|| json!([])))
+        |r| checkpoint_of(r, 1),
+    )
 }
 
 /// `supabash_delete_checkpoint`: removes one checkpoint (its revision becomes purgeable).
-pub fn delete_checkpoint(args: &Args) -> Outcome<Value> {
-    let ws = access::open_locked(args, &[Operation::Checkpoint])?;
-    let id = args.uuid("checkpoint_id")?;
-    db::json(
+pub fn delete_checkpoint(req: rq::DeleteCheckpoint) -> Outcome<CheckpointDeleted> {
+    let ws = access::open_locked(&req, &[Operation::Checkpoint])?;
+    let id = args::uuid("checkpoint_id", &req.checkpoint_id)?;
+    db::row(
         "DELETE FROM supabash.checkpoints WHERE workspace_id = $1::uuid AND checkpoint_id = $2::uuid
-         RETURNING jsonb_build_object('checkpointId', checkpoint_id, 'deleted', true)",
+         RETURNING checkpoint_id::text",
         &[ws.id.as_str().into(), id.as_str().into()],
+        |r| {
+            Ok(CheckpointDeleted {
+                checkpoint_id: db::get(r, 1)?,
+                deleted: true,
+            })
+        },
     )?
     .ok_or_else(|| {
         Fail::new(Marker::CheckpointNotFound, "checkpoint not found in this workspace")

@@ -2,7 +2,7 @@
 //! handful of set-based statements. Any error rolls the whole transaction back.
 
 use crate::access::{self, Workspace};
-use crate::args::Args;
+use crate::args;
 use crate::bodies;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
@@ -12,8 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
 use supabash_core::document::{metadata_to_json, render};
 use supabash_core::hash::sha256;
-use supabash_core::limits::{MAX_CAUSE_BYTES, MAX_COMMIT_METADATA_BYTES, MAX_LABEL_BYTES};
-use supabash_core::wire::{parse_changes, Change, ChangeError, Content, Receipt, ReceiptLine};
+use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::{
+    parse_changes, Change, ChangeError, CommitResult, Content, Receipt, ReceiptLine,
+};
 use supabash_core::Marker;
 
 /// The stored state of one path.
@@ -129,35 +131,27 @@ struct Context {
     source_revision: Option<String>,
 }
 
-fn context(args: &Args) -> Outcome<Context> {
-    let metadata = args.json("metadata").cloned().unwrap_or_else(|| json!({}));
-    if !metadata.is_object() {
-        return Err(invalid("metadata must be a JSON object"));
-    }
-    if metadata.to_string().len() > MAX_COMMIT_METADATA_BYTES {
-        return Err(Fail::new(
-            Marker::Quota,
-            format!("metadata is larger than {MAX_COMMIT_METADATA_BYTES} bytes"),
-        ));
-    }
+/// Checks the request's fields (the shared limits, UUIDs) and gives its context.
+fn context(req: &mut rq::Commit) -> Outcome<Context> {
+    req.check_fields().map_err(args::field)?;
     Ok(Context {
-        base: args.uuid_opt("base_revision")?,
-        transaction_id: match args.uuid_opt("transaction_id")? {
+        base: args::uuid_opt("base_revision", req.base_revision.as_deref())?,
+        transaction_id: match args::uuid_opt("transaction_id", req.transaction_id.as_deref())? {
             Some(t) => t,
             None => uuid::Uuid::new_v4().to_string(),
         },
-        actor: args.text_opt("actor", MAX_LABEL_BYTES)?,
-        correlation_id: args.text_opt("correlation_id", MAX_LABEL_BYTES)?,
-        idempotency_key: args.text_opt("idempotency_key", MAX_LABEL_BYTES)?,
-        cause: args.text_opt("cause", MAX_CAUSE_BYTES)?,
-        metadata,
-        source_revision: args.uuid_opt("source_revision")?,
+        actor: req.actor.take(),
+        correlation_id: req.correlation_id.take(),
+        idempotency_key: req.idempotency_key.take(),
+        cause: req.cause.take(),
+        metadata: req.metadata.take().unwrap_or_else(|| json!({})),
+        source_revision: args::uuid_opt("source_revision", req.source_revision.as_deref())?,
     })
 }
 
 /// Returns the stored receipt when this request was already committed, or an idempotency
 /// conflict when the same transaction id or key was used for a different request.
-fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Value>> {
+fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<CommitResult>> {
     let found = receipts::rows(
         &format!(
             "SELECT {} FROM supabash.revisions
@@ -176,7 +170,10 @@ fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Value>
         return Ok(None);
     };
     if found.request_hash == request_hash {
-        return Ok(Some(json!({ "receipt": found.receipt, "replayed": true })));
+        return Ok(Some(CommitResult {
+            receipt: found.receipt,
+            replayed: true,
+        }));
     }
     Err(Fail::new(
         Marker::IdempotencyConflict,
@@ -337,20 +334,17 @@ fn write_entries(ws: &str, position: i64, plan: Plan) -> Outcome<()> {
 }
 
 /// `supabash_commit`: see docs/sql-contract.md.
-pub fn commit(args: &Args) -> Outcome<Value> {
-    let ws = args.uuid("workspace_id")?;
-    let raw_changes = args
-        .json("changes")
-        .ok_or_else(|| invalid("changes is required"))?;
-    let changes = parse_changes(raw_changes).map_err(change_error)?;
-    let mut ctx = context(args)?;
+pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
+    let ws = args::uuid("workspace_id", &req.workspace_id)?;
+    let changes = parse_changes(std::mem::take(&mut req.changes)).map_err(change_error)?;
+    let mut ctx = context(&mut req)?;
     let (changes, mut new_bytes) = hash_changes(changes);
     let Workspace {
         head,
         head_position,
         delegation,
         ..
-    } = access::open_locked(args, &[Operation::Commit])?;
+    } = access::open_locked(&req, &[Operation::Commit])?;
     // A delegated commit is recorded under the grant's subject and correlation id, whatever
     // the caller sent.
     if let Some(d) = delegation {
@@ -405,13 +399,12 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         .collect();
     let lines = simulate(&changes, &mut state)?;
 
-    let stamp = db::json(
-        "SELECT jsonb_build_object('position', nextval('supabash.positions'),
-                'at', supabash.utc_text(now()))",
+    let (position, committed_at) = db::row(
+        "SELECT nextval('supabash.positions'), supabash.utc_text(now())",
         &[],
+        |r| Ok((db::get::<i64>(r, 1)?, db::get::<String>(r, 2)?)),
     )?
-    .unwrap_or(Value::Null);
-    let position = stamp["position"].as_i64().unwrap_or_default();
+    .expect("a SELECT without FROM returns one row");
     debug_assert!(head_position.is_none_or(|h| h < position));
 
     let plan = plan(&initial, &state);
@@ -448,7 +441,7 @@ pub fn commit(args: &Args) -> Outcome<Value> {
         cause: ctx.cause,
         metadata: ctx.metadata,
         source_revision: ctx.source_revision,
-        committed_at: stamp["at"].as_str().unwrap_or_default().to_owned(),
+        committed_at,
         changes: lines,
     };
     receipts::insert(&receipt, &request_hash)?;
@@ -457,5 +450,8 @@ pub fn commit(args: &Args) -> Outcome<Value> {
           WHERE id = $1::uuid",
         &[ws.as_str().into(), receipt.revision.as_str().into(), position.into()],
     )?;
-    Ok(json!({ "receipt": receipt, "replayed": false }))
+    Ok(CommitResult {
+        receipt,
+        replayed: false,
+    })
 }

@@ -1,27 +1,74 @@
-//! Thin SPI helpers. Every statement is parameterised; arguments travel as `DatumWithOid`.
+//! Thin SPI helpers. Every statement is parameterised; arguments travel as `DatumWithOid`;
+//! results are read as typed columns by position ([`get`], [`opt`]), never rebuilt as JSON.
 
-use crate::fail::Outcome;
-use pgrx::datum::DatumWithOid;
+use crate::fail::{Fail, Outcome};
+use pgrx::datum::{DatumWithOid, FromDatum, IntoDatum};
 use pgrx::prelude::*;
+use pgrx::spi::SpiHeapTupleData;
 use pgrx::JsonB;
 use serde_json::Value;
+use supabash_core::Marker;
 
-/// Runs a statement that returns at most one row with one jsonb column; `None` when no row
-/// (or a SQL NULL) comes back.
-pub fn json(sql: &str, args: &[DatumWithOid]) -> Outcome<Option<Value>> {
+/// One result row.
+pub type Row<'a> = SpiHeapTupleData<'a>;
+
+/// Runs a statement (it may write) and maps every row it returns.
+pub fn rows<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    mut map: impl FnMut(&Row) -> Outcome<T>,
+) -> Outcome<Vec<T>> {
     Spi::connect_mut(|c| {
         let table = c.update(sql, None, args)?;
-        if table.is_empty() {
-            return Ok(None);
-        }
-        Ok(table.first().get_one::<JsonB>()?.map(|j| j.0))
-    })
+        Ok::<_, pgrx::spi::Error>(table.map(|row| map(&row)).collect())
+    })?
+}
+
+/// Runs a read-only query and maps every row.
+pub fn query<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    mut map: impl FnMut(&Row) -> Outcome<T>,
+) -> Outcome<Vec<T>> {
+    Spi::connect(|c| {
+        let table = c.select(sql, None, args)?;
+        Ok::<_, pgrx::spi::Error>(table.map(|row| map(&row)).collect())
+    })?
+}
+
+/// Runs a statement and maps its first row, if any.
+pub fn row<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    map: impl FnMut(&Row) -> Outcome<T>,
+) -> Outcome<Option<T>> {
+    Ok(rows(sql, args, map)?.into_iter().next())
 }
 
 /// Runs a statement for its effect.
 pub fn exec(sql: &str, args: &[DatumWithOid]) -> Outcome<()> {
     Spi::connect_mut(|c| c.update(sql, None, args).map(|_| ()))?;
     Ok(())
+}
+
+/// Column `i` (1-based), which must not be NULL.
+pub fn get<T: IntoDatum + FromDatum>(row: &Row, i: usize) -> Outcome<T> {
+    row.get::<T>(i)?.ok_or_else(|| {
+        Fail::new(
+            Marker::HistoryCorruption,
+            format!("a stored value is missing (column {i})"),
+        )
+    })
+}
+
+/// Column `i` (1-based), NULL as `None`.
+pub fn opt<T: IntoDatum + FromDatum>(row: &Row, i: usize) -> Outcome<Option<T>> {
+    Ok(row.get::<T>(i)?)
+}
+
+/// A jsonb column as JSON (NULL as `None`).
+pub fn json(row: &Row, i: usize) -> Outcome<Option<Value>> {
+    Ok(row.get::<JsonB>(i)?.map(|j| j.0))
 }
 
 /// A row of the shape most reads share: path, bytea hashes, sizes, metadata, and the body
@@ -40,24 +87,17 @@ pub struct FileRow {
 /// metadata` and collects the rows. NULL content columns (a file without metadata, see
 /// `supabash.entries`) read as the body's hash and size and `{}`.
 pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
-    Ok(Spi::connect(|c| {
-        let table = c.select(sql, None, args)?;
-        let mut out = Vec::with_capacity(table.len());
-        for row in table {
-            let body_hash = row.get::<Vec<u8>>(2)?.unwrap_or_default();
-            let body_size = row.get::<i64>(3)?.unwrap_or_default();
-            out.push(FileRow {
-                path: row.get::<String>(1)?.unwrap_or_default(),
-                content_hash: row.get::<Vec<u8>>(4)?.unwrap_or_else(|| body_hash.clone()),
-                content_size: row.get::<i64>(5)?.unwrap_or(body_size),
-                metadata: row
-                    .get::<JsonB>(6)?
-                    .map_or_else(|| Value::Object(Default::default()), |j| j.0),
-                body_hash,
-                body_size,
-                body: None,
-            });
-        }
-        Ok::<_, pgrx::spi::Error>(out)
-    })?)
+    query(sql, args, |row| {
+        let body_hash: Vec<u8> = get(row, 2)?;
+        let body_size: i64 = get(row, 3)?;
+        Ok(FileRow {
+            path: get(row, 1)?,
+            content_hash: opt(row, 4)?.unwrap_or_else(|| body_hash.clone()),
+            content_size: opt(row, 5)?.unwrap_or(body_size),
+            metadata: json(row, 6)?.unwrap_or_else(|| Value::Object(Default::default())),
+            body_hash,
+            body_size,
+            body: None,
+        })
+    })
 }

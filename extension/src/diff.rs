@@ -3,19 +3,21 @@
 //! the same content hash). Previews are cut on a UTF-8 boundary and marked `[truncated]`.
 
 use crate::access::{self, Workspace};
-use crate::args::Args;
+use crate::args;
 use crate::bodies;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
 use crate::read::files_at;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
 use supabash_core::document::{metadata_from_json, render, Metadata};
 use supabash_core::limits::{
     utf8_prefix, DEFAULT_DIFF_PREVIEW_BYTES, MAX_DIFF_PREVIEW_BYTES, TRUNCATED_MARKER,
 };
-use supabash_core::wire::{parse_changes, Change, DiffEntry};
+use supabash_core::moves;
+use supabash_core::rpc::requests::{self as rq, DiffRef};
+use supabash_core::rpc::{parse_changes, Change, Diff, DiffEntry, DiffKind, StagedDocument};
 use supabash_core::Marker;
 
 struct SideFile {
@@ -26,30 +28,15 @@ struct SideFile {
 }
 
 struct Side {
-    label: Value,
+    label: Option<String>,
     files: BTreeMap<String, SideFile>,
 }
 
-fn staged_side(args: &Args) -> Outcome<Side> {
-    let docs = args
-        .json("staged")
-        .ok_or_else(|| invalid("a staged side needs the staged documents"))?;
-    let Value::Array(items) = docs else {
-        return Err(invalid("staged must be a JSON array"));
-    };
-    // Staged documents share the upsert shape, so the same parser checks them.
-    let as_upserts: Vec<Value> = items
-        .iter()
-        .map(|d| {
-            let mut d = d.clone();
-            if let Some(o) = d.as_object_mut() {
-                o.insert("op".into(), json!("upsert"));
-            }
-            d
-        })
-        .collect();
-    let parsed =
-        parse_changes(&Value::Array(as_upserts)).map_err(|e| invalid(format!("staged: {e}")))?;
+fn staged_side(staged: Option<&[StagedDocument]>) -> Outcome<Side> {
+    let docs = staged.ok_or_else(|| invalid("a staged side needs the staged documents"))?;
+    // Staged documents share the upsert shape, so the same checker reads them.
+    let upserts = docs.iter().cloned().map(StagedDocument::into_upsert).collect();
+    let parsed = parse_changes(upserts).map_err(|e| invalid(format!("staged: {e}")))?;
     let mut files = BTreeMap::new();
     for change in parsed {
         let Change::Upsert { path, content } = change else {
@@ -67,7 +54,7 @@ fn staged_side(args: &Args) -> Outcome<Side> {
         }
     }
     Ok(Side {
-        label: json!("staged"),
+        label: Some("staged".into()),
         files,
     })
 }
@@ -87,41 +74,22 @@ fn stored_side(ws: &Workspace, revision: &str) -> Outcome<Side> {
         })
         .collect();
     Ok(Side {
-        label: json!(revision),
+        label: Some(revision.to_owned()),
         files,
     })
 }
 
-fn side(ws: &Workspace, args: &Args, name: &str) -> Outcome<Side> {
-    let reference = args
-        .json(name)
-        .ok_or_else(|| invalid(format!("{name} is required")))?;
-    let bad = || {
-        invalid(format!(
-            "{name} must be {{\"revision\": uuid}}, {{\"checkpoint\": uuid}}, {{\"head\": true}} or {{\"staged\": true}}"
-        ))
-    };
-    let obj = reference
-        .as_object()
-        .filter(|o| o.len() == 1)
-        .ok_or_else(bad)?;
-    let (kind, value) = obj.iter().next().ok_or_else(bad)?;
-    let id = |v: &Value| -> Outcome<String> {
-        v.as_str()
-            .and_then(|s| uuid::Uuid::parse_str(s).ok())
-            .map(|u| u.to_string())
-            .ok_or_else(bad)
-    };
-    match (kind.as_str(), value) {
-        ("revision", v) => stored_side(ws, &id(v)?),
-        ("checkpoint", v) => {
-            let checkpoint = id(v)?;
-            let revision = db::json(
-                "SELECT to_jsonb(revision_id) FROM supabash.checkpoints
+fn side(ws: &Workspace, reference: &DiffRef, staged: Option<&[StagedDocument]>) -> Outcome<Side> {
+    match reference {
+        DiffRef::Revision(r) => stored_side(ws, &args::uuid("revision", r)?),
+        DiffRef::Checkpoint(c) => {
+            let checkpoint = args::uuid("checkpoint", c)?;
+            let revision = db::row(
+                "SELECT revision_id::text FROM supabash.checkpoints
                   WHERE workspace_id = $1::uuid AND checkpoint_id = $2::uuid",
                 &[ws.id.as_str().into(), checkpoint.as_str().into()],
+                |r| db::get::<String>(r, 1),
             )?
-            .and_then(|v| v.as_str().map(str::to_owned))
             .ok_or_else(|| {
                 Fail::new(
                     Marker::CheckpointNotFound,
@@ -130,15 +98,14 @@ fn side(ws: &Workspace, args: &Args, name: &str) -> Outcome<Side> {
             })?;
             stored_side(ws, &revision)
         }
-        ("head", Value::Bool(true)) => match &ws.head {
+        DiffRef::Head => match &ws.head {
             Some(head) => stored_side(ws, &head.clone()),
             None => Ok(Side {
-                label: Value::Null,
+                label: None,
                 files: BTreeMap::new(),
             }),
         },
-        ("staged", Value::Bool(true)) => staged_side(args),
-        _ => Err(bad()),
+        DiffRef::Staged => staged_side(staged),
     }
 }
 
@@ -155,7 +122,7 @@ fn in_scope(filter: &[String], path: &str) -> bool {
 fn preview_text(file: &SideFile, bodies: &HashMap<Vec<u8>, Vec<u8>>) -> Option<String> {
     let body = file.body.as_ref().or_else(|| bodies.get(&file.body_hash))?;
     let metadata: Metadata = metadata_from_json(&file.metadata).unwrap_or_default();
-    crate::read::json_text(render(body, &metadata)).ok()
+    supabash_core::rpc::body::as_text(render(body, &metadata)).ok()
 }
 
 fn cut(text: &str, max: usize) -> String {
@@ -166,81 +133,62 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 /// `supabash_diff`.
-pub fn diff(args: &Args) -> Outcome<Value> {
-    let ws = access::open(args, &[Operation::History])?;
-    let preview_bytes = args
-        .int_opt("preview_bytes")?
-        .unwrap_or(DEFAULT_DIFF_PREVIEW_BYTES);
+pub fn diff(req: rq::Diff) -> Outcome<Diff> {
+    let ws = access::open(&req, &[Operation::History])?;
+    let preview_bytes = req
+        .preview_bytes
+        .map_or(DEFAULT_DIFF_PREVIEW_BYTES, i64::from);
     if !(0..=MAX_DIFF_PREVIEW_BYTES).contains(&preview_bytes) {
         return Err(Fail::new(
             Marker::Quota,
             format!("preview_bytes must be between 0 and {MAX_DIFF_PREVIEW_BYTES}"),
         ));
     }
-    let filter: Vec<String> = match args.json("paths") {
-        None => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|p| {
-                let p = p.as_str().ok_or_else(|| invalid("paths must be strings"))?;
-                crate::args::checked_path(p)
-            })
-            .collect::<Outcome<_>>()?,
-        Some(_) => return Err(invalid("paths must be an array of paths")),
-    };
-    let from = side(&ws, args, "from_ref")?;
-    let to = side(&ws, args, "to_ref")?;
+    let filter: Vec<String> = req
+        .paths
+        .iter()
+        .flatten()
+        .map(|p| args::checked_path(p))
+        .collect::<Outcome<_>>()?;
+    let from = side(&ws, &req.from_ref, req.staged.as_deref())?;
+    let to = side(&ws, &req.to_ref, req.staged.as_deref())?;
 
     let mut entries: Vec<(DiffEntry, Option<&SideFile>, Option<&SideFile>)> = Vec::new();
-    let mut deleted: Vec<(&String, &SideFile)> = Vec::new();
-    let mut added: Vec<(&String, &SideFile)> = Vec::new();
+    let mut deleted = Vec::new();
     for (path, before) in &from.files {
         match to.files.get(path) {
-            None => deleted.push((path, before)),
+            None => deleted.push((before.content_hash.as_slice(), (path, before))),
             Some(after) if after.content_hash != before.content_hash => entries.push((
-                entry("modified", path, None, Some(before), Some(after)),
+                entry(DiffKind::Modified, path, None, Some(before), Some(after)),
                 Some(before),
                 Some(after),
             )),
             Some(_) => {}
         }
     }
-    for (path, after) in &to.files {
-        if !from.files.contains_key(path) {
-            added.push((path, after));
-        }
-    }
-    // Pair deletions and additions with equal content, in path order, as moves.
-    let mut by_hash: HashMap<&[u8], Vec<(&String, &SideFile)>> = HashMap::new();
-    for d in deleted {
-        by_hash
-            .entry(d.1.content_hash.as_slice())
-            .or_default()
-            .push(d);
-    }
-    for list in by_hash.values_mut() {
-        list.reverse();
-    }
-    for (path, after) in added {
-        match by_hash
-            .get_mut(after.content_hash.as_slice())
-            .and_then(Vec::pop)
-        {
-            Some((old, before)) => entries.push((
-                entry("moved", path, Some(old), Some(before), Some(after)),
-                None,
-                None,
-            )),
-            None => entries.push((
-                entry("added", path, None, None, Some(after)),
-                None,
-                Some(after),
-            )),
-        }
-    }
-    for (path, before) in by_hash.into_values().flatten() {
+    let added = to
+        .files
+        .iter()
+        .filter(|(path, _)| !from.files.contains_key(*path))
+        .map(|(path, after)| (after.content_hash.as_slice(), (path, after)));
+    let paired = moves::pair(deleted, added);
+    for ((old, before), (path, after)) in paired.moves {
         entries.push((
-            entry("deleted", path, None, Some(before), None),
+            entry(DiffKind::Moved, path, Some(old), Some(before), Some(after)),
+            None,
+            None,
+        ));
+    }
+    for (path, after) in paired.targets {
+        entries.push((
+            entry(DiffKind::Added, path, None, None, Some(after)),
+            None,
+            Some(after),
+        ));
+    }
+    for (path, before) in paired.sources {
+        entries.push((
+            entry(DiffKind::Deleted, path, None, Some(before), None),
             Some(before),
             None,
         ));
@@ -256,10 +204,10 @@ pub fn diff(args: &Args) -> Outcome<Value> {
         HashMap::new()
     };
     let max = preview_bytes as usize;
-    let out: Vec<Value> = entries
+    let entries = entries
         .into_iter()
         .map(|(mut e, before, after)| {
-            if max > 0 && e.kind != "moved" {
+            if max > 0 && e.kind != DiffKind::Moved {
                 let b = before.map(|f| preview_text(f, &bodies));
                 let a = after.map(|f| preview_text(f, &bodies));
                 match (b, a) {
@@ -272,21 +220,25 @@ pub fn diff(args: &Args) -> Outcome<Value> {
                     (None, None) => {}
                 }
             }
-            serde_json::to_value(e).expect("diff entry serialises")
+            e
         })
         .collect();
-    Ok(json!({ "from": from.label, "to": to.label, "entries": out }))
+    Ok(Diff {
+        from: from.label,
+        to: to.label,
+        entries,
+    })
 }
 
 fn entry(
-    kind: &str,
+    kind: DiffKind,
     path: &str,
     from: Option<&str>,
     before: Option<&SideFile>,
     after: Option<&SideFile>,
 ) -> DiffEntry {
     DiffEntry {
-        kind: kind.to_owned(),
+        kind,
         path: path.to_owned(),
         from: from.map(str::to_owned),
         before_hash: before.map(|f| hex::encode(&f.content_hash)),

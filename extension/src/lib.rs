@@ -17,6 +17,7 @@ mod identity;
 mod purge;
 mod read;
 mod receipts;
+mod scope;
 mod stored;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -32,32 +33,40 @@ pub(crate) fn clip(s: &str) -> &str {
 /// The private schema (created by sql/schema.sql); pgrx only needs to know its name.
 #[pg_schema]
 mod supabash {
-    use crate::{access, args, capability, checkpoint, clip, commit, diff, fail, purge, read};
+    use crate::{args, capability, checkpoint, clip, commit, diff, fail, purge, read, scope};
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
+    use serde_json::Value;
+    use supabash_core::rpc::Rpc;
 
     /// Dispatches one RPC. `args` is `json` (text), not `jsonb`: large arguments such as a
     /// commit's changes are parsed once, here, instead of being built into jsonb and printed
-    /// back to text. Errors leave as Postgres ERRORs with a `SUPABASH_*` marker; a panic is
-    /// caught by pgrx and becomes an ERROR too, never a crashed backend.
+    /// back to text; then decoded into the RPC's request type. Errors leave as Postgres ERRORs
+    /// with a `SUPABASH_*` marker; a panic is caught by pgrx and becomes an ERROR too, never a
+    /// crashed backend.
     #[pg_extern(name = "_call")]
     fn call(op: &str, args: Json) -> JsonB {
-        let _scope = access::ScopeGuard::new();
-        let a = args::Args(&args.0);
+        use supabash_core::rpc::requests as rq;
+        let _scope = scope::Guard::new();
+        let a = args.0;
         let result = match op {
-            "create_workspace" => read::create_workspace(),
-            "load_manifest" => read::load_manifest(&a),
-            "load_document" => read::load_document(&a),
-            "load_snapshot" => read::load_snapshot(&a),
-            "load_revision" => read::load_revision(&a),
-            "history" => read::history(&a),
-            "commit" => commit::commit(&a),
-            "diff" => diff::diff(&a),
-            "checkpoint" => checkpoint::checkpoint(&a),
-            "checkpoints" => checkpoint::checkpoints(&a),
-            "delete_checkpoint" => checkpoint::delete_checkpoint(&a),
-            "purge" => purge::purge(&a),
-            "exchange_capability" => capability::exchange(&a),
+            "create_workspace" => serve::<rq::CreateWorkspace>(op, a, read::create_workspace),
+            "load_manifest" => serve::<rq::LoadManifest>(op, a, read::load_manifest),
+            "load_document" => serve::<rq::LoadDocument>(op, a, read::load_document),
+            "load_snapshot" => serve::<rq::LoadSnapshot>(op, a, read::load_snapshot),
+            "load_revision" => serve::<rq::LoadRevision>(op, a, read::load_revision),
+            "history" => serve::<rq::History>(op, a, read::history),
+            "commit" => serve::<rq::Commit>(op, a, commit::commit),
+            "diff" => serve::<rq::Diff>(op, a, diff::diff),
+            "checkpoint" => serve::<rq::Checkpoint>(op, a, checkpoint::checkpoint),
+            "checkpoints" => serve::<rq::Checkpoints>(op, a, checkpoint::checkpoints),
+            "delete_checkpoint" => {
+                serve::<rq::DeleteCheckpoint>(op, a, checkpoint::delete_checkpoint)
+            }
+            "purge" => serve::<rq::Purge>(op, a, purge::purge),
+            "exchange_capability" => {
+                serve::<rq::ExchangeCapability>(op, a, capability::exchange)
+            }
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),
             other => Err(fail::invalid(format!(
@@ -69,6 +78,22 @@ mod supabash {
             Ok(v) => JsonB(v),
             Err(f) => f.raise(),
         }
+    }
+
+    /// Decodes the request of RPC `R` (whose SQL name is `supabash_<op>`), runs `handler`
+    /// and encodes its answer.
+    fn serve<R: Rpc>(
+        op: &str,
+        args: Value,
+        handler: fn(R) -> fail::Outcome<R::Answer>,
+    ) -> fail::Outcome<Value> {
+        assert_eq!(
+            R::NAME.strip_prefix("supabash_"),
+            Some(op),
+            "dispatch table and contract disagree"
+        );
+        let answer = handler(args::decode::<R>(args)?)?;
+        Ok(serde_json::to_value(answer).expect("answers serialise"))
     }
 
     /// The request's claims (see `identity`).
@@ -92,13 +117,13 @@ mod supabash {
     /// The workspace a delegated grant scoped the running call to (row-level security).
     #[pg_extern(name = "_scope_workspace", stable, parallel_unsafe)]
     fn scope_workspace() -> Option<String> {
-        access::scope_workspace()
+        scope::workspace()
     }
 
     /// The owner of that workspace, once known (row-level security).
     #[pg_extern(name = "_scope_owner", stable, parallel_unsafe)]
     fn scope_owner() -> Option<String> {
-        access::scope_owner()
+        scope::owner()
     }
 
     /// HMAC-SHA256 of `input` under `secret` equals `signature` (constant-time comparison).

@@ -3,12 +3,13 @@
 //! retained revision ever becomes unreadable.
 
 use crate::access;
-use crate::args::Args;
+use crate::args;
 use crate::db;
 use crate::fail::{invalid, Outcome};
-use serde_json::{json, Value};
 use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
+use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::PurgeReport;
 
 /// Marks what goes: revisions, then closed intervals no retained revision sees, then bodies no
 /// remaining interval references and no remaining body is a delta against (directly or down
@@ -42,26 +43,27 @@ live_bodies AS (
 dead_bodies AS (
   SELECT b.hash, b.size FROM supabash.bodies b
    WHERE b.workspace_id = $1::uuid AND b.hash NOT IN (SELECT hash FROM live_bodies))
-SELECT jsonb_build_object(
-  'revisions', (SELECT coalesce(jsonb_agg(revision_id ORDER BY position), '[]') FROM doomed),
-  'entryPaths', (SELECT coalesce(jsonb_agg(path), '[]') FROM dead_entries),
-  'entryFroms', (SELECT coalesce(jsonb_agg(valid_from), '[]') FROM dead_entries),
-  'bodies', (SELECT coalesce(jsonb_agg(encode(hash, 'hex')), '[]') FROM dead_bodies),
-  'bytes', (SELECT coalesce(sum(size), 0) FROM dead_bodies))";
+SELECT
+  (SELECT coalesce(array_agg(revision_id::text ORDER BY position), '{}') FROM doomed),
+  (SELECT coalesce(array_agg(path), '{}') FROM dead_entries),
+  (SELECT coalesce(array_agg(valid_from), '{}') FROM dead_entries),
+  (SELECT coalesce(array_agg(encode(hash, 'hex')), '{}') FROM dead_bodies),
+  (SELECT coalesce(sum(size), 0)::bigint FROM dead_bodies)";
 
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.as_str().map(str::to_owned))
-        .collect()
+/// What a purge removes.
+struct Plan {
+    revisions: Vec<String>,
+    entry_paths: Vec<String>,
+    entry_froms: Vec<i64>,
+    /// Body hashes, hex.
+    bodies: Vec<String>,
+    bytes: i64,
 }
 
 /// `supabash_purge`.
-pub fn purge(args: &Args) -> Outcome<Value> {
-    let ws = access::open_locked(args, &[Operation::Purge])?;
-    let mut keep = args.int_opt("keep_revisions")?;
-    let max_age = args.int_opt("max_age_seconds")?;
+pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
+    let ws = access::open_locked(&req, &[Operation::Purge])?;
+    let (mut keep, max_age) = (req.keep_revisions.map(i64::from), req.max_age_seconds);
     if keep.is_some_and(|k| k < 0) || max_age.is_some_and(|a| a < 0) {
         return Err(invalid(
             "keepRevisions and maxAgeSeconds must not be negative",
@@ -70,12 +72,12 @@ pub fn purge(args: &Args) -> Outcome<Value> {
     if keep.is_none() && max_age.is_none() {
         keep = Some(DEFAULT_PURGE_KEEP);
     }
-    let floor = match args.uuid_opt("floor_revision")? {
+    let floor = match args::uuid_opt("floor_revision", req.floor_revision.as_deref())? {
         Some(r) => Some(access::revision_position(&ws.id, &r)?),
         None => None,
     };
-    let dry_run = args.flag("dry_run")?;
-    let plan = db::json(
+    let dry_run = req.dry_run == Some(true);
+    let plan = db::row(
         PLAN_SQL,
         &[
             ws.id.as_str().into(),
@@ -84,38 +86,43 @@ pub fn purge(args: &Args) -> Outcome<Value> {
             ws.head.clone().into(),
             floor.into(),
         ],
+        |r| {
+            Ok(Plan {
+                revisions: db::get(r, 1)?,
+                entry_paths: db::get(r, 2)?,
+                entry_froms: db::get(r, 3)?,
+                bodies: db::get(r, 4)?,
+                bytes: db::get(r, 5)?,
+            })
+        },
     )?
-    .unwrap_or(Value::Null);
-    let revisions = strings(&plan["revisions"]);
-    let bodies = strings(&plan["bodies"]);
-    let entry_paths = strings(&plan["entryPaths"]);
-    let entry_froms: Vec<i64> = plan["entryFroms"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_i64)
-        .collect();
+    .expect("an aggregate query returns one row");
+    let report = PurgeReport {
+        dry_run,
+        entries: plan.entry_paths.len() as i64,
+        bodies: plan.bodies.len() as i64,
+        bytes: plan.bytes,
+        revisions: plan.revisions.clone(),
+    };
     if !dry_run {
         db::exec(
             "DELETE FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])",
-            &[ws.id.as_str().into(), revisions.clone().into()],
+            &[ws.id.as_str().into(), plan.revisions.into()],
         )?;
         db::exec(
             "DELETE FROM supabash.entries e USING unnest($2::text[], $3::bigint[]) AS d(path, valid_from)
               WHERE e.workspace_id = $1::uuid AND e.path = d.path AND e.valid_from = d.valid_from",
-            &[ws.id.as_str().into(), entry_paths.clone().into(), entry_froms.into()],
+            &[ws.id.as_str().into(), plan.entry_paths.into(), plan.entry_froms.into()],
         )?;
-        let hashes: Vec<Vec<u8>> = bodies.iter().filter_map(|h| hex::decode(h).ok()).collect();
+        let hashes: Vec<Vec<u8>> = plan
+            .bodies
+            .iter()
+            .map(|h| hex::decode(h).expect("encode(hash, 'hex') is hex"))
+            .collect();
         db::exec(
             "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
             &[ws.id.as_str().into(), hashes.into()],
         )?;
     }
-    Ok(json!({
-        "dryRun": dry_run,
-        "revisions": revisions,
-        "entries": entry_paths.len(),
-        "bodies": bodies.len(),
-        "bytes": plan["bytes"],
-    }))
+    Ok(report)
 }

@@ -2,67 +2,57 @@
 //! history pages.
 
 use crate::access::{self, Workspace};
-use crate::args::Args;
+use crate::args;
 use crate::bodies;
 use crate::db::{self, FileRow};
 use crate::fail::{Fail, Outcome};
 use crate::receipts;
-use base64::Engine;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::collections::HashMap;
 use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
-use supabash_core::wire::Receipt;
+use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::{Document, File, HistoryPage, Receipt, RevisionTree, Tree, WorkspaceCreated};
 use supabash_core::Marker;
 
 /// `supabash_create_workspace`: a new, empty workspace owned by the caller.
-pub fn create_workspace() -> Outcome<Value> {
+pub fn create_workspace(_: rq::CreateWorkspace) -> Outcome<WorkspaceCreated> {
     let owner = access::caller()?;
-    Ok(db::json(
+    db::row(
         "INSERT INTO supabash.workspaces (owner_id) VALUES ($1::uuid)
-         RETURNING jsonb_build_object('workspaceId', id, 'createdAt', created_at, 'headRevision', NULL)",
+         RETURNING id::text, supabash.utc_text(created_at)",
         &[owner.into()],
+        |r| {
+            Ok(WorkspaceCreated {
+                workspace_id: db::get(r, 1)?,
+                created_at: db::get(r, 2)?,
+                head_revision: None,
+            })
+        },
     )?
-    .unwrap_or(Value::Null))
+    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the workspace was not created"))
 }
 
-/// The body as JSON text when it can be one: UTF-8 without NUL (Postgres jsonb cannot hold
-/// `\u0000`, so a NUL in a result would fail the whole call).
-pub fn json_text(body: Vec<u8>) -> Result<String, Vec<u8>> {
-    if body.contains(&0) {
-        return Err(body);
-    }
-    String::from_utf8(body).map_err(|e| e.into_bytes())
-}
-
-/// Adds the body of a file to its JSON: `text` when it is UTF-8 without NUL, `base64`
-/// otherwise.
-pub fn put_body(obj: &mut Map<String, Value>, body: Vec<u8>) {
-    match json_text(body) {
-        Ok(text) => obj.insert("text".into(), Value::String(text)),
-        Err(bytes) => obj.insert(
-            "base64".into(),
-            Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
-        ),
+/// The wire form of a file row (with its body when the row carries one).
+pub fn file(row: FileRow) -> File {
+    let file = File {
+        path: row.path,
+        content_hash: hex::encode(row.content_hash),
+        size: row.content_size,
+        body_hash: hex::encode(row.body_hash),
+        body_size: row.body_size,
+        metadata: row.metadata,
+        text: None,
+        base64: None,
     };
+    match row.body {
+        Some(body) => file.with_body(body),
+        None => file,
+    }
 }
 
-/// The JSON form of a file row (with its body when the row carries one).
-pub fn file_json(row: FileRow) -> Value {
-    let mut obj = Map::new();
-    obj.insert("path".into(), Value::String(row.path));
-    obj.insert(
-        "contentHash".into(),
-        Value::String(hex::encode(row.content_hash)),
-    );
-    obj.insert("size".into(), json!(row.content_size));
-    obj.insert("bodyHash".into(), Value::String(hex::encode(row.body_hash)));
-    obj.insert("bodySize".into(), json!(row.body_size));
-    obj.insert("metadata".into(), row.metadata);
-    if let Some(body) = row.body {
-        put_body(&mut obj, body);
-    }
-    Value::Object(obj)
+fn files(rows: Vec<FileRow>) -> Vec<File> {
+    rows.into_iter().map(file).collect()
 }
 
 const FILE_COLUMNS: &str =
@@ -118,8 +108,8 @@ pub fn files_at(
 }
 
 /// Resolves an optional revision argument to (revision id, position); absent means the head.
-fn pinned(ws: &Workspace, args: &Args) -> Outcome<(Option<String>, Option<i64>)> {
-    match args.uuid_opt("revision")? {
+fn pinned(ws: &Workspace, revision: Option<&str>) -> Outcome<(Option<String>, Option<i64>)> {
+    match args::uuid_opt("revision", revision)? {
         None => Ok((ws.head.clone(), ws.head_position)),
         Some(rev) => {
             let pos = access::revision_position(&ws.id, &rev)?;
@@ -129,22 +119,21 @@ fn pinned(ws: &Workspace, args: &Args) -> Outcome<(Option<String>, Option<i64>)>
 }
 
 /// `supabash_load_manifest`: the head tree without bodies.
-pub fn load_manifest(args: &Args) -> Outcome<Value> {
-    let ws = access::open(args, &[Operation::Read])?;
-    let files: Vec<Value> = files_at(&ws, None, None, false)?
-        .into_iter()
-        .map(file_json)
-        .collect();
-    Ok(
-        json!({ "workspaceId": ws.id, "revision": ws.head, "position": ws.head_position, "files": files }),
-    )
+pub fn load_manifest(req: rq::LoadManifest) -> Outcome<Tree> {
+    let ws = access::open(&req, &[Operation::Read])?;
+    Ok(Tree {
+        files: files(files_at(&ws, None, None, false)?),
+        workspace_id: ws.id,
+        revision: ws.head,
+        position: ws.head_position,
+    })
 }
 
 /// `supabash_load_document`: one file, with its body, at a pinned revision (default: head).
-pub fn load_document(args: &Args) -> Outcome<Value> {
-    let ws = access::open(args, &[Operation::Read])?;
-    let path = args.path("path")?;
-    let (revision, position) = pinned(&ws, args)?;
+pub fn load_document(req: rq::LoadDocument) -> Outcome<Document> {
+    let ws = access::open(&req, &[Operation::Read])?;
+    let path = args::checked_path(&req.path)?;
+    let (revision, position) = pinned(&ws, req.revision.as_deref())?;
     let row = files_at(&ws, position, Some(&path), true)?
         .into_iter()
         .next()
@@ -155,28 +144,31 @@ pub fn load_document(args: &Args) -> Outcome<Value> {
             )
             .with_detail(json!({ "path": path, "revision": revision }))
         })?;
-    let mut doc = file_json(row);
-    doc["revision"] = json!(revision);
-    Ok(doc)
+    Ok(Document {
+        file: file(row),
+        revision,
+    })
 }
 
 /// `supabash_load_snapshot`: every file with its body at a pinned revision (default: head).
-pub fn load_snapshot(args: &Args) -> Outcome<Value> {
-    let ws = access::open(args, &[Operation::Read])?;
-    let (revision, position) = pinned(&ws, args)?;
-    let files: Vec<Value> = if revision.is_none() {
+pub fn load_snapshot(req: rq::LoadSnapshot) -> Outcome<Tree> {
+    let ws = access::open(&req, &[Operation::Read])?;
+    let (revision, position) = pinned(&ws, req.revision.as_deref())?;
+    let files = if revision.is_none() {
         Vec::new()
     } else {
-        files_at(&ws, position, None, true)?
-            .into_iter()
-            .map(file_json)
-            .collect()
+        files(files_at(&ws, position, None, true)?)
     };
-    Ok(json!({ "workspaceId": ws.id, "revision": revision, "position": position, "files": files }))
+    Ok(Tree {
+        workspace_id: ws.id,
+        revision,
+        position,
+        files,
+    })
 }
 
 /// The receipt of a revision.
-fn receipt(ws: &str, revision: &str) -> Outcome<Value> {
+fn receipt(ws: &str, revision: &str) -> Outcome<Receipt> {
     let found = receipts::rows(
         &format!(
             "SELECT {} FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
@@ -190,37 +182,36 @@ fn receipt(ws: &str, revision: &str) -> Outcome<Value> {
             "revision not found in this workspace",
         )
     })?;
-    Ok(json!(stored.receipt))
+    Ok(stored.receipt)
 }
 
 /// `supabash_load_revision`: a revision's receipt and its full tree with bodies.
-pub fn load_revision(args: &Args) -> Outcome<Value> {
-    let ws = access::open(args, &[Operation::History, Operation::Restore])?;
-    let revision = args.uuid("revision")?;
+pub fn load_revision(req: rq::LoadRevision) -> Outcome<RevisionTree> {
+    let ws = access::open(&req, &[Operation::History, Operation::Restore])?;
+    let revision = args::uuid("revision", &req.revision)?;
     let position = access::revision_position(&ws.id, &revision)?;
-    let files: Vec<Value> = files_at(&ws, Some(position), None, true)?
-        .into_iter()
-        .map(file_json)
-        .collect();
-    Ok(json!({ "receipt": receipt(&ws.id, &revision)?, "files": files }))
+    Ok(RevisionTree {
+        files: files(files_at(&ws, Some(position), None, true)?),
+        receipt: receipt(&ws.id, &revision)?,
+    })
 }
 
 /// `supabash_history`: receipts oldest first, a page at a time. The cursor is the revision id
 /// of the last record of the previous page.
-pub fn history(args: &Args) -> Outcome<Value> {
-    let ws = access::open(args, &[Operation::History])?;
-    let limit = args.int_opt("page_size")?.unwrap_or(DEFAULT_HISTORY_PAGE);
+pub fn history(req: rq::History) -> Outcome<HistoryPage> {
+    let ws = access::open(&req, &[Operation::History])?;
+    let limit = req.page_size.map_or(DEFAULT_HISTORY_PAGE, i64::from);
     if !(1..=MAX_HISTORY_PAGE).contains(&limit) {
         return Err(Fail::new(
             Marker::Quota,
             format!("page_size must be between 1 and {MAX_HISTORY_PAGE}"),
         ));
     }
-    let after = match args.uuid_opt("cursor")? {
+    let after = match args::uuid_opt("cursor", req.cursor.as_deref())? {
         None => i64::MIN,
         Some(cursor) => match access::revision_position(&ws.id, &cursor) {
             Ok(p) => p,
-            Err(_) if args.flag("restart_if_missing")? => i64::MIN,
+            Err(_) if req.restart_if_missing == Some(true) => i64::MIN,
             Err(_) => {
                 return Err(Fail::new(
                     Marker::RevisionNotFound,
@@ -243,10 +234,13 @@ pub fn history(args: &Args) -> Outcome<Value> {
     .collect();
     let more = records.len() as i64 > limit;
     records.truncate(limit as usize);
-    let next = if more {
+    let next_cursor = if more {
         records.last().map(|r| r.revision.clone())
     } else {
         None
     };
-    Ok(json!({ "records": records, "nextCursor": next }))
+    Ok(HistoryPage {
+        records,
+        next_cursor,
+    })
 }

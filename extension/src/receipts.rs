@@ -2,13 +2,11 @@
 //! `supabash_core::receipt_lines`. The JSON receipt is rebuilt from the row on every read, so a
 //! replay returns exactly what the commit returned.
 
+use crate::db;
 use crate::fail::{Fail, Outcome};
 use pgrx::datum::DatumWithOid;
-use pgrx::prelude::*;
-use pgrx::JsonB;
-use serde_json::Value;
 use supabash_core::receipt_lines;
-use supabash_core::wire::Receipt;
+use supabash_core::rpc::Receipt;
 use supabash_core::Marker;
 
 /// The select list [`rows`] expects, in order, for `supabash.revisions`.
@@ -32,43 +30,27 @@ fn corrupt(e: impl std::fmt::Display) -> Fail {
 
 /// Runs a query selecting [`COLUMNS`] and rebuilds each receipt.
 pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
-    Spi::connect_mut(|c| {
-        let table = c.update(sql, None, args)?;
-        let mut out = Vec::with_capacity(table.len());
-        for row in table {
-            let text = |i: usize| row.get::<String>(i);
-            let lines = row.get::<Vec<u8>>(13)?.unwrap_or_default();
-            out.push((
-                Receipt {
-                    workspace_id: text(1)?.unwrap_or_default(),
-                    revision: text(2)?.unwrap_or_default(),
-                    parent_revision: text(3)?,
-                    position: row.get::<i64>(4)?.unwrap_or_default(),
-                    transaction_id: text(5)?.unwrap_or_default(),
-                    idempotency_key: text(6)?,
-                    actor: text(7)?.unwrap_or_default(),
-                    correlation_id: text(8)?,
-                    cause: text(9)?,
-                    metadata: row.get::<JsonB>(10)?.map(|j| j.0).unwrap_or(Value::Null),
-                    source_revision: text(11)?,
-                    committed_at: text(12)?.unwrap_or_default(),
-                    changes: Vec::new(),
-                },
-                lines,
-                row.get::<Vec<u8>>(14)?.unwrap_or_default(),
-            ));
-        }
-        Ok::<_, pgrx::spi::Error>(out)
-    })?
-    .into_iter()
-    .map(|(mut receipt, lines, request_hash)| {
-        receipt.changes = receipt_lines::decode(&lines).map_err(corrupt)?;
+    db::rows(sql, args, |r| {
+        let lines: Vec<u8> = db::get(r, 13)?;
         Ok(Stored {
-            receipt,
-            request_hash,
+            receipt: Receipt {
+                workspace_id: db::get(r, 1)?,
+                revision: db::get(r, 2)?,
+                parent_revision: db::opt(r, 3)?,
+                position: db::get(r, 4)?,
+                transaction_id: db::get(r, 5)?,
+                idempotency_key: db::opt(r, 6)?,
+                actor: db::get(r, 7)?,
+                correlation_id: db::opt(r, 8)?,
+                cause: db::opt(r, 9)?,
+                metadata: db::get::<pgrx::JsonB>(r, 10)?.0,
+                source_revision: db::opt(r, 11)?,
+                committed_at: db::get(r, 12)?,
+                changes: receipt_lines::decode(&lines).map_err(corrupt)?,
+            },
+            request_hash: db::get(r, 14)?,
         })
     })
-    .collect()
 }
 
 /// Stores the receipt of a new revision.
@@ -92,7 +74,7 @@ pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
             receipt.actor.as_str().into(),
             receipt.correlation_id.clone().into(),
             receipt.cause.clone().into(),
-            JsonB(receipt.metadata.clone()).into(),
+            pgrx::JsonB(receipt.metadata.clone()).into(),
             receipt.source_revision.clone().into(),
             lines.into(),
         ],

@@ -1,0 +1,180 @@
+//! What the RPCs answer. Field names are camelCase on the wire; decoders accept fields they do
+//! not know, so a newer server can add some.
+
+use super::body;
+use super::receipt::Receipt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `supabash_create_workspace`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceCreated {
+    pub workspace_id: String,
+    pub created_at: String,
+    /// Always null: a new workspace has no revision.
+    pub head_revision: Option<String>,
+}
+
+/// One stored file: rendered content hash and size, body hash and size, metadata, and the
+/// body (`text` or `base64`, see [`body`]) when the RPC sends bodies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct File {
+    pub path: String,
+    pub content_hash: String,
+    pub size: i64,
+    pub body_hash: String,
+    pub body_size: i64,
+    pub metadata: Value,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub base64: Option<String>,
+}
+
+impl File {
+    /// Attaches body bytes in the wire encoding.
+    pub fn with_body(mut self, bytes: Vec<u8>) -> Self {
+        let e = body::encode(bytes);
+        self.text = e.text;
+        self.base64 = e.base64;
+        self
+    }
+
+    /// The body bytes, when the file carries them.
+    pub fn body(&self) -> Result<Option<Vec<u8>>, String> {
+        body::decode(self.text.as_deref(), self.base64.as_deref())
+    }
+}
+
+/// `supabash_load_manifest` (files without bodies) and `supabash_load_snapshot` (with bodies):
+/// the tree at one revision; `revision` and `position` are null for an empty workspace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tree {
+    pub workspace_id: String,
+    pub revision: Option<String>,
+    pub position: Option<i64>,
+    pub files: Vec<File>,
+}
+
+/// `supabash_load_document`: one file with its body, and the revision it was read at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    #[serde(flatten)]
+    pub file: File,
+    pub revision: Option<String>,
+}
+
+/// `supabash_load_revision`: a revision's receipt and its files with bodies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RevisionTree {
+    pub receipt: Receipt,
+    pub files: Vec<File>,
+}
+
+/// `supabash_history`: receipts oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryPage {
+    pub records: Vec<Receipt>,
+    /// Pass it back for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// `supabash_commit`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommitResult {
+    pub receipt: Receipt,
+    /// True when a retry returned the receipt of the first attempt.
+    pub replayed: bool,
+}
+
+/// What happened to a path between two sides of a diff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiffKind {
+    Added,
+    Deleted,
+    Modified,
+    /// A deleted and an added path with the same content (see [`crate::moves`]).
+    Moved,
+}
+
+/// One diff entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffEntry {
+    pub kind: DiffKind,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub before_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub after_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub preview: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub binary: bool,
+}
+
+/// `supabash_diff`: the labels of both sides (a revision id, `staged`, or null for an empty
+/// head) and the entries, by path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diff {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub entries: Vec<DiffEntry>,
+}
+
+/// A checkpoint: a named pin on a revision that purge keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    pub checkpoint_id: String,
+    pub revision: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub retention_class: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub idempotency_key: Option<String>,
+    pub created_at: String,
+    /// Set by `supabash_checkpoint` only: true when an idempotent retry returned an existing
+    /// checkpoint.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replayed: Option<bool>,
+}
+
+/// `supabash_delete_checkpoint`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointDeleted {
+    pub checkpoint_id: String,
+    pub deleted: bool,
+}
+
+/// `supabash_purge`: what went (or would go, on a dry run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PurgeReport {
+    pub dry_run: bool,
+    pub revisions: Vec<String>,
+    pub entries: i64,
+    pub bodies: i64,
+    pub bytes: i64,
+}
+
+/// `supabash_exchange_capability`: a grant a job presents as `delegated_grant`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Grant {
+    pub delegated_grant: String,
+    pub workspace_id: String,
+    pub actor_subject: String,
+    pub operations: Vec<String>,
+    pub correlation_id: Option<String>,
+    pub expires_at: String,
+}

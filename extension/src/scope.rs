@@ -1,0 +1,59 @@
+//! The scope of one native call: a workspace (and its owner, once known) the call may see
+//! beyond the caller's own, opened by a delegated grant. Only this native code sets it, for the
+//! duration of one `supabash._call` (see `supabash._scope_workspace()` in the policies), so no
+//! SQL a caller could send can widen it.
+
+use std::cell::RefCell;
+
+/// The workspace (and owner, once known) a native call may see beyond the caller's own.
+struct Scope {
+    workspace: String,
+    owner: Option<String>,
+}
+
+thread_local! {
+    static SCOPE: RefCell<Option<Scope>> = const { RefCell::new(None) };
+}
+
+/// Clears the scope when dropped: created at the start of every `supabash._call`, so a scope
+/// never outlives the call that set it, even when the call fails.
+pub struct Guard;
+
+impl Guard {
+    pub fn new() -> Self {
+        clear();
+        Guard
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        clear();
+    }
+}
+
+/// Lets this call see `workspace` (of `owner`, or of anyone while the owner is being looked up).
+pub fn set(workspace: &str, owner: Option<&str>) {
+    SCOPE.with(|s| {
+        *s.borrow_mut() = Some(Scope {
+            workspace: workspace.to_owned(),
+            owner: owner.map(str::to_owned),
+        })
+    });
+}
+
+/// Ends the scope early (the guard ends it at the latest).
+pub fn clear() {
+    SCOPE.with(|s| s.borrow_mut().take());
+}
+
+/// The scoped workspace id (for the row-level security policies), or NULL.
+pub fn workspace() -> Option<String> {
+    SCOPE.with(|s| s.borrow().as_ref().map(|s| s.workspace.clone()))
+}
+
+/// The scoped workspace's owner (for the row-level security policies), or NULL.
+pub fn owner() -> Option<String> {
+    SCOPE.with(|s| s.borrow().as_ref().and_then(|s| s.owner.clone()))
+}
+
