@@ -8,10 +8,8 @@
 //! [`canonical`] bytes, the rendering the database returns, so no phantom change remains.
 
 use crate::error::{Result, SupabashError};
-use crate::tree::body_json;
-use serde_json::Value;
-use supabash_core::document::{metadata_to_json, render};
-use supabash_core::wire::Content;
+use supabash_core::document::render;
+use supabash_core::rpc::Content;
 use supabash_core::ErrorCode;
 
 /// Turns the staged bytes of `path` into the stored body and metadata.
@@ -38,15 +36,6 @@ pub fn canonical(content: &Content) -> Vec<u8> {
     render(&content.body, &content.metadata)
 }
 
-/// The content fields of a commit change: `text` (UTF-8) or `base64`, plus `metadata` when any.
-pub(crate) fn content_json(content: &Content) -> Value {
-    let mut v = body_json(&content.body);
-    if !content.metadata.is_empty() {
-        v["metadata"] = metadata_to_json(&content.metadata);
-    }
-    v
-}
-
 fn unsupported(path: &str, reason: impl Into<String>) -> SupabashError {
     SupabashError::new(ErrorCode::UnsupportedContent, reason).with_path(path)
 }
@@ -60,7 +49,7 @@ mod frontmatter {
     use crate::error::Result;
     use serde_json::Value;
     use supabash_core::document::{metadata_from_json, Metadata};
-    use supabash_core::wire::Content;
+    use supabash_core::rpc::Content;
     use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
     use yaml_rust2::scanner::{Marker, TScalarStyle};
     use yaml_rust2::Yaml;
@@ -257,7 +246,7 @@ mod tests {
     use super::frontmatter::{number, parse_mapping};
     use super::*;
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
     use supabash_core::document::Metadata;
 
     fn split(text: &str) -> Result<Content> {

@@ -34,18 +34,15 @@ use crate::limits::Limits;
 use crate::transport::{call, RpcError, Transport};
 use crate::tree::{StagedChange, StagedTree};
 use crate::workspace::{
-    Checkpoint, CheckpointOptions, CommitOptions, Diff, DiffSide, HistoryPage, PurgeOptions,
-    PurgeReport, Restored, RevisionTree, Snapshot, Workspace,
+    Checkpoint, CheckpointOptions, CommitOptions, Diff, HistoryPage, PurgeOptions, PurgeReport,
+    Restored, RevisionTree, Snapshot, Workspace,
 };
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex};
 use supabash_core::capability::{parse_compact, Operation, OperationSet, PostgresClaims, Reason};
-use supabash_core::wire::CommitResult;
+use supabash_core::rpc::requests::{DiffRef, ExchangeCapability};
+use supabash_core::rpc::CommitResult;
 use supabash_core::ErrorCode;
-
-/// The RPC that trades a capability for a grant.
-const EXCHANGE_RPC: &str = "supabash_exchange_capability";
 
 /// What the database granted, frozen at the exchange: the answer of
 /// `supabash_exchange_capability`, never the presented claims.
@@ -88,18 +85,6 @@ impl Delegation {
     pub fn expires_at(&self) -> &str {
         &self.expires_at
     }
-}
-
-/// The exchange's answer.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Exchanged {
-    delegated_grant: String,
-    workspace_id: String,
-    actor_subject: String,
-    operations: Vec<String>,
-    correlation_id: Option<String>,
-    expires_at: String,
 }
 
 /// A transport that adds the grant to every call. Never prints the grant.
@@ -169,19 +154,10 @@ impl DelegatedWorkspace {
         limits: Limits,
     ) -> Result<Self> {
         let claims = presented_claims(capability, expected)?;
-        let answer = call(
-            service.as_ref(),
-            EXCHANGE_RPC,
-            json!({ "capability": capability }),
-        )
-        .await?;
-        let exchanged: Exchanged = serde_json::from_value(answer).map_err(|e| {
-            SupabashError::new(
-                ErrorCode::Storage,
-                format!("{EXCHANGE_RPC} answered an unexpected shape"),
-            )
-            .with_source(e)
-        })?;
+        let request = ExchangeCapability {
+            capability: capability.to_owned(),
+        };
+        let exchanged = call(service.as_ref(), &request).await?;
         let operations = OperationSet::from_wire(&exchanged.operations).map_err(|_| mismatch())?;
         if exchanged.workspace_id != claims.binding.workspace
             || exchanged.actor_subject != claims.common.sub
@@ -315,8 +291,8 @@ impl DelegatedWorkspace {
     /// Compares two sides (needs `history`).
     pub async fn diff(
         &self,
-        from: DiffSide,
-        to: DiffSide,
+        from: DiffRef,
+        to: DiffRef,
         paths: Option<Vec<String>>,
         preview_bytes: Option<usize>,
     ) -> Result<Diff> {
@@ -375,6 +351,7 @@ mod tests {
     use super::*;
     use crate::capability::PostgresSigner;
     use crate::transport::Delivery;
+    use serde_json::json;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use supabash_core::capability::{b64_encode, signing_input, Header};
 

@@ -3,10 +3,10 @@
 //! recorded. A mismatch is `HISTORY_CORRUPTION`.
 
 use crate::error::{Result, SupabashError};
-use base64::Engine;
 use serde_json::Value;
 use supabash_core::document::{metadata_from_json, render};
 use supabash_core::hash::sha256_hex;
+use supabash_core::rpc::File;
 use supabash_core::ErrorCode;
 
 /// One stored file: rendered content hash and size, body hash and size, metadata, and the body
@@ -26,55 +26,28 @@ fn corrupt(path: &str, what: impl Into<String>) -> SupabashError {
     SupabashError::new(ErrorCode::HistoryCorruption, what).with_path(path)
 }
 
-fn field_str(v: &Value, name: &str, path: &str) -> Result<String> {
-    v[name]
-        .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| corrupt(path, format!("stored file lacks {name}")))
-}
+impl TryFrom<File> for StoredFile {
+    type Error = SupabashError;
 
-fn field_u64(v: &Value, name: &str, path: &str) -> Result<u64> {
-    v[name]
-        .as_u64()
-        .ok_or_else(|| corrupt(path, format!("stored file lacks {name}")))
+    /// A file as an RPC answered it; its body, when sent, decoded from the wire encoding.
+    fn try_from(f: File) -> Result<Self> {
+        let body = f.body().map_err(|e| corrupt(&f.path, e))?;
+        let size = |n: i64, what: &str| {
+            u64::try_from(n).map_err(|_| corrupt(&f.path, format!("negative {what}")))
+        };
+        Ok(StoredFile {
+            size: size(f.size, "size")?,
+            body_size: size(f.body_size, "body size")?,
+            content_hash: f.content_hash,
+            body_hash: f.body_hash,
+            metadata: f.metadata,
+            body,
+            path: f.path,
+        })
+    }
 }
 
 impl StoredFile {
-    /// Reads the JSON of one file (`text` or `base64` carries the body when present).
-    pub fn from_json(v: &Value) -> Result<Self> {
-        let path = v["path"]
-            .as_str()
-            .ok_or_else(|| SupabashError::new(ErrorCode::HistoryCorruption, "file lacks path"))?
-            .to_owned();
-        let body = match (&v["text"], &v["base64"]) {
-            (Value::String(t), _) => Some(t.as_bytes().to_vec()),
-            (_, Value::String(b)) => Some(
-                base64::engine::general_purpose::STANDARD
-                    .decode(b)
-                    .map_err(|e| corrupt(&path, format!("body is not base64: {e}")))?,
-            ),
-            _ => None,
-        };
-        Ok(StoredFile {
-            content_hash: field_str(v, "contentHash", &path)?,
-            size: field_u64(v, "size", &path)?,
-            body_hash: field_str(v, "bodyHash", &path)?,
-            body_size: field_u64(v, "bodySize", &path)?,
-            metadata: v.get("metadata").cloned().unwrap_or(Value::Null),
-            body,
-            path,
-        })
-    }
-
-    /// Reads a JSON array of files.
-    pub fn list(v: &Value) -> Result<Vec<Self>> {
-        v.as_array()
-            .ok_or_else(|| SupabashError::new(ErrorCode::Storage, "expected a list of files"))?
-            .iter()
-            .map(StoredFile::from_json)
-            .collect()
-    }
-
     /// The rendered bytes a shell sees, after checking them against the recorded hashes and
     /// sizes (and `expected`, the content hash and size the caller pinned, when given).
     pub fn verified(&self, expected: Option<(&str, u64)>) -> Result<Vec<u8>> {
@@ -124,16 +97,17 @@ mod tests {
                "bodyHash": sha256_hex(text.as_bytes()), "bodySize": text.len(), "metadata": {}, "text": text})
     }
 
+    fn from_json(v: &Value) -> Result<StoredFile> {
+        StoredFile::try_from(serde_json::from_value::<File>(v.clone()).unwrap())
+    }
+
     #[test]
     fn verifies_and_detects_tampering() {
-        let f = StoredFile::from_json(&stored("hello")).unwrap();
+        let f = from_json(&stored("hello")).unwrap();
         assert_eq!(f.verified(None).unwrap(), b"hello");
         let mut v = stored("hello");
         v["text"] = json!("hellO");
-        let e = StoredFile::from_json(&v)
-            .unwrap()
-            .verified(None)
-            .unwrap_err();
+        let e = from_json(&v).unwrap().verified(None).unwrap_err();
         assert_eq!(e.code, ErrorCode::HistoryCorruption);
         let e = f.verified(Some(("00", 5))).unwrap_err();
         assert_eq!(e.code, ErrorCode::HistoryCorruption);
@@ -146,7 +120,7 @@ mod tests {
         let v = json!({"path": "/a", "contentHash": sha256_hex(rendered.as_bytes()), "size": rendered.len(),
                       "bodyHash": sha256_hex(body.as_bytes()), "bodySize": body.len(), "metadata": {"t": 1}, "text": body});
         assert_eq!(
-            StoredFile::from_json(&v).unwrap().verified(None).unwrap(),
+            from_json(&v).unwrap().verified(None).unwrap(),
             rendered.as_bytes()
         );
     }

@@ -63,6 +63,16 @@ impl SupabashError {
         SupabashError::new(ErrorCode::QuotaExceeded, message)
     }
 
+    /// A request field refused by the shared field rules (`supabash_core::limits`).
+    pub fn field(e: supabash_core::limits::FieldError) -> Self {
+        let code = if e.is_quota() {
+            ErrorCode::QuotaExceeded
+        } else {
+            ErrorCode::InvalidArgument
+        };
+        SupabashError::new(code, e.to_string())
+    }
+
     /// Maps a transport error for the RPC it came from. `mutation` says whether the RPC
     /// writes, which decides whether a lost answer leaves the outcome unknown.
     pub fn from_rpc(err: RpcError, mutation: bool) -> Self {

@@ -8,13 +8,16 @@ use crate::error::{Result, SupabashError};
 use crate::limits::Limits;
 use crate::transport::{call, Transport};
 use crate::tree::{BaseEntry, BodySource, StagedChange, StagedTree};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use supabash_core::hash::sha256_hex;
-use supabash_core::wire::{CommitResult, DiffEntry, Receipt};
+use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::{CommitResult, File, Receipt};
 use supabash_core::ErrorCode;
+
+pub use supabash_core::rpc::requests::DiffRef;
+pub use supabash_core::rpc::{Checkpoint, Diff, DiffEntry, DiffKind, HistoryPage, PurgeReport};
 
 /// One opened workspace: a staged tree pinned to a base revision, and a transport.
 pub struct Workspace {
@@ -55,60 +58,6 @@ impl CommitOptions {
     }
 }
 
-/// One side of a diff.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DiffSide {
-    Revision(String),
-    Checkpoint(String),
-    /// The committed head.
-    Head,
-    /// The staged tree (its documents are sent along).
-    Staged,
-}
-
-impl DiffSide {
-    fn reference(&self) -> Value {
-        match self {
-            DiffSide::Revision(r) => json!({ "revision": r }),
-            DiffSide::Checkpoint(c) => json!({ "checkpoint": c }),
-            DiffSide::Head => json!({ "head": true }),
-            DiffSide::Staged => json!({ "staged": true }),
-        }
-    }
-}
-
-/// A diff: the labels of both sides and the entries, by path.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Diff {
-    pub from: Option<String>,
-    pub to: Option<String>,
-    pub entries: Vec<DiffEntry>,
-}
-
-/// One page of history, oldest first.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HistoryPage {
-    pub records: Vec<Receipt>,
-    /// Pass it back for the next page; absent on the last page.
-    pub next_cursor: Option<String>,
-}
-
-/// A checkpoint: a named pin on a revision that purge keeps.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Checkpoint {
-    pub checkpoint_id: String,
-    pub revision: String,
-    pub label: Option<String>,
-    pub retention_class: Option<String>,
-    pub idempotency_key: Option<String>,
-    pub created_at: String,
-    /// True when an idempotent retry returned an existing checkpoint.
-    #[serde(default)]
-    pub replayed: bool,
-}
-
 /// Options of [`Workspace::checkpoint`]; the revision defaults to the head.
 #[derive(Debug, Clone, Default)]
 pub struct CheckpointOptions {
@@ -126,17 +75,6 @@ pub struct PurgeOptions {
     /// Revisions at or after this one are kept.
     pub floor_revision: Option<String>,
     pub dry_run: bool,
-}
-
-/// What purge removed (or would remove, on a dry run).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PurgeReport {
-    pub dry_run: bool,
-    pub revisions: Vec<String>,
-    pub entries: i64,
-    pub bodies: i64,
-    pub bytes: i64,
 }
 
 /// A full tree at one revision, every file verified: path → rendered bytes.
@@ -169,30 +107,23 @@ struct RemoteSource {
 #[async_trait::async_trait]
 impl BodySource for RemoteSource {
     async fn load(&self, revision: &str, path: &str) -> Result<StoredFile> {
-        let doc = call(
-            self.transport.as_ref(),
-            "supabash_load_document",
-            json!({ "workspace_id": self.workspace_id, "path": path, "revision": revision }),
-        )
-        .await?;
-        StoredFile::from_json(&doc)
+        let request = rq::LoadDocument {
+            workspace_id: self.workspace_id.clone(),
+            path: path.to_owned(),
+            revision: Some(revision.to_owned()),
+            delegated_grant: None,
+        };
+        StoredFile::try_from(call(self.transport.as_ref(), &request).await?.file)
     }
 }
 
-fn decode<T: for<'de> Deserialize<'de>>(rpc: &str, v: Value) -> Result<T> {
-    serde_json::from_value(v).map_err(|e| {
-        SupabashError::new(
-            ErrorCode::Storage,
-            format!("{rpc} answered an unexpected shape"),
-        )
-        .with_source(e)
-    })
-}
-
-fn verified_files(files: &Value) -> Result<BTreeMap<String, Vec<u8>>> {
-    StoredFile::list(files)?
+fn verified_files(files: Vec<File>) -> Result<BTreeMap<String, Vec<u8>>> {
+    files
         .into_iter()
-        .map(|f| Ok((f.path.clone(), f.verified(None)?)))
+        .map(|f| {
+            let f = StoredFile::try_from(f)?;
+            Ok((f.path.clone(), f.verified(None)?))
+        })
         .collect()
 }
 
@@ -208,12 +139,8 @@ impl Drop for InFlight<'_> {
 impl Workspace {
     /// Creates a new, empty workspace owned by the caller and opens it.
     pub async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
-        let created = call(transport.as_ref(), "supabash_create_workspace", json!({})).await?;
-        let id = created["workspaceId"]
-            .as_str()
-            .ok_or_else(|| SupabashError::new(ErrorCode::Storage, "no workspaceId in answer"))?
-            .to_owned();
-        Self::open(transport, &id, limits).await
+        let created = call(transport.as_ref(), &rq::CreateWorkspace {}).await?;
+        Self::open(transport, &created.workspace_id, limits).await
     }
 
     /// Opens a workspace the caller owns, pinned to its current head. Bodies load lazily.
@@ -222,21 +149,24 @@ impl Workspace {
         workspace_id: &str,
         limits: Limits,
     ) -> Result<Self> {
-        let manifest = call(
-            transport.as_ref(),
-            "supabash_load_manifest",
-            json!({ "workspace_id": workspace_id }),
-        )
-        .await?;
-        let revision = manifest["revision"].as_str().map(str::to_owned);
-        let entries = StoredFile::list(&manifest["files"])?
+        let request = rq::LoadManifest {
+            workspace_id: workspace_id.to_owned(),
+            delegated_grant: None,
+        };
+        let manifest = call(transport.as_ref(), &request).await?;
+        let entries = manifest
+            .files
             .into_iter()
-            .map(|f| BaseEntry {
-                path: f.path,
-                content_hash: f.content_hash,
-                size: f.size,
+            .map(|f| {
+                let f = StoredFile::try_from(f)?;
+                Ok(BaseEntry {
+                    path: f.path,
+                    content_hash: f.content_hash,
+                    size: f.size,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
+        let revision = manifest.revision;
         let source = Arc::new(RemoteSource {
             transport: transport.clone(),
             workspace_id: workspace_id.to_owned(),
@@ -259,8 +189,8 @@ impl Workspace {
         self
     }
 
-    async fn rpc(&self, name: &str, args: Value) -> Result<Value> {
-        call(self.transport.as_ref(), name, args).await
+    async fn rpc<R: supabash_core::rpc::Rpc>(&self, request: &R) -> Result<R::Answer> {
+        call(self.transport.as_ref(), request).await
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -299,45 +229,46 @@ impl Workspace {
     /// again with the same options and tree reuses the transaction id, so the server replays
     /// the first attempt's receipt instead of committing twice.
     pub async fn commit(&self, options: CommitOptions) -> Result<CommitResult> {
-        let metadata = options.metadata.clone().unwrap_or_else(|| json!({}));
-        if !metadata.is_object() {
-            return Err(SupabashError::new(
-                ErrorCode::InvalidArgument,
-                "commit metadata must be a JSON object",
-            ));
-        }
-        if metadata.to_string().len() > self.limits.max_transaction_metadata_bytes {
-            return Err(SupabashError::quota(format!(
-                "commit metadata is larger than {} bytes",
-                self.limits.max_transaction_metadata_bytes
-            )));
-        }
+        let metadata = options
+            .metadata
+            .clone()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        supabash_core::limits::check_object(
+            "metadata",
+            Some(&metadata),
+            self.limits.max_transaction_metadata_bytes,
+        )
+        .map_err(SupabashError::field)?;
         self.tree.begin_commit()?;
         let guard = InFlight(&self.tree);
         self.tree.check_limits()?;
         let planned = self.tree.wire_changes(self.codec.as_ref()).await?;
-        let wire = planned.wire;
-        let source = self.pending().restore_source.clone();
-        let mut args = json!({
-            "workspace_id": self.id,
-            "changes": wire,
-            "actor": options.actor,
-            "base_revision": self.tree.base_revision(),
-            "correlation_id": options.correlation_id,
-            "idempotency_key": options.idempotency_key,
-            "cause": options.cause,
-            "metadata": metadata,
-            "source_revision": source,
-        });
-        let fingerprint = sha256_hex(args.to_string().as_bytes());
+        let mut request = rq::Commit {
+            workspace_id: self.id.clone(),
+            changes: planned.wire,
+            actor: Some(options.actor),
+            base_revision: self.tree.base_revision(),
+            transaction_id: None,
+            correlation_id: options.correlation_id,
+            idempotency_key: options.idempotency_key,
+            cause: options.cause,
+            metadata: Some(metadata),
+            source_revision: self.pending().restore_source.clone(),
+            delegated_grant: None,
+        };
+        request.check_fields().map_err(SupabashError::field)?;
+        let fingerprint = sha256_hex(
+            serde_json::to_string(&request)
+                .expect("requests serialise")
+                .as_bytes(),
+        );
         let transaction_id = match &self.pending().unknown {
             Some((fp, tx)) if *fp == fingerprint => tx.clone(),
             _ => uuid::Uuid::new_v4().to_string(),
         };
-        args["transaction_id"] = json!(transaction_id);
-        match self.rpc("supabash_commit", args).await {
-            Ok(answer) => {
-                let result: CommitResult = decode("supabash_commit", answer)?;
+        request.transaction_id = Some(transaction_id.clone());
+        match self.rpc(&request).await {
+            Ok(result) => {
                 std::mem::forget(guard);
                 self.tree.canonicalise(planned.canonical);
                 self.tree.end_commit(Some(result.receipt.revision.clone()));
@@ -366,21 +297,21 @@ impl Workspace {
                 self.limits.max_history_page
             )));
         }
-        let page = self
-            .rpc(
-                "supabash_history",
-                json!({ "workspace_id": self.id, "cursor": cursor, "page_size": size }),
-            )
-            .await?;
-        decode("supabash_history", page)
+        self.rpc(&rq::History {
+            workspace_id: self.id.clone(),
+            cursor: cursor.map(str::to_owned),
+            page_size: Some(size as i32),
+            ..Default::default()
+        })
+        .await
     }
 
     /// Compares two sides. `paths` limits the entries to those paths (and what lies below);
     /// `preview_bytes` (default and maximum: the limit) caps each text preview, 0 disables them.
     pub async fn diff(
         &self,
-        from: DiffSide,
-        to: DiffSide,
+        from: DiffRef,
+        to: DiffRef,
         paths: Option<Vec<String>>,
         preview_bytes: Option<usize>,
     ) -> Result<Diff> {
@@ -391,34 +322,35 @@ impl Workspace {
                 self.limits.max_diff_preview_bytes
             )));
         }
-        let staged = if from == DiffSide::Staged || to == DiffSide::Staged {
+        let staged = if from == DiffRef::Staged || to == DiffRef::Staged {
             Some(self.tree.staged_documents(self.codec.as_ref()).await?)
         } else {
             None
         };
-        let answer = self
-            .rpc(
-                "supabash_diff",
-                json!({
-                    "workspace_id": self.id, "from_ref": from.reference(), "to_ref": to.reference(),
-                    "paths": paths, "preview_bytes": preview, "staged": staged,
-                }),
-            )
-            .await?;
-        decode("supabash_diff", answer)
+        self.rpc(&rq::Diff {
+            workspace_id: self.id.clone(),
+            from_ref: from,
+            to_ref: to,
+            paths,
+            preview_bytes: Some(preview as i32),
+            staged,
+            delegated_grant: None,
+        })
+        .await
     }
 
     /// An old revision's receipt and files, verified.
     pub async fn read_revision(&self, revision: &str) -> Result<RevisionTree> {
         let answer = self
-            .rpc(
-                "supabash_load_revision",
-                json!({ "workspace_id": self.id, "revision": revision }),
-            )
+            .rpc(&rq::LoadRevision {
+                workspace_id: self.id.clone(),
+                revision: revision.to_owned(),
+                delegated_grant: None,
+            })
             .await?;
         Ok(RevisionTree {
-            receipt: decode("supabash_load_revision", answer["receipt"].clone())?,
-            files: verified_files(&answer["files"])?,
+            receipt: answer.receipt,
+            files: verified_files(answer.files)?,
         })
     }
 
@@ -438,62 +370,70 @@ impl Workspace {
     pub async fn committed_snapshot(&self) -> Result<Snapshot> {
         let revision = self.tree.base_revision();
         let answer = self
-            .rpc(
-                "supabash_load_snapshot",
-                json!({ "workspace_id": self.id, "revision": revision }),
-            )
+            .rpc(&rq::LoadSnapshot {
+                workspace_id: self.id.clone(),
+                revision: revision.clone(),
+                delegated_grant: None,
+            })
             .await?;
         Ok(Snapshot {
             revision,
-            files: verified_files(&answer["files"])?,
+            files: verified_files(answer.files)?,
         })
     }
 
     /// Pins a revision (default: the head) so purge keeps it.
     pub async fn checkpoint(&self, options: CheckpointOptions) -> Result<Checkpoint> {
-        let answer = self
-            .rpc(
-                "supabash_checkpoint",
-                json!({
-                    "workspace_id": self.id, "label": options.label,
-                    "retention_class": options.retention_class,
-                    "idempotency_key": options.idempotency_key, "revision": options.revision,
-                }),
-            )
-            .await?;
-        decode("supabash_checkpoint", answer)
+        let request = rq::Checkpoint {
+            workspace_id: self.id.clone(),
+            label: options.label,
+            retention_class: options.retention_class,
+            idempotency_key: options.idempotency_key,
+            revision: options.revision,
+            delegated_grant: None,
+        };
+        request.check_fields().map_err(SupabashError::field)?;
+        self.rpc(&request).await
     }
 
     /// Every checkpoint, oldest first.
     pub async fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
-        let answer = self
-            .rpc("supabash_checkpoints", json!({ "workspace_id": self.id }))
-            .await?;
-        decode("supabash_checkpoints", answer)
+        self.rpc(&rq::Checkpoints {
+            workspace_id: self.id.clone(),
+            delegated_grant: None,
+        })
+        .await
     }
 
     /// Deletes a checkpoint (its revision becomes purgeable).
     pub async fn delete_checkpoint(&self, checkpoint_id: &str) -> Result<()> {
-        self.rpc(
-            "supabash_delete_checkpoint",
-            json!({ "workspace_id": self.id, "checkpoint_id": checkpoint_id }),
-        )
+        self.rpc(&rq::DeleteCheckpoint {
+            workspace_id: self.id.clone(),
+            checkpoint_id: checkpoint_id.to_owned(),
+            delegated_grant: None,
+        })
         .await?;
         Ok(())
     }
 
     /// Drops old revisions (never the head, a checkpointed one, or any at or after the floor).
     pub async fn purge(&self, options: PurgeOptions) -> Result<PurgeReport> {
-        let answer = self
-            .rpc(
-                "supabash_purge",
-                json!({
-                    "workspace_id": self.id, "keep_revisions": options.keep_revisions,
-                    "max_age_seconds": options.max_age_seconds,
-                    "floor_revision": options.floor_revision, "dry_run": options.dry_run,
-                }),
-            )
-            .await?;
-        decode("supabash_purge", answer)
+        let int = |n: Option<i64>| {
+            n.map(|n| {
+                i32::try_from(n).map_err(|_| {
+                    SupabashError::new(ErrorCode::InvalidArgument, "keep_revisions is too large")
+                })
+            })
+            .transpose()
+        };
+        self.rpc(&rq::Purge {
+            workspace_id: self.id.clone(),
+            keep_revisions: int(options.keep_revisions)?,
+            max_age_seconds: options.max_age_seconds,
+            floor_revision: options.floor_revision,
+            dry_run: Some(options.dry_run),
+            delegated_grant: None,
+        })
+        .await
     }
 }

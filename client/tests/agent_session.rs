@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use supabash::agent::tools::{self, ToolOptions};
 use supabash::workspace::CommitOptions;
 use supabash_core::hash::sha256_hex;
-use supabash_core::wire::ReceiptLine;
+use supabash_core::rpc::ReceiptLine;
 use support::{new_user, reopen, workspace_with, BOTH};
 
 const BASE: [(&str, &str); 6] = [

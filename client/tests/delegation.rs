@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use supabash::capability::PostgresSigner;
 use supabash::transport::RpcError;
-use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide, PurgeOptions};
+use supabash::workspace::{CheckpointOptions, CommitOptions, DiffRef, PurgeOptions};
 use supabash::{
     DelegatedWorkspace, ErrorCode, Limits, PostgrestTransport, SupabashError, Transport, Workspace,
 };
@@ -124,7 +124,7 @@ async fn a_delegated_job_edits_and_commits_as_itself() {
     let before = service.count();
     let refusals = [
         ws.history(None, None).await.err(),
-        ws.diff(DiffSide::Head, DiffSide::Staged, None, None)
+        ws.diff(DiffRef::Head, DiffRef::Staged, None, None)
             .await
             .err(),
         ws.read_revision(&committed.receipt.revision).await.err(),

@@ -8,9 +8,10 @@ mod support;
 use serde_json::json;
 use std::sync::Arc;
 use supabash::transport::{call, Transport};
-use supabash::workspace::{CommitOptions, DiffSide};
+use supabash::workspace::{CommitOptions, DiffKind, DiffRef};
 use supabash::{ErrorCode, FrontmatterCodec, Limits, Workspace};
 use supabash_core::hash::sha256_hex;
+use supabash_core::rpc::requests::LoadDocument;
 use support::{new_user, reopen, transport, BOTH};
 
 const STAGED: &str =
@@ -18,13 +19,13 @@ const STAGED: &str =
 const CANONICAL: &str = "---\nbig: 10000000000000000\ncount: 3\ndraft: false\nnote: null\nratio: 0.25\ntitle: \"Hello world\"\n---\n# Body\n";
 
 async fn load(t: &dyn Transport, ws: &Workspace, path: &str, revision: &str) -> serde_json::Value {
-    call(
-        t,
-        "supabash_load_document",
-        json!({ "workspace_id": ws.id(), "path": path, "revision": revision }),
-    )
-    .await
-    .unwrap()
+    let request = LoadDocument {
+        workspace_id: ws.id().to_owned(),
+        path: path.to_owned(),
+        revision: Some(revision.to_owned()),
+        delegated_grant: None,
+    };
+    serde_json::to_value(call(t, &request).await.unwrap()).unwrap()
 }
 
 #[tokio::test]
@@ -71,7 +72,7 @@ async fn frontmatter_is_stored_as_body_and_metadata() {
         let edited = CANONICAL.replace("draft: false", "draft: true");
         fs.write("/doc.md", edited.as_str()).await.unwrap();
         let staged = ws
-            .diff(DiffSide::Head, DiffSide::Staged, None, None)
+            .diff(DiffRef::Head, DiffRef::Staged, None, None)
             .await
             .unwrap();
         assert_eq!(staged.entries.len(), 1, "{via:?} {staged:?}");
@@ -90,15 +91,15 @@ async fn frontmatter_is_stored_as_body_and_metadata() {
             .revision;
         let diff = other
             .diff(
-                DiffSide::Revision(r1.clone()),
-                DiffSide::Revision(r2.clone()),
+                DiffRef::Revision(r1.clone()),
+                DiffRef::Revision(r2.clone()),
                 None,
                 None,
             )
             .await
             .unwrap();
         assert_eq!(diff.entries.len(), 1, "{via:?} {diff:?}");
-        assert_eq!(diff.entries[0].kind, "modified");
+        assert_eq!(diff.entries[0].kind, DiffKind::Modified);
         assert_eq!(diff.entries[0].path, "/doc.md");
         let doc = load(t.as_ref(), &ws, "/doc.md", &r2).await;
         assert_eq!(doc["text"], "# Body\n");

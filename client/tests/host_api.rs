@@ -5,7 +5,7 @@ mod support;
 
 use serde_json::json;
 use std::sync::Arc;
-use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide, PurgeOptions};
+use supabash::workspace::{CheckpointOptions, CommitOptions, DiffRef, PurgeOptions};
 use supabash::{ErrorCode, FsError, Limits, PostgrestTransport, Workspace};
 use support::{new_user, new_workspace, postrust_url, transport, BOTH};
 
@@ -59,7 +59,7 @@ async fn every_limit_refuses_before_anything_durable() {
             ErrorCode::QuotaExceeded
         );
         let e = ws
-            .diff(DiffSide::Head, DiffSide::Staged, None, Some(101))
+            .diff(DiffRef::Head, DiffRef::Staged, None, Some(101))
             .await
             .unwrap_err();
         assert_eq!(e.code, ErrorCode::QuotaExceeded);
@@ -115,18 +115,18 @@ async fn host_api_tour() {
         // Diffs: checkpoint → head, and head → staged (the staged side is sent along).
         let d = ws
             .diff(
-                DiffSide::Checkpoint(cp.checkpoint_id.clone()),
-                DiffSide::Head,
+                DiffRef::Checkpoint(cp.checkpoint_id.clone()),
+                DiffRef::Head,
                 None,
                 None,
             )
             .await
             .unwrap();
         assert_eq!(d.entries.len(), 1);
-        assert_eq!(d.entries[0].kind, "modified");
+        assert_eq!(d.entries[0].kind, supabash::workspace::DiffKind::Modified);
         ws.fs().write("/staged.md", "only staged").await.unwrap();
         let d = ws
-            .diff(DiffSide::Head, DiffSide::Staged, None, Some(5))
+            .diff(DiffRef::Head, DiffRef::Staged, None, Some(5))
             .await
             .unwrap();
         assert_eq!(d.to.as_deref(), Some("staged"));

@@ -6,7 +6,7 @@
 mod storage_support;
 
 use storage_support::*;
-use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide, PurgeOptions};
+use supabash::workspace::{CheckpointOptions, CommitOptions, DiffRef, PurgeOptions};
 use supabash::ErrorCode;
 
 #[tokio::test]
@@ -47,7 +47,7 @@ async fn history_restore_checkpoints_and_purge() {
         b"1"
     );
     let d = ws
-        .diff(DiffSide::Revision(r1.revision.clone()), DiffSide::Head)
+        .diff(DiffRef::Revision(r1.revision.clone()), DiffRef::Head)
         .await
         .unwrap();
     let kinds: Vec<(&str, &str)> = d

@@ -24,7 +24,7 @@ fn checkpoint_of(r: &Row, at: usize) -> Outcome<Checkpoint> {
         retention_class: db::opt(r, at + 3)?,
         idempotency_key: db::opt(r, at + 4)?,
         created_at: db::get(r, at + 5)?,
-        replayed: None,
+        replayed: false,
     })
 }
 
@@ -67,11 +67,11 @@ pub fn checkpoint(req: rq::Checkpoint) -> Outcome<Checkpoint> {
                     "this idempotency key was already used for a different checkpoint",
                 ));
             }
-            cp.replayed = Some(true);
+            cp.replayed = true;
             return Ok(cp);
         }
     }
-    let mut cp = db::row(
+    let cp = db::row(
         &format!(
             "INSERT INTO supabash.checkpoints
                     (workspace_id, revision_id, label, retention_class, idempotency_key, request_hash)
@@ -81,7 +81,6 @@ pub fn checkpoint(req: rq::Checkpoint) -> Outcome<Checkpoint> {
         |r| checkpoint_of(r, 1),
     )?
     .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the checkpoint was not created"))?;
-    cp.replayed = Some(false);
     Ok(cp)
 }
 

@@ -35,7 +35,11 @@ struct Side {
 fn staged_side(staged: Option<&[StagedDocument]>) -> Outcome<Side> {
     let docs = staged.ok_or_else(|| invalid("a staged side needs the staged documents"))?;
     // Staged documents share the upsert shape, so the same checker reads them.
-    let upserts = docs.iter().cloned().map(StagedDocument::into_upsert).collect();
+    let upserts = docs
+        .iter()
+        .cloned()
+        .map(StagedDocument::into_upsert)
+        .collect();
     let parsed = parse_changes(upserts).map_err(|e| invalid(format!("staged: {e}")))?;
     let mut files = BTreeMap::new();
     for change in parsed {

@@ -64,9 +64,7 @@ mod supabash {
                 serve::<rq::DeleteCheckpoint>(op, a, checkpoint::delete_checkpoint)
             }
             "purge" => serve::<rq::Purge>(op, a, purge::purge),
-            "exchange_capability" => {
-                serve::<rq::ExchangeCapability>(op, a, capability::exchange)
-            }
+            "exchange_capability" => serve::<rq::ExchangeCapability>(op, a, capability::exchange),
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),
             other => Err(fail::invalid(format!(

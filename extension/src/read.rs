@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
 use supabash_core::rpc::requests as rq;
-use supabash_core::rpc::{Document, File, HistoryPage, Receipt, RevisionTree, Tree, WorkspaceCreated};
+use supabash_core::rpc::{
+    Document, File, HistoryPage, Receipt, RevisionTree, Tree, WorkspaceCreated,
+};
 use supabash_core::Marker;
 
 /// `supabash_create_workspace`: a new, empty workspace owned by the caller.

@@ -56,4 +56,3 @@ pub fn workspace() -> Option<String> {
 pub fn owner() -> Option<String> {
     SCOPE.with(|s| s.borrow().as_ref().and_then(|s| s.owner.clone()))
 }
-

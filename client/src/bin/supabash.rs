@@ -8,7 +8,7 @@ use supabash::agent::AgentFs;
 use supabash::capability::postgres::PostgresSigner;
 use supabash::delegated::DelegatedWorkspace;
 use supabash::devcluster::Cluster;
-use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide};
+use supabash::workspace::{CheckpointOptions, CommitOptions, DiffRef};
 use supabash::{Limits, PostgresTransport, Workspace};
 use supabash_core::capability::{Operation, OperationSet};
 
@@ -197,8 +197,8 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n6. Diff between the two revisions");
     let diff = ws
         .diff(
-            DiffSide::Revision(first.receipt.revision.clone()),
-            DiffSide::Revision(second.receipt.revision.clone()),
+            DiffRef::Revision(first.receipt.revision.clone()),
+            DiffRef::Revision(second.receipt.revision.clone()),
             None,
             Some(200),
         )

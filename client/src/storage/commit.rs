@@ -39,7 +39,7 @@ use std::time::SystemTime;
 use supabash_core::capability::Operation;
 use supabash_core::hash::sha256_hex;
 use supabash_core::limits::{MAX_CAUSE_BYTES, MAX_LABEL_BYTES};
-use supabash_core::wire::{CommitResult, Receipt, ReceiptLine};
+use supabash_core::rpc::{CommitResult, Receipt, ReceiptLine};
 use supabash_core::ErrorCode;
 
 fn invalid(message: &str) -> SupabashError {

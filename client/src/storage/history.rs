@@ -12,7 +12,7 @@ use super::recover::{self, read};
 use super::{diff, tree_io, StorageWorkspace};
 use crate::error::{Result, SupabashError};
 use crate::workspace::{
-    Checkpoint, CheckpointOptions, Diff, DiffSide, HistoryPage, PurgeOptions, PurgeReport,
+    Checkpoint, CheckpointOptions, Diff, DiffRef, HistoryPage, PurgeOptions, PurgeReport,
 };
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
-use supabash_core::wire::{DiffEntry, Receipt};
+use supabash_core::rpc::{DiffEntry, DiffKind, Receipt};
 use supabash_core::ErrorCode;
 
 /// An old revision: its receipt and its manifest (read files with
@@ -139,10 +139,10 @@ impl StorageWorkspace {
         stored.verified(None)
     }
 
-    async fn side(&self, side: &DiffSide) -> Result<(Option<String>, Manifest)> {
+    async fn side(&self, side: &DiffRef) -> Result<(Option<String>, Manifest)> {
         Ok(match side {
-            DiffSide::Revision(r) => (Some(r.clone()), self.load_revision(r).await?.entries),
-            DiffSide::Checkpoint(c) => {
+            DiffRef::Revision(r) => (Some(r.clone()), self.load_revision(r).await?.entries),
+            DiffRef::Checkpoint(c) => {
                 let cp = self
                     .list_checkpoints()
                     .await?
@@ -152,41 +152,91 @@ impl StorageWorkspace {
                 let m = self.load_revision(&cp.revision).await?.entries;
                 (Some(cp.revision), m)
             }
-            DiffSide::Head => match recover::published(&self.api, &self.keys).await? {
+            DiffRef::Head => match recover::published(&self.api, &self.keys).await? {
                 Some((h, r)) => (Some(h.revision), r.entries),
                 None => (None, Manifest::new()),
             },
-            DiffSide::Staged => (Some("staged".into()), tree_io::snapshot(&self.tree)?.0),
+            DiffRef::Staged => (Some("staged".into()), tree_io::snapshot(&self.tree)?.0),
         })
     }
 
     /// Compares two sides by manifest: every path whose entry differs (content, kind, mode,
-    /// mtime or target) is `added`, `deleted` or `modified`. No previews.
-    pub async fn diff(&self, from: DiffSide, to: DiffSide) -> Result<Diff> {
+    /// mtime or target) is `added`, `deleted` or `modified`; a deleted and an added file with
+    /// the same content are one `moved` entry (the rule of `supabash_core::moves`). No
+    /// previews.
+    pub async fn diff(&self, from: DiffRef, to: DiffRef) -> Result<Diff> {
         self.require(Operation::History)?;
         let (from_label, a) = self.side(&from).await?;
         let (to_label, b) = self.side(&to).await?;
-        let entries = diff(&a, &b)
-            .into_iter()
-            .map(|t| DiffEntry {
-                kind: match (&t.before, &t.after) {
-                    (None, _) => "added",
-                    (_, None) => "deleted",
-                    _ => "modified",
-                }
-                .to_owned(),
-                binary: t
-                    .after
-                    .as_ref()
-                    .or(t.before.as_ref())
-                    .is_some_and(|e| e.kind == EntryKind::File),
-                before_hash: t.before.and_then(|e| e.hash),
-                after_hash: t.after.and_then(|e| e.hash),
-                path: t.path,
-                from: None,
+        let entry =
+            |kind, path: String, from, before: Option<&Entry>, after: Option<&Entry>| DiffEntry {
+                kind,
+                binary: after.or(before).is_some_and(|e| e.kind == EntryKind::File),
+                before_hash: before.and_then(|e| e.hash.clone()),
+                after_hash: after.and_then(|e| e.hash.clone()),
+                path,
+                from,
                 preview: None,
-            })
-            .collect();
+            };
+        let mut entries = Vec::new();
+        let (mut gone, mut new) = (Vec::new(), Vec::new());
+        let file_hash = |e: &Entry| {
+            (e.kind == EntryKind::File)
+                .then(|| e.hash.clone())
+                .flatten()
+        };
+        for t in diff(&a, &b) {
+            let gone_hash = t
+                .after
+                .is_none()
+                .then(|| t.before.as_ref().and_then(file_hash));
+            let new_hash = t
+                .before
+                .is_none()
+                .then(|| t.after.as_ref().and_then(file_hash));
+            if let Some(h) = gone_hash.flatten() {
+                gone.push((h, t));
+            } else if let Some(h) = new_hash.flatten() {
+                new.push((h, t));
+            } else {
+                let kind = match (&t.before, &t.after) {
+                    (None, _) => DiffKind::Added,
+                    (_, None) => DiffKind::Deleted,
+                    _ => DiffKind::Modified,
+                };
+                entries.push(entry(
+                    kind,
+                    t.path,
+                    None,
+                    t.before.as_ref(),
+                    t.after.as_ref(),
+                ));
+            }
+        }
+        let paired = supabash_core::moves::pair(gone, new);
+        for (old, t) in paired.moves {
+            let before = old.before.as_ref();
+            entries.push(entry(
+                DiffKind::Moved,
+                t.path,
+                Some(old.path),
+                before,
+                t.after.as_ref(),
+            ));
+        }
+        for t in paired.sources {
+            entries.push(entry(
+                DiffKind::Deleted,
+                t.path,
+                None,
+                t.before.as_ref(),
+                None,
+            ));
+        }
+        for t in paired.targets {
+            entries.push(entry(DiffKind::Added, t.path, None, None, t.after.as_ref()));
+        }
+        entries.sort_by(|x, y| x.path.cmp(&y.path));
         Ok(Diff {
             from: from_label,
             to: to_label,

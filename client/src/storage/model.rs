@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use supabash_core::wire::Receipt;
+use supabash_core::rpc::Receipt;
 
 /// The schema version of every record.
 pub const SCHEMA_VERSION: u32 = 1;

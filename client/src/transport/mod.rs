@@ -10,6 +10,8 @@ pub use postgrest::PostgrestTransport;
 use crate::error::{Result, SupabashError};
 use serde_json::{Map, Value};
 use std::fmt;
+use supabash_core::rpc::Rpc;
+use supabash_core::ErrorCode;
 
 /// Whether a failed request reached the server and whether its answer arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,26 +87,53 @@ pub trait Transport: Send + Sync {
     async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError>;
 }
 
-/// The RPCs that write. A lost answer to one of them leaves the outcome unknown.
-pub fn is_mutation(rpc: &str) -> bool {
-    matches!(
-        rpc,
-        "supabash_create_workspace"
-            | "supabash_commit"
-            | "supabash_checkpoint"
-            | "supabash_delete_checkpoint"
-            | "supabash_purge"
-    )
+/// Calls RPC `R` with `request` and decodes its answer. Whether a lost answer leaves the
+/// outcome unknown comes from the contract (`R::MUTATES`).
+pub async fn call<R: Rpc>(transport: &dyn Transport, request: &R) -> Result<R::Answer> {
+    let args = match serde_json::to_value(request) {
+        Ok(Value::Object(map)) => map,
+        _ => unreachable!("requests serialise to objects"),
+    };
+    let answer = transport
+        .call(R::NAME, args)
+        .await
+        .map_err(|e| SupabashError::from_rpc(e, R::MUTATES))?;
+    serde_json::from_value(answer).map_err(|e| {
+        SupabashError::new(
+            ErrorCode::Storage,
+            format!("{} answered an unexpected shape", R::NAME),
+        )
+        .with_source(e)
+    })
 }
 
-/// Calls an RPC, dropping `null` arguments, and maps failures to [`SupabashError`].
-pub async fn call(transport: &dyn Transport, rpc: &str, args: Value) -> Result<Value> {
-    let args = match args {
-        Value::Object(map) => map.into_iter().filter(|(_, v)| !v.is_null()).collect(),
-        _ => Map::new(),
-    };
-    transport
-        .call(rpc, args)
-        .await
-        .map_err(|e| SupabashError::from_rpc(e, is_mutation(rpc)))
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use supabash_core::rpc::requests::{ExchangeCapability, History};
+
+    /// Sends every request and loses every answer.
+    struct LosesAnswers;
+
+    #[async_trait::async_trait]
+    impl Transport for LosesAnswers {
+        async fn call(&self, _: &str, _: Map<String, Value>) -> Result<Value, RpcError> {
+            Err(RpcError::transport(Delivery::Lost, "connection reset"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lost_exchange_answer_leaves_the_outcome_unknown() {
+        let request = ExchangeCapability {
+            capability: "x.y.z".into(),
+        };
+        let e = call(&LosesAnswers, &request).await.unwrap_err();
+        assert!(e.retryable && e.outcome_unknown, "spends a nonce: {e:?}");
+        let read = History {
+            workspace_id: "w".into(),
+            ..Default::default()
+        };
+        let e = call(&LosesAnswers, &read).await.unwrap_err();
+        assert!(e.retryable && !e.outcome_unknown, "a read: {e:?}");
+    }
 }

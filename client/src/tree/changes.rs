@@ -3,12 +3,12 @@
 //! as a move (in path order); everything else is an upsert or a delete.
 
 use super::{committable, Body, Node, StagedTree};
-use crate::codec::{canonical, content_json, DocumentCodec};
+use crate::codec::{canonical, DocumentCodec};
 use crate::error::{Result, SupabashError};
-use base64::Engine;
 use serde::Serialize;
-use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use supabash_core::moves;
+use supabash_core::rpc::{StagedDocument, WireChange};
 use supabash_core::ErrorCode;
 
 /// What a change does.
@@ -36,14 +36,6 @@ pub struct StagedChange {
     pub after_hash: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_size: Option<u64>,
-}
-
-/// The JSON body fields of some bytes: `text` when UTF-8, else `base64`.
-pub(crate) fn body_json(bytes: &[u8]) -> Value {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => json!({ "text": text }),
-        Err(_) => json!({ "base64": base64::engine::general_purpose::STANDARD.encode(bytes) }),
-    }
 }
 
 impl StagedTree {
@@ -81,71 +73,61 @@ impl StagedTree {
             let hash = body.content_hash();
             match base.get(p) {
                 Some(b) if b.content_hash == hash => {}
-                before => candidates.push((p.clone(), hash, body.clone(), before.cloned())),
-            }
-        }
-        let mut gone: HashMap<String, Vec<String>> = HashMap::new();
-        for (p, b) in base.iter().rev() {
-            if !files.contains_key(p) {
-                gone.entry(b.content_hash.clone())
-                    .or_default()
-                    .push(p.clone());
-            }
-        }
-        let mut moves = Vec::new();
-        let mut upserts = Vec::new();
-        for (p, hash, body, before) in candidates {
-            let size = body.size();
-            match gone.get_mut(&hash).and_then(Vec::pop) {
-                Some(from) => moves.push((
-                    StagedChange {
-                        kind: ChangeKind::Move,
-                        path: p,
-                        before_hash: Some(hash.clone()),
-                        before_size: Some(base[&from].size),
-                        from: Some(from),
-                        after_hash: Some(hash),
-                        after_size: Some(size),
-                    },
-                    None,
-                )),
-                None => upserts.push((
-                    StagedChange {
-                        kind: ChangeKind::Upsert,
-                        path: p,
-                        from: None,
-                        before_hash: before.as_ref().map(|b| b.content_hash.clone()),
-                        before_size: before.map(|b| b.size),
-                        after_hash: Some(hash),
-                        after_size: Some(size),
-                    },
-                    Some(body),
+                before => candidates.push((
+                    hash.clone(),
+                    (p.clone(), hash, body.clone(), before.cloned()),
                 )),
             }
         }
-        let mut deletes: Vec<(StagedChange, Option<Body>)> = gone
-            .into_values()
-            .flatten()
-            .map(|p| {
-                let b = &base[&p];
+        let gone = base
+            .iter()
+            .filter(|(p, _)| !files.contains_key(*p))
+            .map(|(p, b)| (b.content_hash.clone(), p.clone()));
+        let paired = moves::pair(gone, candidates);
+        let mut out: Vec<(StagedChange, Option<Body>)> = paired
+            .moves
+            .into_iter()
+            .map(|(from, (p, hash, body, _))| {
                 let change = StagedChange {
-                    kind: ChangeKind::Delete,
-                    before_hash: Some(b.content_hash.clone()),
-                    before_size: Some(b.size),
+                    kind: ChangeKind::Move,
                     path: p,
-                    from: None,
-                    after_hash: None,
-                    after_size: None,
+                    before_hash: Some(hash.clone()),
+                    before_size: Some(base[&from].size),
+                    from: Some(from),
+                    after_hash: Some(hash),
+                    after_size: Some(body.size()),
                 };
                 (change, None)
             })
             .collect();
-        deletes.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        for (p, hash, body, before) in paired.targets {
+            let change = StagedChange {
+                kind: ChangeKind::Upsert,
+                path: p,
+                from: None,
+                before_hash: before.as_ref().map(|b| b.content_hash.clone()),
+                before_size: before.map(|b| b.size),
+                after_hash: Some(hash),
+                after_size: Some(body.size()),
+            };
+            out.push((change, Some(body)));
+        }
+        for p in paired.sources {
+            let b = &base[&p];
+            let change = StagedChange {
+                kind: ChangeKind::Delete,
+                before_hash: Some(b.content_hash.clone()),
+                before_size: Some(b.size),
+                path: p,
+                from: None,
+                after_hash: None,
+                after_size: None,
+            };
+            out.push((change, None));
+        }
         // Sources of moves and deletes are absent from the tree and destinations present, so
         // no path appears twice and this order is safe to apply.
-        moves.extend(upserts);
-        moves.extend(deletes);
-        Ok(moves)
+        Ok(out)
     }
 
     /// The staged changes against the base: moves, then upserts, then deletes, each by path.
@@ -159,25 +141,24 @@ impl StagedTree {
         let plan = self.plan()?;
         let mut out = WireChanges::default();
         for (change, body) in plan {
-            let mut v = match change.kind {
-                ChangeKind::Upsert => json!({ "op": "upsert", "path": change.path }),
-                ChangeKind::Delete => json!({ "op": "delete", "path": change.path }),
-                ChangeKind::Move => {
-                    json!({ "op": "move", "path": change.path, "from": change.from })
+            let wire = match (change.kind, body) {
+                (ChangeKind::Upsert, Some(body)) => {
+                    let bytes = self.bytes_of(&body).await?;
+                    let content = codec.split(&change.path, &bytes)?;
+                    let rendered = canonical(&content);
+                    if rendered != *bytes {
+                        out.canonical.push((change.path.clone(), rendered));
+                    }
+                    WireChange::upsert(&change.path, &content)
                 }
+                (ChangeKind::Move, _) => WireChange::moved(
+                    change.from.as_deref().expect("a move names its source"),
+                    &change.path,
+                ),
+                (ChangeKind::Delete, _) => WireChange::delete(&change.path),
+                (ChangeKind::Upsert, None) => unreachable!("an upsert carries its body"),
             };
-            if let Some(body) = body {
-                let bytes = self.bytes_of(&body).await?;
-                let content = codec.split(&change.path, &bytes)?;
-                let rendered = canonical(&content);
-                if rendered != *bytes {
-                    out.canonical.push((change.path.clone(), rendered));
-                }
-                if let (Value::Object(o), Value::Object(c)) = (&mut v, content_json(&content)) {
-                    o.extend(c);
-                }
-            }
-            out.wire.push(v);
+            out.wire.push(wire);
             out.summary.push(change);
         }
         Ok(out)
@@ -185,13 +166,14 @@ impl StagedTree {
 
     /// Every committable file with its content split by `codec`, as `supabash_diff` takes a
     /// staged side.
-    pub(crate) async fn staged_documents(&self, codec: &dyn DocumentCodec) -> Result<Vec<Value>> {
+    pub(crate) async fn staged_documents(
+        &self,
+        codec: &dyn DocumentCodec,
+    ) -> Result<Vec<StagedDocument>> {
         let mut docs = Vec::new();
         for (p, body) in self.staged_files()? {
             let bytes = self.bytes_of(&body).await?;
-            let mut doc = content_json(&codec.split(&p, &bytes)?);
-            doc["path"] = json!(p);
-            docs.push(doc);
+            docs.push(StagedDocument::new(&p, &codec.split(&p, &bytes)?));
         }
         Ok(docs)
     }
@@ -201,7 +183,7 @@ impl StagedTree {
 #[derive(Debug, Default)]
 pub(crate) struct WireChanges {
     pub summary: Vec<StagedChange>,
-    pub wire: Vec<Value>,
+    pub wire: Vec<WireChange>,
     /// (path, canonical bytes) for staged files the database will render differently.
     pub canonical: Vec<(String, Vec<u8>)>,
 }

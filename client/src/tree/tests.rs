@@ -2,10 +2,10 @@
 //! computed change set to the base yields the staged tree.
 
 use super::*;
-use base64::Engine;
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use supabash_core::hash::sha256_hex;
+use supabash_core::rpc::{parse_changes, Change, WireChange};
 
 struct MemorySource(BTreeMap<String, Vec<u8>>);
 
@@ -59,33 +59,24 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// Applies wire changes the way the server does.
-fn apply(base: &mut BTreeMap<String, Vec<u8>>, changes: &[Value]) {
-    let body = |c: &Value| -> Option<Vec<u8>> {
-        c.get("text")
-            .and_then(Value::as_str)
-            .map(|t| t.as_bytes().to_vec())
-            .or_else(|| {
-                c.get("base64")
-                    .and_then(Value::as_str)
-                    .map(|b| base64::engine::general_purpose::STANDARD.decode(b).unwrap())
-            })
-    };
-    for c in changes {
-        let path = c["path"].as_str().unwrap().to_owned();
-        match c["op"].as_str().unwrap() {
-            "upsert" => {
-                base.insert(path, body(c).unwrap());
+/// Applies wire changes the way the server does (checked by the server's own checker).
+fn apply(base: &mut BTreeMap<String, Vec<u8>>, changes: &[WireChange]) {
+    for c in parse_changes(changes.to_vec()).expect("the server accepts them") {
+        match c {
+            Change::Upsert { path, content } => {
+                base.insert(path, content.body);
             }
-            "delete" => {
+            Change::Delete { path } => {
                 assert!(base.remove(&path).is_some(), "delete of missing {path}");
             }
-            "move" => {
-                let from = c["from"].as_str().unwrap();
-                let old = base.remove(from).expect("move source exists");
-                base.insert(path, body(c).unwrap_or(old));
+            Change::Move {
+                from,
+                path,
+                content,
+            } => {
+                let old = base.remove(&from).expect("move source exists");
+                base.insert(path, content.map_or(old, |c| c.body));
             }
-            op => panic!("unknown op {op}"),
         }
     }
 }

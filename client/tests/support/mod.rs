@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use supabash::auth::SupabaseConfig;
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, PostgresTransport, PostgrestTransport, Transport, Workspace};
-use supabash_core::wire::Receipt;
+use supabash_core::rpc::Receipt;
 use supabash_tests::Cluster;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -102,6 +102,24 @@ pub enum DiffKind {
     Moved,
 }
 
+impl DiffKind {
+    /// The wire name, e.g. `moved`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiffKind::Added => "added",
+            DiffKind::Deleted => "deleted",
+            DiffKind::Modified => "modified",
+            DiffKind::Moved => "moved",
+        }
+    }
+}
+
+impl std::fmt::Display for DiffKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One diff entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -142,10 +160,9 @@ pub struct Checkpoint {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub idempotency_key: Option<String>,
     pub created_at: String,
-    /// Set by `supabash_checkpoint` only: true when an idempotent retry returned an existing
-    /// checkpoint.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub replayed: Option<bool>,
+    /// True when an idempotent retry of `supabash_checkpoint` returned an existing checkpoint.
+    #[serde(default)]
+    pub replayed: bool,
 }
 
 /// `supabash_delete_checkpoint`.

@@ -255,7 +255,10 @@ fn check(index: usize, raw: WireChange) -> Result<Change, ChangeError> {
             Ok(Change::Delete { path })
         }
         Op::Move => {
-            let from = raw.from.as_deref().ok_or_else(|| shape("move needs from"))?;
+            let from = raw
+                .from
+                .as_deref()
+                .ok_or_else(|| shape("move needs from"))?;
             let from = checked_path(index, from)?;
             if from == path {
                 return Err(ChangeError::MoveOntoItself { index, path });

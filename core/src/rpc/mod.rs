@@ -105,7 +105,10 @@ mod tests {
             workspace_id: "w".into(),
             ..Default::default()
         };
-        assert_eq!(serde_json::to_value(r).unwrap(), serde_json::json!({"workspace_id": "w"}));
+        assert_eq!(
+            serde_json::to_value(r).unwrap(),
+            serde_json::json!({"workspace_id": "w"})
+        );
         let d: requests::DiffRef = serde_json::from_str(r#"{"head": true}"#).unwrap();
         assert_eq!(d, requests::DiffRef::Head);
         assert!(serde_json::from_str::<requests::DiffRef>(r#"{"head": false}"#).is_err());

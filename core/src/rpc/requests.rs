@@ -45,7 +45,12 @@ macro_rules! rpc {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWorkspace {}
-rpc!(CreateWorkspace, "supabash_create_workspace", mutates = true, answers::WorkspaceCreated);
+rpc!(
+    CreateWorkspace,
+    "supabash_create_workspace",
+    mutates = true,
+    answers::WorkspaceCreated
+);
 
 /// `supabash_load_manifest`: the head tree without bodies.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -55,7 +60,13 @@ pub struct LoadManifest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(LoadManifest, "supabash_load_manifest", mutates = false, answers::Tree, workspace);
+rpc!(
+    LoadManifest,
+    "supabash_load_manifest",
+    mutates = false,
+    answers::Tree,
+    workspace
+);
 
 /// `supabash_load_document`: one file with its body at a revision (default: the head).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -68,7 +79,13 @@ pub struct LoadDocument {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(LoadDocument, "supabash_load_document", mutates = false, answers::Document, workspace);
+rpc!(
+    LoadDocument,
+    "supabash_load_document",
+    mutates = false,
+    answers::Document,
+    workspace
+);
 
 /// `supabash_load_snapshot`: every file with its body at a revision (default: the head).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -80,7 +97,13 @@ pub struct LoadSnapshot {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(LoadSnapshot, "supabash_load_snapshot", mutates = false, answers::Tree, workspace);
+rpc!(
+    LoadSnapshot,
+    "supabash_load_snapshot",
+    mutates = false,
+    answers::Tree,
+    workspace
+);
 
 /// `supabash_load_revision`: a revision's receipt and tree.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -91,7 +114,13 @@ pub struct LoadRevision {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(LoadRevision, "supabash_load_revision", mutates = false, answers::RevisionTree, workspace);
+rpc!(
+    LoadRevision,
+    "supabash_load_revision",
+    mutates = false,
+    answers::RevisionTree,
+    workspace
+);
 
 /// `supabash_history`: receipts oldest first, after `cursor` (a revision id).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -108,7 +137,13 @@ pub struct History {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(History, "supabash_history", mutates = false, answers::HistoryPage, workspace);
+rpc!(
+    History,
+    "supabash_history",
+    mutates = false,
+    answers::HistoryPage,
+    workspace
+);
 
 /// `supabash_commit`: applies `changes` atomically on `base_revision`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -138,16 +173,34 @@ pub struct Commit {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(Commit, "supabash_commit", mutates = true, answers::CommitResult, workspace);
+rpc!(
+    Commit,
+    "supabash_commit",
+    mutates = true,
+    answers::CommitResult,
+    workspace
+);
 
 impl Commit {
     /// The database's ceilings on the labels and metadata (both sides check them).
     pub fn check_fields(&self) -> Result<(), FieldError> {
         check_text("actor", self.actor.as_deref(), MAX_LABEL_BYTES)?;
-        check_text("correlation_id", self.correlation_id.as_deref(), MAX_LABEL_BYTES)?;
-        check_text("idempotency_key", self.idempotency_key.as_deref(), MAX_LABEL_BYTES)?;
+        check_text(
+            "correlation_id",
+            self.correlation_id.as_deref(),
+            MAX_LABEL_BYTES,
+        )?;
+        check_text(
+            "idempotency_key",
+            self.idempotency_key.as_deref(),
+            MAX_LABEL_BYTES,
+        )?;
         check_text("cause", self.cause.as_deref(), MAX_CAUSE_BYTES)?;
-        check_object("metadata", self.metadata.as_ref(), MAX_COMMIT_METADATA_BYTES)
+        check_object(
+            "metadata",
+            self.metadata.as_ref(),
+            MAX_COMMIT_METADATA_BYTES,
+        )
     }
 }
 
@@ -215,7 +268,13 @@ pub struct Diff {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(Diff, "supabash_diff", mutates = false, answers::Diff, workspace);
+rpc!(
+    Diff,
+    "supabash_diff",
+    mutates = false,
+    answers::Diff,
+    workspace
+);
 
 /// `supabash_checkpoint`: pins a revision (default: the head); idempotent by key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -233,7 +292,13 @@ pub struct Checkpoint {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(Checkpoint, "supabash_checkpoint", mutates = true, answers::Checkpoint, workspace);
+rpc!(
+    Checkpoint,
+    "supabash_checkpoint",
+    mutates = true,
+    answers::Checkpoint,
+    workspace
+);
 
 impl Checkpoint {
     /// The database's ceilings on the labels (both sides check them).
@@ -244,7 +309,11 @@ impl Checkpoint {
             self.retention_class.as_deref(),
             MAX_RETENTION_CLASS_BYTES,
         )?;
-        check_text("idempotency_key", self.idempotency_key.as_deref(), MAX_LABEL_BYTES)
+        check_text(
+            "idempotency_key",
+            self.idempotency_key.as_deref(),
+            MAX_LABEL_BYTES,
+        )
     }
 }
 
@@ -256,7 +325,13 @@ pub struct Checkpoints {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(Checkpoints, "supabash_checkpoints", mutates = false, Vec<answers::Checkpoint>, workspace);
+rpc!(
+    Checkpoints,
+    "supabash_checkpoints",
+    mutates = false,
+    Vec<answers::Checkpoint>,
+    workspace
+);
 
 /// `supabash_delete_checkpoint`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -267,7 +342,13 @@ pub struct DeleteCheckpoint {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(DeleteCheckpoint, "supabash_delete_checkpoint", mutates = true, answers::CheckpointDeleted, workspace);
+rpc!(
+    DeleteCheckpoint,
+    "supabash_delete_checkpoint",
+    mutates = true,
+    answers::CheckpointDeleted,
+    workspace
+);
 
 /// `supabash_purge`: drops old revisions. With neither rule the newest 50 are kept.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -287,7 +368,13 @@ pub struct Purge {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegated_grant: Option<String>,
 }
-rpc!(Purge, "supabash_purge", mutates = true, answers::PurgeReport, workspace);
+rpc!(
+    Purge,
+    "supabash_purge",
+    mutates = true,
+    answers::PurgeReport,
+    workspace
+);
 
 /// `supabash_exchange_capability` (service_role only): spends the capability's nonce and mints
 /// a grant.
@@ -296,7 +383,12 @@ rpc!(Purge, "supabash_purge", mutates = true, answers::PurgeReport, workspace);
 pub struct ExchangeCapability {
     pub capability: String,
 }
-rpc!(ExchangeCapability, "supabash_exchange_capability", mutates = true, answers::Grant);
+rpc!(
+    ExchangeCapability,
+    "supabash_exchange_capability",
+    mutates = true,
+    answers::Grant
+);
 
 /// `supabash_register_capability_verifier` (database owner only): registers or rotates a
 /// verifier; answers its new secret (unpadded base64url), once.
@@ -314,7 +406,12 @@ pub struct RegisterCapabilityVerifier {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_lifetime_seconds: Option<i32>,
 }
-rpc!(RegisterCapabilityVerifier, "supabash_register_capability_verifier", mutates = true, String);
+rpc!(
+    RegisterCapabilityVerifier,
+    "supabash_register_capability_verifier",
+    mutates = true,
+    String
+);
 
 /// `supabash_revoke_capability_verifier` (database owner only): removes a verifier, its
 /// secret and its grants; answers whether it existed.
@@ -323,4 +420,9 @@ rpc!(RegisterCapabilityVerifier, "supabash_register_capability_verifier", mutate
 pub struct RevokeCapabilityVerifier {
     pub key_id: String,
 }
-rpc!(RevokeCapabilityVerifier, "supabash_revoke_capability_verifier", mutates = true, bool);
+rpc!(
+    RevokeCapabilityVerifier,
+    "supabash_revoke_capability_verifier",
+    mutates = true,
+    bool
+);
