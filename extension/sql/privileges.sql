@@ -22,6 +22,10 @@ LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
   r record;
 BEGIN
+  -- Owners first: a grant made while creating or updating the extension is recorded, with
+  -- the owner it names, as the object's initial privileges (pg_init_privs, what pg_dump
+  -- compares against), and ALTER ... OWNER does not update that record.
+  ALTER FUNCTION supabash._signature_valid(text, bytea, bytea) OWNER TO supabash_keeper;
   REVOKE ALL ON SCHEMA supabash FROM PUBLIC;
   REVOKE ALL ON ALL TABLES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
   REVOKE ALL ON ALL SEQUENCES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
@@ -42,7 +46,6 @@ BEGIN
   GRANT SELECT, DELETE ON supabash.grants TO supabash_keeper;
   GRANT EXECUTE ON FUNCTION supabash._hmac_sha256_equal(bytea, bytea, bytea), supabash._random_secret(),
     supabash.request_claims(), supabash.request_role() TO supabash_keeper;
-  ALTER FUNCTION supabash._signature_valid(text, bytea, bytea) OWNER TO supabash_keeper;
 
   -- The public RPCs: every public.supabash_* function that belongs to the extension.
   FOR r IN SELECT p.oid::regprocedure AS f, p.proname::text AS name FROM pg_catalog.pg_proc p
