@@ -222,6 +222,30 @@ fn diff(want: &[String], got: &[String]) -> Vec<String> {
     out
 }
 
+/// Where two JSON answers first differ, as `at <path>: <before> vs <after>`.
+fn first_difference(b: &Value, a: &Value, path: &str) -> String {
+    match (b, a) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let (p, q) = (x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null));
+                if p != q || x.contains_key(k) != y.contains_key(k) {
+                    return first_difference(p, q, &format!("{path}.{k}"));
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                if p != q {
+                    return first_difference(p, q, &format!("{path}[{i}]"));
+                }
+            }
+        }
+        _ => {}
+    }
+    format!("at {path}: {b} vs {a}")
+}
+
 fn ops(list: &[Operation]) -> OperationSet {
     OperationSet::new(list.iter().copied()).unwrap()
 }
@@ -685,10 +709,16 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
         let after = reads(&mut rest, &filled).await;
         assert_eq!(before.len(), after.len());
         for ((what, b), (_, a)) in before.iter().zip(&after) {
-            assert_eq!(
-                b, a,
-                "after upgrading from {version}, {what} answers differently"
-            );
+            if b != a {
+                let at = match (b, a) {
+                    (Ok(b), Ok(a)) => first_difference(b, a, "$"),
+                    _ => String::new(),
+                };
+                panic!(
+                    "after upgrading from {version}, {what} answers differently {at}\n\
+                     before: {b:?}\nafter:  {a:?}"
+                );
+            }
         }
 
         // (c) The upgraded database takes new writes.
