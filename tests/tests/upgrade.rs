@@ -228,7 +228,10 @@ fn first_difference(b: &Value, a: &Value, path: &str) -> String {
         (Value::Object(x), Value::Object(y)) => {
             let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
             for k in keys {
-                let (p, q) = (x.get(k).unwrap_or(&Value::Null), y.get(k).unwrap_or(&Value::Null));
+                let (p, q) = (
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                );
                 if p != q || x.contains_key(k) != y.contains_key(k) {
                     return first_difference(p, q, &format!("{path}.{k}"));
                 }
@@ -301,7 +304,9 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut Rest) -> Filled {
         ]}),
     )
     .await;
-    let long: String = (0..400).map(|i| format!("line {i} of a long file\n")).collect();
+    let long: String = (0..400)
+        .map(|i| format!("line {i} of a long file\n"))
+        .collect();
     let r2 = commit(
         rest,
         &alice,
@@ -347,7 +352,11 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut Rest) -> Filled {
     .await;
     // A second checkpoint that is deleted again.
     let cp2 = rest
-        .call(&alice, "supabash_checkpoint", json!({"workspace_id": a, "revision": r3}))
+        .call(
+            &alice,
+            "supabash_checkpoint",
+            json!({"workspace_id": a, "revision": r3}),
+        )
         .await
         .unwrap();
     rest.call(
@@ -639,7 +648,10 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
     // The reference: a fresh install of the current version.
     fresh_database(cluster, "upgrade_fresh");
     let fresh = connect(cluster, "postgres", "upgrade_fresh").await;
-    fresh.batch_execute("CREATE EXTENSION supabash").await.unwrap();
+    fresh
+        .batch_execute("CREATE EXTENSION supabash")
+        .await
+        .unwrap();
     let installed = one_text(
         &fresh,
         "SELECT extversion FROM pg_extension WHERE extname = 'supabash'",
@@ -651,7 +663,8 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
     );
     let want = catalog(&fresh).await;
     assert!(
-        want.iter().any(|l| l.starts_with("policy owner on supabash.workspaces")),
+        want.iter()
+            .any(|l| l.starts_with("policy owner on supabash.workspaces")),
         "the catalog dump sees policies: {want:#?}"
     );
 
@@ -884,7 +897,10 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             .await
             .unwrap()
             .get(0);
-        assert!(leaked, "sql/bootstrap.sql emulates Supabase's default privileges");
+        assert!(
+            leaked,
+            "sql/bootstrap.sql emulates Supabase's default privileges"
+        );
         admin
             .batch_execute("DROP FUNCTION public.upgrade_probe()")
             .await
