@@ -13,8 +13,14 @@ setup:
     ./scripts/setup.sh --postrust
 
 # Builds the extension and installs it into the system PostgreSQL (one install at a time).
+# cargo pgrx writes the current version's install script and copies the upgrade scripts
+# (extension/sql/supabash--A--B.sql); the frozen install scripts of older versions
+# (supabash--X.sql), which `CREATE EXTENSION supabash VERSION 'X'` and the upgrade test need,
+# are copied here.
 install:
     cd extension && flock {{lock}} cargo pgrx install --release --pg-config {{pg_config}}
+    find extension/sql -maxdepth 1 -name 'supabash--*.sql' ! -name 'supabash--*--*.sql' \
+      -exec install -m 644 -t "$({{pg_config}} --sharedir)/extension" {} +
 
 # Formatting and lints, warnings are errors.
 lint:

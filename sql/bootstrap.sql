@@ -25,6 +25,15 @@ $$;
 GRANT anon, authenticated, service_role TO authenticator;
 GRANT USAGE ON SCHEMA public TO anon, authenticated, service_role;
 
+-- Supabase's images grant every new table, sequence and function in schema public to the API
+-- roles through default privileges (ALTER DEFAULT PRIVILEGES FOR ROLE postgres / supabase_admin).
+-- The same here, for objects created by the role running this file (the one that then runs
+-- CREATE EXTENSION and ALTER EXTENSION UPDATE): an install or upgrade that forgets to take a
+-- grant back leaks here as it would on Supabase, and the install check catches it.
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON TABLES TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON FUNCTIONS TO anon, authenticated, service_role;
+
 -- Claim helpers with the shape Supabase's auth schema provides.
 CREATE SCHEMA IF NOT EXISTS auth;
 GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role;

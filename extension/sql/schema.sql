@@ -1,5 +1,12 @@
--- supabash: private schema, owner role, tables and row-level security.
--- Runs first in CREATE EXTENSION (pgrx "bootstrap"); sql/api.sql runs last.
+-- supabash: roles, private schema and tables.
+-- Runs first in CREATE EXTENSION (pgrx "bootstrap"). The rest of the SQL layer, by concern:
+--   policies.sql       row-level security: enabled and forced on every table, every policy
+--   rpc.sql            the public RPCs (public.supabash_*) and the private SQL helpers they call
+--   privileges.sql     supabash._assert_privileges(): every grant, revoke and owner change
+--   install_check.sql  supabash._check_install(): refuses an install a PostgREST role could abuse
+--   finalize.sql       the install's last step: assert privileges, check, reload PostgREST
+-- supabash--X.sql are frozen install scripts of released versions, supabash--A--B.sql the
+-- upgrade scripts (README: "Versions and upgrades").
 
 DO $$
 BEGIN
@@ -44,8 +51,7 @@ $$;
 CREATE SCHEMA supabash;
 
 -- Who is calling: supabash.request_claims(), request_role() and request_owner() are native
--- (extension/src/identity.rs), created between this file and sql/api.sql; the policies that
--- use them are in sql/api.sql.
+-- (extension/src/identity.rs); the policies that use them are in sql/policies.sql.
 
 -- Timestamps as receipts and grants print them: UTC with microseconds,
 -- e.g. 2026-11-30T06:00:00.123456Z. One rule, so a replayed receipt reads like the original.
@@ -148,7 +154,7 @@ CREATE TABLE supabash.checkpoints (
 );
 
 -- Delegated capabilities. Verifiers: what a key id's tokens must say. Secrets: readable only
--- by supabash_keeper (see supabash._signature_valid in api.sql). Nonces: kept until exp + skew
+-- by supabash_keeper (see supabash._signature_valid in rpc.sql). Nonces: kept until exp + skew
 -- so a token can never be exchanged twice while it is accepted. Grants: only the hash of what
 -- the exchange handed out.
 CREATE TABLE supabash.capability_verifiers (
@@ -186,35 +192,4 @@ CREATE TABLE supabash.grants (
 );
 CREATE INDEX grants_expiry_idx ON supabash.grants (expires_at);
 
--- Row-level security, forced, for every table: a row is visible only when its workspace
--- belongs to the verified caller (the workspaces policy is in api.sql: it also admits the one
--- workspace a delegated grant scoped the running call to). Child tables defer to it.
-ALTER TABLE supabash.workspaces ENABLE ROW LEVEL SECURITY;
-ALTER TABLE supabash.workspaces FORCE ROW LEVEL SECURITY;
-
-DO $$
-DECLARE t text;
-BEGIN
-  FOREACH t IN ARRAY ARRAY['revisions', 'bodies', 'entries', 'checkpoints'] LOOP
-    EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
-    EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
-    EXECUTE format('CREATE POLICY owner ON supabash.%I TO supabash_owner
-                      USING (workspace_id IN (SELECT id FROM supabash.workspaces))
-                      WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces))', t);
-  END LOOP;
-END
-$$;
-
-DO $$
-DECLARE t text;
-BEGIN
-  FOREACH t IN ARRAY ARRAY['capability_verifiers', 'capability_secrets', 'capability_nonces', 'grants'] LOOP
-    EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
-    EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
-  END LOOP;
-END
-$$;
-CREATE POLICY keeper ON supabash.capability_secrets TO supabash_keeper USING (true) WITH CHECK (true);
-CREATE POLICY manage ON supabash.capability_verifiers TO supabash_owner, supabash_keeper
-  USING (true) WITH CHECK (true);
-CREATE POLICY revoke ON supabash.grants TO supabash_keeper USING (true);
+-- Row-level security (enabled and forced on every table above) and every policy: sql/policies.sql.

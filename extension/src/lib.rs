@@ -22,8 +22,19 @@ mod stored;
 
 ::pgrx::pg_module_magic!(name, version);
 
+// The SQL layer, by concern (extension/sql/schema.sql lists the files). The policies ask the
+// native identity functions, so they come after them; everything else only needs to come
+// before finalize.sql, which asserts privileges and checks the install once all objects exist.
 extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
-extension_sql_file!("../sql/api.sql", name = "api", finalize);
+extension_sql_file!(
+    "../sql/policies.sql",
+    name = "policies",
+    requires = [request_owner, request_role, scope_workspace, scope_owner]
+);
+extension_sql_file!("../sql/rpc.sql", name = "rpc");
+extension_sql_file!("../sql/privileges.sql", name = "privileges");
+extension_sql_file!("../sql/install_check.sql", name = "install_check");
+extension_sql_file!("../sql/finalize.sql", name = "finalize", finalize);
 
 /// Shortens user input quoted in error messages.
 pub(crate) fn clip(s: &str) -> &str {

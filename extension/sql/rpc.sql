@@ -1,8 +1,12 @@
--- supabash: the public RPC contract (PostgREST exposes schema public). Runs last in
--- CREATE EXTENSION (pgrx "finalize"). Every RPC is SECURITY DEFINER, owned by the NOLOGIN,
--- NOBYPASSRLS role supabash_owner, so its body runs under forced row-level security.
--- Optional parameters have SQL defaults: callers omit them rather than send null.
--- The argument reference is docs/sql-contract.md.
+-- supabash: the public RPC contract (PostgREST exposes schema public), and the private SQL
+-- helpers the RPCs call. Every RPC is SECURITY DEFINER, owned by the NOLOGIN, NOBYPASSRLS role
+-- supabash_owner (set in sql/privileges.sql), so its body runs under forced row-level security
+-- (sql/policies.sql). Optional parameters have SQL defaults: callers omit them rather than
+-- send null. The argument reference is docs/sql-contract.md.
+--
+-- Function bodies are not parsed while CREATE EXTENSION runs (PostgreSQL turns
+-- check_function_bodies off for extension scripts), so the native functions they call
+-- (supabash._call, ...) may be created after this file.
 
 -- Writes go through one wrapper that shapes coordination and conflict errors for PostgREST:
 -- lock timeouts, deadlocks and serialization failures become 55P03 SUPABASH_COMMIT_COORDINATION
@@ -26,25 +30,6 @@ EXCEPTION WHEN OTHERS THEN
   RAISE;
 END
 $$;
-
--- The workspaces policy: the caller's own workspaces, or the one workspace a delegated grant
--- scoped the running native call to (supabash._scope_*: set only by the extension's Rust code,
--- for one call; see extension/src/access.rs). Child tables' policies defer to this one.
-CREATE POLICY owner ON supabash.workspaces TO supabash_owner
-  USING (owner_id = (SELECT supabash.request_owner())
-         OR (id = (SELECT supabash._scope_workspace())::uuid
-             AND owner_id = coalesce((SELECT supabash._scope_owner())::uuid, owner_id)))
-  WITH CHECK (owner_id = (SELECT supabash.request_owner())
-         OR (id = (SELECT supabash._scope_workspace())::uuid
-             AND owner_id = (SELECT supabash._scope_owner())::uuid));
-
--- Exchanging a capability (service_role only) consumes nonces and mints grants.
-CREATE POLICY exchange ON supabash.capability_nonces TO supabash_owner
-  USING ((SELECT supabash.request_role()) = 'service_role')
-  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
-CREATE POLICY exchange ON supabash.grants TO supabash_owner
-  USING ((SELECT supabash.request_role()) = 'service_role')
-  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
 
 CREATE FUNCTION public.supabash_create_workspace() RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
@@ -189,99 +174,3 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
        v AS (DELETE FROM supabash.capability_verifiers x WHERE x.key_id = $1 RETURNING 1)
   SELECT count(*) > 0 FROM v
 $$;
-
--- Privileges: nothing for PUBLIC; supabash_owner reaches the private objects; the PostgREST
--- roles get EXECUTE on the RPCs meant for them and nothing else.
-REVOKE ALL ON SCHEMA supabash FROM PUBLIC;
-REVOKE ALL ON ALL TABLES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
-REVOKE ALL ON ALL SEQUENCES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
-GRANT USAGE ON SCHEMA supabash TO supabash_owner;
-GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA supabash TO supabash_owner;
-GRANT USAGE ON SEQUENCE supabash.positions TO supabash_owner;
-GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA supabash TO supabash_owner;
--- Capability secrets: supabash_keeper only (supabash_owner reaches them through
--- supabash._signature_valid, which returns a boolean).
-REVOKE ALL ON supabash.capability_secrets FROM supabash_owner;
-REVOKE UPDATE ON supabash.capability_verifiers, supabash.capability_nonces, supabash.grants FROM supabash_owner;
-REVOKE INSERT, DELETE ON supabash.capability_verifiers FROM supabash_owner;
-GRANT USAGE ON SCHEMA supabash TO supabash_keeper;
-GRANT SELECT, INSERT, UPDATE, DELETE ON supabash.capability_secrets, supabash.capability_verifiers TO supabash_keeper;
-GRANT SELECT, DELETE ON supabash.grants TO supabash_keeper;
-GRANT EXECUTE ON FUNCTION supabash._hmac_sha256_equal(bytea, bytea, bytea), supabash._random_secret(),
-  supabash.request_claims(), supabash.request_role() TO supabash_keeper;
-ALTER FUNCTION supabash._signature_valid(text, bytea, bytea) OWNER TO supabash_keeper;
-
-DO $$
-DECLARE f regprocedure;
-BEGIN
-  FOR f IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
-            WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'supabash\_%'
-              AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
-                           WHERE d.objid = p.oid AND d.deptype = 'e'
-                             AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'supabash'))
-  LOOP
-    EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC, anon', f);
-    IF f::text ~ '^supabash_(register|revoke)_capability_verifier\(' THEN
-      -- The database owner's: owned by supabash_keeper, executable by whoever installed.
-      EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_keeper', f);
-      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated, service_role', f);
-      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f, session_user);
-      CONTINUE;
-    END IF;
-    EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_owner', f);
-    IF f::text LIKE 'supabash_exchange_capability(%' THEN
-      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO service_role', f);
-      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated', f);
-    ELSIF f::text LIKE 'supabash_create_workspace(%' THEN
-      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO authenticated', f);
-      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM service_role', f);
-    ELSE
-      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO authenticated, service_role', f);
-    END IF;
-  END LOOP;
-END
-$$;
-
--- The install fails loudly if any PostgREST role could reach a private object, or anon an RPC.
-DO $$
-DECLARE leaks text;
-BEGIN
-  SELECT string_agg(format('%s on %s', r.rolname, o.what), ', ') INTO leaks
-    FROM pg_catalog.pg_roles r
-    CROSS JOIN LATERAL (
-      SELECT 'schema supabash' AS what WHERE has_schema_privilege(r.oid, 'supabash', 'USAGE,CREATE')
-      UNION ALL
-      SELECT 'membership in supabash_owner' WHERE pg_has_role(r.oid, 'supabash_owner', 'MEMBER')
-      UNION ALL
-      SELECT 'membership in supabash_keeper' WHERE pg_has_role(r.oid, 'supabash_keeper', 'MEMBER')
-      UNION ALL
-      SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
-       WHERE p.pronamespace = 'public'::regnamespace
-         AND p.proname IN ('supabash_register_capability_verifier', 'supabash_revoke_capability_verifier')
-         AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
-      UNION ALL
-      SELECT c.oid::regclass::text FROM pg_catalog.pg_class c
-       WHERE c.relnamespace = 'supabash'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
-         AND CASE WHEN c.relkind = 'S' THEN has_sequence_privilege(r.oid, c.oid, 'USAGE,SELECT,UPDATE')
-                  ELSE has_table_privilege(r.oid, c.oid, 'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER') END
-      UNION ALL
-      SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
-       WHERE p.pronamespace = 'supabash'::regnamespace AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
-      UNION ALL
-      SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
-       WHERE r.rolname = 'anon' AND p.pronamespace = 'public'::regnamespace
-         AND p.proname LIKE 'supabash\_%' AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
-    ) o
-   WHERE r.rolname IN ('anon', 'authenticated', 'service_role', 'authenticator');
-  IF leaks IS NOT NULL THEN
-    RAISE EXCEPTION 'SUPABASH_INSTALL: a PostgREST role can reach private objects: %', leaks;
-  END IF;
-  IF has_table_privilege('supabash_owner', 'supabash.capability_secrets', 'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER') THEN
-    RAISE EXCEPTION 'SUPABASH_INSTALL: supabash_owner can reach capability secrets'
-      USING HINT = 'The capability secret must be reachable only through supabash._signature_valid.';
-  END IF;
-END
-$$;
-
-NOTIFY pgrst, 'reload schema';

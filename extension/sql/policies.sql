@@ -1,0 +1,62 @@
+-- supabash: row-level security. Every private table has RLS enabled and FORCED (so even the
+-- table owner is filtered), and every policy the extension relies on is in this file: a row is
+-- visible only when its workspace belongs to the verified caller, or is the one workspace a
+-- delegated grant scoped the running native call to. The identity functions these policies ask
+-- (supabash.request_owner(), request_role(), _scope_workspace(), _scope_owner()) are native
+-- (extension/src/identity.rs, extension/src/access.rs); pgrx creates them before this file
+-- (`requires` in extension/src/lib.rs).
+--
+-- Who may reach the tables at all (grants) is sql/privileges.sql.
+
+-- The workspaces policy: the caller's own workspaces, or the one workspace a delegated grant
+-- scoped the running native call to (supabash._scope_*: set only by the extension's Rust code,
+-- for one call; see extension/src/access.rs). Child tables' policies defer to this one.
+ALTER TABLE supabash.workspaces ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.workspaces FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.workspaces TO supabash_owner
+  USING (owner_id = (SELECT supabash.request_owner())
+         OR (id = (SELECT supabash._scope_workspace())::uuid
+             AND owner_id = coalesce((SELECT supabash._scope_owner())::uuid, owner_id)))
+  WITH CHECK (owner_id = (SELECT supabash.request_owner())
+         OR (id = (SELECT supabash._scope_workspace())::uuid
+             AND owner_id = (SELECT supabash._scope_owner())::uuid));
+
+-- Workspace contents: visible exactly when their workspace is.
+DO $$
+DECLARE t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['revisions', 'bodies', 'entries', 'checkpoints'] LOOP
+    EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
+    EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
+    EXECUTE format('CREATE POLICY owner ON supabash.%I TO supabash_owner
+                      USING (workspace_id IN (SELECT id FROM supabash.workspaces))
+                      WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces))', t);
+  END LOOP;
+END
+$$;
+
+-- Delegated capabilities (docs/capabilities.md).
+DO $$
+DECLARE t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['capability_verifiers', 'capability_secrets', 'capability_nonces', 'grants'] LOOP
+    EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
+    EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
+  END LOOP;
+END
+$$;
+-- Secrets: supabash_keeper only (reached through supabash._signature_valid, which returns a
+-- boolean). Verifiers: registered by the database owner through a keeper-owned function,
+-- read by the exchange.
+CREATE POLICY keeper ON supabash.capability_secrets TO supabash_keeper USING (true) WITH CHECK (true);
+CREATE POLICY manage ON supabash.capability_verifiers TO supabash_owner, supabash_keeper
+  USING (true) WITH CHECK (true);
+-- Revoking a verifier deletes the grants minted with it.
+CREATE POLICY revoke ON supabash.grants TO supabash_keeper USING (true);
+-- Exchanging a capability (service_role only) consumes nonces and mints grants.
+CREATE POLICY exchange ON supabash.capability_nonces TO supabash_owner
+  USING ((SELECT supabash.request_role()) = 'service_role')
+  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+CREATE POLICY exchange ON supabash.grants TO supabash_owner
+  USING ((SELECT supabash.request_role()) = 'service_role')
+  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');

@@ -1,0 +1,78 @@
+-- supabash: who may reach what. Every GRANT, REVOKE and owner change of the extension is in
+-- supabash._assert_privileges(), which the install runs last (sql/finalize.sql) and every
+-- upgrade script runs again at its end, so an upgrade that adds or replaces an object cannot
+-- leave it reachable. The rules:
+--   - PUBLIC gets nothing in schema supabash; supabash_owner (the role every RPC runs as)
+--     reaches the private tables, the positions sequence and the private functions;
+--   - capability secrets: supabash_keeper only (supabash_owner reaches them through
+--     supabash._signature_valid, which returns a boolean);
+--   - the PostgREST roles get EXECUTE on the RPCs meant for them and nothing else:
+--     authenticated every workspace RPC, service_role every workspace RPC but
+--     supabash_create_workspace plus supabash_exchange_capability, anon nothing;
+--   - supabash_register/revoke_capability_verifier: owned by supabash_keeper, executable only by
+--     the role that installs (or upgrades) the extension.
+-- Supabase grants every new function in schema public to anon, authenticated and service_role
+-- through default privileges (sql/bootstrap.sql does the same on plain PostgreSQL); the loop
+-- below takes those grants back.
+--
+-- This function and supabash._check_install() run as the caller (a superuser installing or
+-- upgrading), are owned by the extension's owner, and no other role may execute them.
+CREATE FUNCTION supabash._assert_privileges() RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  r record;
+BEGIN
+  -- Owners first: a grant made while creating or updating the extension is recorded, with
+  -- the owner it names, as the object's initial privileges (pg_init_privs, what pg_dump
+  -- compares against), and ALTER ... OWNER does not update that record.
+  ALTER FUNCTION supabash._signature_valid(text, bytea, bytea) OWNER TO supabash_keeper;
+  REVOKE ALL ON SCHEMA supabash FROM PUBLIC;
+  REVOKE ALL ON ALL TABLES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
+  REVOKE ALL ON ALL SEQUENCES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
+  REVOKE ALL ON ALL FUNCTIONS IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
+  GRANT USAGE ON SCHEMA supabash TO supabash_owner;
+  GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA supabash TO supabash_owner;
+  GRANT USAGE ON SEQUENCE supabash.positions TO supabash_owner;
+  GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA supabash TO supabash_owner;
+  -- The install's own helpers are for the installing superuser only.
+  REVOKE ALL ON FUNCTION supabash._assert_privileges(), supabash._check_install() FROM supabash_owner;
+  -- Capability secrets: supabash_keeper only (supabash_owner reaches them through
+  -- supabash._signature_valid, which returns a boolean).
+  REVOKE ALL ON supabash.capability_secrets FROM supabash_owner;
+  REVOKE UPDATE ON supabash.capability_verifiers, supabash.capability_nonces, supabash.grants FROM supabash_owner;
+  REVOKE INSERT, DELETE ON supabash.capability_verifiers FROM supabash_owner;
+  GRANT USAGE ON SCHEMA supabash TO supabash_keeper;
+  GRANT SELECT, INSERT, UPDATE, DELETE ON supabash.capability_secrets, supabash.capability_verifiers TO supabash_keeper;
+  GRANT SELECT, DELETE ON supabash.grants TO supabash_keeper;
+  GRANT EXECUTE ON FUNCTION supabash._hmac_sha256_equal(bytea, bytea, bytea), supabash._random_secret(),
+    supabash.request_claims(), supabash.request_role() TO supabash_keeper;
+
+  -- The public RPCs: every public.supabash_* function that belongs to the extension.
+  FOR r IN SELECT p.oid::regprocedure AS f, p.proname::text AS name FROM pg_catalog.pg_proc p
+            WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'supabash\_%'
+              AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                           WHERE d.classid = 'pg_catalog.pg_proc'::regclass
+                             AND d.objid = p.oid AND d.deptype = 'e'
+                             AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'supabash'))
+  LOOP
+    EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC, anon', r.f);
+    IF r.name IN ('supabash_register_capability_verifier', 'supabash_revoke_capability_verifier') THEN
+      -- The database owner's: owned by supabash_keeper, executable by whoever installed.
+      EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_keeper', r.f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated, service_role', r.f);
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r.f, session_user);
+      CONTINUE;
+    END IF;
+    EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_owner', r.f);
+    IF r.name = 'supabash_exchange_capability' THEN
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO service_role', r.f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated', r.f);
+    ELSIF r.name = 'supabash_create_workspace' THEN
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO authenticated', r.f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM service_role', r.f);
+    ELSE
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO authenticated, service_role', r.f);
+    END IF;
+  END LOOP;
+END
+$$;
