@@ -1,6 +1,6 @@
 //! The `supabash` Postgres extension. All native work enters through one internal function,
 //! `supabash._call(op, args)`, reachable only by the `supabash_owner` role; the public RPCs are
-//! SQL wrappers (sql/api.sql) that run as that role under forced row-level security.
+//! SQL wrappers (sql/rpc.sql) that run as that role under forced row-level security.
 
 use pgrx::prelude::*;
 
