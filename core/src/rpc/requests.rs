@@ -214,37 +214,37 @@ pub enum DiffRef {
     Staged,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "lowercase", deny_unknown_fields)]
-enum RawRef {
-    Revision(String),
-    Checkpoint(String),
-    Head(bool),
-    Staged(bool),
-}
+const DIFF_REF_SHAPE: &str =
+    "a diff side is {\"revision\": id}, {\"checkpoint\": id}, {\"head\": true} or {\"staged\": true}";
 
 impl Serialize for DiffRef {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            DiffRef::Revision(r) => RawRef::Revision(r.clone()),
-            DiffRef::Checkpoint(c) => RawRef::Checkpoint(c.clone()),
-            DiffRef::Head => RawRef::Head(true),
-            DiffRef::Staged => RawRef::Staged(true),
-        }
-        .serialize(s)
+        let (key, value) = match self {
+            DiffRef::Revision(r) => ("revision", Value::from(r.as_str())),
+            DiffRef::Checkpoint(c) => ("checkpoint", Value::from(c.as_str())),
+            DiffRef::Head => ("head", Value::Bool(true)),
+            DiffRef::Staged => ("staged", Value::Bool(true)),
+        };
+        let mut map = serde_json::Map::new();
+        map.insert(key.to_owned(), value);
+        map.serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for DiffRef {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match RawRef::deserialize(d)? {
-            RawRef::Revision(r) => Ok(DiffRef::Revision(r)),
-            RawRef::Checkpoint(c) => Ok(DiffRef::Checkpoint(c)),
-            RawRef::Head(true) => Ok(DiffRef::Head),
-            RawRef::Staged(true) => Ok(DiffRef::Staged),
-            RawRef::Head(false) | RawRef::Staged(false) => Err(D::Error::custom(
-                "a diff side is {\"revision\": id}, {\"checkpoint\": id}, {\"head\": true} or {\"staged\": true}",
-            )),
+        let shape = || D::Error::custom(DIFF_REF_SHAPE);
+        let map = serde_json::Map::deserialize(d).map_err(|_| shape())?;
+        let mut entries = map.into_iter();
+        let (Some((key, value)), None) = (entries.next(), entries.next()) else {
+            return Err(shape());
+        };
+        match (key.as_str(), value) {
+            ("revision", Value::String(r)) => Ok(DiffRef::Revision(r)),
+            ("checkpoint", Value::String(c)) => Ok(DiffRef::Checkpoint(c)),
+            ("head", Value::Bool(true)) => Ok(DiffRef::Head),
+            ("staged", Value::Bool(true)) => Ok(DiffRef::Staged),
+            _ => Err(shape()),
         }
     }
 }
