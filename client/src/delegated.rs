@@ -1,4 +1,4 @@
-//! Delegated workspaces (cargo feature `delegation`): a job without a user session opens one
+//! Delegated workspaces: a job without a user session opens one
 //! workspace with a Postgres capability (see [`crate::capability::postgres`]) through a
 //! service-role transport.
 //!
@@ -245,24 +245,6 @@ impl DelegatedWorkspace {
     /// [`Self::mount`] instead, which is read-only without `write`.
     pub fn fs(&self) -> &Arc<StagedTree> {
         self.workspace.fs()
-    }
-
-    /// The workspace as an agent mount at `mount_point` (cargo feature `agent`): the writable
-    /// staged tree when the grant allows `write`; otherwise a read-only snapshot of the
-    /// committed base revision (within `limits`), on which every change is `POLICY_DENIED`.
-    #[cfg(feature = "agent")]
-    pub async fn mount(
-        &self,
-        mount_point: &str,
-        view: Option<crate::agent::ViewSpec>,
-        limits: crate::agent::SnapshotLimits,
-    ) -> crate::tree::FsResult<crate::agent::Mount> {
-        use crate::agent::{Mount, SharedSnapshot};
-        if self.delegation.operations.contains(Operation::Write) {
-            return Mount::workspace(mount_point, &self.workspace, view);
-        }
-        let snapshot = SharedSnapshot::from_workspace(&self.workspace, self.id(), limits).await?;
-        Mount::snapshot(mount_point, Arc::new(snapshot), view)
     }
 
     /// The revision the staged tree is based on.

@@ -5,10 +5,8 @@
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
 pub mod auth;
-#[cfg(any(feature = "storage-capability", feature = "delegation"))]
 pub mod capability;
 pub mod codec;
-#[cfg(feature = "delegation")]
 pub mod delegated;
 pub mod documents;
 pub mod error;
@@ -17,19 +15,12 @@ pub mod transport;
 pub mod tree;
 pub mod workspace;
 
-#[cfg(feature = "agent")]
-pub mod agent;
-#[cfg(feature = "devcluster")]
-pub mod devcluster;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 #[cfg(feature = "storage")]
 pub mod storage;
 
 #[cfg(feature = "frontmatter")]
 pub use codec::FrontmatterCodec;
 pub use codec::{DocumentCodec, PlainCodec};
-#[cfg(feature = "delegation")]
 pub use delegated::{DelegatedWorkspace, Delegation};
 pub use error::{Result, SupabashError};
 pub use limits::Limits;

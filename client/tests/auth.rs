@@ -1,7 +1,7 @@
 //! Opening from an incoming request, with sessions verified by a Supabase Auth test server
 //! (it follows Supabase Auth's documented `GET /auth/v1/user` answer) or locally by JWT secret.
 
-mod support;
+use supabash_tests::client as support;
 
 use reqwest::header::HeaderMap;
 use serde_json::json;

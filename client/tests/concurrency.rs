@@ -1,6 +1,6 @@
 //! Two hosts racing, idempotent replay from a second client, and a commit whose answer is lost.
 
-mod support;
+use supabash_tests::client as support;
 
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, Limits, Workspace};

@@ -1,7 +1,7 @@
 //! Content round trips, one atomic commit of every kind of change, tampered lazy bytes and
 //! forward restore, through both transports.
 
-mod support;
+use supabash_tests::client as support;
 
 use std::collections::BTreeMap;
 use supabash::workspace::CommitOptions;

@@ -3,7 +3,7 @@
 //! guard refuses what the grant does not allow before any request; a capability for the wrong
 //! operation set is refused before the exchange, so its nonce stays unspent.
 
-mod support;
+use supabash_tests::client as support;
 
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -295,44 +295,5 @@ async fn a_wrong_operation_set_is_refused_before_the_exchange_and_spends_nothing
     for t in [&token, &blind, &old, &forged] {
         let signature = t.rsplit('.').next().unwrap();
         assert!(!log.contains(signature), "the server log holds a token");
-    }
-}
-
-/// An agent's mount of a delegated workspace is read-only without `write`, writable with it.
-#[cfg(feature = "agent")]
-#[tokio::test]
-async fn an_agent_mount_follows_the_write_operation() {
-    use supabash::agent::{AgentFs, MountedFs, SnapshotLimits};
-    let signer = signer("e2e-mount");
-    let (ws_id, _) = owned_workspace().await;
-    let service = service();
-    for (set, writable) in [
-        (ops(&[Operation::Read, Operation::Commit]), false),
-        (
-            ops(&[Operation::Read, Operation::Write, Operation::Commit]),
-            true,
-        ),
-    ] {
-        let token = signer.mint("agent", &ws_id, &set, 300, None).unwrap();
-        let ws = DelegatedWorkspace::open(service.clone(), &token, &set, Limits::default())
-            .await
-            .unwrap();
-        let mount = ws
-            .mount("/work", None, SnapshotLimits::default())
-            .await
-            .unwrap();
-        assert_eq!(mount.record().writable, writable);
-        let fs = MountedFs::new(vec![mount]).unwrap();
-        assert_eq!(fs.read("/work/notes.md").await.unwrap(), b"v2\n");
-        let written = fs.write("/work/notes.md", b"agent".to_vec()).await;
-        if writable {
-            written.unwrap();
-            assert_eq!(ws.changes().unwrap().len(), 1);
-            let committed = ws.commit(CommitOptions::new("agent")).await.unwrap();
-            assert_eq!(committed.receipt.actor, "delegated:agent");
-        } else {
-            assert_eq!(written.unwrap_err().code(), ErrorCode::PolicyDenied);
-            assert!(ws.changes().unwrap().is_empty());
-        }
     }
 }

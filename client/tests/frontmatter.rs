@@ -3,7 +3,7 @@
 //! codec shows the same bytes, and a metadata-only edit is a `modified` diff entry.
 #![cfg(feature = "frontmatter")]
 
-mod support;
+use supabash_tests::client as support;
 
 use serde_json::json;
 use std::sync::Arc;

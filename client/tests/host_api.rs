@@ -1,7 +1,7 @@
 //! Every limit gives QUOTA_EXCEEDED before anything durable; the host API end to end
 //! (history pages, checkpoints, diffs against the staged tree, purge); error mapping.
 
-mod support;
+use supabash_tests::client as support;
 
 use serde_json::json;
 use std::sync::Arc;

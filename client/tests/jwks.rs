@@ -4,7 +4,7 @@
 //! documents, and counts fetches); end to end, postrust verifies the same tokens with the same
 //! set (`PGRST_JWT_SECRET` holding the JWKS).
 
-mod support;
+use supabash_tests::client as support;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;

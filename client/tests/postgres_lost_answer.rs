@@ -3,7 +3,7 @@
 //! to cut the connection at a chosen point: after the `supabash_commit` call was sent, or
 //! after the `COMMIT` that follows it was sent (the server commits; its answer never arrives).
 
-mod support;
+use supabash_tests::client as support;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! first user's objects intact (row-level security from `sql/storage.sql` decides).
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};

@@ -2,7 +2,7 @@
 //! (PostgreSQL advisory-lock leases on the test cluster), and a lease lost mid-commit.
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

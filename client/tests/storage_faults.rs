@@ -5,7 +5,7 @@
 //! resolves them.
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use std::collections::BTreeMap;
 use storage_support::*;

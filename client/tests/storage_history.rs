@@ -3,7 +3,7 @@
 //! ancestry kept so history stays ordered across purged revisions).
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use storage_support::*;
 use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide, PurgeOptions};

@@ -4,7 +4,7 @@
 //! reserved area, lazy verified bodies, conflicts, idempotency and the capability open.
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use std::time::{Duration, SystemTime};
 use storage_support::*;
@@ -241,7 +241,7 @@ async fn idempotency_keys_replay_or_conflict() {
     assert_eq!(three.fs().read_text("/x").await.unwrap(), "1");
 }
 
-#[cfg(feature = "storage-capability")]
+#[cfg(feature = "storage")]
 #[tokio::test]
 async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
     use supabash::capability::{

@@ -163,7 +163,6 @@ impl StorageWorkspace {
     /// `config` is not used), with `token` as bearer (a trusted job's service key; the client
     /// confines every key to the prefix). The capability's nonce is consumed only once the
     /// open succeeded.
-    #[cfg(feature = "storage-capability")]
     pub async fn open_with_capability(
         config: &StorageConfig,
         capability: crate::capability::VerifiedStorageCapability,
