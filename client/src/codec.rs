@@ -8,11 +8,19 @@
 //! [`canonical`] bytes, the rendering the database returns, so no phantom change remains.
 
 use crate::error::{Result, SupabashError};
-use crate::tree::body_json;
-use serde_json::Value;
+use base64::Engine;
+use serde_json::{json, Value};
 use supabash_core::document::{metadata_to_json, render};
 use supabash_core::wire::Content;
 use supabash_core::ErrorCode;
+
+/// The JSON body fields of some bytes: `text` when UTF-8, else `base64`.
+fn body_json(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => json!({ "text": text }),
+        Err(_) => json!({ "base64": base64::engine::general_purpose::STANDARD.encode(bytes) }),
+    }
+}
 
 /// Turns the staged bytes of `path` into the stored body and metadata.
 pub trait DocumentCodec: Send + Sync {

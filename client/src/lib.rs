@@ -11,6 +11,7 @@ pub mod delegated;
 pub mod documents;
 pub mod error;
 pub mod limits;
+mod rpc_error;
 pub mod transport;
 pub mod tree;
 pub mod workspace;

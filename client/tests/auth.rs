@@ -92,7 +92,7 @@ async fn refuses_what_must_not_open_a_workspace() {
         let user = new_user();
         let token = sign(&user_claims(&user));
         let code =
-            |r: supabash::Result<(supabash::auth::Session, Workspace)>| r.err().unwrap().code;
+            |r: supabash::Result<(supabash::auth::Session, Workspace)>| r.err().unwrap().code();
 
         let two = bearer_headers(&[&token, &token]);
         assert_eq!(

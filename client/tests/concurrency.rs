@@ -27,8 +27,8 @@ async fn racing_hosts_one_conflict_and_the_loser_is_invisible() {
             (Err(e), Ok(w)) => (w, "/from-a.md", e),
             (ra, rb) => panic!("{via:?}: expected one conflict, got {ra:?} and {rb:?}"),
         };
-        assert_eq!(err.code, ErrorCode::CommitConflict, "{via:?} {err}");
-        assert!(!err.retryable && !err.outcome_unknown);
+        assert_eq!(err.code(), ErrorCode::CommitConflict, "{via:?} {err}");
+        assert!(!err.is_retryable() && !err.outcome_unknown());
         let head = reopen(via, &user, setup.id()).await;
         assert_eq!(head.base_revision(), Some(winner.receipt.revision));
         assert!(!head.fs().exists(loser_file).await, "{via:?}");
@@ -63,7 +63,7 @@ async fn idempotent_replay_from_a_second_client() {
         let third = reopen(via, &user, first.id()).await;
         third.fs().write("/result.md", "other").await.unwrap();
         let e = third.commit(options).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::IdempotencyConflict, "{via:?} {e}");
+        assert_eq!(e.code(), ErrorCode::IdempotencyConflict, "{via:?} {e}");
     }
 }
 
@@ -77,8 +77,8 @@ async fn a_lost_commit_answer_is_retried_without_a_second_revision() {
     ws.fs().write("/once.md", "exactly once").await.unwrap();
     proxy.drop_next_response();
     let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-    assert!(e.outcome_unknown && e.retryable, "{e}");
-    assert_eq!(e.code, ErrorCode::Storage);
+    assert!(e.outcome_unknown() && e.is_retryable(), "{e}");
+    assert_eq!(e.code(), ErrorCode::Storage);
     // The staged tree is unchanged and writable again.
     assert_eq!(ws.changes().unwrap().len(), 1);
 

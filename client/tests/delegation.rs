@@ -138,7 +138,7 @@ async fn a_delegated_job_edits_and_commits_as_itself() {
     ];
     for e in refusals {
         let e = e.expect("refused");
-        assert_eq!(e.code, ErrorCode::Authorization, "{e}");
+        assert_eq!(e.code(), ErrorCode::Authorization, "{e}");
     }
     assert_eq!(service.count(), before, "the guard made requests");
 
@@ -150,7 +150,7 @@ async fn a_delegated_job_edits_and_commits_as_itself() {
     )
     .await;
     assert_eq!(
-        owner_view.err().map(|e| e.code),
+        owner_view.err().map(|e| e.code()),
         Some(ErrorCode::Authorization),
         "a stranger still cannot open it"
     );
@@ -171,10 +171,10 @@ async fn without_write_or_commit_nothing_is_committed() {
     ws.fs().write("/notes.md", "scribble").await.unwrap();
     let before = service.count();
     assert_eq!(
-        ws.commit(CommitOptions::new("x")).await.unwrap_err().code,
+        ws.commit(CommitOptions::new("x")).await.unwrap_err().code(),
         ErrorCode::Authorization
     );
-    assert_eq!(ws.discard().unwrap_err().code, ErrorCode::Authorization);
+    assert_eq!(ws.discard().unwrap_err().code(), ErrorCode::Authorization);
     assert_eq!(service.count(), before);
     let snapshot = ws.committed_snapshot().await.unwrap();
     assert_eq!(snapshot.files["/notes.md"], b"v2\n");
@@ -187,8 +187,8 @@ async fn without_write_or_commit_nothing_is_committed() {
         .unwrap();
     ws.fs().write("/notes.md", "edit").await.unwrap();
     let e = ws.commit(CommitOptions::new("x")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::Authorization);
-    assert!(e.message.contains("write"), "{e}");
+    assert_eq!(e.code(), ErrorCode::Authorization);
+    assert!(e.message().contains("write"), "{e}");
 
     // read + restore + commit: a restore commits without write; the source is recorded.
     let rrc = ops(&[Operation::Read, Operation::Restore, Operation::Commit]);
@@ -209,11 +209,11 @@ async fn without_write_or_commit_nothing_is_committed() {
     ws.restore(&r1).await.unwrap();
     ws.fs().write("/extra.md", "x").await.unwrap();
     assert_eq!(
-        ws.commit(CommitOptions::new("x")).await.unwrap_err().code,
+        ws.commit(CommitOptions::new("x")).await.unwrap_err().code(),
         ErrorCode::Authorization
     );
     assert_eq!(
-        ws.history(None, None).await.unwrap_err().code,
+        ws.history(None, None).await.unwrap_err().code(),
         ErrorCode::Authorization,
         "restore does not imply history"
     );
@@ -235,7 +235,7 @@ async fn a_wrong_operation_set_is_refused_before_the_exchange_and_spends_nothing
             .await
             .err()
             .expect("refused");
-        assert_eq!(e.code, ErrorCode::InvalidCapability);
+        assert_eq!(e.code(), ErrorCode::InvalidCapability);
         assert_quiet(&e, &token);
     }
     assert_eq!(service.count(), 0, "no request before the operation check");
@@ -246,7 +246,7 @@ async fn a_wrong_operation_set_is_refused_before_the_exchange_and_spends_nothing
         .await
         .err()
         .expect("refused");
-    assert_eq!(e.code, ErrorCode::InvalidCapability);
+    assert_eq!(e.code(), ErrorCode::InvalidCapability);
     assert_eq!(service.count(), 0);
 
     // The nonce was not spent: the same token opens with the right set, once.
@@ -258,7 +258,7 @@ async fn a_wrong_operation_set_is_refused_before_the_exchange_and_spends_nothing
         .await
         .err()
         .expect("a replay is refused");
-    assert_eq!(e.code, ErrorCode::InvalidCapability);
+    assert_eq!(e.code(), ErrorCode::InvalidCapability);
     assert_quiet(&e, &token);
 
     // Expired and forged capabilities fail at the exchange with their codes.
@@ -273,7 +273,7 @@ async fn a_wrong_operation_set_is_refused_before_the_exchange_and_spends_nothing
         .await
         .err()
         .expect("expired");
-    assert_eq!(e.code, ErrorCode::ExpiredCapability, "{e}");
+    assert_eq!(e.code(), ErrorCode::ExpiredCapability, "{e}");
     let forger = PostgresSigner::new(
         "e2e-expected",
         &supabash_core::capability::b64_encode(&[1u8; 32]),
@@ -287,7 +287,7 @@ async fn a_wrong_operation_set_is_refused_before_the_exchange_and_spends_nothing
         .await
         .err()
         .expect("forged");
-    assert_eq!(e.code, ErrorCode::InvalidCapability, "{e}");
+    assert_eq!(e.code(), ErrorCode::InvalidCapability, "{e}");
     assert_quiet(&e, &forged);
 
     // Nothing of these tokens reached the server log through postrust either.

@@ -125,13 +125,13 @@ async fn frontmatter_is_stored_as_body_and_metadata() {
             .await
             .unwrap();
         let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::UnsupportedContent, "{via:?} {e}");
-        assert_eq!(e.path.as_deref(), Some("/bad.md"));
+        assert_eq!(e.code(), ErrorCode::UnsupportedContent, "{via:?} {e}");
+        assert_eq!(e.path(), Some("/bad.md"));
         fs.write("/bad.md", "---\nlist: [1, 2]\n---\n")
             .await
             .unwrap();
         let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::UnsupportedContent, "{via:?} {e}");
+        assert_eq!(e.code(), ErrorCode::UnsupportedContent, "{via:?} {e}");
         assert_eq!(ws.base_revision().as_deref(), Some(r2.as_str()));
     }
 }

@@ -10,7 +10,7 @@ use supabash::{ErrorCode, FsError, Limits, PostgrestTransport, Workspace};
 use support::{new_user, new_workspace, postrust_url, transport, BOTH};
 
 fn quota(e: FsError) -> bool {
-    matches!(e, FsError::Supabash(s) if s.code == ErrorCode::QuotaExceeded)
+    matches!(e, FsError::Supabash(s) if s.code() == ErrorCode::QuotaExceeded)
 }
 
 #[tokio::test]
@@ -47,7 +47,7 @@ async fn every_limit_refuses_before_anything_durable() {
             ..CommitOptions::new("e2e")
         };
         let e = ws.commit(big_metadata).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::QuotaExceeded, "{via:?}");
+        assert_eq!(e.code(), ErrorCode::QuotaExceeded, "{via:?}");
         assert!(
             ws.history(None, None).await.unwrap().records.is_empty(),
             "nothing durable"
@@ -55,14 +55,14 @@ async fn every_limit_refuses_before_anything_durable() {
         assert_eq!(ws.changes().unwrap().len(), 3, "still staged");
 
         assert_eq!(
-            ws.history(None, Some(6)).await.unwrap_err().code,
+            ws.history(None, Some(6)).await.unwrap_err().code(),
             ErrorCode::QuotaExceeded
         );
         let e = ws
             .diff(DiffSide::Head, DiffSide::Staged, None, Some(101))
             .await
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::QuotaExceeded);
+        assert_eq!(e.code(), ErrorCode::QuotaExceeded);
         ws.commit(CommitOptions::new("e2e")).await.unwrap();
     }
 }
@@ -168,10 +168,10 @@ async fn host_api_tour() {
         let old = ws.read_revision(&revisions[1]).await.unwrap();
         assert_eq!(old.files["/log.md"], b"entry 1\n");
         let e = ws.read_revision(&revisions[0]).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::RevisionNotFound, "{via:?} {e}");
+        assert_eq!(e.code(), ErrorCode::RevisionNotFound, "{via:?} {e}");
         ws.delete_checkpoint(&cp.checkpoint_id).await.unwrap();
         let e = ws.delete_checkpoint(&cp.checkpoint_id).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::RevisionNotFound);
+        assert_eq!(e.code(), ErrorCode::RevisionNotFound);
     }
 }
 
@@ -188,13 +188,13 @@ async fn errors_map_to_codes() {
         .await
         .err()
         .unwrap();
-        assert_eq!(e.code, ErrorCode::Authorization, "{via:?} {e}");
-        assert!(!e.retryable);
+        assert_eq!(e.code(), ErrorCode::Authorization, "{via:?} {e}");
+        assert!(!e.is_retryable());
         let e = ws
             .read_revision(&uuid::Uuid::new_v4().to_string())
             .await
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::RevisionNotFound, "{via:?}");
+        assert_eq!(e.code(), ErrorCode::RevisionNotFound, "{via:?}");
     }
     // A token signed with another secret never reaches the database.
     let forged = jsonwebtoken::encode(
@@ -209,7 +209,7 @@ async fn errors_map_to_codes() {
         &forged,
     ));
     let e = Workspace::create(t, Limits::default()).await.err().unwrap();
-    assert_eq!(e.code, ErrorCode::Authentication, "{e}");
+    assert_eq!(e.code(), ErrorCode::Authentication, "{e}");
     // Nothing listening: retryable, and a create whose request never left is not unknown.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -222,5 +222,5 @@ async fn errors_map_to_codes() {
         "t",
     ));
     let e = Workspace::create(t, Limits::default()).await.err().unwrap();
-    assert!(e.retryable && !e.outcome_unknown, "{e}");
+    assert!(e.is_retryable() && !e.outcome_unknown(), "{e}");
 }

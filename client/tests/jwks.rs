@@ -153,7 +153,7 @@ async fn refuses_what_the_key_set_does_not_vouch_for() {
     let user = new_user();
     let refused = |token: String| {
         let verifier = &verifier;
-        async move { verifier.verify(&token).await.unwrap_err().code }
+        async move { verifier.verify(&token).await.unwrap_err().code() }
     };
     let [rsa, ec, ed] = &keys[..] else {
         unreachable!()
@@ -278,7 +278,7 @@ async fn refuses_what_the_key_set_does_not_vouch_for() {
     ];
     for (what, token, code) in cases {
         assert_eq!(
-            verifier.verify(&token).await.unwrap_err().code,
+            verifier.verify(&token).await.unwrap_err().code(),
             code,
             "{what}"
         );
@@ -300,7 +300,7 @@ async fn unknown_kids_refetch_at_most_once_per_interval() {
     for i in 0..20 {
         let token = sign_with(&eddsa_key(&format!("random-{i}")), &claims(&user));
         assert_eq!(
-            verifier.verify(&token).await.unwrap_err().code,
+            verifier.verify(&token).await.unwrap_err().code(),
             ErrorCode::Authentication
         );
     }
@@ -337,15 +337,15 @@ async fn an_unreachable_key_set_is_a_retryable_failure() {
     let verifier = JwksVerifier::fetched_from(&format!("{}/elsewhere.json", server.url)).unwrap();
     let token = sign_with(&eddsa_key("ed-1"), &claims(&new_user()));
     let e = verifier.verify(&token).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::Storage, "{e}");
-    assert!(e.retryable);
+    assert_eq!(e.code(), ErrorCode::Storage, "{e}");
+    assert!(e.is_retryable());
     // Within the interval the failure is not retried against the server.
     let e = verifier.verify(&token).await.unwrap_err();
-    assert!(e.retryable && e.code == ErrorCode::Storage);
+    assert!(e.is_retryable() && e.code() == ErrorCode::Storage);
     // Only https, or http to loopback.
     for url in ["http://auth.example.com", "ftp://127.0.0.1", "not a url"] {
         assert_eq!(
-            JwksVerifier::supabase(url).unwrap_err().code,
+            JwksVerifier::supabase(url).unwrap_err().code(),
             ErrorCode::InvalidArgument,
             "{url}"
         );
@@ -359,7 +359,7 @@ async fn an_unreachable_key_set_is_a_retryable_failure() {
         .verify(&token)
         .await
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::Storage, "{e}");
+    assert_eq!(e.code(), ErrorCode::Storage, "{e}");
 }
 
 #[tokio::test]
@@ -387,6 +387,6 @@ async fn opens_through_postgrest_with_asymmetric_tokens() {
         .await
         .err()
         .unwrap();
-    assert_eq!(e.code, ErrorCode::Authentication);
+    assert_eq!(e.code(), ErrorCode::Authentication);
     assert_eq!(auth.fetches(), 1);
 }

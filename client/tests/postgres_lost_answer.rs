@@ -157,8 +157,8 @@ async fn a_lost_commit_answer_is_outcome_unknown_and_the_retry_replays() {
 
     proxy.cut_next_commit(Cut::AfterCommit);
     let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-    assert!(e.outcome_unknown && e.retryable, "{e}");
-    assert_eq!(e.code, ErrorCode::Storage);
+    assert!(e.outcome_unknown() && e.is_retryable(), "{e}");
+    assert_eq!(e.code(), ErrorCode::Storage);
     assert_eq!(ws.changes().unwrap().len(), 1, "the staged tree is kept");
 
     // The transport connects again; the same transaction id finds the commit that happened.
@@ -193,8 +193,8 @@ async fn a_connection_lost_before_commit_leaves_nothing_and_the_retry_commits() 
 
     proxy.cut_next_commit(Cut::AfterCall);
     let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-    assert!(e.retryable, "{e}");
-    assert!(!e.outcome_unknown, "COMMIT was never sent: {e}");
+    assert!(e.is_retryable(), "{e}");
+    assert!(!e.outcome_unknown(), "COMMIT was never sent: {e}");
     assert!(ws.history(None, None).await.unwrap().records.is_empty());
 
     let retry = ws.commit(CommitOptions::new("e2e")).await.unwrap();

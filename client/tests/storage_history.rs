@@ -36,7 +36,7 @@ async fn history_restore_checkpoints_and_purge() {
     assert_eq!(p2.records, vec![r3.clone()]);
     assert_eq!(p2.next_cursor, None);
     let e = ws.history(Some("nope"), None).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::RevisionNotFound);
+    assert_eq!(e.code(), ErrorCode::RevisionNotFound);
 
     // Old revisions and diffs.
     let old = ws.read_revision(&r1.revision).await.unwrap();
@@ -106,7 +106,7 @@ async fn history_restore_checkpoints_and_purge() {
         b"bee"
     );
     let e = ws.read_revision(&r1.revision).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::RevisionNotFound);
+    assert_eq!(e.code(), ErrorCode::RevisionNotFound);
     assert_eq!(
         open(&server, &session)
             .await

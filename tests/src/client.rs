@@ -289,7 +289,7 @@ pub async fn assert_opens_only_for_its_user(
     .await
     .err()
     .unwrap();
-    assert_eq!(e.code, ErrorCode::Authorization, "{context} {e}");
+    assert_eq!(e.code(), ErrorCode::Authorization, "{context} {e}");
 }
 
 /// A local HTTP test server for a JSON service (each test names the documented contract its

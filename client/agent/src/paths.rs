@@ -53,12 +53,10 @@ pub(crate) fn rename_error(e: FsError, f: impl Fn(&str) -> Option<String>) -> Fs
             op,
             path: f(&path).unwrap_or(path),
         },
-        FsError::Supabash(mut s) => {
-            if let Some(p) = s.path.as_deref().and_then(&f) {
-                s.path = Some(p);
-            }
-            FsError::Supabash(s)
-        }
+        FsError::Supabash(s) => match s.path().and_then(&f) {
+            Some(p) => FsError::Supabash(s.with_path(p)),
+            None => FsError::Supabash(s),
+        },
     }
 }
 

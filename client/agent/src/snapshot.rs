@@ -303,6 +303,6 @@ mod tests {
             .await
             .err()
             .unwrap();
-        assert_eq!(e.code, ErrorCode::QuotaExceeded);
+        assert_eq!(e.code(), ErrorCode::QuotaExceeded);
     }
 }

@@ -87,7 +87,7 @@ async fn setup() -> Setup {
 
 fn denied(what: &str, r: Result<Value, supabash::SupabashError>) {
     let e = r.expect_err(what);
-    assert_eq!(e.code, ErrorCode::PolicyDenied, "{what}: {e}");
+    assert_eq!(e.code(), ErrorCode::PolicyDenied, "{what}: {e}");
 }
 
 #[tokio::test]

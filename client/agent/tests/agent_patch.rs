@@ -118,10 +118,10 @@ async fn missing_context_names_the_line_and_changes_nothing() {
     )
     .await
     .unwrap_err();
-    assert_eq!(e.error.code, ErrorCode::InvalidPatch);
-    assert_eq!(e.error.path.as_deref(), Some("/notes.md"));
+    assert_eq!(e.error.code(), ErrorCode::InvalidPatch);
+    assert_eq!(e.error.path(), Some("/notes.md"));
     assert!(
-        e.error.message.contains("line \"delta\" does not occur"),
+        e.error.message().contains("line \"delta\" does not occur"),
         "{}",
         e.error
     );
@@ -133,7 +133,7 @@ async fn missing_context_names_the_line_and_changes_nothing() {
     .unwrap_err();
     assert!(
         e.error
-            .message
+            .message()
             .contains("context \"no such anchor\" not found"),
         "{}",
         e.error
@@ -269,8 +269,8 @@ async fn a_mid_batch_failure_leaves_the_tree_untouched() {
         *** Update File: /dashes.md\n@@\n-Range\n+r\n\
         *** End Patch";
     let e = run(&ws, batch).await.unwrap_err();
-    assert_eq!(e.error.code, ErrorCode::InvalidPatch);
-    assert_eq!(e.error.path.as_deref(), Some("/src/lib.rs"));
+    assert_eq!(e.error.code(), ErrorCode::InvalidPatch);
+    assert_eq!(e.error.path(), Some("/src/lib.rs"));
     assert!(e.applied.is_empty());
     assert_eq!(staged(&ws).await, before);
     assert!(ws.changes().unwrap().is_empty(), "nothing staged");

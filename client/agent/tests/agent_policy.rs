@@ -296,8 +296,8 @@ fn inspectors_see_substitutions_and_placements() {
 fn a_denial_is_a_policy_denied_error() {
     let d = CommandPolicy::default().check("rm -rf /").unwrap_err();
     let e: supabash::SupabashError = d.into();
-    assert_eq!(e.code, supabash::ErrorCode::PolicyDenied);
-    assert!(e.message.contains("recursive-root"), "{}", e.message);
+    assert_eq!(e.code(), supabash::ErrorCode::PolicyDenied);
+    assert!(e.message().contains("recursive-root"), "{}", e.message());
 }
 
 proptest! {

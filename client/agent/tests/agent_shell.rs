@@ -182,11 +182,11 @@ async fn secrets_are_redacted_from_stdout_stderr_and_errors() {
         .run("curl 'https://x/y?token=super-secret-token-value'")
         .await
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::PolicyDenied);
+    assert_eq!(e.code(), ErrorCode::PolicyDenied);
     assert!(
-        !e.message.contains("super-secret-token-value"),
+        !e.message().contains("super-secret-token-value"),
         "{}",
-        e.message
+        e.message()
     );
 }
 
@@ -202,8 +202,8 @@ async fn denied_commands_do_not_run() {
         (":(){ :|:& };:", "fork-bomb"),
     ] {
         let e = shell.run(command).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::PolicyDenied, "{command}");
-        assert!(e.message.contains(reason), "{command}: {}", e.message);
+        assert_eq!(e.code(), ErrorCode::PolicyDenied, "{command}");
+        assert!(e.message().contains(reason), "{command}: {}", e.message());
     }
     assert_eq!(tree.read("/keep.md").await.unwrap(), b"k");
     assert!(!tree.exists("/x").await);
@@ -214,7 +214,7 @@ async fn denied_commands_do_not_run() {
     };
     let strict = Shell::with_config(tree, config);
     let e = strict.run("ls /").await.unwrap_err();
-    assert!(e.message.contains("denied-command"), "{}", e.message);
+    assert!(e.message().contains("denied-command"), "{}", e.message());
 }
 
 #[tokio::test]

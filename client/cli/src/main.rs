@@ -294,7 +294,7 @@ async fn delegated_job(
         receipt.correlation_id.as_deref().unwrap_or("-")
     );
     match job.purge(Default::default()).await {
-        Err(e) => println!("   purge is not among its operations: {}", e.code),
+        Err(e) => println!("   purge is not among its operations: {}", e.code()),
         Ok(_) => return Err("a grant without purge purged".into()),
     }
     Ok(())

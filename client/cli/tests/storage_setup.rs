@@ -27,7 +27,7 @@ async fn bucket_creation_and_policy_check() {
     let e = create_bucket(&server.url, &user.access_token, "mine")
         .await
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::Authorization);
+    assert_eq!(e.code(), ErrorCode::Authorization);
 
     let admin = supabash_tests::support::admin(cluster()).await;
     let report = check_policies(&admin, BUCKET).await.unwrap();

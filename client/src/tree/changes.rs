@@ -5,7 +5,6 @@
 use super::{committable, Body, Node, StagedTree};
 use crate::codec::{canonical, content_json, DocumentCodec};
 use crate::error::{Result, SupabashError};
-use base64::Engine;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -36,14 +35,6 @@ pub struct StagedChange {
     pub after_hash: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_size: Option<u64>,
-}
-
-/// The JSON body fields of some bytes: `text` when UTF-8, else `base64`.
-pub(crate) fn body_json(bytes: &[u8]) -> Value {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => json!({ "text": text }),
-        Err(_) => json!({ "base64": base64::engine::general_purpose::STANDARD.encode(bytes) }),
-    }
 }
 
 impl StagedTree {

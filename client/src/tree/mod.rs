@@ -8,7 +8,6 @@ mod changes;
 mod errno;
 mod ops;
 
-pub(crate) use changes::body_json;
 pub use changes::StagedChange;
 pub use errno::{Errno, FsError, FsResult};
 pub use ops::{DirEntry, FileKind, Stat};

@@ -82,9 +82,9 @@ impl McpServer {
                 result
             }
             Err(e) => self.failure(json!({
-                "code": e.code.to_string(),
-                "message": e.message,
-                "path": e.path,
+                "code": e.code().to_string(),
+                "message": e.message(),
+                "path": e.path(),
             })),
         }
     }

@@ -117,8 +117,8 @@ pub fn parse_operations(ops: &[Operation]) -> Result<Vec<PatchOp>> {
         .map(|o| {
             let path = o.path.clone();
             let named = |e: SupabashError| {
-                let message = format!("{path}: {}", e.message);
-                SupabashError::new(e.code, message).with_path(&path)
+                let message = format!("{path}: {}", e.message());
+                SupabashError::new(e.code(), message).with_path(&path)
             };
             Ok(match o.kind {
                 OperationKind::CreateFile => PatchOp::Add {

@@ -330,8 +330,8 @@ mod tests {
     #[test]
     fn malformed_patches_name_the_line() {
         let e = parse_envelope("*** Begin Patch\n*** Frobnicate: /x\n*** End Patch").unwrap_err();
-        assert_eq!(e.code, ErrorCode::InvalidPatch);
-        assert!(e.message.starts_with("patch line 2:"), "{}", e.message);
+        assert_eq!(e.code(), ErrorCode::InvalidPatch);
+        assert!(e.message().starts_with("patch line 2:"), "{}", e.message());
         assert!(parse_envelope("*** Begin Patch\n*** Delete File: /x\n").is_err());
         assert!(parse_update_body("@@\n").is_err());
         assert!(parse_update_body("?bad\n").is_err());

@@ -48,10 +48,10 @@ async fn a_failed_batch_changes_nothing() {
     let before = files(&t).await;
     let ops = parse_patch(BATCH).unwrap();
     let e = apply(&t, &ops, BatchMode::AllOrNothing).await.unwrap_err();
-    assert_eq!(e.error.code, ErrorCode::InvalidPatch);
-    assert_eq!(e.error.path.as_deref(), Some("/c.md"));
+    assert_eq!(e.error.code(), ErrorCode::InvalidPatch);
+    assert_eq!(e.error.path(), Some("/c.md"));
     assert!(
-        e.error.message.contains("\"absent\" does not occur"),
+        e.error.message().contains("\"absent\" does not occur"),
         "{}",
         e.error
     );
@@ -89,7 +89,7 @@ async fn a_write_that_fails_late_is_undone() {
     )
     .unwrap();
     let e = apply(&t, &ops, BatchMode::AllOrNothing).await.unwrap_err();
-    assert_eq!(e.error.code, ErrorCode::QuotaExceeded);
+    assert_eq!(e.error.code(), ErrorCode::QuotaExceeded);
     assert_eq!(files(&t).await, before);
     assert!(!t.exists("/d").await);
 }
@@ -133,7 +133,7 @@ async fn moves_deletes_and_per_operation_patches() {
     );
     let again = parse_patch("*** Begin Patch\n*** Add File: /n.md\n+dup\n*** End Patch").unwrap();
     let e = apply(&t, &again, BatchMode::default()).await.unwrap_err();
-    assert!(e.error.message.contains("already exists"), "{}", e.error);
+    assert!(e.error.message().contains("already exists"), "{}", e.error);
 }
 
 #[test]
@@ -142,7 +142,10 @@ fn oversized_patches_are_refused() {
         "*** Begin Patch\n*** Add File: /a\n+{}\n*** End Patch\n",
         "x".repeat(MAX_PATCH_BYTES)
     );
-    assert_eq!(parse_patch(&big).unwrap_err().code, ErrorCode::InvalidPatch);
+    assert_eq!(
+        parse_patch(&big).unwrap_err().code(),
+        ErrorCode::InvalidPatch
+    );
     let op = Operation {
         kind: OperationKind::CreateFile,
         path: "/a".into(),
@@ -150,7 +153,7 @@ fn oversized_patches_are_refused() {
         move_to: None,
     };
     assert_eq!(
-        parse_operations(&[op]).unwrap_err().code,
+        parse_operations(&[op]).unwrap_err().code(),
         ErrorCode::InvalidPatch
     );
 }

@@ -196,14 +196,18 @@ mod tests {
     fn missing_context_names_the_line() {
         let e =
             apply_chunks("/f", "a\nb\n", &[chunk(&[], &["a", "zz"], &["a"], false)]).unwrap_err();
-        assert_eq!(e.code, ErrorCode::InvalidPatch);
-        assert!(e.message.contains("\"zz\" does not occur"), "{}", e.message);
-        assert_eq!(e.path.as_deref(), Some("/f"));
+        assert_eq!(e.code(), ErrorCode::InvalidPatch);
+        assert!(
+            e.message().contains("\"zz\" does not occur"),
+            "{}",
+            e.message()
+        );
+        assert_eq!(e.path(), Some("/f"));
         let e = apply_chunks("/f", "a\n", &[chunk(&["nope"], &["a"], &[], false)]).unwrap_err();
         assert!(
-            e.message.contains("context \"nope\" not found"),
+            e.message().contains("context \"nope\" not found"),
             "{}",
-            e.message
+            e.message()
         );
     }
 }

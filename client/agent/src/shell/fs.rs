@@ -69,13 +69,13 @@ fn to_bashkit(e: FsError) -> bashkit::Error {
             ),
         },
         FsError::Supabash(s) => {
-            let kind = match s.code {
+            let kind = match s.code() {
                 ErrorCode::PolicyDenied | ErrorCode::Authorization => ErrorKind::PermissionDenied,
                 ErrorCode::InvalidPath | ErrorCode::InvalidArgument => ErrorKind::InvalidInput,
                 ErrorCode::NotFound => ErrorKind::NotFound,
                 _ => ErrorKind::Other,
             };
-            (kind, format!("{}: {}", s.code, s.message))
+            (kind, format!("{}: {}", s.code(), s.message()))
         }
     };
     io::Error::new(kind, Translated { message, code }).into()

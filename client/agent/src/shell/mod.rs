@@ -139,9 +139,9 @@ impl Shell {
     /// Runs `command` with its own deadline (see [`Shell::run`]).
     pub async fn run_with_timeout(&self, command: &str, timeout: Duration) -> Result<ShellOutput> {
         if let Err(denial) = self.config.policy.check(command) {
-            let mut e = SupabashError::from(denial);
-            e.message = self.config.redactor.redact(&e.message);
-            return Err(e);
+            let e = SupabashError::from(denial);
+            let message = self.config.redactor.redact(e.message());
+            return Err(e.with_message(message));
         }
         let mut bash = self.bash(timeout);
         if self.fs.mkdir(SCRATCH_DIR, true).await.is_err() {

@@ -246,11 +246,13 @@ pub async fn apply_patch(fs: &dyn AgentFs, input: PatchInput) -> Result<PatchOut
             let done: Vec<&str> = e.applied.iter().map(|a| a.path.as_str()).collect();
             let message = format!(
                 "{} (applied before it: {})",
-                e.error.message,
+                e.error.message(),
                 done.join(", ")
             );
-            let mut err = SupabashError::new(e.error.code, message);
-            err.path = e.error.path;
+            let mut err = SupabashError::new(e.error.code(), message);
+            if let Some(path) = e.error.path() {
+                err = err.with_path(path);
+            }
             Err(err)
         }
     }

@@ -67,8 +67,8 @@ async fn edit_file_needs_exactly_one_match_and_answers_a_diff() {
     )
     .await
     .unwrap_err();
-    assert_eq!(e.code, ErrorCode::InvalidArgument);
-    assert!(e.message.contains("occurs 3 times"), "{}", e.message);
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(e.message().contains("occurs 3 times"), "{}", e.message());
     let e = call(
         &t,
         "edit_file",
@@ -77,7 +77,7 @@ async fn edit_file_needs_exactly_one_match_and_answers_a_diff() {
     )
     .await
     .unwrap_err();
-    assert!(e.message.contains("occurs 0 times"), "{}", e.message);
+    assert!(e.message().contains("occurs 0 times"), "{}", e.message());
     let r = call(
         &t,
         "edit_file",
@@ -144,7 +144,7 @@ async fn search_tools_find_paths_and_lines() {
     let e = call(&t, "grep", json!({"pattern": "("}), &o)
         .await
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
     let tree = call(&t, "directory_tree", json!({}), &o).await.unwrap();
     assert_eq!(
         tree["tree"],
@@ -182,7 +182,7 @@ async fn moves_refuse_to_overwrite_unless_asked() {
     )
     .await
     .unwrap_err();
-    assert!(e.message.starts_with("EEXIST"), "{}", e.message);
+    assert!(e.message().starts_with("EEXIST"), "{}", e.message());
     let r = call(
         &t,
         "move_file",
@@ -237,7 +237,7 @@ async fn images_are_allow_listed_by_magic_bytes_and_size() {
     let e = call(&t, "view_image", json!({"path": "/fake.png"}), &o)
         .await
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::UnsupportedContent);
+    assert_eq!(e.code(), ErrorCode::UnsupportedContent);
     let tiny = ToolOptions {
         image_max_bytes: 4,
         ..ToolOptions::default()
@@ -245,7 +245,7 @@ async fn images_are_allow_listed_by_magic_bytes_and_size() {
     let e = call(&t, "view_image", json!({"path": "/i.png"}), &tiny)
         .await
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::QuotaExceeded);
+    assert_eq!(e.code(), ErrorCode::QuotaExceeded);
     let off = ToolOptions {
         images: false,
         ..ToolOptions::default()
