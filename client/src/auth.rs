@@ -243,7 +243,7 @@ pub async fn verify_request(headers: &HeaderMap, config: &SupabaseConfig) -> Res
 impl Workspace {
     /// Verifies the incoming request's session, then opens `workspace_id` as that user over
     /// PostgREST. The database refuses a workspace the user does not own.
-    pub async fn open_from_request(
+    pub(crate) async fn open_from_request(
         headers: &HeaderMap,
         config: &SupabaseConfig,
         workspace_id: &str,
@@ -255,7 +255,7 @@ impl Workspace {
     }
 
     /// Verifies the incoming request's session and creates a workspace owned by that user.
-    pub async fn create_from_request(
+    pub(crate) async fn create_from_request(
         headers: &HeaderMap,
         config: &SupabaseConfig,
         limits: Limits,

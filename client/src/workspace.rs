@@ -207,7 +207,7 @@ impl Drop for InFlight<'_> {
 
 impl Workspace {
     /// Creates a new, empty workspace owned by the caller and opens it.
-    pub async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
+    pub(crate) async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
         let created = call(transport.as_ref(), "supabash_create_workspace", json!({})).await?;
         let id = created["workspaceId"]
             .as_str()
@@ -217,7 +217,7 @@ impl Workspace {
     }
 
     /// Opens a workspace the caller owns, pinned to its current head. Bodies load lazily.
-    pub async fn open(
+    pub(crate) async fn open(
         transport: Arc<dyn Transport>,
         workspace_id: &str,
         limits: Limits,
@@ -254,7 +254,7 @@ impl Workspace {
 
     /// Uses `codec` to split staged files into body and metadata when committing and diffing
     /// (default: [`PlainCodec`]). Reads always show the server's rendering, whatever the codec.
-    pub fn with_codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
+    pub(crate) fn with_codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
         self.codec = codec;
         self
     }

@@ -6,7 +6,7 @@ use supabash_tests::client as support;
 use reqwest::header::HeaderMap;
 use serde_json::json;
 use supabash::auth::{SupabaseConfig, Verifier};
-use supabash::{ErrorCode, Limits, Workspace};
+use supabash::{ErrorCode, Workspace};
 use support::{
     assert_opens_only_for_its_user, bearer_headers, json_test_server, new_user, postrust_url, sign,
     user_claims, JWT_SECRET,
@@ -96,12 +96,12 @@ async fn refuses_what_must_not_open_a_workspace() {
 
         let two = bearer_headers(&[&token, &token]);
         assert_eq!(
-            code(Workspace::create_from_request(&two, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&two, &cfg).create().await),
             ErrorCode::Authentication
         );
         let none = HeaderMap::new();
         assert_eq!(
-            code(Workspace::create_from_request(&none, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&none, &cfg).create().await),
             ErrorCode::Authentication
         );
 
@@ -109,14 +109,18 @@ async fn refuses_what_must_not_open_a_workspace() {
         secret_key.publishable_key = "sb_secret_abc".into();
         let one = bearer_headers(&[&token]);
         assert_eq!(
-            code(Workspace::create_from_request(&one, &secret_key, Limits::default()).await),
+            code(
+                Workspace::builder_from_request(&one, &secret_key)
+                    .create()
+                    .await
+            ),
             ErrorCode::Authorization
         );
 
         let service = sign(&json!({ "role": "service_role", "exp": user_claims(&user)["exp"] }));
         let req = bearer_headers(&[&service]);
         assert_eq!(
-            code(Workspace::create_from_request(&req, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&req, &cfg).create().await),
             ErrorCode::Authorization
         );
 
@@ -124,7 +128,7 @@ async fn refuses_what_must_not_open_a_workspace() {
         expired["exp"] = json!(1_000_000_000);
         let req = bearer_headers(&[&sign(&expired)]);
         assert_eq!(
-            code(Workspace::create_from_request(&req, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&req, &cfg).create().await),
             ErrorCode::Authentication,
             "{verifier:?}"
         );
@@ -137,7 +141,7 @@ async fn refuses_what_must_not_open_a_workspace() {
         .unwrap();
         let req = bearer_headers(&[&forged]);
         assert_eq!(
-            code(Workspace::create_from_request(&req, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&req, &cfg).create().await),
             ErrorCode::Authentication
         );
     }

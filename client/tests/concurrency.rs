@@ -3,7 +3,7 @@
 use supabash_tests::client as support;
 
 use supabash::workspace::CommitOptions;
-use supabash::{ErrorCode, Limits, Workspace};
+use supabash::{ErrorCode, Workspace};
 use support::{http_transport, new_user, new_workspace, postrust_url, reopen, DroppingProxy, BOTH};
 
 #[tokio::test]
@@ -71,7 +71,8 @@ async fn idempotent_replay_from_a_second_client() {
 async fn a_lost_commit_answer_is_retried_without_a_second_revision() {
     let proxy = DroppingProxy::start(postrust_url()).await;
     let user = new_user();
-    let ws = Workspace::create(http_transport(&proxy.url, &user), Limits::default())
+    let ws = Workspace::builder(http_transport(&proxy.url, &user))
+        .create()
         .await
         .unwrap();
     ws.fs().write("/once.md", "exactly once").await.unwrap();

@@ -66,12 +66,10 @@ fn ops(list: &[Operation]) -> OperationSet {
 
 /// A user's workspace with `/notes.md` committed twice; its id and first revision.
 async fn owned_workspace() -> (String, String) {
-    let ws = Workspace::create(
-        transport(Via::Postgrest, &new_user()).await,
-        Limits::default(),
-    )
-    .await
-    .unwrap();
+    let ws = Workspace::builder(transport(Via::Postgrest, &new_user()).await)
+        .create()
+        .await
+        .unwrap();
     ws.fs().write("/notes.md", "v1\n").await.unwrap();
     let r1 = ws.commit(CommitOptions::new("owner")).await.unwrap();
     ws.fs().write("/notes.md", "v2\n").await.unwrap();
@@ -143,12 +141,9 @@ async fn a_delegated_job_edits_and_commits_as_itself() {
     assert_eq!(service.count(), before, "the guard made requests");
 
     // The grant is the job's only way in: a stranger still cannot open the workspace.
-    let owner_view = Workspace::open(
-        transport(Via::Postgres, &new_user()).await,
-        &ws_id,
-        Limits::default(),
-    )
-    .await;
+    let owner_view = Workspace::builder(transport(Via::Postgres, &new_user()).await)
+        .open(&ws_id)
+        .await;
     assert_eq!(
         owner_view.err().map(|e| e.code()),
         Some(ErrorCode::Authorization),

@@ -9,7 +9,7 @@ use serde_json::json;
 use std::sync::Arc;
 use supabash::transport::{call, Transport};
 use supabash::workspace::{CommitOptions, DiffSide};
-use supabash::{ErrorCode, FrontmatterCodec, Limits, Workspace};
+use supabash::{ErrorCode, FrontmatterCodec, Workspace};
 use supabash_core::hash::sha256_hex;
 use support::{new_user, reopen, transport, BOTH};
 
@@ -32,10 +32,11 @@ async fn frontmatter_is_stored_as_body_and_metadata() {
     for via in BOTH {
         let user = new_user();
         let t = transport(via, &user).await;
-        let ws = Workspace::create(t.clone(), Limits::default())
+        let ws = Workspace::builder(t.clone())
+            .codec(Arc::new(FrontmatterCodec))
+            .create()
             .await
-            .unwrap()
-            .with_codec(Arc::new(FrontmatterCodec));
+            .unwrap();
         let fs = ws.fs();
         fs.write("/doc.md", STAGED).await.unwrap();
         fs.write("/plain.md", "no frontmatter\n").await.unwrap();

@@ -26,7 +26,9 @@ async fn every_limit_refuses_before_anything_durable() {
             max_transaction_metadata_bytes: 64,
         };
         let user = new_user();
-        let ws = Workspace::create(transport(via, &user).await, limits.clone())
+        let ws = Workspace::builder(transport(via, &user).await)
+            .limits(limits.clone())
+            .create()
             .await
             .unwrap();
         let fs = ws.fs();
@@ -180,14 +182,11 @@ async fn errors_map_to_codes() {
     for via in BOTH {
         let owner = new_user();
         let ws = new_workspace(via, &owner).await;
-        let e = Workspace::open(
-            transport(via, &new_user()).await,
-            ws.id(),
-            Limits::default(),
-        )
-        .await
-        .err()
-        .unwrap();
+        let e = Workspace::builder(transport(via, &new_user()).await)
+            .open(ws.id())
+            .await
+            .err()
+            .unwrap();
         assert_eq!(e.code(), ErrorCode::Authorization, "{via:?} {e}");
         assert!(!e.is_retryable());
         let e = ws
@@ -208,7 +207,7 @@ async fn errors_map_to_codes() {
         "test-publishable-key",
         &forged,
     ));
-    let e = Workspace::create(t, Limits::default()).await.err().unwrap();
+    let e = Workspace::builder(t).create().await.err().unwrap();
     assert_eq!(e.code(), ErrorCode::Authentication, "{e}");
     // Nothing listening: retryable, and a create whose request never left is not unknown.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -221,6 +220,6 @@ async fn errors_map_to_codes() {
         "k",
         "t",
     ));
-    let e = Workspace::create(t, Limits::default()).await.err().unwrap();
+    let e = Workspace::builder(t).create().await.err().unwrap();
     assert!(e.is_retryable() && !e.outcome_unknown(), "{e}");
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use supabash::auth::{JwksVerifier, SupabaseConfig, Verifier};
-use supabash::{ErrorCode, Limits, Workspace};
+use supabash::{ErrorCode, Workspace};
 use support::{
     assert_opens_only_for_its_user, bearer_headers, json_test_server, new_user, Postrust,
 };
@@ -383,7 +383,8 @@ async fn opens_through_postgrest_with_asymmetric_tokens() {
     }
     // The project's HS256 tokens are refused by a JWKS-only verifier.
     let hs256 = support::sign(&support::user_claims(&new_user()));
-    let e = Workspace::create_from_request(&bearer_headers(&[&hs256]), &config, Limits::default())
+    let e = Workspace::builder_from_request(&bearer_headers(&[&hs256]), &config)
+        .create()
         .await
         .err()
         .unwrap();

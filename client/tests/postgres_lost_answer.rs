@@ -8,7 +8,7 @@ use supabash_tests::client as support;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use supabash::workspace::CommitOptions;
-use supabash::{ErrorCode, Limits, PostgresTransport, Workspace};
+use supabash::{ErrorCode, PostgresTransport, Workspace};
 use support::{cluster, new_user, user_claims};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -143,7 +143,8 @@ async fn workspace_via(proxy: &PgProxy, user: &str) -> Workspace {
     let transport = PostgresTransport::connect(&proxy.dsn, user_claims(user))
         .await
         .unwrap();
-    Workspace::create(Arc::new(transport), Limits::default())
+    Workspace::builder(Arc::new(transport))
+        .create()
         .await
         .unwrap()
 }
@@ -171,13 +172,10 @@ async fn a_lost_commit_answer_is_outcome_unknown_and_the_retry_replays() {
         history.records[0].transaction_id,
         retry.receipt.transaction_id
     );
-    let other = Workspace::open(
-        support::transport(support::Via::Postgres, &user).await,
-        ws.id(),
-        Limits::default(),
-    )
-    .await
-    .unwrap();
+    let other = Workspace::builder(support::transport(support::Via::Postgres, &user).await)
+        .open(ws.id())
+        .await
+        .unwrap();
     assert_eq!(
         other.fs().read_text("/once.md").await.unwrap(),
         "exactly once"

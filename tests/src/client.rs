@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use supabash::auth::SupabaseConfig;
 use supabash::workspace::CommitOptions;
-use supabash::{ErrorCode, Limits, PostgresTransport, PostgrestTransport, Transport, Workspace};
+use supabash::{ErrorCode, PostgresTransport, PostgrestTransport, Transport, Workspace};
 use supabash_core::wire::Receipt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -188,7 +188,8 @@ pub fn http_transport(base_url: &str, user: &str) -> Arc<dyn Transport> {
 
 /// A new empty workspace of `user` over `via`, with default limits.
 pub async fn new_workspace(via: Via, user: &str) -> Workspace {
-    Workspace::create(transport(via, user).await, Limits::default())
+    Workspace::builder(transport(via, user).await)
+        .create()
         .await
         .unwrap()
 }
@@ -213,7 +214,8 @@ pub async fn workspace_with(via: Via, user: &str, files: &[(&str, &str)]) -> Wor
 /// `user`'s workspace `id` opened anew over `via`, so its base files load lazily from the
 /// database.
 pub async fn reopen(via: Via, user: &str, id: &str) -> Workspace {
-    Workspace::open(transport(via, user).await, id, Limits::default())
+    Workspace::builder(transport(via, user).await)
+        .open(id)
         .await
         .unwrap()
 }
@@ -264,31 +266,23 @@ pub async fn assert_opens_only_for_its_user(
     other_token: &str,
     context: &str,
 ) {
-    let (session, ws) =
-        Workspace::create_from_request(&bearer_headers(&[token]), config, Limits::default())
-            .await
-            .unwrap_or_else(|e| panic!("{context}: {e}"));
+    let (session, ws) = Workspace::builder_from_request(&bearer_headers(&[token]), config)
+        .create()
+        .await
+        .unwrap_or_else(|e| panic!("{context}: {e}"));
     assert_eq!(session.user_id, user, "{context}");
     ws.fs().write("/hello.md", "hi").await.unwrap();
     ws.commit(CommitOptions::new("e2e")).await.unwrap();
-    let (_, again) = Workspace::open_from_request(
-        &bearer_headers(&[token]),
-        config,
-        ws.id(),
-        Limits::default(),
-    )
-    .await
-    .unwrap();
+    let (_, again) = Workspace::builder_from_request(&bearer_headers(&[token]), config)
+        .open(ws.id())
+        .await
+        .unwrap();
     assert_eq!(again.fs().read_text("/hello.md").await.unwrap(), "hi");
-    let e = Workspace::open_from_request(
-        &bearer_headers(&[other_token]),
-        config,
-        ws.id(),
-        Limits::default(),
-    )
-    .await
-    .err()
-    .unwrap();
+    let e = Workspace::builder_from_request(&bearer_headers(&[other_token]), config)
+        .open(ws.id())
+        .await
+        .err()
+        .unwrap();
     assert_eq!(e.code(), ErrorCode::Authorization, "{context} {e}");
 }
 

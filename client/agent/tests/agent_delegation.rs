@@ -38,12 +38,10 @@ fn ops(list: &[Operation]) -> OperationSet {
 
 /// A user's workspace with `/notes.md` committed twice; its id.
 async fn owned_workspace() -> String {
-    let ws = Workspace::create(
-        transport(Via::Postgrest, &new_user()).await,
-        Limits::default(),
-    )
-    .await
-    .unwrap();
+    let ws = Workspace::builder(transport(Via::Postgrest, &new_user()).await)
+        .create()
+        .await
+        .unwrap();
     ws.fs().write("/notes.md", "v1\n").await.unwrap();
     ws.commit(CommitOptions::new("owner")).await.unwrap();
     ws.fs().write("/notes.md", "v2\n").await.unwrap();

@@ -125,7 +125,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let claims = json!({ "role": "authenticated", "sub": user, "aud": "authenticated" });
     let transport =
         Arc::new(PostgresTransport::connect(&cluster.0.dsn("authenticator"), claims).await?);
-    let ws = Workspace::create(transport, Limits::default()).await?;
+    let ws = Workspace::builder(transport).create().await?;
     println!("   workspace {}", ws.id());
 
     println!("\n3. The agent edits its staged tree (nothing is durable yet)");

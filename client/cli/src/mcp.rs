@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use supabash::workspace::CommitOptions;
-use supabash::{Limits, PostgresTransport, PostgrestTransport, Transport, Workspace};
+use supabash::{PostgresTransport, PostgrestTransport, Transport, Workspace};
 use supabash_agent::mcp::{McpServer, Session};
 use supabash_agent::redact::Redactor;
 use supabash_agent::shell::{Shell, ShellConfig};
@@ -103,13 +103,13 @@ async fn open(args: &McpArgs) -> Result<Vec<(String, Workspace)>, BoxError> {
     let transport = connect(args).await?;
     let mut out = Vec::new();
     if args.create {
-        let ws = Workspace::create(transport.clone(), Limits::default()).await?;
+        let ws = Workspace::builder(transport.clone()).create().await?;
         eprintln!("supabash mcp: created workspace {}", ws.id());
         out.push((ws.id().to_owned(), ws));
     }
     for spec in &args.workspaces {
         let (label, id) = spec.split_once('=').unwrap_or((spec, spec));
-        let ws = Workspace::open(transport.clone(), id, Limits::default()).await?;
+        let ws = Workspace::builder(transport.clone()).open(id).await?;
         out.push((label.to_owned(), ws));
     }
     if out.is_empty() {

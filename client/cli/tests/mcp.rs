@@ -13,7 +13,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use supabash::workspace::CommitOptions;
-use supabash::{Limits, Workspace};
+use supabash::Workspace;
 use support::{cluster, new_user, new_workspace, reopen, transport, Via};
 
 type Client = RunningService<RoleClient, ()>;
@@ -410,10 +410,8 @@ async fn streamable_http_session_then_the_host_commits() {
 async fn two_workspaces_side_by_side_commit_separately() {
     let user = new_user();
     let t = transport(Via::Postgres, &user).await;
-    let notes = Workspace::create(t.clone(), Limits::default())
-        .await
-        .unwrap();
-    let code = Workspace::create(t, Limits::default()).await.unwrap();
+    let notes = Workspace::builder(t.clone()).create().await.unwrap();
+    let code = Workspace::builder(t).create().await.unwrap();
     code.fs().write("/main.rs", "fn main() {}\n").await.unwrap();
     code.commit(CommitOptions::new("host")).await.unwrap();
 
