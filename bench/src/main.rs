@@ -950,13 +950,7 @@ async fn storage_backend(cluster: &Cluster, r: &mut Report) {
 
     cluster.psql("app", include_str!("../../sql/storage.sql"));
     let server = StorageServer::start(&cluster.dsn("postgres")).await;
-    let config = StorageConfig {
-        url: server.url.clone(),
-        bucket: "workspaces".into(),
-        api_key: None,
-        coordinator: None,
-        stale_intent_after: supabash::storage::DEFAULT_STALE_INTENT,
-    };
+    let config = StorageConfig::new(server.url.clone(), "workspaces");
     let user_id = uuid::Uuid::new_v4().to_string();
     let session = Session {
         access_token: StorageServer::user_token(&user_id),

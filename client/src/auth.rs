@@ -19,6 +19,7 @@ use supabash_core::ErrorCode;
 
 /// How a session token is verified.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Verifier {
     /// Ask Supabase Auth (`{supabase_url}/auth/v1/user`), the default.
     SupabaseAuth,
@@ -34,6 +35,7 @@ pub const LEEWAY_SECS: u64 = 30;
 
 /// A Supabase project as a host configures it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SupabaseConfig {
     /// The project URL, e.g. `https://xyz.supabase.co`.
     pub url: String,
@@ -42,6 +44,34 @@ pub struct SupabaseConfig {
     pub verifier: Verifier,
     /// The PostgREST base URL when it is not `{url}/rest/v1`.
     pub rest_url: Option<String>,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl SupabaseConfig {
+    /// Sets `url`.
+    pub fn with_url(mut self, value: impl Into<String>) -> Self {
+        self.url = value.into();
+        self
+    }
+
+    /// Sets `publishable_key`.
+    pub fn with_publishable_key(mut self, value: impl Into<String>) -> Self {
+        self.publishable_key = value.into();
+        self
+    }
+
+    /// Sets `verifier`.
+    pub fn with_verifier(mut self, value: Verifier) -> Self {
+        self.verifier = value;
+        self
+    }
+
+    /// Sets `rest_url`.
+    pub fn with_rest_url(mut self, value: impl Into<String>) -> Self {
+        self.rest_url = Some(value.into());
+        self
+    }
 }
 
 impl SupabaseConfig {

@@ -3,7 +3,7 @@
 //! shown as `supabash_core::document::render` bytes); a codec only decides how a write splits.
 //!
 //! [`PlainCodec`] (the default) stores every file verbatim as its body. [`FrontmatterCodec`]
-//! (feature `frontmatter`, opt-in per workspace with [`crate::Workspace::with_codec`]) splits a
+//! (feature `frontmatter`, opt-in per workspace with [`crate::WorkspaceBuilder::codec`]) splits a
 //! leading YAML frontmatter block into metadata. After a successful commit the staged tree holds
 //! [`canonical`] bytes, the rendering the database returns, so no phantom change remains.
 

@@ -209,7 +209,7 @@ impl DelegatedWorkspace {
         })
     }
 
-    /// Uses `codec` for commits and diffs (see [`Workspace::with_codec`]).
+    /// Uses `codec` for commits and diffs (see [`crate::WorkspaceBuilder::codec`]).
     pub fn with_codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
         self.workspace = self.workspace.with_codec(codec);
         self

@@ -8,6 +8,7 @@ use std::fmt;
 
 /// Whether a failed request reached the server and whether its answer arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Delivery {
     /// The server answered (with an error).
     Answered,

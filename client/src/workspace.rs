@@ -36,6 +36,7 @@ struct Pending {
 
 /// Who commits and why. Only `actor` is required.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct CommitOptions {
     pub actor: String,
     pub correlation_id: Option<String>,
@@ -43,6 +44,40 @@ pub struct CommitOptions {
     pub idempotency_key: Option<String>,
     /// A JSON object stored with the revision.
     pub metadata: Option<Value>,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl CommitOptions {
+    /// Sets `actor`.
+    pub fn with_actor(mut self, value: impl Into<String>) -> Self {
+        self.actor = value.into();
+        self
+    }
+
+    /// Sets `correlation_id`.
+    pub fn with_correlation_id(mut self, value: impl Into<String>) -> Self {
+        self.correlation_id = Some(value.into());
+        self
+    }
+
+    /// Sets `cause`.
+    pub fn with_cause(mut self, value: impl Into<String>) -> Self {
+        self.cause = Some(value.into());
+        self
+    }
+
+    /// Sets `idempotency_key`.
+    pub fn with_idempotency_key(mut self, value: impl Into<String>) -> Self {
+        self.idempotency_key = Some(value.into());
+        self
+    }
+
+    /// Sets `metadata`.
+    pub fn with_metadata(mut self, value: Value) -> Self {
+        self.metadata = Some(value);
+        self
+    }
 }
 
 impl CommitOptions {
@@ -57,6 +92,7 @@ impl CommitOptions {
 
 /// One side of a diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DiffSide {
     Revision(String),
     Checkpoint(String),
@@ -111,6 +147,7 @@ pub struct Checkpoint {
 
 /// Options of [`Workspace::checkpoint`]; the revision defaults to the head.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct CheckpointOptions {
     pub label: Option<String>,
     pub retention_class: Option<String>,
@@ -118,14 +155,71 @@ pub struct CheckpointOptions {
     pub revision: Option<String>,
 }
 
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl CheckpointOptions {
+    /// Sets `label`.
+    pub fn with_label(mut self, value: impl Into<String>) -> Self {
+        self.label = Some(value.into());
+        self
+    }
+
+    /// Sets `retention_class`.
+    pub fn with_retention_class(mut self, value: impl Into<String>) -> Self {
+        self.retention_class = Some(value.into());
+        self
+    }
+
+    /// Sets `idempotency_key`.
+    pub fn with_idempotency_key(mut self, value: impl Into<String>) -> Self {
+        self.idempotency_key = Some(value.into());
+        self
+    }
+
+    /// Sets `revision`.
+    pub fn with_revision(mut self, value: impl Into<String>) -> Self {
+        self.revision = Some(value.into());
+        self
+    }
+}
+
 /// Options of [`Workspace::purge`]. With neither rule the server keeps the newest 50.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct PurgeOptions {
     pub keep_revisions: Option<i64>,
     pub max_age_seconds: Option<i64>,
     /// Revisions at or after this one are kept.
     pub floor_revision: Option<String>,
     pub dry_run: bool,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl PurgeOptions {
+    /// Sets `keep_revisions`.
+    pub fn with_keep_revisions(mut self, value: i64) -> Self {
+        self.keep_revisions = Some(value);
+        self
+    }
+
+    /// Sets `max_age_seconds`.
+    pub fn with_max_age_seconds(mut self, value: i64) -> Self {
+        self.max_age_seconds = Some(value);
+        self
+    }
+
+    /// Sets `floor_revision`.
+    pub fn with_floor_revision(mut self, value: impl Into<String>) -> Self {
+        self.floor_revision = Some(value.into());
+        self
+    }
+
+    /// Sets `dry_run`.
+    pub fn with_dry_run(mut self, value: bool) -> Self {
+        self.dry_run = value;
+        self
+    }
 }
 
 /// What purge removed (or would remove, on a dry run).

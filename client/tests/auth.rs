@@ -60,12 +60,9 @@ async fn supabase_auth_test_server() -> String {
 }
 
 async fn config(verifier: Verifier) -> SupabaseConfig {
-    SupabaseConfig {
-        url: supabase_auth_test_server().await,
-        publishable_key: "sb_publishable_test".into(),
-        verifier,
-        rest_url: Some(postrust_url().to_owned()),
-    }
+    SupabaseConfig::new(&supabase_auth_test_server().await, "sb_publishable_test")
+        .with_verifier(verifier)
+        .with_rest_url(postrust_url())
 }
 
 #[tokio::test]

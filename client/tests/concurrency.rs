@@ -42,11 +42,9 @@ async fn idempotent_replay_from_a_second_client() {
         let user = new_user();
         let first = new_workspace(via, &user).await;
         let second = reopen(via, &user, first.id()).await;
-        let options = CommitOptions {
-            idempotency_key: Some("job-42".into()),
-            correlation_id: Some("req-1".into()),
-            ..CommitOptions::new("worker")
-        };
+        let options = CommitOptions::new("worker")
+            .with_idempotency_key("job-42")
+            .with_correlation_id("req-1");
         for ws in [&first, &second] {
             ws.fs().write("/result.md", "done").await.unwrap();
         }

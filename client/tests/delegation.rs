@@ -109,10 +109,7 @@ async fn a_delegated_job_edits_and_commits_as_itself() {
     assert_eq!(ws.fs().read_text("/notes.md").await.unwrap(), "v2\n");
     ws.fs().write("/notes.md", "v3 by the job\n").await.unwrap();
     ws.fs().write("/report.md", "done\n").await.unwrap();
-    let options = CommitOptions {
-        correlation_id: Some("forged".into()),
-        ..CommitOptions::new("the-owner")
-    };
+    let options = CommitOptions::new("the-owner").with_correlation_id("forged");
     let committed = ws.commit(options).await.unwrap();
     assert_eq!(committed.receipt.actor, "delegated:nightly-job");
     assert_eq!(committed.receipt.correlation_id.as_deref(), Some("run-17"));

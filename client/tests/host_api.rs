@@ -16,15 +16,14 @@ fn quota(e: FsError) -> bool {
 #[tokio::test]
 async fn every_limit_refuses_before_anything_durable() {
     for via in BOTH {
-        let limits = Limits {
-            max_files: 3,
-            max_file_bytes: 10,
-            max_staged_bytes: 20,
-            max_path_chars: 12,
-            max_history_page: 5,
-            max_diff_preview_bytes: 100,
-            max_transaction_metadata_bytes: 64,
-        };
+        let limits = Limits::default()
+            .with_max_files(3)
+            .with_max_file_bytes(10)
+            .with_max_staged_bytes(20)
+            .with_max_path_chars(12)
+            .with_max_history_page(5)
+            .with_max_diff_preview_bytes(100)
+            .with_max_transaction_metadata_bytes(64);
         let user = new_user();
         let ws = Workspace::builder(transport(via, &user).await)
             .limits(limits.clone())
@@ -44,10 +43,8 @@ async fn every_limit_refuses_before_anything_durable() {
         fs.write("/c", "1").await.unwrap();
         assert!(quota(fs.write("/d", "").await.unwrap_err()), "file count");
 
-        let big_metadata = CommitOptions {
-            metadata: Some(json!({ "note": "x".repeat(100) })),
-            ..CommitOptions::new("e2e")
-        };
+        let big_metadata =
+            CommitOptions::new("e2e").with_metadata(json!({ "note": "x".repeat(100) }));
         let e = ws.commit(big_metadata).await.unwrap_err();
         assert_eq!(e.code(), ErrorCode::QuotaExceeded, "{via:?}");
         assert!(
@@ -81,10 +78,7 @@ async fn host_api_tour() {
                 .await
                 .unwrap();
             let r = ws
-                .commit(CommitOptions {
-                    cause: Some(format!("step {i}")),
-                    ..CommitOptions::new("e2e")
-                })
+                .commit(CommitOptions::new("e2e").with_cause(format!("step {i}")))
                 .await
                 .unwrap();
             revisions.push(r.receipt.revision);
@@ -103,12 +97,10 @@ async fn host_api_tour() {
         assert_eq!(seen, revisions, "{via:?}");
 
         // Checkpoints, idempotent by key.
-        let opts = CheckpointOptions {
-            label: Some("second".into()),
-            idempotency_key: Some("cp-1".into()),
-            revision: Some(revisions[1].clone()),
-            ..Default::default()
-        };
+        let opts = CheckpointOptions::default()
+            .with_label("second")
+            .with_idempotency_key("cp-1")
+            .with_revision(revisions[1].clone());
         let cp = ws.checkpoint(opts.clone()).await.unwrap();
         assert!(!cp.replayed);
         assert!(ws.checkpoint(opts).await.unwrap().replayed);
@@ -148,21 +140,18 @@ async fn host_api_tour() {
 
         // Purge keeps the head and the checkpointed revision.
         let dry = ws
-            .purge(PurgeOptions {
-                keep_revisions: Some(1),
-                dry_run: true,
-                ..Default::default()
-            })
+            .purge(
+                PurgeOptions::default()
+                    .with_keep_revisions(1)
+                    .with_dry_run(true),
+            )
             .await
             .unwrap();
         assert!(dry.dry_run);
         assert_eq!(dry.revisions.len(), 3, "{via:?} {dry:?}");
         assert!(!dry.revisions.contains(&revisions[1]));
         let done = ws
-            .purge(PurgeOptions {
-                keep_revisions: Some(1),
-                ..Default::default()
-            })
+            .purge(PurgeOptions::default().with_keep_revisions(1))
             .await
             .unwrap();
         assert_eq!(done.revisions, dry.revisions);

@@ -368,12 +368,11 @@ async fn opens_through_postgrest_with_asymmetric_tokens() {
     let set = jwks(&keys.iter().collect::<Vec<_>>());
     let auth = JwksServer::start(set.clone()).await;
     let rest = Postrust::start(&set); // its PGRST_JWT_SECRET is the key set
-    let config = SupabaseConfig {
-        url: auth.url.clone(),
-        publishable_key: "sb_publishable_test".into(),
-        verifier: Verifier::Jwks(Arc::new(JwksVerifier::supabase(&auth.url).unwrap())),
-        rest_url: Some(rest.url.clone()),
-    };
+    let config = SupabaseConfig::new(&auth.url, "sb_publishable_test")
+        .with_verifier(Verifier::Jwks(Arc::new(
+            JwksVerifier::supabase(&auth.url).unwrap(),
+        )))
+        .with_rest_url(rest.url.clone());
     for key in &keys {
         let alice = new_user();
         let token = sign_with(key, &claims(&alice));

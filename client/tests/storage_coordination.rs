@@ -71,10 +71,7 @@ async fn without_a_coordinator_the_race_is_bounded_to_whole_revisions() {
 async fn race_once() {
     let server = server().await;
     let session = new_session();
-    let cfg = StorageConfig {
-        stale_intent_after: supabash::storage::DEFAULT_STALE_INTENT,
-        ..config(&server)
-    };
+    let cfg = config(&server).with_stale_intent_after(supabash::storage::DEFAULT_STALE_INTENT);
     let a = open_cfg(&cfg, &session).await;
     let b = open_cfg(&cfg, &session).await;
     a.fs().write("/a.md", "from a").await.unwrap();
@@ -116,10 +113,7 @@ async fn race_once() {
 async fn a_commit_in_flight_on_another_host_is_left_alone() {
     let server = server().await;
     let session = new_session();
-    let cfg = StorageConfig {
-        stale_intent_after: supabash::storage::DEFAULT_STALE_INTENT,
-        ..config(&server)
-    };
+    let cfg = config(&server).with_stale_intent_after(supabash::storage::DEFAULT_STALE_INTENT);
     let seed = open_cfg(&cfg, &session).await;
     seed.fs().write("/seed.md", "seed").await.unwrap();
     seed.commit(CommitOptions::new("seed")).await.unwrap();

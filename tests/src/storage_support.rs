@@ -39,15 +39,10 @@ pub fn new_session() -> Session {
 }
 
 pub fn config(server: &StorageServer) -> StorageConfig {
-    StorageConfig {
-        url: server.url.clone(),
-        bucket: BUCKET.into(),
-        api_key: None,
-        coordinator: None,
-        // The fault tests reopen as another host right after a simulated crash: the dead
-        // host's intent is abandoned at once (the race test keeps the default window).
-        stale_intent_after: std::time::Duration::ZERO,
-    }
+    // The fault tests reopen as another host right after a simulated crash: the dead
+    // host's intent is abandoned at once (the race test keeps the default window).
+    StorageConfig::new(server.url.clone(), BUCKET)
+        .with_stale_intent_after(std::time::Duration::ZERO)
 }
 
 /// The Storage API on `session`'s folder with the service key, to inspect what is stored.
@@ -114,6 +109,7 @@ pub async fn dump(tree: &StagedTree) -> BTreeMap<String, Dumped> {
                     dirs.push(p.clone());
                     Vec::new()
                 }
+                other => panic!("{p}: unexpected kind {other:?}"),
             };
             out.insert(
                 p,

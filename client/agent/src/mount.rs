@@ -21,11 +21,28 @@ use supabash_core::{path, ErrorCode};
 
 /// A subtree and hidden paths of a mount's source (see [`View`]).
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ViewSpec {
     /// The source path shown at the mount point (default `/`).
     pub root: Option<String>,
     /// Source paths (relative to `root`, written absolute) the agent never sees.
     pub hidden: Vec<String>,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl ViewSpec {
+    /// Sets `root`.
+    pub fn with_root(mut self, value: impl Into<String>) -> Self {
+        self.root = Some(value.into());
+        self
+    }
+
+    /// Sets `hidden`.
+    pub fn with_hidden(mut self, value: Vec<String>) -> Self {
+        self.hidden = value;
+        self
+    }
 }
 
 /// What was mounted, for the host to record with the turn. No bodies, no credentials.

@@ -57,6 +57,7 @@ pub(crate) fn rename_error(e: FsError, f: impl Fn(&str) -> Option<String>) -> Fs
             Some(p) => FsError::Supabash(s.with_path(p)),
             None => FsError::Supabash(s),
         },
+        other => other,
     }
 }
 
@@ -67,6 +68,7 @@ pub(crate) fn fs_error(e: FsError) -> SupabashError {
         FsError::Posix { errno, op, path } => {
             SupabashError::new(errno.code(), format!("{errno}, {op} '{path}'")).with_path(path)
         }
+        other => SupabashError::new(other.code(), other.to_string()),
     }
 }
 

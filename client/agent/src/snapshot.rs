@@ -16,9 +16,26 @@ use supabash_core::{path, ErrorCode};
 
 /// Bounds on one snapshot (defaults: 10,000 files, 16 MiB of file bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SnapshotLimits {
     pub max_files: usize,
     pub max_bytes: usize,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl SnapshotLimits {
+    /// Sets `max_files`.
+    pub fn with_max_files(mut self, value: usize) -> Self {
+        self.max_files = value;
+        self
+    }
+
+    /// Sets `max_bytes`.
+    pub fn with_max_bytes(mut self, value: usize) -> Self {
+        self.max_bytes = value;
+        self
+    }
 }
 
 impl Default for SnapshotLimits {
@@ -101,13 +118,13 @@ impl SharedSnapshot {
             }
         }
         let digest = digest(&files);
-        let tree = StagedTree::empty(Limits {
-            max_files: limits.max_files,
-            max_file_bytes: limits.max_bytes,
-            max_staged_bytes: limits.max_bytes,
-            max_path_chars: path::MAX_PATH_BYTES,
-            ..Limits::default()
-        });
+        let tree = StagedTree::empty(
+            Limits::default()
+                .with_max_files(limits.max_files)
+                .with_max_file_bytes(limits.max_bytes)
+                .with_max_staged_bytes(limits.max_bytes)
+                .with_max_path_chars(path::MAX_PATH_BYTES),
+        );
         for (p, bytes) in files {
             let fill = async {
                 tree.mkdir(path::parent(&p), true).await?;

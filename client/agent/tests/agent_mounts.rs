@@ -66,10 +66,9 @@ async fn setup() -> Setup {
     )
     .await
     .unwrap();
-    let view = ViewSpec {
-        root: Some("/memory".into()),
-        hidden: vec!["/.internal".into()],
-    };
+    let view = ViewSpec::default()
+        .with_root("/memory")
+        .with_hidden(vec!["/.internal".into()]);
     let fs = MountedFs::new(vec![
         Mount::workspace("/memories", &memory, Some(view)).unwrap(),
         Mount::workspace("/scratch", &scratch, None).unwrap(),

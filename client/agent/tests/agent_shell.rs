@@ -110,10 +110,7 @@ async fn sed_temporaries_and_scratch_never_reach_the_change_set() {
 
 #[tokio::test]
 async fn the_deadline_stops_a_runaway_command() {
-    let config = ShellConfig {
-        timeout: Duration::from_millis(300),
-        ..ShellConfig::default()
-    };
+    let config = ShellConfig::default().with_timeout(Duration::from_millis(300));
     let shell = Shell::with_config(empty_tree(), config);
     let out = shell
         .run("echo started > /f; sleep 5; echo never > /g")
@@ -129,10 +126,7 @@ async fn the_deadline_stops_a_runaway_command() {
 
 #[tokio::test]
 async fn output_is_capped_with_the_stable_marker() {
-    let config = ShellConfig {
-        max_output_bytes: 1000,
-        ..ShellConfig::default()
-    };
+    let config = ShellConfig::default().with_max_output_bytes(1000);
     let shell = Shell::with_config(empty_tree(), config);
     let out = ok(&shell, "for i in $(seq 1 500); do echo line-$i; done").await;
     assert!(out.truncated);
@@ -158,10 +152,8 @@ async fn secrets_are_redacted_from_stdout_stderr_and_errors() {
     )
     .await
     .unwrap();
-    let config = ShellConfig {
-        redactor: Redactor::default().with_literal("opaque-host-secret-9"),
-        ..ShellConfig::default()
-    };
+    let config = ShellConfig::default()
+        .with_redactor(Redactor::default().with_literal("opaque-host-secret-9"));
     let shell = Shell::with_config(tree, config);
     let out = ok(&shell, "cat /env.txt; cat /env.txt >&2").await;
     for text in [&out.stdout, &out.stderr] {
@@ -208,10 +200,7 @@ async fn denied_commands_do_not_run() {
     assert_eq!(tree.read("/keep.md").await.unwrap(), b"k");
     assert!(!tree.exists("/x").await);
     // A host policy: network commands the host registered itself may be allowed by name.
-    let config = ShellConfig {
-        policy: CommandPolicy::default().deny_command("ls"),
-        ..ShellConfig::default()
-    };
+    let config = ShellConfig::default().with_policy(CommandPolicy::default().deny_command("ls"));
     let strict = Shell::with_config(tree, config);
     let e = strict.run("ls /").await.unwrap_err();
     assert!(e.message().contains("denied-command"), "{}", e.message());

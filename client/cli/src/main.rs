@@ -5,7 +5,7 @@ use serde_json::json;
 use std::sync::Arc;
 use supabash::capability::postgres::PostgresSigner;
 use supabash::delegated::DelegatedWorkspace;
-use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide};
+use supabash::workspace::{CheckpointOptions, CommitOptions, DiffSide, PurgeOptions};
 use supabash::{Limits, PostgresTransport, Workspace};
 use supabash_agent::shell::Shell;
 use supabash_agent::AgentFs;
@@ -140,11 +140,11 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     show_changes(&ws)?;
     let first = ws
-        .commit(CommitOptions {
-            correlation_id: Some("demo-1".into()),
-            cause: Some("first notes".into()),
-            ..CommitOptions::new("demo-agent")
-        })
+        .commit(
+            CommitOptions::new("demo-agent")
+                .with_correlation_id("demo-1")
+                .with_cause("first notes"),
+        )
         .await?;
     println!(
         "   committed revision {} ({} changes, position {})",
@@ -168,10 +168,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     print!("{}", indent(&out.stdout));
     show_changes(&ws)?;
     let second = ws
-        .commit(CommitOptions {
-            cause: Some("reorganise".into()),
-            ..CommitOptions::new("demo-agent")
-        })
+        .commit(CommitOptions::new("demo-agent").with_cause("reorganise"))
         .await?;
     println!("   committed revision {}", short(&second.receipt.revision));
 
@@ -227,10 +224,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         short(third.receipt.source_revision.as_deref().unwrap_or("-")),
     );
     let cp = ws
-        .checkpoint(CheckpointOptions {
-            label: Some("after restore".into()),
-            ..Default::default()
-        })
+        .checkpoint(CheckpointOptions::default().with_label("after restore"))
         .await?;
     println!("   checkpoint {} pins it", short(&cp.checkpoint_id));
 
@@ -293,7 +287,7 @@ async fn delegated_job(
         receipt.actor,
         receipt.correlation_id.as_deref().unwrap_or("-")
     );
-    match job.purge(Default::default()).await {
+    match job.purge(PurgeOptions::default()).await {
         Err(e) => println!("   purge is not among its operations: {}", e.code()),
         Ok(_) => return Err("a grant without purge purged".into()),
     }

@@ -138,10 +138,7 @@ async fn commit_all(args: &McpArgs, workspaces: &[(String, Workspace)]) -> Resul
         let line = if ws.changes()?.is_empty() {
             json!({ "workspace": ws.id(), "label": label, "receipt": null })
         } else {
-            let options = CommitOptions {
-                cause: Some("supabash mcp session".into()),
-                ..CommitOptions::new(args.actor.clone())
-            };
+            let options = CommitOptions::new(args.actor.clone()).with_cause("supabash mcp session");
             let committed = ws.commit(options).await?;
             json!({ "workspace": ws.id(), "label": label, "receipt": committed.receipt })
         };
@@ -156,19 +153,14 @@ pub async fn run(args: McpArgs) -> Result<(), BoxError> {
     let workspaces = open(&args).await?;
     let fs = filesystem(&workspaces)?;
     let redactor = redactor(&args);
-    let config = ShellConfig {
-        timeout: Duration::from_secs(args.timeout_secs),
-        max_output_bytes: args.max_output_bytes,
-        redactor: redactor.clone(),
-        ..ShellConfig::default()
-    };
+    let config = ShellConfig::default()
+        .with_timeout(Duration::from_secs(args.timeout_secs))
+        .with_max_output_bytes(args.max_output_bytes)
+        .with_redactor(redactor.clone());
     let session = Session {
         shell: Shell::with_config(fs.clone(), config),
         fs,
-        options: ToolOptions {
-            images: !args.no_images,
-            ..ToolOptions::default()
-        },
+        options: ToolOptions::default().with_images(!args.no_images),
     };
     let server = McpServer::new(session, redactor);
     match args.http {

@@ -35,6 +35,7 @@ pub struct Chunk {
 
 /// One file operation of a patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PatchOp {
     /// Creates a file that does not exist.
     Add { path: String, contents: String },
@@ -62,6 +63,7 @@ impl PatchOp {
 /// The kind of a per-operation patch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OperationKind {
     CreateFile,
     UpdateFile,
@@ -84,6 +86,7 @@ pub struct Operation {
 /// How a batch applies.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum BatchMode {
     /// Every operation applies, or none (default).
     #[default]

@@ -5,6 +5,7 @@
 
 /// How two lines are compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Tier {
     Exact,
     TrailingWhitespace,

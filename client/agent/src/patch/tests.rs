@@ -77,10 +77,7 @@ async fn ordered_batches_keep_what_applied_before_the_failure() {
 
 #[tokio::test]
 async fn a_write_that_fails_late_is_undone() {
-    let limits = Limits {
-        max_files: 3,
-        ..Limits::default()
-    };
+    let limits = Limits::default().with_max_files(3);
     let t = tree(&[("/a", "a\n"), ("/b", "b\n")], limits).await;
     let before = files(&t).await;
     let ops = parse_patch(

@@ -30,6 +30,7 @@ use supabash_core::ErrorCode;
 
 /// Why a command was denied. [`Reason::code`] is stable.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Reason {
     /// The command does not parse (or nests `eval` / `bash -c` too deeply).
     Unparsable,
@@ -117,6 +118,7 @@ impl From<Denial> for SupabashError {
 
 /// Where a command sits in the script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Placement {
     /// Run by the script itself.
     Direct,

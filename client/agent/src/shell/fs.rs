@@ -67,6 +67,7 @@ fn to_bashkit(e: FsError) -> bashkit::Error {
                 ErrorKind::CrossesDevices,
                 "Invalid cross-device link".to_owned(),
             ),
+            other => (ErrorKind::Other, other.to_string()),
         },
         FsError::Supabash(s) => {
             let kind = match s.code() {
@@ -77,6 +78,7 @@ fn to_bashkit(e: FsError) -> bashkit::Error {
             };
             (kind, format!("{}: {}", s.code(), s.message()))
         }
+        other => (ErrorKind::Other, other.to_string()),
     };
     io::Error::new(kind, Translated { message, code }).into()
 }
@@ -102,6 +104,7 @@ fn metadata(stat: &Stat) -> Metadata {
             FileKind::File => FileType::File,
             FileKind::Directory => FileType::Directory,
             FileKind::Symlink => FileType::Symlink,
+            _ => FileType::File,
         },
         size: stat.size,
         mode: stat.mode,

@@ -46,6 +46,7 @@ const REDACTION_MARGIN: usize = 64 * 1024;
 
 /// How a [`Shell`] runs commands.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ShellConfig {
     /// Wall-clock deadline of one command.
     pub timeout: Duration,
@@ -55,6 +56,34 @@ pub struct ShellConfig {
     pub policy: CommandPolicy,
     /// Redaction of everything returned.
     pub redactor: Redactor,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl ShellConfig {
+    /// Sets `timeout`.
+    pub fn with_timeout(mut self, value: Duration) -> Self {
+        self.timeout = value;
+        self
+    }
+
+    /// Sets `max_output_bytes`.
+    pub fn with_max_output_bytes(mut self, value: usize) -> Self {
+        self.max_output_bytes = value;
+        self
+    }
+
+    /// Sets `policy`.
+    pub fn with_policy(mut self, value: CommandPolicy) -> Self {
+        self.policy = value;
+        self
+    }
+
+    /// Sets `redactor`.
+    pub fn with_redactor(mut self, value: Redactor) -> Self {
+        self.redactor = value;
+        self
+    }
 }
 
 impl Default for ShellConfig {

@@ -23,6 +23,7 @@ fn kind_name(k: FileKind) -> &'static str {
         FileKind::File => "file",
         FileKind::Directory => "directory",
         FileKind::Symlink => "symlink",
+        _ => "other",
     }
 }
 
