@@ -4,7 +4,7 @@
 mod postgres;
 mod postgrest;
 
-pub use postgres::{call_statement, PostgresTransport};
+pub use postgres::PostgresTransport;
 pub use postgrest::PostgrestTransport;
 
 pub use crate::rpc_error::{Delivery, RpcError};
