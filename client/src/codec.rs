@@ -55,6 +55,8 @@ pub(crate) fn content_json(content: &Content) -> Value {
     v
 }
 
+// Only the frontmatter codec refuses content.
+#[cfg_attr(not(feature = "frontmatter"), allow(dead_code))]
 fn unsupported(path: &str, reason: impl Into<String>) -> SupabashError {
     SupabashError::new(ErrorCode::UnsupportedContent, reason).with_path(path)
 }

@@ -4,6 +4,8 @@
 //!
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
+#![forbid(unsafe_code)]
+
 pub mod auth;
 pub mod capability;
 pub mod codec;

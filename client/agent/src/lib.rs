@@ -7,6 +7,8 @@
 //! crate ← `supabash-cli`. Nothing here commits: host actions stay on
 //! [`supabash::Workspace`].
 
+#![forbid(unsafe_code)]
+
 mod delegated;
 mod fs;
 pub mod mcp;

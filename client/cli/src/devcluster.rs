@@ -17,6 +17,7 @@ fn pg_bin(tool: &str) -> PathBuf {
     Path::new(&dir).join(tool)
 }
 
+#[allow(unsafe_code)]
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -132,7 +133,10 @@ impl Cluster {
         SHARED.get_or_init(|| {
             let c = Cluster::start();
             // SAFETY: registering a plain extern "C" function.
-            unsafe { libc::atexit(stop_shared) };
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::atexit(stop_shared)
+            };
             c
         })
     }

@@ -7,5 +7,7 @@
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
 //!   `supabash_agent::mcp` over stdio or streamable HTTP.
 
+#![deny(unsafe_code)]
+
 pub mod devcluster;
 pub mod mcp;

@@ -1,5 +1,7 @@
 //! The `supabash` command-line tool.
 
+#![deny(unsafe_code)]
+
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use std::sync::Arc;
