@@ -14,6 +14,7 @@ pub mod documents;
 pub mod error;
 pub mod limits;
 pub mod open;
+mod options;
 mod rpc_error;
 pub mod transport;
 pub mod tree;

@@ -46,40 +46,6 @@ pub struct CommitOptions {
     pub metadata: Option<Value>,
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl CommitOptions {
-    /// Sets `actor`.
-    pub fn with_actor(mut self, value: impl Into<String>) -> Self {
-        self.actor = value.into();
-        self
-    }
-
-    /// Sets `correlation_id`.
-    pub fn with_correlation_id(mut self, value: impl Into<String>) -> Self {
-        self.correlation_id = Some(value.into());
-        self
-    }
-
-    /// Sets `cause`.
-    pub fn with_cause(mut self, value: impl Into<String>) -> Self {
-        self.cause = Some(value.into());
-        self
-    }
-
-    /// Sets `idempotency_key`.
-    pub fn with_idempotency_key(mut self, value: impl Into<String>) -> Self {
-        self.idempotency_key = Some(value.into());
-        self
-    }
-
-    /// Sets `metadata`.
-    pub fn with_metadata(mut self, value: Value) -> Self {
-        self.metadata = Some(value);
-        self
-    }
-}
-
 impl CommitOptions {
     /// Options for `actor`.
     pub fn new(actor: impl Into<String>) -> Self {
@@ -155,34 +121,6 @@ pub struct CheckpointOptions {
     pub revision: Option<String>,
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl CheckpointOptions {
-    /// Sets `label`.
-    pub fn with_label(mut self, value: impl Into<String>) -> Self {
-        self.label = Some(value.into());
-        self
-    }
-
-    /// Sets `retention_class`.
-    pub fn with_retention_class(mut self, value: impl Into<String>) -> Self {
-        self.retention_class = Some(value.into());
-        self
-    }
-
-    /// Sets `idempotency_key`.
-    pub fn with_idempotency_key(mut self, value: impl Into<String>) -> Self {
-        self.idempotency_key = Some(value.into());
-        self
-    }
-
-    /// Sets `revision`.
-    pub fn with_revision(mut self, value: impl Into<String>) -> Self {
-        self.revision = Some(value.into());
-        self
-    }
-}
-
 /// Options of [`Workspace::purge`]. With neither rule the server keeps the newest 50.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -192,34 +130,6 @@ pub struct PurgeOptions {
     /// Revisions at or after this one are kept.
     pub floor_revision: Option<String>,
     pub dry_run: bool,
-}
-
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl PurgeOptions {
-    /// Sets `keep_revisions`.
-    pub fn with_keep_revisions(mut self, value: i64) -> Self {
-        self.keep_revisions = Some(value);
-        self
-    }
-
-    /// Sets `max_age_seconds`.
-    pub fn with_max_age_seconds(mut self, value: i64) -> Self {
-        self.max_age_seconds = Some(value);
-        self
-    }
-
-    /// Sets `floor_revision`.
-    pub fn with_floor_revision(mut self, value: impl Into<String>) -> Self {
-        self.floor_revision = Some(value.into());
-        self
-    }
-
-    /// Sets `dry_run`.
-    pub fn with_dry_run(mut self, value: bool) -> Self {
-        self.dry_run = value;
-        self
-    }
 }
 
 /// What purge removed (or would remove, on a dry run).
