@@ -22,7 +22,7 @@
 //! | `checkpoint`, `checkpoints`, `delete_checkpoint` | `checkpoint` |
 //! | `purge` | `purge` |
 //!
-//! [`DelegatedWorkspace::mount`] gives an agent a read-only filesystem when the grant lacks
+//! `supabash_agent::DelegatedMount::mount` gives an agent a read-only filesystem when the grant lacks
 //! `write`. The staged tree itself ([`DelegatedWorkspace::fs`]) takes edits in memory either
 //! way; without `write` none of them can be committed or discarded. Commits record the actor
 //! `delegated:<subject>` and the grant's correlation id, whatever the options say.
@@ -242,7 +242,7 @@ impl DelegatedWorkspace {
     }
 
     /// The staged tree (see the module notes on `write`). An agent should get
-    /// [`Self::mount`] instead, which is read-only without `write`.
+    /// `supabash_agent::DelegatedMount::mount` instead, which is read-only without `write`.
     pub fn fs(&self) -> &Arc<StagedTree> {
         self.workspace.fs()
     }

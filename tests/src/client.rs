@@ -133,7 +133,10 @@ pub fn postrust_url() -> &'static str {
         .get_or_init(|| {
             let server = Postrust::start(JWT_SECRET);
             // SAFETY: registering a plain extern "C" function.
-            unsafe { libc::atexit(stop_postrust) };
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::atexit(stop_postrust)
+            };
             server
         })
         .url

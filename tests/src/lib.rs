@@ -4,6 +4,8 @@
 //!
 //! The extension must already be installed into the system PostgreSQL (`just install`).
 
+#![deny(unsafe_code)]
+
 pub mod capability;
 pub mod client;
 pub mod cluster;

@@ -1,7 +1,7 @@
 //! `apply_patch`: the V4A patch format (see [`parse`] for the grammar), in the envelope form
 //! (`*** Begin Patch` … `*** End Patch`, also heredoc-wrapped) and the per-operation form
 //! (`{type: create_file|update_file|delete_file, path, diff, move_to?}`), applied to any
-//! [`AgentFs`]. Batches are all-or-nothing by default; a failed operation never leaves a
+//! [`AgentFs`](crate::AgentFs). Batches are all-or-nothing by default; a failed operation never leaves a
 //! partial change. Patches never commit.
 
 mod apply;
