@@ -26,6 +26,9 @@ install:
 lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets --all-features --exclude supabash-extension -- -D warnings
+    cargo clippy -p supabash --no-default-features -- -D warnings
+    # The thin crate compiles none of the agent or CLI dependencies.
+    ! cargo tree -p supabash -e normal --all-features --prefix none | awk '{print $1}' | grep -qxE 'bashkit|rmcp|axum|clap|fuser|regex|globset|similar|schemars'
     cd extension && cargo clippy --all-targets --features "pg15 pg_test" --no-default-features -- -D warnings
 
 # In-backend #[pg_test] tests (installs a test build; run as the postgres OS user).
@@ -50,4 +53,4 @@ bench: install
 
 # A whole session on a throwaway local PostgreSQL: workspace, edits, commits, history, diff, restore.
 demo: install
-    cargo run -q -p supabash --features cli -- demo
+    cargo run -q -p supabash-cli -- demo

@@ -4,6 +4,8 @@
 //! PostgREST makes them (`supabash_tests::Rest`). Compared variants are interleaved run by run
 //! and results are medians, because the machines this runs on are small and shared.
 
+#![deny(unsafe_code)]
+
 mod report;
 
 use report::{ms, stats, Report};
@@ -144,6 +146,13 @@ fn database(cluster: &Cluster, db: &str) {
 const PLAIN_TABLE: &str = "CREATE TABLE IF NOT EXISTS public.plain_bodies (id bigint, body bytea);
      GRANT SELECT, INSERT ON public.plain_bodies TO authenticator";
 
+/// Whether this process runs as root (then the server runs as `postgres`).
+#[allow(unsafe_code)]
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Restarts the server with pg_stat_statements preloaded (tracking top-level statements only
 /// until the profile at the end switches to nested ones).
 fn preload_pg_stat_statements(cluster: &Cluster) {
@@ -155,8 +164,7 @@ fn preload_pg_stat_statements(cluster: &Cluster) {
     let log = cluster.dir.join("server.log");
     let pg_ctl = "/usr/lib/postgresql/15/bin/pg_ctl";
     let args = ["-D", data.to_str().unwrap(), "-l", log.to_str().unwrap()];
-    // SAFETY: geteuid has no preconditions.
-    let mut cmd = if unsafe { libc::geteuid() } == 0 {
+    let mut cmd = if is_root() {
         let mut c = std::process::Command::new("runuser");
         c.args(["-u", "postgres", "--", pg_ctl]);
         c
@@ -950,13 +958,7 @@ async fn storage_backend(cluster: &Cluster, r: &mut Report) {
 
     cluster.psql("app", include_str!("../../sql/storage.sql"));
     let server = StorageServer::start(&cluster.dsn("postgres")).await;
-    let config = StorageConfig {
-        url: server.url.clone(),
-        bucket: "workspaces".into(),
-        api_key: None,
-        coordinator: None,
-        stale_intent_after: supabash::storage::DEFAULT_STALE_INTENT,
-    };
+    let config = StorageConfig::new(server.url.clone(), "workspaces");
     let user_id = uuid::Uuid::new_v4().to_string();
     let session = Session {
         access_token: StorageServer::user_token(&user_id),

@@ -19,6 +19,7 @@ use supabash_core::ErrorCode;
 
 /// How a session token is verified.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Verifier {
     /// Ask Supabase Auth (`{supabase_url}/auth/v1/user`), the default.
     SupabaseAuth,
@@ -34,6 +35,7 @@ pub const LEEWAY_SECS: u64 = 30;
 
 /// A Supabase project as a host configures it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SupabaseConfig {
     /// The project URL, e.g. `https://xyz.supabase.co`.
     pub url: String,
@@ -42,6 +44,34 @@ pub struct SupabaseConfig {
     pub verifier: Verifier,
     /// The PostgREST base URL when it is not `{url}/rest/v1`.
     pub rest_url: Option<String>,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl SupabaseConfig {
+    /// Sets `url`.
+    pub fn with_url(mut self, value: impl Into<String>) -> Self {
+        self.url = value.into();
+        self
+    }
+
+    /// Sets `publishable_key`.
+    pub fn with_publishable_key(mut self, value: impl Into<String>) -> Self {
+        self.publishable_key = value.into();
+        self
+    }
+
+    /// Sets `verifier`.
+    pub fn with_verifier(mut self, value: Verifier) -> Self {
+        self.verifier = value;
+        self
+    }
+
+    /// Sets `rest_url`.
+    pub fn with_rest_url(mut self, value: impl Into<String>) -> Self {
+        self.rest_url = Some(value.into());
+        self
+    }
 }
 
 impl SupabaseConfig {
@@ -243,7 +273,7 @@ pub async fn verify_request(headers: &HeaderMap, config: &SupabaseConfig) -> Res
 impl Workspace {
     /// Verifies the incoming request's session, then opens `workspace_id` as that user over
     /// PostgREST. The database refuses a workspace the user does not own.
-    pub async fn open_from_request(
+    pub(crate) async fn open_from_request(
         headers: &HeaderMap,
         config: &SupabaseConfig,
         workspace_id: &str,
@@ -255,7 +285,7 @@ impl Workspace {
     }
 
     /// Verifies the incoming request's session and creates a workspace owned by that user.
-    pub async fn create_from_request(
+    pub(crate) async fn create_from_request(
         headers: &HeaderMap,
         config: &SupabaseConfig,
         limits: Limits,

@@ -3,7 +3,7 @@
 //! shown as `supabash_core::document::render` bytes); a codec only decides how a write splits.
 //!
 //! [`PlainCodec`] (the default) stores every file verbatim as its body. [`FrontmatterCodec`]
-//! (feature `frontmatter`, opt-in per workspace with [`crate::Workspace::with_codec`]) splits a
+//! (feature `frontmatter`, opt-in per workspace with [`crate::WorkspaceBuilder::codec`]) splits a
 //! leading YAML frontmatter block into metadata. After a successful commit the staged tree holds
 //! [`canonical`] bytes, the rendering the database returns, so no phantom change remains.
 
@@ -36,6 +36,8 @@ pub fn canonical(content: &Content) -> Vec<u8> {
     render(&content.body, &content.metadata)
 }
 
+// Only the frontmatter codec refuses content.
+#[cfg_attr(not(feature = "frontmatter"), allow(dead_code))]
 fn unsupported(path: &str, reason: impl Into<String>) -> SupabashError {
     SupabashError::new(ErrorCode::UnsupportedContent, reason).with_path(path)
 }

@@ -1,4 +1,4 @@
-//! Delegated workspaces (cargo feature `delegation`): a job without a user session opens one
+//! Delegated workspaces: a job without a user session opens one
 //! workspace with a Postgres capability (see [`crate::capability::postgres`]) through a
 //! service-role transport.
 //!
@@ -22,7 +22,7 @@
 //! | `checkpoint`, `checkpoints`, `delete_checkpoint` | `checkpoint` |
 //! | `purge` | `purge` |
 //!
-//! [`DelegatedWorkspace::mount`] gives an agent a read-only filesystem when the grant lacks
+//! `supabash_agent::DelegatedMount::mount` gives an agent a read-only filesystem when the grant lacks
 //! `write`. The staged tree itself ([`DelegatedWorkspace::fs`]) takes edits in memory either
 //! way; without `write` none of them can be committed or discarded. Commits record the actor
 //! `delegated:<subject>` and the grant's correlation id, whatever the options say.
@@ -185,7 +185,7 @@ impl DelegatedWorkspace {
         })
     }
 
-    /// Uses `codec` for commits and diffs (see [`Workspace::with_codec`]).
+    /// Uses `codec` for commits and diffs (see [`crate::WorkspaceBuilder::codec`]).
     pub fn with_codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
         self.workspace = self.workspace.with_codec(codec);
         self
@@ -218,27 +218,9 @@ impl DelegatedWorkspace {
     }
 
     /// The staged tree (see the module notes on `write`). An agent should get
-    /// [`Self::mount`] instead, which is read-only without `write`.
+    /// `supabash_agent::DelegatedMount::mount` instead, which is read-only without `write`.
     pub fn fs(&self) -> &Arc<StagedTree> {
         self.workspace.fs()
-    }
-
-    /// The workspace as an agent mount at `mount_point` (cargo feature `agent`): the writable
-    /// staged tree when the grant allows `write`; otherwise a read-only snapshot of the
-    /// committed base revision (within `limits`), on which every change is `POLICY_DENIED`.
-    #[cfg(feature = "agent")]
-    pub async fn mount(
-        &self,
-        mount_point: &str,
-        view: Option<crate::agent::ViewSpec>,
-        limits: crate::agent::SnapshotLimits,
-    ) -> crate::tree::FsResult<crate::agent::Mount> {
-        use crate::agent::{Mount, SharedSnapshot};
-        if self.delegation.operations.contains(Operation::Write) {
-            return Mount::workspace(mount_point, &self.workspace, view);
-        }
-        let snapshot = SharedSnapshot::from_workspace(&self.workspace, self.id(), limits).await?;
-        Mount::snapshot(mount_point, Arc::new(snapshot), view)
     }
 
     /// The revision the staged tree is based on.

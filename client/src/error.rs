@@ -2,7 +2,7 @@
 //! transport reports (a `SUPABASH_*` marker, a SQLSTATE, a PostgREST `PGRST*` code, an HTTP
 //! status, or a failure to get any answer) into an error code.
 
-use crate::transport::{Delivery, RpcError};
+use crate::rpc_error::{Delivery, RpcError};
 use std::error::Error as StdError;
 use supabash_core::{ErrorCode, Marker};
 
@@ -16,18 +16,18 @@ pub type Source = Box<dyn StdError + Send + Sync + 'static>;
 #[error("{code}: {message}{}", path.as_deref().map(|p| format!(" ({p})")).unwrap_or_default())]
 pub struct SupabashError {
     /// What went wrong, from the closed set.
-    pub code: ErrorCode,
+    pub(crate) code: ErrorCode,
     /// A human-readable explanation.
-    pub message: String,
+    pub(crate) message: String,
     /// The workspace path concerned, when there is one.
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     /// An immediate retry may succeed.
-    pub retryable: bool,
+    pub(crate) retryable: bool,
     /// The request was a mutation and may have been applied although no answer arrived.
-    pub outcome_unknown: bool,
+    pub(crate) outcome_unknown: bool,
     /// The underlying error.
     #[source]
-    pub source: Option<Source>,
+    pub(crate) source: Option<Source>,
 }
 
 /// Result with [`SupabashError`].
@@ -46,9 +46,41 @@ impl SupabashError {
         }
     }
 
+    /// What went wrong, from the closed set.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// A human-readable explanation.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The workspace path concerned, when there is one.
+    pub fn path(&self) -> Option<&str> {
+        self.path.as_deref()
+    }
+
+    /// Whether an immediate retry may succeed. The client never retries by itself.
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+
+    /// Whether the request was a mutation that may have been applied although no answer
+    /// arrived (retry a commit with the same transaction id).
+    pub fn outcome_unknown(&self) -> bool {
+        self.outcome_unknown
+    }
+
     /// Sets the affected path.
     pub fn with_path(mut self, path: impl Into<String>) -> Self {
         self.path = Some(path.into());
+        self
+    }
+
+    /// Replaces the message (e.g. with a redacted one).
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
         self
     }
 

@@ -4,35 +4,32 @@
 //!
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
+#![forbid(unsafe_code)]
+
 pub mod auth;
-#[cfg(any(feature = "storage-capability", feature = "delegation"))]
 pub mod capability;
 pub mod codec;
-#[cfg(feature = "delegation")]
 pub mod delegated;
 pub mod documents;
 pub mod error;
 pub mod limits;
+pub mod open;
+mod options;
+mod rpc_error;
 pub mod transport;
 pub mod tree;
 pub mod workspace;
 
-#[cfg(feature = "agent")]
-pub mod agent;
-#[cfg(feature = "devcluster")]
-pub mod devcluster;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 #[cfg(feature = "storage")]
 pub mod storage;
 
 #[cfg(feature = "frontmatter")]
 pub use codec::FrontmatterCodec;
 pub use codec::{DocumentCodec, PlainCodec};
-#[cfg(feature = "delegation")]
 pub use delegated::{DelegatedWorkspace, Delegation};
 pub use error::{Result, SupabashError};
 pub use limits::Limits;
+pub use open::{RequestWorkspaceBuilder, WorkspaceBuilder};
 pub use supabash_core::ErrorCode;
 pub use transport::{PostgresTransport, PostgrestTransport, Transport};
 pub use tree::{Errno, FsError, StagedTree};

@@ -5,6 +5,7 @@ use crate::error::{Result, SupabashError};
 
 /// Configurable limits; [`Limits::default`] documents the defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Most committable files in the staged tree (default 10,000).
     pub max_files: usize,
@@ -20,6 +21,52 @@ pub struct Limits {
     pub max_diff_preview_bytes: usize,
     /// Largest commit metadata, as compact JSON bytes (default 16 KiB).
     pub max_transaction_metadata_bytes: usize,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl Limits {
+    /// Sets `max_files`.
+    pub fn with_max_files(mut self, value: usize) -> Self {
+        self.max_files = value;
+        self
+    }
+
+    /// Sets `max_file_bytes`.
+    pub fn with_max_file_bytes(mut self, value: usize) -> Self {
+        self.max_file_bytes = value;
+        self
+    }
+
+    /// Sets `max_staged_bytes`.
+    pub fn with_max_staged_bytes(mut self, value: usize) -> Self {
+        self.max_staged_bytes = value;
+        self
+    }
+
+    /// Sets `max_path_chars`.
+    pub fn with_max_path_chars(mut self, value: usize) -> Self {
+        self.max_path_chars = value;
+        self
+    }
+
+    /// Sets `max_history_page`.
+    pub fn with_max_history_page(mut self, value: usize) -> Self {
+        self.max_history_page = value;
+        self
+    }
+
+    /// Sets `max_diff_preview_bytes`.
+    pub fn with_max_diff_preview_bytes(mut self, value: usize) -> Self {
+        self.max_diff_preview_bytes = value;
+        self
+    }
+
+    /// Sets `max_transaction_metadata_bytes`.
+    pub fn with_max_transaction_metadata_bytes(mut self, value: usize) -> Self {
+        self.max_transaction_metadata_bytes = value;
+        self
+    }
 }
 
 impl Default for Limits {

@@ -39,6 +39,7 @@ struct Pending {
 
 /// Who commits and why. Only `actor` is required.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct CommitOptions {
     pub actor: String,
     pub correlation_id: Option<String>,
@@ -60,6 +61,7 @@ impl CommitOptions {
 
 /// Options of [`Workspace::checkpoint`]; the revision defaults to the head.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct CheckpointOptions {
     pub label: Option<String>,
     pub retention_class: Option<String>,
@@ -69,6 +71,7 @@ pub struct CheckpointOptions {
 
 /// Options of [`Workspace::purge`]. With neither rule the server keeps the newest 50.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct PurgeOptions {
     pub keep_revisions: Option<i64>,
     pub max_age_seconds: Option<i64>,
@@ -138,13 +141,13 @@ impl Drop for InFlight<'_> {
 
 impl Workspace {
     /// Creates a new, empty workspace owned by the caller and opens it.
-    pub async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
+    pub(crate) async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
         let created = call(transport.as_ref(), &rq::CreateWorkspace {}).await?;
         Self::open(transport, &created.workspace_id, limits).await
     }
 
     /// Opens a workspace the caller owns, pinned to its current head. Bodies load lazily.
-    pub async fn open(
+    pub(crate) async fn open(
         transport: Arc<dyn Transport>,
         workspace_id: &str,
         limits: Limits,
@@ -184,7 +187,7 @@ impl Workspace {
 
     /// Uses `codec` to split staged files into body and metadata when committing and diffing
     /// (default: [`PlainCodec`]). Reads always show the server's rendering, whatever the codec.
-    pub fn with_codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
+    pub(crate) fn with_codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
         self.codec = codec;
         self
     }

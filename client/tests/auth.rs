@@ -1,12 +1,12 @@
 //! Opening from an incoming request, with sessions verified by a Supabase Auth test server
 //! (it follows Supabase Auth's documented `GET /auth/v1/user` answer) or locally by JWT secret.
 
-mod support;
+use supabash_tests::client as support;
 
 use reqwest::header::HeaderMap;
 use serde_json::json;
 use supabash::auth::{SupabaseConfig, Verifier};
-use supabash::{ErrorCode, Limits, Workspace};
+use supabash::{ErrorCode, Workspace};
 use support::{
     assert_opens_only_for_its_user, bearer_headers, json_test_server, new_user, postrust_url, sign,
     user_claims, JWT_SECRET,
@@ -60,12 +60,9 @@ async fn supabase_auth_test_server() -> String {
 }
 
 async fn config(verifier: Verifier) -> SupabaseConfig {
-    SupabaseConfig {
-        url: supabase_auth_test_server().await,
-        publishable_key: "sb_publishable_test".into(),
-        verifier,
-        rest_url: Some(postrust_url().to_owned()),
-    }
+    SupabaseConfig::new(&supabase_auth_test_server().await, "sb_publishable_test")
+        .with_verifier(verifier)
+        .with_rest_url(postrust_url())
 }
 
 #[tokio::test]
@@ -92,16 +89,16 @@ async fn refuses_what_must_not_open_a_workspace() {
         let user = new_user();
         let token = sign(&user_claims(&user));
         let code =
-            |r: supabash::Result<(supabash::auth::Session, Workspace)>| r.err().unwrap().code;
+            |r: supabash::Result<(supabash::auth::Session, Workspace)>| r.err().unwrap().code();
 
         let two = bearer_headers(&[&token, &token]);
         assert_eq!(
-            code(Workspace::create_from_request(&two, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&two, &cfg).create().await),
             ErrorCode::Authentication
         );
         let none = HeaderMap::new();
         assert_eq!(
-            code(Workspace::create_from_request(&none, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&none, &cfg).create().await),
             ErrorCode::Authentication
         );
 
@@ -109,14 +106,18 @@ async fn refuses_what_must_not_open_a_workspace() {
         secret_key.publishable_key = "sb_secret_abc".into();
         let one = bearer_headers(&[&token]);
         assert_eq!(
-            code(Workspace::create_from_request(&one, &secret_key, Limits::default()).await),
+            code(
+                Workspace::builder_from_request(&one, &secret_key)
+                    .create()
+                    .await
+            ),
             ErrorCode::Authorization
         );
 
         let service = sign(&json!({ "role": "service_role", "exp": user_claims(&user)["exp"] }));
         let req = bearer_headers(&[&service]);
         assert_eq!(
-            code(Workspace::create_from_request(&req, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&req, &cfg).create().await),
             ErrorCode::Authorization
         );
 
@@ -124,7 +125,7 @@ async fn refuses_what_must_not_open_a_workspace() {
         expired["exp"] = json!(1_000_000_000);
         let req = bearer_headers(&[&sign(&expired)]);
         assert_eq!(
-            code(Workspace::create_from_request(&req, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&req, &cfg).create().await),
             ErrorCode::Authentication,
             "{verifier:?}"
         );
@@ -137,7 +138,7 @@ async fn refuses_what_must_not_open_a_workspace() {
         .unwrap();
         let req = bearer_headers(&[&forged]);
         assert_eq!(
-            code(Workspace::create_from_request(&req, &cfg, Limits::default()).await),
+            code(Workspace::builder_from_request(&req, &cfg).create().await),
             ErrorCode::Authentication
         );
     }

@@ -1,9 +1,9 @@
 //! Two hosts racing, idempotent replay from a second client, and a commit whose answer is lost.
 
-mod support;
+use supabash_tests::client as support;
 
 use supabash::workspace::CommitOptions;
-use supabash::{ErrorCode, Limits, Workspace};
+use supabash::{ErrorCode, Workspace};
 use support::{http_transport, new_user, new_workspace, postrust_url, reopen, DroppingProxy, BOTH};
 
 #[tokio::test]
@@ -27,8 +27,8 @@ async fn racing_hosts_one_conflict_and_the_loser_is_invisible() {
             (Err(e), Ok(w)) => (w, "/from-a.md", e),
             (ra, rb) => panic!("{via:?}: expected one conflict, got {ra:?} and {rb:?}"),
         };
-        assert_eq!(err.code, ErrorCode::CommitConflict, "{via:?} {err}");
-        assert!(!err.retryable && !err.outcome_unknown);
+        assert_eq!(err.code(), ErrorCode::CommitConflict, "{via:?} {err}");
+        assert!(!err.is_retryable() && !err.outcome_unknown());
         let head = reopen(via, &user, setup.id()).await;
         assert_eq!(head.base_revision(), Some(winner.receipt.revision));
         assert!(!head.fs().exists(loser_file).await, "{via:?}");
@@ -42,11 +42,9 @@ async fn idempotent_replay_from_a_second_client() {
         let user = new_user();
         let first = new_workspace(via, &user).await;
         let second = reopen(via, &user, first.id()).await;
-        let options = CommitOptions {
-            idempotency_key: Some("job-42".into()),
-            correlation_id: Some("req-1".into()),
-            ..CommitOptions::new("worker")
-        };
+        let options = CommitOptions::new("worker")
+            .with_idempotency_key("job-42")
+            .with_correlation_id("req-1");
         for ws in [&first, &second] {
             ws.fs().write("/result.md", "done").await.unwrap();
         }
@@ -63,7 +61,7 @@ async fn idempotent_replay_from_a_second_client() {
         let third = reopen(via, &user, first.id()).await;
         third.fs().write("/result.md", "other").await.unwrap();
         let e = third.commit(options).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::IdempotencyConflict, "{via:?} {e}");
+        assert_eq!(e.code(), ErrorCode::IdempotencyConflict, "{via:?} {e}");
     }
 }
 
@@ -71,14 +69,15 @@ async fn idempotent_replay_from_a_second_client() {
 async fn a_lost_commit_answer_is_retried_without_a_second_revision() {
     let proxy = DroppingProxy::start(postrust_url()).await;
     let user = new_user();
-    let ws = Workspace::create(http_transport(&proxy.url, &user), Limits::default())
+    let ws = Workspace::builder(http_transport(&proxy.url, &user))
+        .create()
         .await
         .unwrap();
     ws.fs().write("/once.md", "exactly once").await.unwrap();
     proxy.drop_next_response();
     let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-    assert!(e.outcome_unknown && e.retryable, "{e}");
-    assert_eq!(e.code, ErrorCode::Storage);
+    assert!(e.outcome_unknown() && e.is_retryable(), "{e}");
+    assert_eq!(e.code(), ErrorCode::Storage);
     // The staged tree is unchanged and writable again.
     assert_eq!(ws.changes().unwrap().len(), 1);
 

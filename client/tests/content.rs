@@ -1,7 +1,7 @@
 //! Content round trips, one atomic commit of every kind of change, tampered lazy bytes and
 //! forward restore, through both transports.
 
-mod support;
+use supabash_tests::client as support;
 
 use std::collections::BTreeMap;
 use supabash::workspace::CommitOptions;
@@ -126,14 +126,14 @@ async fn tampered_lazy_bytes_are_history_corruption() {
         let lazy = reopen(via, &user, ws.id()).await;
         match lazy.fs().read("/secret.md").await.unwrap_err() {
             FsError::Supabash(e) => {
-                assert_eq!(e.code, ErrorCode::HistoryCorruption, "{via:?} {e}");
-                assert_eq!(e.path.as_deref(), Some("/secret.md"));
+                assert_eq!(e.code(), ErrorCode::HistoryCorruption, "{via:?} {e}");
+                assert_eq!(e.path(), Some("/secret.md"));
             }
             other => panic!("{other}"),
         }
         assert_eq!(lazy.fs().read_text("/fine.md").await.unwrap(), "untouched");
         let e = lazy.committed_snapshot().await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::HistoryCorruption);
+        assert_eq!(e.code(), ErrorCode::HistoryCorruption);
     }
 }
 

@@ -3,13 +3,13 @@
 //! codec shows the same bytes, and a metadata-only edit is a `modified` diff entry.
 #![cfg(feature = "frontmatter")]
 
-mod support;
+use supabash_tests::client as support;
 
 use serde_json::json;
 use std::sync::Arc;
 use supabash::transport::{call, Transport};
 use supabash::workspace::{CommitOptions, DiffKind, DiffRef};
-use supabash::{ErrorCode, FrontmatterCodec, Limits, Workspace};
+use supabash::{ErrorCode, FrontmatterCodec, Workspace};
 use supabash_core::hash::sha256_hex;
 use supabash_core::rpc::requests::LoadDocument;
 use support::{new_user, reopen, transport, BOTH};
@@ -33,10 +33,11 @@ async fn frontmatter_is_stored_as_body_and_metadata() {
     for via in BOTH {
         let user = new_user();
         let t = transport(via, &user).await;
-        let ws = Workspace::create(t.clone(), Limits::default())
+        let ws = Workspace::builder(t.clone())
+            .codec(Arc::new(FrontmatterCodec))
+            .create()
             .await
-            .unwrap()
-            .with_codec(Arc::new(FrontmatterCodec));
+            .unwrap();
         let fs = ws.fs();
         fs.write("/doc.md", STAGED).await.unwrap();
         fs.write("/plain.md", "no frontmatter\n").await.unwrap();
@@ -126,13 +127,13 @@ async fn frontmatter_is_stored_as_body_and_metadata() {
             .await
             .unwrap();
         let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::UnsupportedContent, "{via:?} {e}");
-        assert_eq!(e.path.as_deref(), Some("/bad.md"));
+        assert_eq!(e.code(), ErrorCode::UnsupportedContent, "{via:?} {e}");
+        assert_eq!(e.path(), Some("/bad.md"));
         fs.write("/bad.md", "---\nlist: [1, 2]\n---\n")
             .await
             .unwrap();
         let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::UnsupportedContent, "{via:?} {e}");
+        assert_eq!(e.code(), ErrorCode::UnsupportedContent, "{via:?} {e}");
         assert_eq!(ws.base_revision().as_deref(), Some(r2.as_str()));
     }
 }

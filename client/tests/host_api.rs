@@ -1,7 +1,7 @@
 //! Every limit gives QUOTA_EXCEEDED before anything durable; the host API end to end
 //! (history pages, checkpoints, diffs against the staged tree, purge); error mapping.
 
-mod support;
+use supabash_tests::client as support;
 
 use serde_json::json;
 use std::sync::Arc;
@@ -10,23 +10,24 @@ use supabash::{ErrorCode, FsError, Limits, PostgrestTransport, Workspace};
 use support::{new_user, new_workspace, postrust_url, transport, BOTH};
 
 fn quota(e: FsError) -> bool {
-    matches!(e, FsError::Supabash(s) if s.code == ErrorCode::QuotaExceeded)
+    matches!(e, FsError::Supabash(s) if s.code() == ErrorCode::QuotaExceeded)
 }
 
 #[tokio::test]
 async fn every_limit_refuses_before_anything_durable() {
     for via in BOTH {
-        let limits = Limits {
-            max_files: 3,
-            max_file_bytes: 10,
-            max_staged_bytes: 20,
-            max_path_chars: 12,
-            max_history_page: 5,
-            max_diff_preview_bytes: 100,
-            max_transaction_metadata_bytes: 64,
-        };
+        let limits = Limits::default()
+            .with_max_files(3)
+            .with_max_file_bytes(10)
+            .with_max_staged_bytes(20)
+            .with_max_path_chars(12)
+            .with_max_history_page(5)
+            .with_max_diff_preview_bytes(100)
+            .with_max_transaction_metadata_bytes(64);
         let user = new_user();
-        let ws = Workspace::create(transport(via, &user).await, limits.clone())
+        let ws = Workspace::builder(transport(via, &user).await)
+            .limits(limits.clone())
+            .create()
             .await
             .unwrap();
         let fs = ws.fs();
@@ -42,12 +43,10 @@ async fn every_limit_refuses_before_anything_durable() {
         fs.write("/c", "1").await.unwrap();
         assert!(quota(fs.write("/d", "").await.unwrap_err()), "file count");
 
-        let big_metadata = CommitOptions {
-            metadata: Some(json!({ "note": "x".repeat(100) })),
-            ..CommitOptions::new("e2e")
-        };
+        let big_metadata =
+            CommitOptions::new("e2e").with_metadata(json!({ "note": "x".repeat(100) }));
         let e = ws.commit(big_metadata).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::QuotaExceeded, "{via:?}");
+        assert_eq!(e.code(), ErrorCode::QuotaExceeded, "{via:?}");
         assert!(
             ws.history(None, None).await.unwrap().records.is_empty(),
             "nothing durable"
@@ -55,14 +54,14 @@ async fn every_limit_refuses_before_anything_durable() {
         assert_eq!(ws.changes().unwrap().len(), 3, "still staged");
 
         assert_eq!(
-            ws.history(None, Some(6)).await.unwrap_err().code,
+            ws.history(None, Some(6)).await.unwrap_err().code(),
             ErrorCode::QuotaExceeded
         );
         let e = ws
             .diff(DiffRef::Head, DiffRef::Staged, None, Some(101))
             .await
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::QuotaExceeded);
+        assert_eq!(e.code(), ErrorCode::QuotaExceeded);
         ws.commit(CommitOptions::new("e2e")).await.unwrap();
     }
 }
@@ -79,10 +78,7 @@ async fn host_api_tour() {
                 .await
                 .unwrap();
             let r = ws
-                .commit(CommitOptions {
-                    cause: Some(format!("step {i}")),
-                    ..CommitOptions::new("e2e")
-                })
+                .commit(CommitOptions::new("e2e").with_cause(format!("step {i}")))
                 .await
                 .unwrap();
             revisions.push(r.receipt.revision);
@@ -101,12 +97,10 @@ async fn host_api_tour() {
         assert_eq!(seen, revisions, "{via:?}");
 
         // Checkpoints, idempotent by key.
-        let opts = CheckpointOptions {
-            label: Some("second".into()),
-            idempotency_key: Some("cp-1".into()),
-            revision: Some(revisions[1].clone()),
-            ..Default::default()
-        };
+        let opts = CheckpointOptions::default()
+            .with_label("second")
+            .with_idempotency_key("cp-1")
+            .with_revision(revisions[1].clone());
         let cp = ws.checkpoint(opts.clone()).await.unwrap();
         assert!(!cp.replayed);
         assert!(ws.checkpoint(opts).await.unwrap().replayed);
@@ -146,21 +140,18 @@ async fn host_api_tour() {
 
         // Purge keeps the head and the checkpointed revision.
         let dry = ws
-            .purge(PurgeOptions {
-                keep_revisions: Some(1),
-                dry_run: true,
-                ..Default::default()
-            })
+            .purge(
+                PurgeOptions::default()
+                    .with_keep_revisions(1)
+                    .with_dry_run(true),
+            )
             .await
             .unwrap();
         assert!(dry.dry_run);
         assert_eq!(dry.revisions.len(), 3, "{via:?} {dry:?}");
         assert!(!dry.revisions.contains(&revisions[1]));
         let done = ws
-            .purge(PurgeOptions {
-                keep_revisions: Some(1),
-                ..Default::default()
-            })
+            .purge(PurgeOptions::default().with_keep_revisions(1))
             .await
             .unwrap();
         assert_eq!(done.revisions, dry.revisions);
@@ -168,10 +159,10 @@ async fn host_api_tour() {
         let old = ws.read_revision(&revisions[1]).await.unwrap();
         assert_eq!(old.files["/log.md"], b"entry 1\n");
         let e = ws.read_revision(&revisions[0]).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::RevisionNotFound, "{via:?} {e}");
+        assert_eq!(e.code(), ErrorCode::RevisionNotFound, "{via:?} {e}");
         ws.delete_checkpoint(&cp.checkpoint_id).await.unwrap();
         let e = ws.delete_checkpoint(&cp.checkpoint_id).await.unwrap_err();
-        assert_eq!(e.code, ErrorCode::RevisionNotFound);
+        assert_eq!(e.code(), ErrorCode::RevisionNotFound);
     }
 }
 
@@ -180,21 +171,18 @@ async fn errors_map_to_codes() {
     for via in BOTH {
         let owner = new_user();
         let ws = new_workspace(via, &owner).await;
-        let e = Workspace::open(
-            transport(via, &new_user()).await,
-            ws.id(),
-            Limits::default(),
-        )
-        .await
-        .err()
-        .unwrap();
-        assert_eq!(e.code, ErrorCode::Authorization, "{via:?} {e}");
-        assert!(!e.retryable);
+        let e = Workspace::builder(transport(via, &new_user()).await)
+            .open(ws.id())
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(e.code(), ErrorCode::Authorization, "{via:?} {e}");
+        assert!(!e.is_retryable());
         let e = ws
             .read_revision(&uuid::Uuid::new_v4().to_string())
             .await
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::RevisionNotFound, "{via:?}");
+        assert_eq!(e.code(), ErrorCode::RevisionNotFound, "{via:?}");
     }
     // A token signed with another secret never reaches the database.
     let forged = jsonwebtoken::encode(
@@ -208,8 +196,8 @@ async fn errors_map_to_codes() {
         "test-publishable-key",
         &forged,
     ));
-    let e = Workspace::create(t, Limits::default()).await.err().unwrap();
-    assert_eq!(e.code, ErrorCode::Authentication, "{e}");
+    let e = Workspace::builder(t).create().await.err().unwrap();
+    assert_eq!(e.code(), ErrorCode::Authentication, "{e}");
     // Nothing listening: retryable, and a create whose request never left is not unknown.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -221,6 +209,6 @@ async fn errors_map_to_codes() {
         "k",
         "t",
     ));
-    let e = Workspace::create(t, Limits::default()).await.err().unwrap();
-    assert!(e.retryable && !e.outcome_unknown, "{e}");
+    let e = Workspace::builder(t).create().await.err().unwrap();
+    assert!(e.is_retryable() && !e.outcome_unknown(), "{e}");
 }

@@ -4,7 +4,7 @@
 //! documents, and counts fetches); end to end, postrust verifies the same tokens with the same
 //! set (`PGRST_JWT_SECRET` holding the JWKS).
 
-mod support;
+use supabash_tests::client as support;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use supabash::auth::{JwksVerifier, SupabaseConfig, Verifier};
-use supabash::{ErrorCode, Limits, Workspace};
+use supabash::{ErrorCode, Workspace};
 use support::{
     assert_opens_only_for_its_user, bearer_headers, json_test_server, new_user, Postrust,
 };
@@ -153,7 +153,7 @@ async fn refuses_what_the_key_set_does_not_vouch_for() {
     let user = new_user();
     let refused = |token: String| {
         let verifier = &verifier;
-        async move { verifier.verify(&token).await.unwrap_err().code }
+        async move { verifier.verify(&token).await.unwrap_err().code() }
     };
     let [rsa, ec, ed] = &keys[..] else {
         unreachable!()
@@ -278,7 +278,7 @@ async fn refuses_what_the_key_set_does_not_vouch_for() {
     ];
     for (what, token, code) in cases {
         assert_eq!(
-            verifier.verify(&token).await.unwrap_err().code,
+            verifier.verify(&token).await.unwrap_err().code(),
             code,
             "{what}"
         );
@@ -300,7 +300,7 @@ async fn unknown_kids_refetch_at_most_once_per_interval() {
     for i in 0..20 {
         let token = sign_with(&eddsa_key(&format!("random-{i}")), &claims(&user));
         assert_eq!(
-            verifier.verify(&token).await.unwrap_err().code,
+            verifier.verify(&token).await.unwrap_err().code(),
             ErrorCode::Authentication
         );
     }
@@ -337,15 +337,15 @@ async fn an_unreachable_key_set_is_a_retryable_failure() {
     let verifier = JwksVerifier::fetched_from(&format!("{}/elsewhere.json", server.url)).unwrap();
     let token = sign_with(&eddsa_key("ed-1"), &claims(&new_user()));
     let e = verifier.verify(&token).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::Storage, "{e}");
-    assert!(e.retryable);
+    assert_eq!(e.code(), ErrorCode::Storage, "{e}");
+    assert!(e.is_retryable());
     // Within the interval the failure is not retried against the server.
     let e = verifier.verify(&token).await.unwrap_err();
-    assert!(e.retryable && e.code == ErrorCode::Storage);
+    assert!(e.is_retryable() && e.code() == ErrorCode::Storage);
     // Only https, or http to loopback.
     for url in ["http://auth.example.com", "ftp://127.0.0.1", "not a url"] {
         assert_eq!(
-            JwksVerifier::supabase(url).unwrap_err().code,
+            JwksVerifier::supabase(url).unwrap_err().code(),
             ErrorCode::InvalidArgument,
             "{url}"
         );
@@ -359,7 +359,7 @@ async fn an_unreachable_key_set_is_a_retryable_failure() {
         .verify(&token)
         .await
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::Storage, "{e}");
+    assert_eq!(e.code(), ErrorCode::Storage, "{e}");
 }
 
 #[tokio::test]
@@ -368,12 +368,11 @@ async fn opens_through_postgrest_with_asymmetric_tokens() {
     let set = jwks(&keys.iter().collect::<Vec<_>>());
     let auth = JwksServer::start(set.clone()).await;
     let rest = Postrust::start(&set); // its PGRST_JWT_SECRET is the key set
-    let config = SupabaseConfig {
-        url: auth.url.clone(),
-        publishable_key: "sb_publishable_test".into(),
-        verifier: Verifier::Jwks(Arc::new(JwksVerifier::supabase(&auth.url).unwrap())),
-        rest_url: Some(rest.url.clone()),
-    };
+    let config = SupabaseConfig::new(&auth.url, "sb_publishable_test")
+        .with_verifier(Verifier::Jwks(Arc::new(
+            JwksVerifier::supabase(&auth.url).unwrap(),
+        )))
+        .with_rest_url(rest.url.clone());
     for key in &keys {
         let alice = new_user();
         let token = sign_with(key, &claims(&alice));
@@ -383,10 +382,11 @@ async fn opens_through_postgrest_with_asymmetric_tokens() {
     }
     // The project's HS256 tokens are refused by a JWKS-only verifier.
     let hs256 = support::sign(&support::user_claims(&new_user()));
-    let e = Workspace::create_from_request(&bearer_headers(&[&hs256]), &config, Limits::default())
+    let e = Workspace::builder_from_request(&bearer_headers(&[&hs256]), &config)
+        .create()
         .await
         .err()
         .unwrap();
-    assert_eq!(e.code, ErrorCode::Authentication);
+    assert_eq!(e.code(), ErrorCode::Authentication);
     assert_eq!(auth.fetches(), 1);
 }

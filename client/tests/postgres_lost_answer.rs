@@ -3,12 +3,12 @@
 //! to cut the connection at a chosen point: after the `supabash_commit` call was sent, or
 //! after the `COMMIT` that follows it was sent (the server commits; its answer never arrives).
 
-mod support;
+use supabash_tests::client as support;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use supabash::workspace::CommitOptions;
-use supabash::{ErrorCode, Limits, PostgresTransport, Workspace};
+use supabash::{ErrorCode, PostgresTransport, Workspace};
 use support::{cluster, new_user, user_claims};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -143,7 +143,8 @@ async fn workspace_via(proxy: &PgProxy, user: &str) -> Workspace {
     let transport = PostgresTransport::connect(&proxy.dsn, user_claims(user))
         .await
         .unwrap();
-    Workspace::create(Arc::new(transport), Limits::default())
+    Workspace::builder(Arc::new(transport))
+        .create()
         .await
         .unwrap()
 }
@@ -157,8 +158,8 @@ async fn a_lost_commit_answer_is_outcome_unknown_and_the_retry_replays() {
 
     proxy.cut_next_commit(Cut::AfterCommit);
     let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-    assert!(e.outcome_unknown && e.retryable, "{e}");
-    assert_eq!(e.code, ErrorCode::Storage);
+    assert!(e.outcome_unknown() && e.is_retryable(), "{e}");
+    assert_eq!(e.code(), ErrorCode::Storage);
     assert_eq!(ws.changes().unwrap().len(), 1, "the staged tree is kept");
 
     // The transport connects again; the same transaction id finds the commit that happened.
@@ -171,13 +172,10 @@ async fn a_lost_commit_answer_is_outcome_unknown_and_the_retry_replays() {
         history.records[0].transaction_id,
         retry.receipt.transaction_id
     );
-    let other = Workspace::open(
-        support::transport(support::Via::Postgres, &user).await,
-        ws.id(),
-        Limits::default(),
-    )
-    .await
-    .unwrap();
+    let other = Workspace::builder(support::transport(support::Via::Postgres, &user).await)
+        .open(ws.id())
+        .await
+        .unwrap();
     assert_eq!(
         other.fs().read_text("/once.md").await.unwrap(),
         "exactly once"
@@ -193,8 +191,8 @@ async fn a_connection_lost_before_commit_leaves_nothing_and_the_retry_commits() 
 
     proxy.cut_next_commit(Cut::AfterCall);
     let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
-    assert!(e.retryable, "{e}");
-    assert!(!e.outcome_unknown, "COMMIT was never sent: {e}");
+    assert!(e.is_retryable(), "{e}");
+    assert!(!e.outcome_unknown(), "COMMIT was never sent: {e}");
     assert!(ws.history(None, None).await.unwrap().records.is_empty());
 
     let retry = ws.commit(CommitOptions::new("e2e")).await.unwrap();

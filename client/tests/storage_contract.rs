@@ -4,7 +4,7 @@
 //! first user's objects intact (row-level security from `sql/storage.sql` decides).
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -256,12 +256,12 @@ async fn a_second_user_cannot_touch_the_first_users_prefix() {
             )
             .await
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::Authorization, "{key}");
+        assert_eq!(e.code(), ErrorCode::Authorization, "{key}");
         let e = as_u2
             .upload(&key, b"u2".to_vec(), "text/plain", &json!({}), false)
             .await
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::Authorization, "{key}");
+        assert_eq!(e.code(), ErrorCode::Authorization, "{key}");
     }
     assert!(as_u2
         .delete(std::slice::from_ref(&secret))
@@ -319,7 +319,7 @@ async fn a_second_user_cannot_touch_the_first_users_prefix() {
         .await
         .unwrap();
     let e = intruder.commit(CommitOptions::new("u2")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::Authorization, "{e}");
+    assert_eq!(e.code(), ErrorCode::Authorization, "{e}");
 
     assert_eq!(dump(open(&server, &u1).await.fs()).await, before);
     let service = StorageApi::new(

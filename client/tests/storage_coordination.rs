@@ -2,7 +2,7 @@
 //! (PostgreSQL advisory-lock leases on the test cluster), and a lease lost mid-commit.
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -71,10 +71,7 @@ async fn without_a_coordinator_the_race_is_bounded_to_whole_revisions() {
 async fn race_once() {
     let server = server().await;
     let session = new_session();
-    let cfg = StorageConfig {
-        stale_intent_after: supabash::storage::DEFAULT_STALE_INTENT,
-        ..config(&server)
-    };
+    let cfg = config(&server).with_stale_intent_after(supabash::storage::DEFAULT_STALE_INTENT);
     let a = open_cfg(&cfg, &session).await;
     let b = open_cfg(&cfg, &session).await;
     a.fs().write("/a.md", "from a").await.unwrap();
@@ -88,12 +85,12 @@ async fn race_once() {
         if let Err(e) = r {
             assert!(
                 matches!(
-                    e.code,
+                    e.code(),
                     ErrorCode::CommitCoordination | ErrorCode::CommitConflict
                 ),
                 "{e}"
             );
-            assert!(e.retryable, "{e}");
+            assert!(e.is_retryable(), "{e}");
         }
     }
     // Whatever won, a reopen reads one whole published revision.
@@ -116,10 +113,7 @@ async fn race_once() {
 async fn a_commit_in_flight_on_another_host_is_left_alone() {
     let server = server().await;
     let session = new_session();
-    let cfg = StorageConfig {
-        stale_intent_after: supabash::storage::DEFAULT_STALE_INTENT,
-        ..config(&server)
-    };
+    let cfg = config(&server).with_stale_intent_after(supabash::storage::DEFAULT_STALE_INTENT);
     let seed = open_cfg(&cfg, &session).await;
     seed.fs().write("/seed.md", "seed").await.unwrap();
     seed.commit(CommitOptions::new("seed")).await.unwrap();
@@ -148,8 +142,8 @@ async fn a_commit_in_flight_on_another_host_is_left_alone() {
     );
     b.fs().write("/b.md", "from b").await.unwrap();
     let e = b.commit(CommitOptions::new("b")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::CommitCoordination, "{e}");
-    assert!(e.retryable && !e.outcome_unknown, "{e}");
+    assert_eq!(e.code(), ErrorCode::CommitCoordination, "{e}");
+    assert!(e.is_retryable() && !e.outcome_unknown(), "{e}");
 
     server.release();
     let a_receipt = a_commit.await.unwrap().expect("A commits").receipt;
@@ -183,8 +177,8 @@ async fn a_held_lease_makes_a_commit_wait_then_give_up() {
     let lease = holder.acquire(&ws.scope(), "other-host").await.unwrap();
     ws.fs().write("/x", "1").await.unwrap();
     let e = ws.commit(CommitOptions::new("t")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::CommitCoordination);
-    assert!(e.retryable && !e.outcome_unknown);
+    assert_eq!(e.code(), ErrorCode::CommitCoordination);
+    assert!(e.is_retryable() && !e.outcome_unknown());
     lease.release().await;
     ws.commit(CommitOptions::new("t")).await.unwrap();
     assert_eq!(revision_records(&server, &session).await, 1);
@@ -232,8 +226,8 @@ async fn a_lost_lease_stops_the_commit_before_it_is_published() {
     let fragile = open_cfg(&cfg, &session).await;
     fragile.fs().write("/keep", "new").await.unwrap();
     let e = fragile.commit(CommitOptions::new("t")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::CommitCoordination, "{e}");
-    assert!(e.outcome_unknown);
+    assert_eq!(e.code(), ErrorCode::CommitCoordination, "{e}");
+    assert!(e.outcome_unknown());
     // The next open rolls the unfinished commit back: the old tree, one record.
     let reopened = open(&server, &session).await;
     assert_eq!(dump(reopened.fs()).await, before);

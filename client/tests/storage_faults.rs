@@ -5,7 +5,7 @@
 //! resolves them.
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use std::collections::BTreeMap;
 use storage_support::*;
@@ -63,12 +63,12 @@ async fn every_durable_step_fails_to_old_or_new() {
             server.inject(None);
             if let Err(e) = &result {
                 assert!(
-                    matches!(e.code, ErrorCode::Storage | ErrorCode::PartialCommit),
+                    matches!(e.code(), ErrorCode::Storage | ErrorCode::PartialCommit),
                     "{fault:?}: {e}"
                 );
-                assert!(e.retryable, "{fault:?}: {e}");
-                if e.code == ErrorCode::PartialCommit {
-                    assert!(e.outcome_unknown, "{fault:?}");
+                assert!(e.is_retryable(), "{fault:?}: {e}");
+                if e.code() == ErrorCode::PartialCommit {
+                    assert!(e.outcome_unknown(), "{fault:?}");
                 }
             }
             let reopened = open(&server, &session).await;
@@ -119,7 +119,7 @@ async fn a_retry_after_a_partial_commit_publishes_once() {
     server.inject(Some(Fault::After(steps - 1)));
     let e = ws.commit(o.clone()).await.unwrap_err();
     server.inject(None);
-    assert_eq!(e.code, ErrorCode::PartialCommit);
+    assert_eq!(e.code(), ErrorCode::PartialCommit);
     let r = ws.commit(o.clone()).await.unwrap();
     assert!(r.replayed);
     assert_eq!(revision_records(&server, &session).await, 2);
@@ -130,7 +130,7 @@ async fn a_retry_after_a_partial_commit_publishes_once() {
     server.inject(Some(Fault::Before(3)));
     let e = ws.commit(o.clone()).await.unwrap_err();
     server.inject(None);
-    assert_eq!(e.code, ErrorCode::PartialCommit, "{e}");
+    assert_eq!(e.code(), ErrorCode::PartialCommit, "{e}");
     let r = ws.commit(o).await.unwrap();
     assert!(!r.replayed);
     assert_eq!(r.receipt.position, 2);
@@ -145,7 +145,7 @@ async fn discard_after_a_partial_commit_resolves_it() {
     server.inject(Some(Fault::Before(4)));
     let e = ws.commit(CommitOptions::new("x")).await.unwrap_err();
     server.inject(None);
-    assert_eq!(e.code, ErrorCode::PartialCommit, "{e}");
+    assert_eq!(e.code(), ErrorCode::PartialCommit, "{e}");
     // While unresolved, the previous revision stays readable.
     let previous = ws.base_revision().unwrap();
     assert_eq!(
@@ -203,8 +203,8 @@ async fn a_commit_rolled_back_by_another_hosts_recovery_undoes_its_own_writes() 
     server.release();
     let e = a.await.unwrap().unwrap_err();
     server.inject(None);
-    assert_eq!(e.code, ErrorCode::CommitCoordination, "{e}");
-    assert!(e.retryable && !e.outcome_unknown);
+    assert_eq!(e.code(), ErrorCode::CommitCoordination, "{e}");
+    assert!(e.is_retryable() && !e.outcome_unknown());
     // A undid what it wrote after B's rollback: the visible objects are the old tree's.
     let service = service_api(&server, &session);
     let keep = format!("{}/keep.md", session.user_id);

@@ -3,7 +3,7 @@
 //! ancestry kept so history stays ordered across purged revisions).
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use storage_support::*;
 use supabash::workspace::{CheckpointOptions, CommitOptions, DiffRef, PurgeOptions};
@@ -36,7 +36,7 @@ async fn history_restore_checkpoints_and_purge() {
     assert_eq!(p2.records, vec![r3.clone()]);
     assert_eq!(p2.next_cursor, None);
     let e = ws.history(Some("nope"), None).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::RevisionNotFound);
+    assert_eq!(e.code(), ErrorCode::RevisionNotFound);
 
     // Old revisions and diffs.
     let old = ws.read_revision(&r1.revision).await.unwrap();
@@ -68,12 +68,10 @@ async fn history_restore_checkpoints_and_purge() {
     assert!(!reopened.fs().exists("/d").await);
 
     // Checkpoints pin revisions; purge keeps them and the newest.
-    let mut o = CheckpointOptions {
-        revision: Some(r2.revision.clone()),
-        label: Some("before cleanup".into()),
-        idempotency_key: Some("cp-1".into()),
-        ..Default::default()
-    };
+    let mut o = CheckpointOptions::default()
+        .with_revision(r2.revision.clone())
+        .with_label("before cleanup")
+        .with_idempotency_key("cp-1");
     let cp = ws.checkpoint(o.clone()).await.unwrap();
     assert!(!cp.replayed);
     o.label = Some("again".into());
@@ -82,19 +80,14 @@ async fn history_restore_checkpoints_and_purge() {
     assert_eq!(again.checkpoint_id, cp.checkpoint_id);
     assert_eq!(ws.checkpoints().await.unwrap().len(), 1);
 
-    let keep_one = PurgeOptions {
-        keep_revisions: Some(1),
-        dry_run: true,
-        ..Default::default()
-    };
+    let keep_one = PurgeOptions::default()
+        .with_keep_revisions(1)
+        .with_dry_run(true);
     let dry = ws.purge(keep_one.clone()).await.unwrap();
     assert_eq!(dry.revisions, [r3.revision.clone(), r1.revision.clone()]);
     assert_eq!(ws.history(None, None).await.unwrap().records.len(), 4);
     let done = ws
-        .purge(PurgeOptions {
-            dry_run: false,
-            ..keep_one.clone()
-        })
+        .purge(keep_one.clone().with_dry_run(false))
         .await
         .unwrap();
     assert_eq!(done.revisions, dry.revisions);
@@ -106,7 +99,7 @@ async fn history_restore_checkpoints_and_purge() {
         b"bee"
     );
     let e = ws.read_revision(&r1.revision).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::RevisionNotFound);
+    assert_eq!(e.code(), ErrorCode::RevisionNotFound);
     assert_eq!(
         open(&server, &session)
             .await
@@ -118,13 +111,7 @@ async fn history_restore_checkpoints_and_purge() {
     );
 
     ws.delete_checkpoint(&cp.checkpoint_id).await.unwrap();
-    let last = ws
-        .purge(PurgeOptions {
-            dry_run: false,
-            ..keep_one
-        })
-        .await
-        .unwrap();
+    let last = ws.purge(keep_one.with_dry_run(false)).await.unwrap();
     assert_eq!(last.revisions, vec![r2.revision]);
     assert!(last.bodies >= 1, "the body of /b is no longer used");
     let h = ws.history(None, None).await.unwrap();

@@ -3,7 +3,7 @@
 //! single-file commit), printing the figures (no timing assertions).
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use std::time::Instant;
 use storage_support::*;

@@ -4,7 +4,7 @@
 //! reserved area, lazy verified bodies, conflicts, idempotency and the capability open.
 #![cfg(feature = "storage")]
 
-mod storage_support;
+use supabash_tests::storage_support;
 
 use std::time::{Duration, SystemTime};
 use storage_support::*;
@@ -197,8 +197,8 @@ async fn per_path_conflicts_and_rebase() {
     b.commit(CommitOptions::new("b")).await.unwrap();
     c.fs().write("/shared.md", "v3 by c").await.unwrap();
     let e = c.commit(CommitOptions::new("c")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::CommitConflict);
-    assert_eq!(e.path.as_deref(), Some("/shared.md"));
+    assert_eq!(e.code(), ErrorCode::CommitConflict);
+    assert_eq!(e.path(), Some("/shared.md"));
     let fresh = open(&server, &session).await;
     assert_eq!(fresh.fs().read_text("/shared.md").await.unwrap(), "v3 by b");
 }
@@ -235,13 +235,13 @@ async fn idempotency_keys_replay_or_conflict() {
     let three = open(&server, &session).await;
     three.fs().write("/y", "2").await.unwrap();
     let e = three.commit(o).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::IdempotencyConflict);
+    assert_eq!(e.code(), ErrorCode::IdempotencyConflict);
     three.discard().await.unwrap();
     assert!(!three.fs().exists("/y").await);
     assert_eq!(three.fs().read_text("/x").await.unwrap(), "1");
 }
 
-#[cfg(feature = "storage-capability")]
+#[cfg(feature = "storage")]
 #[tokio::test]
 async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
     use supabash::capability::{
@@ -336,7 +336,7 @@ async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
     .await
     .err()
     .unwrap();
-    assert_eq!(e.code, ErrorCode::InvalidCapability);
+    assert_eq!(e.code(), ErrorCode::InvalidCapability);
 
     // A read-only capability opens but cannot commit or read history.
     let mut read_only = claims.clone();
@@ -360,9 +360,9 @@ async fn a_capability_opens_its_exact_prefix_and_spends_its_nonce_once() {
     assert_eq!(reader.fs().read_text("/report.md").await.unwrap(), "done");
     reader.fs().write("/report.md", "tampered").await.unwrap();
     let e = reader.commit(CommitOptions::new("job")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::Authorization);
+    assert_eq!(e.code(), ErrorCode::Authorization);
     let e = reader.history(None, None).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::Authorization);
+    assert_eq!(e.code(), ErrorCode::Authorization);
     assert_eq!(
         open(&server, &owner)
             .await
@@ -431,6 +431,6 @@ async fn opening_from_a_request_uses_the_verified_user_folder() {
         .await
         .err()
         .unwrap();
-        assert_eq!(e.code, code, "{token}");
+        assert_eq!(e.code(), code, "{token}");
     }
 }

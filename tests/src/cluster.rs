@@ -1,9 +1,9 @@
-//! The throwaway cluster now lives in the client crate (`supabash::devcluster`), so the CLI
-//! demo can start one too; this module keeps the tests' paths working.
+//! The throwaway cluster lives in the CLI crate (`supabash_cli::devcluster`), so `supabash
+//! demo` can start one too; this module keeps the tests' paths working.
 
 use std::path::{Path, PathBuf};
 
-pub use supabash::devcluster::{Cluster, BOOTSTRAP_SQL};
+pub use supabash_cli::devcluster::{Cluster, BOOTSTRAP_SQL};
 
 /// The repository root (the parent of this crate).
 pub fn repo_root() -> PathBuf {

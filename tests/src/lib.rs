@@ -4,10 +4,14 @@
 //!
 //! The extension must already be installed into the system PostgreSQL (`just install`).
 
+#![deny(unsafe_code)]
+
 pub mod capability;
+pub mod client;
 pub mod cluster;
 pub mod rest;
 pub mod storage_server;
+pub mod storage_support;
 pub mod support;
 
 pub use cluster::Cluster;

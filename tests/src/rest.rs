@@ -2,7 +2,7 @@
 //! switches role with `SET LOCAL ROLE`, and calls the function with named arguments taken from
 //! a JSON object (argument types come from the catalog, as PostgREST's schema cache does).
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tokio_postgres::{Client, NoTls};
 
@@ -128,7 +128,7 @@ impl Rest {
     ) -> Result<Value, DbError> {
         let sig = self.signature(function).await?;
         let obj = args.as_object().cloned().unwrap_or_default();
-        let call = supabash::transport::call_statement(function, &sig, obj);
+        let call = call_statement(function, &sig, obj);
         let tx = self.client.transaction().await?;
         Self::become_caller(&tx, caller).await?;
         let row = tx.query_one(&call.sql, &call.param_refs()).await?;
@@ -196,5 +196,78 @@ impl Rest {
     /// True when the connection still answers (the backend did not crash).
     pub async fn alive(&self) -> bool {
         self.client.simple_query("SELECT 1").await.is_ok()
+    }
+}
+
+// PostgREST's call shape, written out here so the harness does not borrow the client's own
+// statement builder (`PostgresTransport` keeps an identical one, crate-private).
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// One RPC call as a statement and its parameters.
+struct Call {
+    sql: String,
+    /// `$1`, `$2`, ...: JSON values (`None` is SQL NULL).
+    params: Vec<Option<Value>>,
+}
+
+impl Call {
+    /// The parameters as tokio-postgres takes them.
+    fn param_refs(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
+        self.params.iter().map(|p| p as _).collect()
+    }
+}
+
+/// The statement calling `rpc` with the arguments in `args`, typed by its signature `sig`
+/// (name, SQL type) as PostgREST's schema cache types them. `json`/`jsonb` arguments travel as
+/// parameters of their own, so a large one (a commit's changes) is parsed once, by the
+/// function; the others are read from one JSON object with `json_to_record`, as PostgREST does.
+/// Arguments absent from `args` are left out and take their SQL defaults.
+fn call_statement(rpc: &str, sig: &[(String, String)], args: Map<String, Value>) -> Call {
+    let given: Vec<(&String, &String, &Value)> = sig
+        .iter()
+        .filter_map(|(name, typ)| args.get(name).map(|v| (name, typ, v)))
+        .collect();
+    let is_json = |typ: &str| typ == "json" || typ == "jsonb";
+    let record: Map<String, Value> = given
+        .iter()
+        .filter(|(_, typ, _)| !is_json(typ))
+        .map(|(name, _, v)| ((*name).clone(), (*v).clone()))
+        .collect();
+    let mut params = Vec::new();
+    let mut columns = Vec::new();
+    if !record.is_empty() {
+        params.push(Some(Value::Object(record)));
+    }
+    let named: Vec<String> = given
+        .iter()
+        .map(|(name, typ, value)| {
+            let ident = quote_ident(name);
+            if is_json(typ) {
+                params.push((!value.is_null()).then(|| (*value).clone()));
+                format!("{ident} => ${}::{typ}", params.len())
+            } else {
+                columns.push(format!("{ident} {typ}"));
+                format!("{ident} => _.{ident}")
+            }
+        })
+        .collect();
+    let from = if columns.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " FROM json_to_record($1::json) AS _({})",
+            columns.join(", ")
+        )
+    };
+    Call {
+        sql: format!(
+            "SELECT to_jsonb(public.{}({})) AS r{from}",
+            quote_ident(rpc),
+            named.join(", ")
+        ),
+        params,
     }
 }

@@ -12,7 +12,7 @@
 //!   A failed fetch keeps the last good set, and nothing is fetched for that interval after it
 //!   (without any good set, verification fails retryably meanwhile). Fetches do not follow redirects, time out after
 //!   [`FETCH_TIMEOUT`] and read at most [`MAX_JWKS_BYTES`].
-//! - Claims are checked by [`super::session_claims`]: exp/nbf with [`super::LEEWAY_SECS`],
+//! - Claims are checked by `session_claims` (the parent module): exp/nbf with [`super::LEEWAY_SECS`],
 //!   `aud` = `authenticated`, the role, and `sub`.
 
 use super::{denied, session_claims};

@@ -1,21 +1,19 @@
 //! Capabilities: Ed25519-signed permissions for one Storage bucket and exact prefix, verified
-//! in process ([`storage`], cargo feature `storage-capability`) with the single-use nonce store
+//! in process ([`storage`], cargo feature `storage`) with the single-use nonce store
 //! they need ([`nonce`]); and HS256 permissions for one Postgres workspace, minted here and
-//! verified inside the database ([`postgres`], cargo feature `delegation`). The claim rules are
+//! verified inside the database ([`postgres`]). The claim rules are
 //! `supabash_core::capability`'s.
 
-#[cfg(feature = "storage-capability")]
+#[cfg(feature = "storage")]
 pub mod nonce;
-#[cfg(feature = "delegation")]
 pub mod postgres;
-#[cfg(feature = "storage-capability")]
+#[cfg(feature = "storage")]
 pub mod storage;
 
-#[cfg(feature = "storage-capability")]
+#[cfg(feature = "storage")]
 pub use nonce::{MemoryNonceStore, NonceStore};
-#[cfg(feature = "delegation")]
 pub use postgres::PostgresSigner;
-#[cfg(feature = "storage-capability")]
+#[cfg(feature = "storage")]
 pub use storage::{
     Opened, StorageScope, StorageSigner, StorageVerifier, VerifiedStorageCapability,
 };
@@ -42,5 +40,5 @@ pub(crate) fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-#[cfg(all(test, feature = "storage-capability"))]
+#[cfg(all(test, feature = "storage"))]
 mod tests;

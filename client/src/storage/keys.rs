@@ -108,6 +108,7 @@ pub struct Keys {
 
 /// What a visible key (outside the reserved area) names.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Visible {
     /// A file or a symbolic link at this path.
     Entry(String),

@@ -52,6 +52,7 @@ use tree_io::{Bodies, UNPUBLISHED};
 
 /// Where the Storage API is, which bucket holds workspaces, and the optional coordinator.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct StorageConfig {
     /// The Storage base URL (hosted: `https://<ref>.supabase.co/storage/v1`).
     pub url: String,
@@ -66,8 +67,56 @@ pub struct StorageConfig {
     pub stale_intent_after: Duration,
 }
 
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl StorageConfig {
+    /// Sets `url`.
+    pub fn with_url(mut self, value: impl Into<String>) -> Self {
+        self.url = value.into();
+        self
+    }
+
+    /// Sets `bucket`.
+    pub fn with_bucket(mut self, value: impl Into<String>) -> Self {
+        self.bucket = value.into();
+        self
+    }
+
+    /// Sets `api_key`.
+    pub fn with_api_key(mut self, value: impl Into<String>) -> Self {
+        self.api_key = Some(value.into());
+        self
+    }
+
+    /// Sets `coordinator`.
+    pub fn with_coordinator(mut self, value: Arc<dyn CommitCoordinator>) -> Self {
+        self.coordinator = Some(value);
+        self
+    }
+
+    /// Sets `stale_intent_after`.
+    pub fn with_stale_intent_after(mut self, value: Duration) -> Self {
+        self.stale_intent_after = value;
+        self
+    }
+}
+
 /// The default stale window for another host's unfinished commit: 5 minutes.
 pub const DEFAULT_STALE_INTENT: Duration = Duration::from_secs(300);
+
+impl StorageConfig {
+    /// The Storage API at `url` (hosted: `https://<ref>.supabase.co/storage/v1`) with
+    /// workspaces in `bucket`: no API key, no coordinator, [`DEFAULT_STALE_INTENT`].
+    pub fn new(url: impl Into<String>, bucket: impl Into<String>) -> Self {
+        StorageConfig {
+            url: url.into(),
+            bucket: bucket.into(),
+            api_key: None,
+            coordinator: None,
+            stale_intent_after: DEFAULT_STALE_INTENT,
+        }
+    }
+}
 
 impl std::fmt::Debug for StorageConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -163,7 +212,6 @@ impl StorageWorkspace {
     /// `config` is not used), with `token` as bearer (a trusted job's service key; the client
     /// confines every key to the prefix). The capability's nonce is consumed only once the
     /// open succeeded.
-    #[cfg(feature = "storage-capability")]
     pub async fn open_with_capability(
         config: &StorageConfig,
         capability: crate::capability::VerifiedStorageCapability,

@@ -27,6 +27,7 @@ pub const SYMLINK_TYPE: &str = "application/vnd.supabash.symlink";
 /// What an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum EntryKind {
     File,
     Directory,

@@ -65,15 +65,15 @@ fn quote_ident(name: &str) -> String {
 }
 
 /// One RPC call as a statement and its parameters.
-pub struct Call {
-    pub sql: String,
+pub(crate) struct Call {
+    pub(crate) sql: String,
     /// `$1`, `$2`, ...: JSON values (`None` is SQL NULL).
-    pub params: Vec<Option<Value>>,
+    pub(crate) params: Vec<Option<Value>>,
 }
 
 impl Call {
     /// The parameters as tokio-postgres takes them.
-    pub fn param_refs(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
+    pub(crate) fn param_refs(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
         self.params.iter().map(|p| p as _).collect()
     }
 }
@@ -83,7 +83,11 @@ impl Call {
 /// parameters of their own, so a large one (a commit's changes) is parsed once, by the
 /// function; the others are read from one JSON object with `json_to_record`, as PostgREST does.
 /// Arguments absent from `args` are left out and take their SQL defaults.
-pub fn call_statement(rpc: &str, sig: &[(String, String)], args: Map<String, Value>) -> Call {
+pub(crate) fn call_statement(
+    rpc: &str,
+    sig: &[(String, String)],
+    args: Map<String, Value>,
+) -> Call {
     let given: Vec<(&String, &String, &Value)> = sig
         .iter()
         .filter_map(|(name, typ)| args.get(name).map(|v| (name, typ, v)))

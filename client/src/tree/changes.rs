@@ -14,6 +14,7 @@ use supabash_core::ErrorCode;
 /// What a change does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ChangeKind {
     Upsert,
     Delete,

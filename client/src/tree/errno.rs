@@ -7,6 +7,7 @@ use supabash_core::ErrorCode;
 /// The POSIX error numbers the staged tree reports.
 #[allow(clippy::upper_case_acronyms)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Errno {
     /// No such file or directory.
     ENOENT,
@@ -66,6 +67,7 @@ pub type FsResult<T> = Result<T, FsError>;
 /// A failed filesystem operation: a POSIX error, or a supabash error (invalid path, quota,
 /// commit in progress, a lazy body that failed to load or verify).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FsError {
     /// A POSIX-style failure of `op` on `path`.
     #[error("{errno}, {op} '{path}'")]

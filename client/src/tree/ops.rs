@@ -13,6 +13,7 @@ use supabash_core::ErrorCode;
 
 /// What a path holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FileKind {
     File,
     Directory,

@@ -1,0 +1,237 @@
+//! bash over an agent filesystem, with bashkit (an in-process bash with its own builtins: no
+//! host process is ever started).
+//!
+//! [`Shell::run`] checks the command with the [`CommandPolicy`], then runs it in a fresh shell
+//! (working directory `/`, `HOME=/`, no variables or functions from earlier runs: only the
+//! filesystem carries over) against the agent filesystem, under a wall-clock deadline. Output
+//! is redacted and then capped. `/tmp` is scratch: it lives in the staged tree's shell-owned
+//! area, so it survives between runs of the same tree but never enters a commit; over a
+//! filesystem that refuses `/tmp` (a mounted filesystem, a read-only view) the shell keeps its
+//! own in-memory `/tmp` instead, for the life of the [`Shell`]. Files that
+//! tools create and remove on their way (bashkit's `sed -i` writes a temporary file and renames
+//! it) never reach a commit either, because the change set is the difference between the tree
+//! and its base.
+//!
+//! There is no network: the build has no HTTP client, and the policy refuses network commands
+//! unless the host allows them (for commands it registers itself).
+
+mod fs;
+mod output;
+
+pub use fs::error_code;
+pub use output::{cap, TRUNCATED_MARKER};
+
+use crate::policy::CommandPolicy;
+use crate::redact::Redactor;
+use crate::AgentFs;
+use bashkit::{Bash, ExecutionLimits, InMemoryFs, LimitExceeded};
+use std::sync::Arc;
+use std::time::Duration;
+use supabash::error::{Result, SupabashError};
+use supabash_core::ErrorCode;
+
+/// Default wall-clock deadline of one command.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default cap of stdout and of stderr, in bytes (each).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 256 * 1024;
+/// Exit status of a command stopped at its deadline (as `timeout(1)` reports it).
+pub const TIMEOUT_EXIT_CODE: i32 = 124;
+/// Exit status when bash itself refuses the script (a syntax error, as bash reports it).
+pub const SYNTAX_EXIT_CODE: i32 = 2;
+/// The scratch directory.
+pub const SCRATCH_DIR: &str = "/tmp";
+/// Room bashkit may fill past the cap before it stops collecting, so that redaction sees a
+/// secret whole before the cap cuts the text.
+const REDACTION_MARGIN: usize = 64 * 1024;
+
+/// How a [`Shell`] runs commands.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ShellConfig {
+    /// Wall-clock deadline of one command.
+    pub timeout: Duration,
+    /// Cap of stdout and of stderr, in bytes (each; the marker comes on top).
+    pub max_output_bytes: usize,
+    /// The command policy.
+    pub policy: CommandPolicy,
+    /// Redaction of everything returned.
+    pub redactor: Redactor,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+/// or `Default`, then set what differs).
+impl ShellConfig {
+    /// Sets `timeout`.
+    pub fn with_timeout(mut self, value: Duration) -> Self {
+        self.timeout = value;
+        self
+    }
+
+    /// Sets `max_output_bytes`.
+    pub fn with_max_output_bytes(mut self, value: usize) -> Self {
+        self.max_output_bytes = value;
+        self
+    }
+
+    /// Sets `policy`.
+    pub fn with_policy(mut self, value: CommandPolicy) -> Self {
+        self.policy = value;
+        self
+    }
+
+    /// Sets `redactor`.
+    pub fn with_redactor(mut self, value: Redactor) -> Self {
+        self.redactor = value;
+        self
+    }
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        ShellConfig {
+            timeout: DEFAULT_TIMEOUT,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            policy: CommandPolicy::default(),
+            redactor: Redactor::default(),
+        }
+    }
+}
+
+/// What a command printed and how it ended (redacted and capped).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ShellOutput {
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// Exit status ([`TIMEOUT_EXIT_CODE`] at the deadline).
+    pub exit_code: i32,
+    /// Output was cut (it ends with [`TRUNCATED_MARKER`]).
+    pub truncated: bool,
+    /// The deadline stopped the command; what it changed before stays staged.
+    pub timed_out: bool,
+}
+
+/// bash over an agent filesystem.
+pub struct Shell {
+    fs: Arc<dyn AgentFs>,
+    config: ShellConfig,
+    /// `/tmp` when the filesystem has none of its own.
+    scratch: Arc<InMemoryFs>,
+}
+
+impl Shell {
+    /// A shell with the default configuration.
+    pub fn new(fs: Arc<dyn AgentFs>) -> Self {
+        Self::with_config(fs, ShellConfig::default())
+    }
+
+    /// A shell with `config`.
+    pub fn with_config(fs: Arc<dyn AgentFs>, config: ShellConfig) -> Self {
+        Shell {
+            fs,
+            config,
+            scratch: Arc::new(InMemoryFs::new()),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ShellConfig {
+        &self.config
+    }
+
+    fn bash(&self, timeout: Duration) -> Bash {
+        let room = self
+            .config
+            .max_output_bytes
+            .saturating_add(REDACTION_MARGIN);
+        let limits = ExecutionLimits::new()
+            .timeout(timeout)
+            .max_input_bytes(self.config.policy.max_bytes())
+            .max_stdout_bytes(room)
+            .max_stderr_bytes(room);
+        Bash::builder()
+            .fs(Arc::new(fs::BashFs::new(self.fs.clone())))
+            .cwd("/")
+            .env("HOME", "/")
+            .limits(limits)
+            .build()
+    }
+
+    /// Runs `command`. A command the policy denies fails with `POLICY_DENIED` (the reason code
+    /// is in the message) and does not run; a command past its deadline is stopped and
+    /// reported with [`TIMEOUT_EXIT_CODE`].
+    pub async fn run(&self, command: &str) -> Result<ShellOutput> {
+        self.run_with_timeout(command, self.config.timeout).await
+    }
+
+    /// Runs `command` with its own deadline (see [`Shell::run`]).
+    pub async fn run_with_timeout(&self, command: &str, timeout: Duration) -> Result<ShellOutput> {
+        if let Err(denial) = self.config.policy.check(command) {
+            let e = SupabashError::from(denial);
+            let message = self.config.redactor.redact(e.message());
+            return Err(e.with_message(message));
+        }
+        let mut bash = self.bash(timeout);
+        if self.fs.mkdir(SCRATCH_DIR, true).await.is_err() {
+            bash.mount(SCRATCH_DIR, self.scratch.clone())
+                .map_err(|e| SupabashError::new(ErrorCode::Storage, e.to_string()))?;
+        }
+        let result = tokio::time::timeout(timeout, bash.exec(command)).await;
+        match result {
+            Err(_) => Ok(self.timed_out(timeout)),
+            Ok(Ok(r)) => {
+                let cut_by_bash = r.stdout_truncated || r.stderr_truncated;
+                Ok(self.finish(
+                    &r.stdout.text_lossy(),
+                    &r.stderr.text_lossy(),
+                    r.exit_code,
+                    cut_by_bash,
+                ))
+            }
+            Ok(Err(bashkit::Error::ResourceLimit(LimitExceeded::Timeout(_)))) => {
+                Ok(self.timed_out(timeout))
+            }
+            Ok(Err(e)) => {
+                let message = self.config.redactor.redact(&e.to_string());
+                if let Some(code) = error_code(&e) {
+                    return Err(SupabashError::new(code, message));
+                }
+                let exit = match e {
+                    bashkit::Error::Parse { .. } => SYNTAX_EXIT_CODE,
+                    _ => 1,
+                };
+                Ok(self.finish("", &format!("bash: {message}\n"), exit, false))
+            }
+        }
+    }
+
+    fn timed_out(&self, timeout: Duration) -> ShellOutput {
+        let message = format!(
+            "supabash: the command was stopped at its wall-clock deadline of {} s; what it \
+             changed before then stays staged\n",
+            timeout.as_secs_f64()
+        );
+        ShellOutput {
+            timed_out: true,
+            ..self.finish("", &message, TIMEOUT_EXIT_CODE, false)
+        }
+    }
+
+    /// Redacts, then caps.
+    fn finish(&self, stdout: &str, stderr: &str, exit_code: i32, cut: bool) -> ShellOutput {
+        let max = self.config.max_output_bytes;
+        let (mut stdout, out_cut) = cap(self.config.redactor.redact(stdout), max);
+        let (stderr, err_cut) = cap(self.config.redactor.redact(stderr), max);
+        if cut && !out_cut && !err_cut {
+            stdout.push_str(TRUNCATED_MARKER);
+        }
+        ShellOutput {
+            stdout,
+            stderr,
+            exit_code,
+            truncated: cut || out_cut || err_cut,
+            timed_out: false,
+        }
+    }
+}

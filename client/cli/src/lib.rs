@@ -1,0 +1,13 @@
+//! supabash-cli: the `supabash` command-line tool (its binary is `supabash`), and two modules
+//! other crates reach as a library:
+//!
+//! - [`devcluster`]: a throwaway local PostgreSQL with the Supabase bootstrap and the installed
+//!   extension, which `supabash demo`, the end-to-end tests (`supabash-tests`) and the
+//!   benchmarks start;
+//! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
+//!   `supabash_agent::mcp` over stdio or streamable HTTP.
+
+#![deny(unsafe_code)]
+
+pub mod devcluster;
+pub mod mcp;

@@ -1,0 +1,320 @@
+//! The `supabash` command-line tool.
+
+#![deny(unsafe_code)]
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use std::sync::Arc;
+use supabash::capability::postgres::PostgresSigner;
+use supabash::delegated::DelegatedWorkspace;
+use supabash::workspace::{CheckpointOptions, CommitOptions, DiffRef, PurgeOptions};
+use supabash::{Limits, PostgresTransport, Workspace};
+use supabash_agent::shell::Shell;
+use supabash_agent::AgentFs;
+use supabash_cli::devcluster::Cluster;
+use supabash_core::capability::{Operation, OperationSet};
+
+#[derive(Parser)]
+#[command(
+    name = "supabash",
+    version,
+    about = "Versioned workspaces for agents, in Postgres"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs a whole session on a throwaway local PostgreSQL it starts and removes: a user, a
+    /// workspace, edits (file calls and bash), commits, history, a diff, a forward restore and
+    /// a delegated job. Needs the extension installed (`just install`) and the PostgreSQL 15
+    /// server binaries.
+    Demo,
+    /// Serves the agent tools (bash, apply_patch, file tools) over MCP for one or more
+    /// workspaces, on stdio or streamable HTTP. Commit, history and restore are not tools:
+    /// they stay with the host.
+    Mcp(Box<supabash_cli::mcp::McpArgs>),
+    /// Sets a project up for the Storage backend: creates the private bucket with the service
+    /// key (when missing), then checks in the database that row-level security confines every
+    /// user to their own first folder (the four policies of sql/storage.sql) and that no other
+    /// policy widens it. Exits with status 2 when a check fails.
+    StorageSetup(StorageSetupArgs),
+}
+
+/// Arguments of `supabash storage-setup`.
+#[derive(clap::Args)]
+struct StorageSetupArgs {
+    /// The Storage API base URL, e.g. https://<ref>.supabase.co/storage/v1.
+    #[arg(long, env = "SUPABASE_STORAGE_URL")]
+    storage_url: String,
+    /// The service-role key: only it may create a bucket. Never printed.
+    #[arg(long, env = "SUPABASE_SERVICE_ROLE_KEY", hide_env_values = true)]
+    service_key: String,
+    /// A connection string of the project's database, to read the policies from the catalog.
+    #[arg(long, env = "SUPABASE_DB_URL", hide_env_values = true)]
+    db: String,
+    /// The bucket workspaces live in.
+    #[arg(long, default_value = "workspaces")]
+    bucket: String,
+}
+
+/// `supabash storage-setup`; `Ok(false)` when a policy check failed.
+async fn storage_setup(args: StorageSetupArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    use supabash::storage::setup::{check_policies, create_bucket};
+    let created = create_bucket(&args.storage_url, &args.service_key, &args.bucket).await?;
+    println!(
+        "bucket {}: {}",
+        args.bucket,
+        if created {
+            "created (private)"
+        } else {
+            "already exists"
+        }
+    );
+    let (client, connection) = tokio_postgres::connect(&args.db, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    let report = check_policies(&client, &args.bucket).await?;
+    let mark = |ok: bool| if ok { "ok" } else { "FAILED" };
+    println!(
+        "row-level security on storage.objects: {}",
+        mark(report.rls_enabled)
+    );
+    println!("bucket is private: {}", mark(report.bucket_private));
+    for command in &report.missing {
+        println!("missing: a {command} policy for authenticated confined to the user's folder");
+    }
+    for policy in &report.broad {
+        println!("widening: policy {policy:?} reaches the bucket without the folder limit");
+    }
+    println!("policies: {}", mark(report.ok()));
+    Ok(report.ok())
+}
+
+/// Stops the cluster however the demo ends.
+struct Running(Cluster);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..8.min(id.len())]
+}
+
+fn show_changes(ws: &Workspace) -> supabash::Result<()> {
+    for c in ws.changes()? {
+        let from = c.from.map(|f| format!(" (from {f})")).unwrap_or_default();
+        println!("    {:?} {}{from}", c.kind, c.path);
+    }
+    Ok(())
+}
+
+async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    println!("1. Starting a throwaway PostgreSQL (initdb, bootstrap roles, CREATE EXTENSION supabash)...");
+    let cluster = Running(Cluster::start());
+    println!(
+        "   listening on 127.0.0.1:{} (data in {})",
+        cluster.0.port,
+        cluster.0.dir.display()
+    );
+
+    let user = uuid::Uuid::new_v4().to_string();
+    println!("\n2. A signed-in user {} opens a new workspace (direct Postgres transport, claims as PostgREST sets them)", short(&user));
+    let claims = json!({ "role": "authenticated", "sub": user, "aud": "authenticated" });
+    let transport =
+        Arc::new(PostgresTransport::connect(&cluster.0.dsn("authenticator"), claims).await?);
+    let ws = Workspace::builder(transport).create().await?;
+    println!("   workspace {}", ws.id());
+
+    println!("\n3. The agent edits its staged tree (nothing is durable yet)");
+    let fs = ws.fs();
+    fs.mkdir("/notes", true).await?;
+    fs.write("/notes/todo.md", "# Todo\n- write the demo\n")
+        .await?;
+    fs.write("/notes/ideas.md", "Ideas: 日本語, émoji 🚀\n")
+        .await?;
+    fs.mkdir("/tmp", true).await?;
+    fs.write("/tmp/scratch.txt", "shell scratch space, never committed\n")
+        .await?;
+    show_changes(&ws)?;
+    let first = ws
+        .commit(
+            CommitOptions::new("demo-agent")
+                .with_correlation_id("demo-1")
+                .with_cause("first notes"),
+        )
+        .await?;
+    println!(
+        "   committed revision {} ({} changes, position {})",
+        short(&first.receipt.revision),
+        first.receipt.changes.len(),
+        first.receipt.position
+    );
+
+    println!("\n4. More edits, through bash on the same staged tree (sed -i, mv, a heredoc)");
+    let shell = Shell::new(ws.fs().clone() as Arc<dyn AgentFs>);
+    let script = concat!(
+        "sed -i 's/write the demo/write the demo (done)/' /notes/todo.md\n",
+        "echo '- show history' >> /notes/todo.md\n",
+        "mkdir -p /archive && mv /notes/ideas.md /archive/ideas.md\n",
+        "cat > /notes/done.md <<'END'\nnothing yet\nEND\n",
+        "grep -rn demo /notes",
+    );
+    print!("{}", indent(script));
+    println!("   output:");
+    let out = shell.run(script).await?;
+    print!("{}", indent(&out.stdout));
+    show_changes(&ws)?;
+    let second = ws
+        .commit(CommitOptions::new("demo-agent").with_cause("reorganise"))
+        .await?;
+    println!("   committed revision {}", short(&second.receipt.revision));
+
+    println!("\n5. History (oldest first)");
+    for r in ws.history(None, None).await?.records {
+        println!(
+            "    {} by {} at {}: {}",
+            short(&r.revision),
+            r.actor,
+            r.committed_at,
+            r.cause.unwrap_or_default()
+        );
+        for line in r.changes {
+            let from = line.from.map(|f| format!(" from {f}")).unwrap_or_default();
+            println!("        {} {}{from}", line.op, line.path);
+        }
+    }
+
+    println!("\n6. Diff between the two revisions");
+    let diff = ws
+        .diff(
+            DiffRef::Revision(first.receipt.revision.clone()),
+            DiffRef::Revision(second.receipt.revision.clone()),
+            None,
+            Some(200),
+        )
+        .await?;
+    for e in diff.entries {
+        let from = e.from.map(|f| format!(" (from {f})")).unwrap_or_default();
+        println!("    {} {}{from}", e.kind, e.path);
+        if let Some(p) = e.preview {
+            for l in p.lines() {
+                println!("        | {l}");
+            }
+        }
+    }
+
+    println!("\n7. Restore forward to the first revision (history is never rewound)");
+    let restored = ws.restore(&first.receipt.revision).await?;
+    for c in &restored.changes {
+        let from = c
+            .from
+            .as_ref()
+            .map(|f| format!(" (from {f})"))
+            .unwrap_or_default();
+        println!("    staged {:?} {}{from}", c.kind, c.path);
+    }
+    let third = ws.commit(CommitOptions::new("demo-host")).await?;
+    println!(
+        "   committed revision {} with parent {} and source revision {}",
+        short(&third.receipt.revision),
+        short(third.receipt.parent_revision.as_deref().unwrap_or("-")),
+        short(third.receipt.source_revision.as_deref().unwrap_or("-")),
+    );
+    let cp = ws
+        .checkpoint(CheckpointOptions::default().with_label("after restore"))
+        .await?;
+    println!("   checkpoint {} pins it", short(&cp.checkpoint_id));
+
+    println!("\n8. The committed tree now");
+    for (path, bytes) in ws.committed_snapshot().await?.files {
+        println!("    {path}: {:?}", String::from_utf8_lossy(&bytes));
+    }
+    delegated_job(&cluster.0, ws.id()).await?;
+    println!("\nDone; removing the throwaway cluster.");
+    Ok(())
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}\n")).collect()
+}
+
+/// A background job with no user session: the database owner registers a verifier, the
+/// trusted issuer mints a capability, service_role exchanges it for a grant that opens one
+/// workspace for exactly read + write + commit.
+async fn delegated_job(
+    cluster: &Cluster,
+    workspace: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\n9. A nightly job gets a delegated capability (no user session)");
+    let secret = cluster.psql(
+        "app",
+        "SELECT supabash_register_capability_verifier('jobs-1', 'https://jobs.example', \
+         'supabash', 'https://project.example')",
+    );
+    println!("   the database owner registered verifier jobs-1 (its secret is returned once)");
+    let signer = PostgresSigner::new(
+        "jobs-1",
+        secret.trim(),
+        "https://jobs.example",
+        "supabash",
+        "https://project.example",
+    )?;
+    let ops = OperationSet::new([Operation::Read, Operation::Write, Operation::Commit])?;
+    let token = signer.mint("nightly-report", workspace, &ops, 300, Some("run-1"))?;
+    println!("   the job's issuer minted a 300 s capability: read, write, commit");
+    let service = Arc::new(
+        PostgresTransport::connect(
+            &cluster.dsn("authenticator"),
+            json!({ "role": "service_role" }),
+        )
+        .await?,
+    );
+    let job = DelegatedWorkspace::open(service, &token, &ops, Limits::default()).await?;
+    println!(
+        "   service_role exchanged it for a grant (expires {})",
+        job.delegation().expires_at()
+    );
+    job.fs()
+        .append("/notes/todo.md", "- nightly report\n")
+        .await?;
+    let receipt = job.commit(CommitOptions::new("ignored")).await?.receipt;
+    println!(
+        "   committed revision {} as actor {:?}, correlation id {:?}",
+        short(&receipt.revision),
+        receipt.actor,
+        receipt.correlation_id.as_deref().unwrap_or("-")
+    );
+    match job.purge(PurgeOptions::default()).await {
+        Err(e) => println!("   purge is not among its operations: {}", e.code()),
+        Ok(_) => return Err("a grant without purge purged".into()),
+    }
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let outcome = match cli.command {
+        Command::Demo => runtime.block_on(demo()),
+        Command::StorageSetup(args) => match runtime.block_on(storage_setup(args)) {
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(2),
+            Err(e) => Err(e),
+        },
+        Command::Mcp(args) => runtime
+            .block_on(supabash_cli::mcp::run(*args))
+            .map_err(|e| e as _),
+    };
+    if let Err(e) = outcome {
+        eprintln!("supabash: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,194 @@
+//! `supabash mcp`: opens the workspaces the way a host does (a direct Postgres connection
+//! acting as a user, or PostgREST with the user's token), serves the tools over stdio or
+//! streamable HTTP, and, when the host asked for it at launch, commits each workspace when the
+//! session ends.
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::ServiceExt;
+use serde_json::json;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use supabash::workspace::CommitOptions;
+use supabash::{PostgresTransport, PostgrestTransport, Transport, Workspace};
+use supabash_agent::mcp::{McpServer, Session};
+use supabash_agent::redact::Redactor;
+use supabash_agent::shell::{Shell, ShellConfig};
+use supabash_agent::tools::ToolOptions;
+use supabash_agent::{AgentFs, Mount, MountedFs};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Arguments of `supabash mcp`.
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// Direct Postgres connection string (trusted hosts), acting as the user given by --sub.
+    #[arg(
+        long,
+        env = "SUPABASH_DSN",
+        hide_env_values = true,
+        conflicts_with = "url"
+    )]
+    pub dsn: Option<String>,
+    /// The user id a direct connection acts as (claims: sub, role authenticated).
+    #[arg(long, env = "SUPABASH_SUB")]
+    pub sub: Option<String>,
+    /// PostgREST base URL (Supabase: https://<project>.supabase.co/rest/v1).
+    #[arg(long, env = "SUPABASH_URL")]
+    pub url: Option<String>,
+    /// The user's access token, sent as `Authorization: Bearer`.
+    #[arg(long, env = "SUPABASH_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The publishable key, sent as `apikey`.
+    #[arg(long, env = "SUPABASH_APIKEY", hide_env_values = true)]
+    pub apikey: Option<String>,
+    /// A workspace to serve: ID, or LABEL=ID. With several, each is mounted at /LABEL
+    /// (default label: the id).
+    #[arg(long = "workspace", value_name = "[LABEL=]ID")]
+    pub workspaces: Vec<String>,
+    /// Create a new workspace and serve it (its id is printed on stderr).
+    #[arg(long)]
+    pub create: bool,
+    /// Serve streamable HTTP on this address (at /mcp) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Wall-clock deadline of one bash command, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub timeout_secs: u64,
+    /// Cap of a bash command's stdout and of its stderr, in bytes.
+    #[arg(long, default_value_t = supabash_agent::shell::DEFAULT_MAX_OUTPUT_BYTES)]
+    pub max_output_bytes: usize,
+    /// Do not offer `view_image`.
+    #[arg(long)]
+    pub no_images: bool,
+    /// When the session ends (stdin closes, or Ctrl-C for HTTP), commit each workspace that
+    /// has staged changes and write its receipt. Without it, staged edits are discarded.
+    #[arg(long)]
+    pub commit_on_exit: bool,
+    /// The actor recorded by --commit-on-exit.
+    #[arg(long, default_value = "supabash-mcp")]
+    pub actor: String,
+    /// Where --commit-on-exit writes receipts, one JSON object per line (default: stderr).
+    #[arg(long, value_name = "PATH")]
+    pub receipts: Option<PathBuf>,
+}
+
+async fn connect(args: &McpArgs) -> Result<Arc<dyn Transport>, BoxError> {
+    if let Some(dsn) = &args.dsn {
+        let sub = args.sub.as_deref().ok_or("--dsn needs --sub")?;
+        let claims = json!({ "role": "authenticated", "sub": sub, "aud": "authenticated" });
+        return Ok(Arc::new(PostgresTransport::connect(dsn, claims).await?));
+    }
+    let url = args
+        .url
+        .as_deref()
+        .ok_or("give --dsn (with --sub) or --url (with --token and --apikey)")?;
+    let token = args.token.as_deref().ok_or("--url needs --token")?;
+    let apikey = args.apikey.as_deref().ok_or("--url needs --apikey")?;
+    Ok(Arc::new(PostgrestTransport::new(url, apikey, token)))
+}
+
+/// The literal secrets of the command line, redacted from everything the tools return.
+fn redactor(args: &McpArgs) -> Redactor {
+    [&args.dsn, &args.token, &args.apikey]
+        .into_iter()
+        .flatten()
+        .fold(Redactor::default(), |r, s| r.with_literal(s.clone()))
+}
+
+async fn open(args: &McpArgs) -> Result<Vec<(String, Workspace)>, BoxError> {
+    let transport = connect(args).await?;
+    let mut out = Vec::new();
+    if args.create {
+        let ws = Workspace::builder(transport.clone()).create().await?;
+        eprintln!("supabash mcp: created workspace {}", ws.id());
+        out.push((ws.id().to_owned(), ws));
+    }
+    for spec in &args.workspaces {
+        let (label, id) = spec.split_once('=').unwrap_or((spec, spec));
+        let ws = Workspace::builder(transport.clone()).open(id).await?;
+        out.push((label.to_owned(), ws));
+    }
+    if out.is_empty() {
+        return Err("give --workspace ID (repeatable) or --create".into());
+    }
+    Ok(out)
+}
+
+fn filesystem(workspaces: &[(String, Workspace)]) -> Result<Arc<dyn AgentFs>, BoxError> {
+    if let [(_, ws)] = workspaces {
+        return Ok(ws.fs().clone());
+    }
+    let mounts = workspaces
+        .iter()
+        .map(|(label, ws)| Mount::workspace(&format!("/{label}"), ws, None))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(MountedFs::new(mounts)?))
+}
+
+async fn commit_all(args: &McpArgs, workspaces: &[(String, Workspace)]) -> Result<(), BoxError> {
+    let mut sink: Box<dyn Write> = match &args.receipts {
+        Some(p) => Box::new(std::fs::File::create(p)?),
+        None => Box::new(std::io::stderr()),
+    };
+    for (label, ws) in workspaces {
+        let line = if ws.changes()?.is_empty() {
+            json!({ "workspace": ws.id(), "label": label, "receipt": null })
+        } else {
+            let options = CommitOptions::new(args.actor.clone()).with_cause("supabash mcp session");
+            let committed = ws.commit(options).await?;
+            json!({ "workspace": ws.id(), "label": label, "receipt": committed.receipt })
+        };
+        writeln!(sink, "{line}")?;
+    }
+    sink.flush()?;
+    Ok(())
+}
+
+/// Runs `supabash mcp`.
+pub async fn run(args: McpArgs) -> Result<(), BoxError> {
+    let workspaces = open(&args).await?;
+    let fs = filesystem(&workspaces)?;
+    let redactor = redactor(&args);
+    let config = ShellConfig::default()
+        .with_timeout(Duration::from_secs(args.timeout_secs))
+        .with_max_output_bytes(args.max_output_bytes)
+        .with_redactor(redactor.clone());
+    let session = Session {
+        shell: Shell::with_config(fs.clone(), config),
+        fs,
+        options: ToolOptions::default().with_images(!args.no_images),
+    };
+    let server = McpServer::new(session, redactor);
+    match args.http {
+        None => {
+            let running = server.serve(rmcp::transport::stdio()).await?;
+            running.waiting().await?;
+        }
+        Some(addr) => {
+            let service = StreamableHttpService::new(
+                move || Ok(server.clone()),
+                LocalSessionManager::default().into(),
+                StreamableHttpServerConfig::default(),
+            );
+            let router = axum::Router::new().nest_service("/mcp", service);
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            eprintln!(
+                "supabash mcp: serving http://{}/mcp",
+                listener.local_addr()?
+            );
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await?;
+        }
+    }
+    if args.commit_on_exit {
+        commit_all(&args, &workspaces).await?;
+    }
+    Ok(())
+}
