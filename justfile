@@ -31,8 +31,9 @@ lint:
     ! cargo tree -p supabash -e normal --all-features --prefix none | awk '{print $1}' | grep -qxE 'bashkit|rmcp|axum|clap|fuser|regex|globset|similar|schemars'
     cd extension && cargo clippy --all-targets --features "pg15 pg_test" --no-default-features -- -D warnings
 
-# In-backend #[pg_test] tests (installs a test build; run as the postgres OS user).
-pgtest:
+# The extension's own #[pg_test] tests, run inside PostgreSQL by pgrx (installs a test build;
+# run as the postgres OS user).
+backend-tests:
     mkdir -p /tmp/supabash-pgrx-pgdata && chown postgres /tmp/supabash-pgrx-pgdata 2>/dev/null || true
     cd extension && flock {{lock}} cargo pgrx test pg15 --runas postgres --pgdata /tmp/supabash-pgrx-pgdata
 
@@ -40,12 +41,12 @@ pgtest:
 e2e: install
     cargo test --workspace --all-features --exclude supabash-extension
 
-# SQL scenarios (pg_test/: pg_regress, expected output) against the installed extension.
-pgsql: install
-    ./pg_test/run.sh
+# SQL scenarios (scenarios/: pg_regress, expected output) against the installed extension.
+scenarios: install
+    ./scenarios/run.sh
 
 # Every test: lints, core, in-backend, end-to-end and SQL scenarios.
-test: setup lint pgtest e2e pgsql
+test: setup lint backend-tests e2e scenarios
 
 # Benchmarks of issue 2 on a throwaway cluster; writes BENCHMARKS.md (a few minutes).
 bench: install

@@ -1,7 +1,7 @@
 //! `just bench`: measures supabash on one throwaway cluster and writes BENCHMARKS.md.
 //!
 //! Every timing is taken on the client around real round trips over TCP, with RPCs made the way
-//! PostgREST makes them (`supabash_tests::Rest`). Compared variants are interleaved run by run
+//! PostgREST makes them (`supabash_tests::SqlRpc`). Compared variants are interleaved run by run
 //! and results are medians, because the machines this runs on are small and shared.
 
 #![deny(unsafe_code)]
@@ -12,7 +12,7 @@ use report::{ms, stats, Report};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use supabash::Limits;
-use supabash_tests::{Caller, Cluster, Rest};
+use supabash_tests::{Caller, Cluster, SqlRpc};
 
 /// A workspace of a fresh user, with the head the client last saw.
 struct Ws {
@@ -22,7 +22,7 @@ struct Ws {
 }
 
 impl Ws {
-    async fn create(rest: &mut Rest) -> Ws {
+    async fn create(rest: &mut SqlRpc) -> Ws {
         let who = Caller::User(uuid::Uuid::new_v4().to_string());
         let r = rest
             .call(&who, "supabash_create_workspace", json!({}))
@@ -39,7 +39,7 @@ impl Ws {
     }
 
     /// One `supabash_commit` on the head the client knows (compare-and-swap), as a client does.
-    async fn commit(&mut self, rest: &mut Rest, changes: Vec<Value>) {
+    async fn commit(&mut self, rest: &mut SqlRpc, changes: Vec<Value>) {
         let mut args = json!({ "workspace_id": self.id, "actor": "bench", "changes": changes });
         if let Some(head) = &self.head {
             args["base_revision"] = json!(head);
@@ -49,7 +49,7 @@ impl Ws {
         self.head = r["receipt"]["revision"].as_str().map(str::to_owned);
     }
 
-    async fn read(&self, rest: &mut Rest, function: &str, mut args: Value) -> Value {
+    async fn read(&self, rest: &mut SqlRpc, function: &str, mut args: Value) -> Value {
         args["workspace_id"] = json!(self.id);
         let r = rest.call(&self.who, function, args).await;
         r.unwrap_or_else(|e| panic!("{function}: {e}"))
@@ -179,7 +179,7 @@ fn preload_pg_stat_statements(cluster: &Cluster) {
 
 /// Single-file commit latency into workspaces of 100, 1,000 and 10,000 files, interleaved
 /// round by round. Returns the 10,000-file workspace for the manifest benchmark.
-async fn commit_latency(cluster: &Cluster, rest: &mut Rest, r: &mut Report) -> Ws {
+async fn commit_latency(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) -> Ws {
     const SIZES: [usize; 3] = [100, 1_000, 10_000];
     const WARMUP: usize = 10;
     const ROUNDS: usize = 200;
@@ -246,7 +246,7 @@ async fn commit_latency(cluster: &Cluster, rest: &mut Rest, r: &mut Report) -> W
     spaces.pop().unwrap()
 }
 
-async fn manifest_load(rest: &mut Rest, ws: &Ws, r: &mut Report) {
+async fn manifest_load(rest: &mut SqlRpc, ws: &Ws, r: &mut Report) {
     let mut lat = Vec::new();
     let mut bytes = 0;
     for i in 0..33 {
@@ -277,7 +277,7 @@ async fn manifest_load(rest: &mut Rest, ws: &Ws, r: &mut Report) {
 }
 
 /// One commit of 1,000 × 4 KiB files next to a plain multi-row INSERT of the same bytes.
-async fn bulk_throughput(rest: &mut Rest, r: &mut Report) {
+async fn bulk_throughput(rest: &mut SqlRpc, r: &mut Report) {
     const FILES: usize = 1000;
     const SIZE: usize = 4096;
     const RUNS: usize = 12;
@@ -363,7 +363,7 @@ fn plain_insert_sql(rows: usize) -> String {
 }
 
 /// Runs `plain_insert_sql` with ids from `first` and the bodies as binary bytea parameters.
-async fn plain_insert(rest: &mut Rest, sql: &str, first: i64, bodies: &[String]) {
+async fn plain_insert(rest: &mut SqlRpc, sql: &str, first: i64, bodies: &[String]) {
     let ids: Vec<i64> = (first..).take(bodies.len()).collect();
     let raw: Vec<&[u8]> = bodies.iter().map(|b| b.as_bytes()).collect();
     let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = Vec::new();
@@ -380,7 +380,7 @@ fn stats_low(v: &[f64]) -> f64 {
     -stats(&neg).p90
 }
 
-async fn history_page(cluster: &Cluster, rest: &mut Rest, r: &mut Report) {
+async fn history_page(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
     let mut ws = Ws::create(rest).await;
     let mut revisions = Vec::new();
     for i in 0..1000 {
@@ -430,7 +430,7 @@ async fn history_page(cluster: &Cluster, rest: &mut Rest, r: &mut Report) {
     );
 }
 
-type Writer = (Rest, Ws);
+type Writer = (SqlRpc, Ws);
 
 /// Runs `writers.len()` writers for `secs`, each committing single-file edits to its own
 /// workspace on its own connection. Returns the writers, commits per second and latencies.
@@ -470,7 +470,7 @@ async fn concurrent_writers(cluster: &Cluster, r: &mut Report) {
     const SECS: u64 = 4;
     let mut pool = Vec::new();
     for _ in 0..WRITERS {
-        let mut rest = Rest::connect(&dsn(cluster, "app")).await;
+        let mut rest = SqlRpc::connect(&dsn(cluster, "app")).await;
         let ws = Ws::create(&mut rest).await;
         pool.push((rest, ws));
     }
@@ -613,7 +613,7 @@ struct DiskRun {
 async fn edits(
     cluster: &Cluster,
     db: &str,
-    rest: &mut Rest,
+    rest: &mut SqlRpc,
     kind: EditKind,
     size: usize,
     first: i64,
@@ -666,7 +666,7 @@ async fn disk(cluster: &Cluster, kind: EditKind, size: usize) -> DiskRun {
            LOOP EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = off)', t); END LOOP;
          END $$",
     );
-    let mut rest = Rest::connect(&dsn(cluster, &db)).await;
+    let mut rest = SqlRpc::connect(&dsn(cluster, &db)).await;
     // The empty tables, as a workspace's creation leaves them.
     Ws::create(&mut rest).await;
     let before = Sizes::of(cluster, &db);
@@ -865,7 +865,7 @@ async fn disk_usage(cluster: &Cluster, r: &mut Report) {
 
 /// Where server time goes: pg_stat_statements with nested statements tracked, over a few bulk
 /// and single-file commits (run after the measurements, so it does not disturb them).
-async fn profile(cluster: &Cluster, rest: &mut Rest, r: &mut Report) {
+async fn profile(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
     cluster.psql("app", "ALTER SYSTEM SET pg_stat_statements.track = 'all'");
     cluster.psql("app", "SELECT pg_reload_conf()");
     r.section("Where the server time goes");
@@ -1055,7 +1055,7 @@ async fn main() {
     preload_pg_stat_statements(&cluster);
     cluster.psql("app", PLAIN_TABLE);
     r.machine(&cluster.psql("app", "SELECT version()"));
-    let mut rest = Rest::connect(&dsn(&cluster, "app")).await;
+    let mut rest = SqlRpc::connect(&dsn(&cluster, "app")).await;
     if selected("latency") {
         eprintln!("bench: commit latency");
         let big = commit_latency(&cluster, &mut rest, &mut r).await;

@@ -94,7 +94,7 @@ impl Report {
              One throwaway PostgreSQL 15 cluster (`supabash_tests::Cluster`: `fsync=off`, \
              `shared_buffers=256MB`, pg_stat_statements preloaded) with the installed release \
              build of the extension. The client is this binary, on the same machine, over TCP \
-             on loopback. Every RPC is called as PostgREST calls it (`supabash_tests::Rest`: one \
+             on loopback. Every RPC is called as PostgREST calls it (`supabash_tests::SqlRpc`: one \
              transaction with `request.jwt.claims`, `SET LOCAL ROLE authenticated` and the \
              function called with named arguments), as `authenticator`, one user per \
              workspace. Times are wall-clock on the client around the whole round trip. \

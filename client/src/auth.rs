@@ -185,7 +185,7 @@ async fn ask_supabase_auth(config: &SupabaseConfig, token: &str) -> Result<Strin
         .send()
         .await
         .map_err(|e| {
-            SupabashError::new(ErrorCode::Storage, "Supabase Auth did not answer").with_source(e)
+            SupabashError::new(ErrorCode::Backend, "Supabase Auth did not answer").with_source(e)
         })?;
     let status = answer.status().as_u16();
     if status == 401 || status == 403 {
@@ -196,17 +196,17 @@ async fn ask_supabase_auth(config: &SupabaseConfig, token: &str) -> Result<Strin
     }
     if status != 200 {
         let mut e = SupabashError::new(
-            ErrorCode::Storage,
+            ErrorCode::Backend,
             format!("Supabase Auth answered HTTP {status}"),
         );
         e.retryable = status >= 500;
         return Err(e);
     }
     let body = answer.bytes().await.map_err(|e| {
-        SupabashError::new(ErrorCode::Storage, "Supabase Auth's answer was lost").with_source(e)
+        SupabashError::new(ErrorCode::Backend, "Supabase Auth's answer was lost").with_source(e)
     })?;
     let user: Value = serde_json::from_slice(&body).map_err(|e| {
-        SupabashError::new(ErrorCode::Storage, "Supabase Auth answered no user").with_source(e)
+        SupabashError::new(ErrorCode::Backend, "Supabase Auth answered no user").with_source(e)
     })?;
     user_id_of(user["id"].as_str(), user["role"].as_str())
 }

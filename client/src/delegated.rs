@@ -384,7 +384,7 @@ mod tests {
         }
         // The right set reaches the exchange.
         let (e, calls) = open_err(&token, &read_commit).await;
-        assert_eq!((e.code, calls), (ErrorCode::Storage, 1));
+        assert_eq!((e.code, calls), (ErrorCode::Backend, 1));
     }
 
     #[tokio::test]

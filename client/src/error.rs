@@ -144,14 +144,14 @@ fn classify(err: &RpcError) -> Classified {
     match err.delivery {
         Delivery::Unreached => {
             return Classified {
-                code: ErrorCode::Storage,
+                code: ErrorCode::Backend,
                 retryable: true,
                 maybe_applied: false,
             }
         }
         Delivery::Lost => {
             return Classified {
-                code: ErrorCode::Storage,
+                code: ErrorCode::Backend,
                 retryable: true,
                 maybe_applied: true,
             }
@@ -172,18 +172,18 @@ fn classify(err: &RpcError) -> Classified {
         Some(413) => known(ErrorCode::QuotaExceeded),
         // A gateway error: the database may have run the request behind it.
         Some(502 | 504) => Classified {
-            code: ErrorCode::Storage,
+            code: ErrorCode::Backend,
             retryable: true,
             maybe_applied: true,
         },
         Some(429 | 503) => Classified {
-            code: ErrorCode::Storage,
+            code: ErrorCode::Backend,
             retryable: true,
             maybe_applied: false,
         },
         Some(s) if (400..500).contains(&s) => known(ErrorCode::InvalidArgument),
         _ => Classified {
-            code: ErrorCode::Storage,
+            code: ErrorCode::Backend,
             retryable: false,
             maybe_applied: false,
         },
@@ -196,7 +196,7 @@ fn code_of(code: &str) -> Option<ErrorCode> {
         // PostgREST: JWT missing, invalid or expired.
         "PGRST300" | "PGRST301" | "PGRST302" | "PGRST303" => ErrorCode::Authentication,
         // PostgREST: cannot reach or use the database.
-        "PGRST000" | "PGRST001" | "PGRST002" | "PGRST003" => ErrorCode::Storage,
+        "PGRST000" | "PGRST001" | "PGRST002" | "PGRST003" => ErrorCode::Backend,
         // PostgREST: function not found, invalid body or arguments.
         "PGRST202" | "PGRST203" | "PGRST102" | "42883" => ErrorCode::InvalidArgument,
         "42501" => ErrorCode::Authorization,
@@ -209,7 +209,7 @@ fn code_of(code: &str) -> Option<ErrorCode> {
         "XX001" | "XX002" => ErrorCode::HistoryCorruption,
         c if c.starts_with("22") => ErrorCode::InvalidArgument,
         c if c.starts_with("08") || c.starts_with("53") || c.starts_with("57") => {
-            ErrorCode::Storage
+            ErrorCode::Backend
         }
         _ => return None,
     })
@@ -264,7 +264,7 @@ mod tests {
             (Some(403), None, ErrorCode::Authorization),
             (Some(413), None, ErrorCode::QuotaExceeded),
             (Some(418), None, ErrorCode::InvalidArgument),
-            (Some(500), Some("XX000"), ErrorCode::Storage),
+            (Some(500), Some("XX000"), ErrorCode::Backend),
         ];
         for (status, code, want) in cases {
             assert_eq!(

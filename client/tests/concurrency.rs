@@ -77,7 +77,7 @@ async fn a_lost_commit_answer_is_retried_without_a_second_revision() {
     proxy.drop_next_response();
     let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
     assert!(e.outcome_unknown() && e.is_retryable(), "{e}");
-    assert_eq!(e.code(), ErrorCode::Storage);
+    assert_eq!(e.code(), ErrorCode::Backend);
     // The staged tree is unchanged and writable again.
     assert_eq!(ws.changes().unwrap().len(), 1);
 

@@ -337,11 +337,11 @@ async fn an_unreachable_key_set_is_a_retryable_failure() {
     let verifier = JwksVerifier::fetched_from(&format!("{}/elsewhere.json", server.url)).unwrap();
     let token = sign_with(&eddsa_key("ed-1"), &claims(&new_user()));
     let e = verifier.verify(&token).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::Storage, "{e}");
+    assert_eq!(e.code(), ErrorCode::Backend, "{e}");
     assert!(e.is_retryable());
     // Within the interval the failure is not retried against the server.
     let e = verifier.verify(&token).await.unwrap_err();
-    assert!(e.is_retryable() && e.code() == ErrorCode::Storage);
+    assert!(e.is_retryable() && e.code() == ErrorCode::Backend);
     // Only https, or http to loopback.
     for url in ["http://auth.example.com", "ftp://127.0.0.1", "not a url"] {
         assert_eq!(
@@ -359,7 +359,7 @@ async fn an_unreachable_key_set_is_a_retryable_failure() {
         .verify(&token)
         .await
         .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::Storage, "{e}");
+    assert_eq!(e.code(), ErrorCode::Backend, "{e}");
 }
 
 #[tokio::test]

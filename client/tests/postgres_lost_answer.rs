@@ -159,7 +159,7 @@ async fn a_lost_commit_answer_is_outcome_unknown_and_the_retry_replays() {
     proxy.cut_next_commit(Cut::AfterCommit);
     let e = ws.commit(CommitOptions::new("e2e")).await.unwrap_err();
     assert!(e.outcome_unknown() && e.is_retryable(), "{e}");
-    assert_eq!(e.code(), ErrorCode::Storage);
+    assert_eq!(e.code(), ErrorCode::Backend);
     assert_eq!(ws.changes().unwrap().len(), 1, "the staged tree is kept");
 
     // The transport connects again; the same transaction id finds the commit that happened.

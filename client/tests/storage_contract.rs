@@ -1,5 +1,5 @@
 //! The Storage API test server follows the observed contract of the real server
-//! (`shared/reference/supabase-storage-api.md`), row by row where the backend depends on it,
+//! (docs/storage.md, "What the backend relies on"), row by row where the backend depends on it,
 //! and a second user trying every object operation on the first user's prefix fails with the
 //! first user's objects intact (row-level security from `sql/storage.sql` decides).
 #![cfg(feature = "storage")]

@@ -63,7 +63,7 @@ async fn every_durable_step_fails_to_old_or_new() {
             server.inject(None);
             if let Err(e) = &result {
                 assert!(
-                    matches!(e.code(), ErrorCode::Storage | ErrorCode::PartialCommit),
+                    matches!(e.code(), ErrorCode::Backend | ErrorCode::PartialCommit),
                     "{fault:?}: {e}"
                 );
                 assert!(e.is_retryable(), "{fault:?}: {e}");

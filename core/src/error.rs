@@ -24,7 +24,9 @@ pub enum ErrorCode {
     QuotaExceeded,
     Redacted,
     RevisionNotFound,
-    Storage,
+    /// A backend (PostgreSQL, PostgREST, Supabase Auth or Storage) failed, was unreachable, or
+    /// answered something the contract does not describe.
+    Backend,
     UnsupportedContent,
 }
 
@@ -50,14 +52,14 @@ impl ErrorCode {
             ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
             ErrorCode::Redacted => "REDACTED",
             ErrorCode::RevisionNotFound => "REVISION_NOT_FOUND",
-            ErrorCode::Storage => "STORAGE",
+            ErrorCode::Backend => "BACKEND",
             ErrorCode::UnsupportedContent => "UNSUPPORTED_CONTENT",
         }
     }
 
     /// Whether an immediate retry may succeed.
     pub fn retryable(self) -> bool {
-        matches!(self, ErrorCode::CommitCoordination | ErrorCode::Storage)
+        matches!(self, ErrorCode::CommitCoordination | ErrorCode::Backend)
     }
 }
 

@@ -1,4 +1,4 @@
-//! Bodies at rest. `supabash.bodies.body` holds one codec byte and the payload: `0` the bytes
+//! The byte format of bodies at rest. `supabash.bodies.body` holds one codec byte and the payload: `0` the bytes
 //! as they are, `1` a zstd frame of them (level `LEVEL`), `2` a zstd frame compressed against
 //! the plain bytes of another body of the workspace (`bodies.base_hash`, the file's previous
 //! version) as a prefix, so an edit costs about what it changed. The smallest form wins (a

@@ -9,10 +9,10 @@
 pub mod capability;
 pub mod client;
 pub mod cluster;
-pub mod rest;
+pub mod sql_rpc;
 pub mod storage_server;
 pub mod storage_support;
 pub mod support;
 
 pub use cluster::Cluster;
-pub use rest::{Caller, DbError, Rest};
+pub use sql_rpc::{Caller, DbError, SqlRpc};

@@ -1,5 +1,5 @@
 //! The **Storage API test server**: an HTTP server that follows the observed contract of the
-//! Supabase Storage API (`shared/reference/supabase-storage-api.md`: endpoints, body shapes,
+//! Supabase Storage API (docs/storage.md, "What the backend relies on": endpoints, body shapes,
 //! errors as HTTP 400 with the real status as a string in the body, `x-upsert`, ETags as the
 //! quoted md5 of the content, `If-None-Match` → 304, list-v2 cursors), so the Storage backend is
 //! tested against the contract without the real server (which cannot be installed here).

@@ -19,7 +19,7 @@ use supabash_tests::capability::{
     claims_of, forge, register, register_with, revoke, server_log, with_claims,
 };
 use supabash_tests::support::{admin, fingerprint, marker};
-use supabash_tests::{Caller, Cluster, DbError, Rest};
+use supabash_tests::{Caller, Cluster, DbError, SqlRpc};
 
 const ISS: &str = "https://issuer.test";
 const AUD: &str = "supabash";
@@ -221,7 +221,7 @@ struct Ws {
     r1: String,
 }
 
-async fn workspace(rest: &mut Rest) -> Ws {
+async fn workspace(rest: &mut SqlRpc) -> Ws {
     let owner = Caller::new_user();
     let id = rest.create_workspace(&owner).await;
     let r1 = rest
@@ -246,7 +246,7 @@ async fn workspace(rest: &mut Rest) -> Ws {
 
 /// The head revision and a checkpoint id (made when none is left) of `ws`, as the owner sees
 /// them now.
-async fn current(rest: &mut Rest, ws: &Ws) -> (String, String) {
+async fn current(rest: &mut SqlRpc, ws: &Ws) -> (String, String) {
     let head = rest
         .call(
             &ws.owner,
@@ -368,7 +368,7 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
 }
 
 /// Call `i` of [`calls`] with the current head and checkpoint of `ws`.
-async fn call_now(rest: &mut Rest, ws: &Ws, i: usize) -> Call {
+async fn call_now(rest: &mut SqlRpc, ws: &Ws, i: usize) -> Call {
     let (head, cp) = current(rest, ws).await;
     calls(ws, &head, &cp).swap_remove(i)
 }
@@ -379,14 +379,14 @@ fn with_grant(args: &Value, grant: &str) -> Value {
     a
 }
 
-async fn exchange(rest: &mut Rest, caller: &Caller, token: &str) -> Result<Value, DbError> {
+async fn exchange(rest: &mut SqlRpc, caller: &Caller, token: &str) -> Result<Value, DbError> {
     rest.call(caller, EXCHANGE, json!({ "capability": token }))
         .await
 }
 
 /// Exchanges a fresh capability as service_role and returns the grant.
 async fn grant(
-    rest: &mut Rest,
+    rest: &mut SqlRpc,
     tally: &mut Tally,
     v: &Verifier,
     ws: &str,
@@ -406,7 +406,7 @@ async fn grant(
 #[tokio::test]
 async fn each_operation_opens_exactly_its_rpcs() {
     let cluster = Cluster::shared();
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let v = verifier(cluster, "ops-matrix");
     let ws = workspace(&mut rest).await;
     let mut tally = Tally::default();
@@ -466,7 +466,7 @@ async fn each_operation_opens_exactly_its_rpcs() {
 async fn every_rpc_refuses_every_identity_but_the_owner_and_a_valid_grant() {
     let cluster = Cluster::shared();
     let admin = admin(cluster).await;
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let v = verifier(cluster, "identities");
     let a = workspace(&mut rest).await;
     let b = workspace(&mut rest).await;
@@ -619,7 +619,7 @@ async fn every_rpc_refuses_every_identity_but_the_owner_and_a_valid_grant() {
 #[tokio::test]
 async fn broken_capabilities_are_refused_at_the_exchange() {
     let cluster = Cluster::shared();
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let v = verifier(cluster, "exchange");
     let ws = workspace(&mut rest).await;
     let other = workspace(&mut rest).await;
@@ -1030,7 +1030,7 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
 #[tokio::test]
 async fn concurrent_exchanges_of_one_token_spend_it_once() {
     let cluster = Cluster::shared();
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let v = verifier(cluster, "race");
     let ws = workspace(&mut rest).await;
     let mut tally = Tally::default();
@@ -1045,7 +1045,7 @@ async fn concurrent_exchanges_of_one_token_spend_it_once() {
         let dsn = cluster.dsn("authenticator");
         let token = token.clone();
         racers.push(tokio::spawn(async move {
-            let mut rest = Rest::connect(&dsn).await;
+            let mut rest = SqlRpc::connect(&dsn).await;
             exchange(&mut rest, &Caller::Service, &token).await
         }));
     }
@@ -1072,7 +1072,7 @@ async fn concurrent_exchanges_of_one_token_spend_it_once() {
 #[tokio::test]
 async fn registration_rotation_overlap_and_revocation() {
     let cluster = Cluster::shared();
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let ws = workspace(&mut rest).await;
     let mut tally = Tally::default();
     let read = ops(&[Operation::Read]);
@@ -1174,7 +1174,7 @@ async fn registration_rotation_overlap_and_revocation() {
 #[tokio::test]
 async fn delegated_commits_record_the_grant_actor_and_correlation() {
     let cluster = Cluster::shared();
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let v = verifier(cluster, "attribution");
     let ws = workspace(&mut rest).await;
     let mut tally = Tally::default();
@@ -1237,7 +1237,7 @@ async fn delegated_commits_record_the_grant_actor_and_correlation() {
 async fn private_tables_refuse_every_postgrest_role() {
     let cluster = Cluster::shared();
     let admin = admin(cluster).await;
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let v = verifier(cluster, "tables");
     let ws = workspace(&mut rest).await;
     let mut tally = Tally::default();

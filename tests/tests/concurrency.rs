@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use supabash_tests::support::{admin, expect_err, fingerprint, marker, workspace_counts};
-use supabash_tests::{Caller, Cluster, Rest};
+use supabash_tests::{Caller, Cluster, SqlRpc};
 use tokio::sync::{Barrier, Mutex};
 
 /// These tests measure time and hold locks: one at a time.
@@ -16,7 +16,7 @@ static SERIAL: Mutex<()> = Mutex::const_new(());
 const WRITERS: usize = 64;
 
 async fn commit(
-    rest: &mut Rest,
+    rest: &mut SqlRpc,
     owner: &Caller,
     ws: &str,
     base: Option<&str>,
@@ -42,7 +42,7 @@ async fn sixty_four_writers_one_winner() {
     let _serial = SERIAL.lock().await;
     let cluster = Cluster::shared();
     let owner = Caller::new_user();
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let ws = rest.create_workspace(&owner).await;
     let base = rest
         .commit_as(
@@ -56,7 +56,7 @@ async fn sixty_four_writers_one_winner() {
     // 64 connections, all open before anyone starts.
     let mut conns = Vec::new();
     for _ in 0..WRITERS {
-        conns.push(Rest::connect(&cluster.dsn("authenticator")).await);
+        conns.push(SqlRpc::connect(&cluster.dsn("authenticator")).await);
     }
     let barrier = Arc::new(Barrier::new(WRITERS));
     let mut tasks = Vec::new();
@@ -155,7 +155,7 @@ async fn a_held_lock_gives_coordination_error_after_about_a_second() {
     let _serial = SERIAL.lock().await;
     let cluster = Cluster::shared();
     let owner = Caller::new_user();
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let ws = rest.create_workspace(&owner).await;
     let head = rest
         .commit_as(
@@ -227,7 +227,7 @@ async fn a_failure_after_the_head_moved_rolls_everything_back() {
     let cluster = Cluster::shared();
     let admin = admin(cluster).await;
     let owner = Caller::new_user();
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let ws = rest.create_workspace(&owner).await;
     let head = commit(
         &mut rest,

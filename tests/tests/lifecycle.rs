@@ -6,12 +6,12 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use supabash_core::hash::sha256;
 use supabash_tests::support::{admin, expect_err, workspace_counts};
-use supabash_tests::{Caller, Cluster, Rest};
+use supabash_tests::{Caller, Cluster, SqlRpc};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 struct Ws {
-    rest: Rest,
+    rest: SqlRpc,
     owner: Caller,
     id: String,
     head: Option<String>,
@@ -20,7 +20,7 @@ struct Ws {
 impl Ws {
     async fn new() -> Ws {
         let cluster = Cluster::shared();
-        let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+        let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
         let owner = Caller::new_user();
         let id = rest.create_workspace(&owner).await;
         Ws {

@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 use supabash_tests::support::{admin, fingerprint, marker};
-use supabash_tests::{Caller, Cluster, Rest};
+use supabash_tests::{Caller, Cluster, SqlRpc};
 
 /// Attempts and denials, for the final report of each test.
 #[derive(Default)]
@@ -45,7 +45,7 @@ struct Fixture {
     cp: String,
 }
 
-async fn fixture(rest: &mut Rest) -> Fixture {
+async fn fixture(rest: &mut SqlRpc) -> Fixture {
     let owner = Caller::new_user();
     let ws = rest.create_workspace(&owner).await;
     let r1 = rest
@@ -204,7 +204,7 @@ fn intruders(owner_sub: &str) -> Vec<(&'static str, Caller)> {
 async fn only_the_owner_reaches_a_workspace() {
     let cluster = Cluster::shared();
     let admin = admin(cluster).await;
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let f = fixture(&mut rest).await;
     let owner_sub = match &f.owner {
         Caller::User(s) => s.clone(),
@@ -510,7 +510,7 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
 async fn malformed_input_is_refused_and_changes_nothing() {
     let cluster = Cluster::shared();
     let admin = admin(cluster).await;
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let f = fixture(&mut rest).await;
     let before = fingerprint(&admin, &f.ws).await;
     let mut tally = Tally::default();
@@ -553,7 +553,7 @@ async fn malformed_input_is_refused_and_changes_nothing() {
 async fn private_objects_are_unreachable_directly() {
     let cluster = Cluster::shared();
     let admin = admin(cluster).await;
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let f = fixture(&mut rest).await;
     let before = fingerprint(&admin, &f.ws).await;
     let tables: Vec<String> = admin

@@ -2,12 +2,12 @@
 //! another user and anon cannot.
 
 use serde_json::json;
-use supabash_tests::{Caller, Cluster, Rest};
+use supabash_tests::{Caller, Cluster, SqlRpc};
 
 #[tokio::test]
 async fn create_commit_read_and_deny_others() {
     let cluster = Cluster::shared();
-    let mut rest = Rest::connect(&cluster.dsn("authenticator")).await;
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let alice = Caller::User(uuid::Uuid::new_v4().to_string());
     let ws = rest
         .call(&alice, "supabash_create_workspace", json!({}))

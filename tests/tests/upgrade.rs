@@ -22,7 +22,7 @@ use std::path::Path;
 use supabash::capability::PostgresSigner;
 use supabash_core::capability::{Operation, OperationSet};
 use supabash_tests::cluster::repo_root;
-use supabash_tests::{Caller, Cluster, Rest};
+use supabash_tests::{Caller, Cluster, SqlRpc};
 use tokio_postgres::{Client, NoTls};
 
 /// The version this build installs (the workspace version, which the extension's is too).
@@ -272,7 +272,7 @@ fn receipt_revision(v: &Value) -> String {
         .to_owned()
 }
 
-async fn commit(rest: &mut Rest, who: &Caller, ws: &str, args: Value) -> String {
+async fn commit(rest: &mut SqlRpc, who: &Caller, ws: &str, args: Value) -> String {
     let mut args = args;
     args["workspace_id"] = json!(ws);
     let r = rest
@@ -283,7 +283,7 @@ async fn commit(rest: &mut Rest, who: &Caller, ws: &str, args: Value) -> String 
 }
 
 /// Fills database `db` (which has the old version) through the RPCs.
-async fn fill(cluster: &Cluster, db: &str, rest: &mut Rest) -> Filled {
+async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
     let alice = Caller::new_user();
     let bob = Caller::new_user();
     let a = rest.create_workspace(&alice).await;
@@ -445,7 +445,7 @@ fn base64_encode(bytes: &[u8]) -> String {
 }
 
 /// What every read RPC answers on the filled data: (what was asked, the answer or the error).
-async fn reads(rest: &mut Rest, filled: &Filled) -> Vec<(String, Result<Value, String>)> {
+async fn reads(rest: &mut SqlRpc, filled: &Filled) -> Vec<(String, Result<Value, String>)> {
     let mut out: Vec<(String, Result<Value, String>)> = Vec::new();
     for (who, ws) in &filled.workspaces {
         let mut calls: Vec<(&str, Value)> = vec![
@@ -684,7 +684,7 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             .unwrap_or_else(|e| {
                 panic!("CREATE EXTENSION supabash VERSION '{version}' (is it installed? `just install`): {e}")
             });
-        let mut rest = Rest::connect(&dsn(cluster, "authenticator", &name)).await;
+        let mut rest = SqlRpc::connect(&dsn(cluster, "authenticator", &name)).await;
         let filled = fill(cluster, &name, &mut rest).await;
         let before = reads(&mut rest, &filled).await;
         assert!(before.len() > 30, "{} reads", before.len());
@@ -718,7 +718,7 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             before.len()
         );
         // (b) Every read answers as before, on a new connection (no cached plan helps).
-        let mut rest = Rest::connect(&dsn(cluster, "authenticator", &name)).await;
+        let mut rest = SqlRpc::connect(&dsn(cluster, "authenticator", &name)).await;
         let after = reads(&mut rest, &filled).await;
         assert_eq!(before.len(), after.len());
         for ((what, b), (_, a)) in before.iter().zip(&after) {

@@ -49,10 +49,10 @@ impl KeySet {
     /// (symmetric keys, other curves, encryption keys, keys without a `kid`) are left out.
     fn parse(json: &[u8]) -> Result<KeySet> {
         let doc: Value = serde_json::from_slice(json).map_err(|e| {
-            SupabashError::new(ErrorCode::Storage, "the key set is not JSON").with_source(e)
+            SupabashError::new(ErrorCode::Backend, "the key set is not JSON").with_source(e)
         })?;
         let keys = doc["keys"].as_array().ok_or_else(|| {
-            SupabashError::new(ErrorCode::Storage, "the key set has no \"keys\" array")
+            SupabashError::new(ErrorCode::Backend, "the key set has no \"keys\" array")
         })?;
         let set = keys
             .iter()
@@ -187,7 +187,7 @@ impl JwksVerifier {
             .timeout(FETCH_TIMEOUT)
             .build()
             .map_err(|e| {
-                SupabashError::new(ErrorCode::Storage, "no HTTP client for the key set")
+                SupabashError::new(ErrorCode::Backend, "no HTTP client for the key set")
                     .with_source(e)
             })?;
         Ok(JwksVerifier {
@@ -310,7 +310,7 @@ impl JwksVerifier {
         let state = self.state.read().expect("jwks");
         if matches!(self.source, Source::Fetched { .. }) && state.fetched_at.is_none() {
             let mut e = SupabashError::new(
-                ErrorCode::Storage,
+                ErrorCode::Backend,
                 "the key set could not be fetched yet; try again later",
             );
             e.retryable = true;
@@ -343,7 +343,7 @@ fn check_url(url: &str) -> Result<()> {
 
 async fn fetch(http: &reqwest::Client, url: &str) -> Result<KeySet> {
     let unavailable = |message: String| {
-        let mut e = SupabashError::new(ErrorCode::Storage, message);
+        let mut e = SupabashError::new(ErrorCode::Backend, message);
         e.retryable = true;
         e
     };

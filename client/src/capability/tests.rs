@@ -123,11 +123,11 @@ fn the_nonce_is_spent_only_after_the_open_succeeds() {
             .verify_at(&token, &scope(), NOW)
             .unwrap()
             .open(&nonces, |_| async {
-                Err::<(), _>(SupabashError::new(ErrorCode::Storage, "bucket offline"))
+                Err::<(), _>(SupabashError::new(ErrorCode::Backend, "bucket offline"))
             })
             .await
             .unwrap_err();
-        assert_eq!(failed.code, ErrorCode::Storage);
+        assert_eq!(failed.code, ErrorCode::Backend);
         assert!(nonces.is_empty(), "a failed open spends nothing");
         // A capability refused by a check never reaches the store either.
         let wrong = StorageScope {

@@ -269,7 +269,7 @@ impl StorageApi {
                 Some(Ok(Err(e))) => return Err(e),
                 Some(Err(e)) => {
                     return Err(SupabashError::new(
-                        ErrorCode::Storage,
+                        ErrorCode::Backend,
                         format!("an upload task failed: {e}"),
                     ))
                 }
@@ -332,7 +332,7 @@ impl StorageApi {
             };
         }
         let v: Value = serde_json::from_slice(&body)
-            .map_err(|e| SupabashError::new(ErrorCode::Storage, format!("info: {e}")))?;
+            .map_err(|e| SupabashError::new(ErrorCode::Backend, format!("info: {e}")))?;
         Ok(Some(ObjectInfo {
             etag: v["etag"].as_str().map(str::to_owned),
             size: v["size"].as_u64(),
@@ -393,7 +393,7 @@ impl StorageApi {
                 return Err(answer_error(status.as_u16(), &bytes, false));
             }
             let page: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| SupabashError::new(ErrorCode::Storage, format!("list-v2: {e}")))?;
+                .map_err(|e| SupabashError::new(ErrorCode::Backend, format!("list-v2: {e}")))?;
             for o in page["objects"].as_array().into_iter().flatten() {
                 let name = o["name"].as_str().unwrap_or_default().to_owned();
                 if !name.starts_with(prefix) {
@@ -416,7 +416,7 @@ impl StorageApi {
                     .as_str()
                     .ok_or_else(|| {
                         SupabashError::new(
-                            ErrorCode::Storage,
+                            ErrorCode::Backend,
                             "list-v2 said hasNext without a cursor",
                         )
                     })?
@@ -499,7 +499,7 @@ mod tests {
             .upload("u/x", b"x".to_vec(), "text/plain", &json!({}), true)
             .await
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::Storage);
+        assert_eq!(e.code, ErrorCode::Backend);
         assert!(e.retryable && e.outcome_unknown, "{e}");
         let e = api.download("u/x").await.unwrap_err();
         assert!(e.retryable && !e.outcome_unknown, "{e}");

@@ -18,7 +18,7 @@ pub async fn create_bucket(url: &str, service_key: &str, bucket: &str) -> Result
         .body(json!({ "name": bucket, "id": bucket, "public": false }).to_string())
         .send()
         .await
-        .map_err(|e| SupabashError::new(ErrorCode::Storage, format!("storage unreachable: {e}")))?;
+        .map_err(|e| SupabashError::new(ErrorCode::Backend, format!("storage unreachable: {e}")))?;
     let status = response.status().as_u16();
     let body = response.bytes().await.unwrap_or_default();
     if (200..300).contains(&status) {
@@ -68,7 +68,7 @@ fn confines(expr: Option<&str>, bucket: &str) -> bool {
 /// other permissive policy for `authenticated` or `public` that is not so confined.
 pub async fn check_policies(client: &tokio_postgres::Client, bucket: &str) -> Result<PolicyReport> {
     let db = |e: tokio_postgres::Error| {
-        SupabashError::new(ErrorCode::Storage, format!("policy check failed: {e}"))
+        SupabashError::new(ErrorCode::Backend, format!("policy check failed: {e}"))
     };
     let rls_enabled: bool = client
         .query_opt(

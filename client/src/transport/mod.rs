@@ -35,7 +35,7 @@ pub async fn call<R: Rpc>(transport: &dyn Transport, request: &R) -> Result<R::A
         .map_err(|e| SupabashError::from_rpc(e, R::MUTATES))?;
     serde_json::from_value(answer).map_err(|e| {
         SupabashError::new(
-            ErrorCode::Storage,
+            ErrorCode::Backend,
             format!("{} answered an unexpected shape", R::NAME),
         )
         .with_source(e)

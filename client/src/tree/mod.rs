@@ -314,7 +314,7 @@ impl StagedTree {
             return Ok(bytes.clone());
         }
         let source = self.source.as_ref().ok_or_else(|| {
-            SupabashError::new(ErrorCode::Storage, "no source for lazy bodies")
+            SupabashError::new(ErrorCode::Backend, "no source for lazy bodies")
                 .with_path(&lazy.path)
         })?;
         let key = (lazy.revision.clone(), lazy.path.clone());

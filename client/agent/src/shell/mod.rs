@@ -175,7 +175,7 @@ impl Shell {
         let mut bash = self.bash(timeout);
         if self.fs.mkdir(SCRATCH_DIR, true).await.is_err() {
             bash.mount(SCRATCH_DIR, self.scratch.clone())
-                .map_err(|e| SupabashError::new(ErrorCode::Storage, e.to_string()))?;
+                .map_err(|e| SupabashError::new(ErrorCode::Backend, e.to_string()))?;
         }
         let result = tokio::time::timeout(timeout, bash.exec(command)).await;
         match result {

@@ -1,4 +1,4 @@
-//! Calls an RPC the way PostgREST does: one transaction that sets `request.jwt.claims`,
+//! Calls an RPC over a plain SQL connection the way PostgREST would (no HTTP): one transaction that sets `request.jwt.claims`,
 //! switches role with `SET LOCAL ROLE`, and calls the function with named arguments taken from
 //! a JSON object (argument types come from the catalog, as PostgREST's schema cache does).
 
@@ -81,19 +81,19 @@ impl From<tokio_postgres::Error> for DbError {
 }
 
 /// One connection as `authenticator`, like one PostgREST pool slot.
-pub struct Rest {
+pub struct SqlRpc {
     pub client: Client,
     signatures: HashMap<String, Vec<(String, String)>>,
 }
 
-impl Rest {
+impl SqlRpc {
     /// Connects as `authenticator` (or another login role) with a libpq connection string.
-    pub async fn connect(dsn: &str) -> Rest {
+    pub async fn connect(dsn: &str) -> SqlRpc {
         let (client, conn) = tokio_postgres::connect(dsn, NoTls).await.expect("connect");
         tokio::spawn(async move {
             let _ = conn.await;
         });
-        Rest {
+        SqlRpc {
             client,
             signatures: HashMap::new(),
         }

@@ -1,4 +1,4 @@
--- Test-only helpers for the pg_test/ scenarios (schema pgt). run.sh loads this file into the
+-- Test-only helpers for the scenarios/ scenarios (schema pgt). run.sh loads this file into the
 -- throwaway database after CREATE EXTENSION supabash; it is never part of an install.
 --
 --   pgt.keep(name, result, path...)  remembers the id found at `path` in an RPC result under

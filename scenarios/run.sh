@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Runs the pg_test/ SQL scenarios (pg_regress, expected-output style) against the supabash
+# Runs the scenarios/ SQL scenarios (pg_regress, expected-output style) against the supabash
 # extension installed in the system PostgreSQL 15 (`just install` first).
 #
 # It starts a throwaway cluster as the `postgres` OS user on a free loopback port, creates the
 # database `supabash_regress`, applies sql/bootstrap.sql, CREATE EXTENSION supabash, loads the
-# test-only helpers in pg_test/fixture.sql (schema `pgt`), runs the scenarios listed in
-# pg_test/schedule with `pg_regress --use-existing`, and stops the cluster. Exits non-zero on
-# any difference (pg_test/results/regression.diffs shows it).
+# test-only helpers in scenarios/fixture.sql (schema `pgt`), runs the scenarios listed in
+# scenarios/schedule with `pg_regress --use-existing`, and stops the cluster. Exits non-zero on
+# any difference (scenarios/results/regression.diffs shows it).
 #
-#   pg_test/run.sh            run every scenario
-#   pg_test/run.sh commit     run only the named scenarios (pg_test/sql/<name>.sql)
-#   pg_test/run.sh --accept   run, then copy the outputs over pg_test/expected (review the diff!)
+#   scenarios/run.sh            run every scenario
+#   scenarios/run.sh commit     run only the named scenarios (scenarios/sql/<name>.sql)
+#   scenarios/run.sh --accept   run, then copy the outputs over scenarios/expected (review the diff!)
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -44,7 +44,7 @@ free_port() {
   return 1
 }
 
-tmp="$(mktemp -d /tmp/supabash-pgtest.XXXXXX)"
+tmp="$(mktemp -d /tmp/supabash-scenarios.XXXXXX)"
 chmod 755 "$tmp"
 [ "$(id -u)" = 0 ] && chown postgres "$tmp"
 data="$tmp/data"
@@ -91,7 +91,7 @@ status=0
 
 if [ "$accept" = 1 ]; then
   cp "$out"/results/*.out "$here/expected/"
-  echo "copied $(ls "$out"/results/*.out | wc -l) outputs to pg_test/expected/"
+  echo "copied $(ls "$out"/results/*.out | wc -l) outputs to scenarios/expected/"
 fi
 if [ "$status" -ne 0 ]; then
   [ -f "$out/regression.diffs" ] && head -200 "$out/regression.diffs"
