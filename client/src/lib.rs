@@ -29,7 +29,7 @@ pub use codec::{DocumentCodec, PlainCodec};
 pub use delegated::{DelegatedWorkspace, Delegation};
 pub use error::{Result, SupabashError};
 pub use limits::Limits;
-pub use open::{RequestWorkspaceBuilder, WorkspaceBuilder};
+pub use open::{Request, WorkspaceBuilder};
 pub use supabash_core::ErrorCode;
 pub use transport::{PostgresTransport, PostgrestTransport, Transport};
 pub use tree::{Errno, FsError, StagedTree};

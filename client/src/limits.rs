@@ -84,6 +84,18 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The size of a history page: `requested`, or the largest allowed, from 1 to
+    /// `max_history_page`.
+    pub fn history_page(&self, requested: Option<usize>) -> Result<usize> {
+        let max = self.max_history_page;
+        match requested.unwrap_or(max) {
+            size @ 1.. if size <= max => Ok(size),
+            _ => Err(SupabashError::quota(format!(
+                "history pages hold 1 to {max} records"
+            ))),
+        }
+    }
+
     /// Checks one path's length.
     pub fn check_path(&self, path: &str) -> Result<()> {
         if path.chars().count() > self.max_path_chars {

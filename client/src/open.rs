@@ -21,37 +21,27 @@ use crate::{Limits, Transport, Workspace};
 use reqwest::header::HeaderMap;
 use std::sync::Arc;
 
-/// Options shared by both builders.
-#[derive(Clone, Default)]
-struct Options {
+/// Opens or creates a workspace. `S` is where it comes from: a transport the host holds
+/// ([`Workspace::builder`]) or an incoming request ([`Workspace::builder_from_request`]).
+#[must_use = "a builder does nothing until `create` or `open` is awaited"]
+#[derive(Clone)]
+pub struct WorkspaceBuilder<S = Arc<dyn Transport>> {
+    source: S,
     limits: Limits,
     codec: Option<Arc<dyn DocumentCodec>>,
 }
 
-impl Options {
-    fn apply(&self, ws: Workspace) -> Workspace {
-        match &self.codec {
-            Some(codec) => ws.with_codec(codec.clone()),
-            None => ws,
-        }
-    }
-}
-
-/// Opens or creates a workspace over a transport. Made by [`Workspace::builder`].
-#[must_use = "a builder does nothing until `create` or `open` is awaited"]
-#[derive(Clone)]
-pub struct WorkspaceBuilder {
-    transport: Arc<dyn Transport>,
-    options: Options,
+/// The source of a [`WorkspaceBuilder`] made by [`Workspace::builder_from_request`].
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    headers: &'a HeaderMap,
+    config: &'a SupabaseConfig,
 }
 
 impl Workspace {
     /// Starts opening a workspace over `transport` (default [`Limits`], [`crate::PlainCodec`]).
     pub fn builder(transport: Arc<dyn Transport>) -> WorkspaceBuilder {
-        WorkspaceBuilder {
-            transport,
-            options: Options::default(),
-        }
+        WorkspaceBuilder::new(transport)
     }
 
     /// Starts opening a workspace for an incoming request: `create`/`open` first verify its
@@ -60,82 +50,70 @@ impl Workspace {
     pub fn builder_from_request<'a>(
         headers: &'a HeaderMap,
         config: &'a SupabaseConfig,
-    ) -> RequestWorkspaceBuilder<'a> {
-        RequestWorkspaceBuilder {
-            headers,
-            config,
-            options: Options::default(),
-        }
+    ) -> WorkspaceBuilder<Request<'a>> {
+        WorkspaceBuilder::new(Request { headers, config })
     }
 }
 
-impl WorkspaceBuilder {
+impl<S> WorkspaceBuilder<S> {
+    fn new(source: S) -> Self {
+        WorkspaceBuilder {
+            source,
+            limits: Limits::default(),
+            codec: None,
+        }
+    }
+
     /// The client limits (default [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.options.limits = limits;
+        self.limits = limits;
         self
     }
 
     /// Splits staged files into body and metadata with `codec` when committing and diffing
     /// (default [`crate::PlainCodec`]). Reads always show the server's rendering.
     pub fn codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
-        self.options.codec = Some(codec);
+        self.codec = Some(codec);
         self
     }
 
+    fn apply(&self, ws: Workspace) -> Workspace {
+        match &self.codec {
+            Some(codec) => ws.with_codec(codec.clone()),
+            None => ws,
+        }
+    }
+}
+
+impl WorkspaceBuilder {
     /// Creates a new, empty workspace owned by the caller and opens it.
     pub async fn create(self) -> Result<Workspace> {
-        let ws = Workspace::create(self.transport, self.options.limits.clone()).await?;
-        Ok(self.options.apply(ws))
+        let ws = Workspace::create(self.source.clone(), self.limits.clone()).await?;
+        Ok(self.apply(ws))
     }
 
     /// Opens a workspace the caller owns, pinned to its current head. Bodies load lazily.
     pub async fn open(self, workspace_id: &str) -> Result<Workspace> {
-        let ws = Workspace::open(self.transport, workspace_id, self.options.limits.clone()).await?;
-        Ok(self.options.apply(ws))
+        let ws = Workspace::open(self.source.clone(), workspace_id, self.limits.clone()).await?;
+        Ok(self.apply(ws))
     }
 }
 
-/// Opens or creates a workspace for an incoming request, returning the verified [`Session`]
-/// with it. Made by [`Workspace::builder_from_request`].
-#[must_use = "a builder does nothing until `create` or `open` is awaited"]
-pub struct RequestWorkspaceBuilder<'a> {
-    headers: &'a HeaderMap,
-    config: &'a SupabaseConfig,
-    options: Options,
-}
-
-impl RequestWorkspaceBuilder<'_> {
-    /// The client limits (default [`Limits::default`]).
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.options.limits = limits;
-        self
-    }
-
-    /// Splits staged files into body and metadata with `codec` (see
-    /// [`WorkspaceBuilder::codec`]).
-    pub fn codec(mut self, codec: Arc<dyn DocumentCodec>) -> Self {
-        self.options.codec = Some(codec);
-        self
-    }
-
+impl WorkspaceBuilder<Request<'_>> {
     /// Verifies the request's session and creates a workspace owned by that user.
     pub async fn create(self) -> Result<(Session, Workspace)> {
+        let Request { headers, config } = self.source;
         let (session, ws) =
-            Workspace::create_from_request(self.headers, self.config, self.options.limits.clone())
-                .await?;
-        Ok((session, self.options.apply(ws)))
+            Workspace::create_from_request(headers, config, self.limits.clone()).await?;
+        Ok((session, self.apply(ws)))
     }
 
     /// Verifies the request's session, then opens `workspace_id` as that user.
     pub async fn open(self, workspace_id: &str) -> Result<(Session, Workspace)> {
-        let (session, ws) = Workspace::open_from_request(
-            self.headers,
-            self.config,
-            workspace_id,
-            self.options.limits.clone(),
-        )
-        .await?;
-        Ok((session, self.options.apply(ws)))
+        let Request { headers, config } = self.source;
+        let (session, ws) =
+            Workspace::open_from_request(headers, config, workspace_id, self.limits.clone())
+                .await?;
+        Ok((session, self.apply(ws)))
     }
 }

@@ -293,13 +293,7 @@ impl Workspace {
         cursor: Option<&str>,
         page_size: Option<usize>,
     ) -> Result<HistoryPage> {
-        let size = page_size.unwrap_or(self.limits.max_history_page);
-        if size == 0 || size > self.limits.max_history_page {
-            return Err(SupabashError::quota(format!(
-                "history pages hold 1 to {} records",
-                self.limits.max_history_page
-            )));
-        }
+        let size = self.limits.history_page(page_size)?;
         self.rpc(&rq::History {
             workspace_id: self.id.clone(),
             cursor: cursor.map(str::to_owned),

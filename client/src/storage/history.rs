@@ -85,13 +85,7 @@ impl StorageWorkspace {
         page_size: Option<usize>,
     ) -> Result<HistoryPage> {
         self.require(Operation::History)?;
-        let max = self.tree.limits().max_history_page;
-        let size = page_size.unwrap_or(max);
-        if size == 0 || size > max {
-            return Err(SupabashError::quota(format!(
-                "history pages hold 1 to {max} records"
-            )));
-        }
+        let size = self.tree.limits().history_page(page_size)?;
         let mut chain = self.chain().await?;
         chain.reverse();
         let start = match cursor {
