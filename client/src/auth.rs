@@ -46,31 +46,14 @@ pub struct SupabaseConfig {
     pub rest_url: Option<String>,
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl SupabaseConfig {
-    /// Sets `url`.
-    pub fn with_url(mut self, value: impl Into<String>) -> Self {
-        self.url = value.into();
-        self
-    }
-
-    /// Sets `publishable_key`.
-    pub fn with_publishable_key(mut self, value: impl Into<String>) -> Self {
-        self.publishable_key = value.into();
-        self
-    }
-
-    /// Sets `verifier`.
-    pub fn with_verifier(mut self, value: Verifier) -> Self {
-        self.verifier = value;
-        self
-    }
-
-    /// Sets `rest_url`.
-    pub fn with_rest_url(mut self, value: impl Into<String>) -> Self {
-        self.rest_url = Some(value.into());
-        self
+crate::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl SupabaseConfig {
+        with_url(url: into String),
+        with_publishable_key(publishable_key: into String),
+        with_verifier(verifier: Verifier),
+        with_rest_url(rest_url: some into String),
     }
 }
 

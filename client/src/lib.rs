@@ -16,6 +16,7 @@ pub mod limits;
 pub mod open;
 mod options;
 mod rpc_error;
+mod setters;
 pub mod transport;
 pub mod tree;
 pub mod workspace;

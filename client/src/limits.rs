@@ -23,49 +23,17 @@ pub struct Limits {
     pub max_transaction_metadata_bytes: usize,
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl Limits {
-    /// Sets `max_files`.
-    pub fn with_max_files(mut self, value: usize) -> Self {
-        self.max_files = value;
-        self
-    }
-
-    /// Sets `max_file_bytes`.
-    pub fn with_max_file_bytes(mut self, value: usize) -> Self {
-        self.max_file_bytes = value;
-        self
-    }
-
-    /// Sets `max_staged_bytes`.
-    pub fn with_max_staged_bytes(mut self, value: usize) -> Self {
-        self.max_staged_bytes = value;
-        self
-    }
-
-    /// Sets `max_path_chars`.
-    pub fn with_max_path_chars(mut self, value: usize) -> Self {
-        self.max_path_chars = value;
-        self
-    }
-
-    /// Sets `max_history_page`.
-    pub fn with_max_history_page(mut self, value: usize) -> Self {
-        self.max_history_page = value;
-        self
-    }
-
-    /// Sets `max_diff_preview_bytes`.
-    pub fn with_max_diff_preview_bytes(mut self, value: usize) -> Self {
-        self.max_diff_preview_bytes = value;
-        self
-    }
-
-    /// Sets `max_transaction_metadata_bytes`.
-    pub fn with_max_transaction_metadata_bytes(mut self, value: usize) -> Self {
-        self.max_transaction_metadata_bytes = value;
-        self
+crate::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl Limits {
+        with_max_files(max_files: usize),
+        with_max_file_bytes(max_file_bytes: usize),
+        with_max_staged_bytes(max_staged_bytes: usize),
+        with_max_path_chars(max_path_chars: usize),
+        with_max_history_page(max_history_page: usize),
+        with_max_diff_preview_bytes(max_diff_preview_bytes: usize),
+        with_max_transaction_metadata_bytes(max_transaction_metadata_bytes: usize),
     }
 }
 

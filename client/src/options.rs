@@ -5,92 +5,36 @@
 use crate::workspace::{CheckpointOptions, CommitOptions, PurgeOptions};
 use serde_json::Value;
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl CommitOptions {
-    /// Sets `actor`.
-    pub fn with_actor(mut self, value: impl Into<String>) -> Self {
-        self.actor = value.into();
-        self
-    }
-
-    /// Sets `correlation_id`.
-    pub fn with_correlation_id(mut self, value: impl Into<String>) -> Self {
-        self.correlation_id = Some(value.into());
-        self
-    }
-
-    /// Sets `cause`.
-    pub fn with_cause(mut self, value: impl Into<String>) -> Self {
-        self.cause = Some(value.into());
-        self
-    }
-
-    /// Sets `idempotency_key`.
-    pub fn with_idempotency_key(mut self, value: impl Into<String>) -> Self {
-        self.idempotency_key = Some(value.into());
-        self
-    }
-
-    /// Sets `metadata`.
-    pub fn with_metadata(mut self, value: Value) -> Self {
-        self.metadata = Some(value);
-        self
+crate::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl CommitOptions {
+        with_actor(actor: into String),
+        with_correlation_id(correlation_id: some into String),
+        with_cause(cause: some into String),
+        with_idempotency_key(idempotency_key: some into String),
+        with_metadata(metadata: some Value),
     }
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl CheckpointOptions {
-    /// Sets `label`.
-    pub fn with_label(mut self, value: impl Into<String>) -> Self {
-        self.label = Some(value.into());
-        self
-    }
-
-    /// Sets `retention_class`.
-    pub fn with_retention_class(mut self, value: impl Into<String>) -> Self {
-        self.retention_class = Some(value.into());
-        self
-    }
-
-    /// Sets `idempotency_key`.
-    pub fn with_idempotency_key(mut self, value: impl Into<String>) -> Self {
-        self.idempotency_key = Some(value.into());
-        self
-    }
-
-    /// Sets `revision`.
-    pub fn with_revision(mut self, value: impl Into<String>) -> Self {
-        self.revision = Some(value.into());
-        self
+crate::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl CheckpointOptions {
+        with_label(label: some into String),
+        with_retention_class(retention_class: some into String),
+        with_idempotency_key(idempotency_key: some into String),
+        with_revision(revision: some into String),
     }
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl PurgeOptions {
-    /// Sets `keep_revisions`.
-    pub fn with_keep_revisions(mut self, value: i64) -> Self {
-        self.keep_revisions = Some(value);
-        self
-    }
-
-    /// Sets `max_age_seconds`.
-    pub fn with_max_age_seconds(mut self, value: i64) -> Self {
-        self.max_age_seconds = Some(value);
-        self
-    }
-
-    /// Sets `floor_revision`.
-    pub fn with_floor_revision(mut self, value: impl Into<String>) -> Self {
-        self.floor_revision = Some(value.into());
-        self
-    }
-
-    /// Sets `dry_run`.
-    pub fn with_dry_run(mut self, value: bool) -> Self {
-        self.dry_run = value;
-        self
+crate::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl PurgeOptions {
+        with_keep_revisions(keep_revisions: some i64),
+        with_max_age_seconds(max_age_seconds: some i64),
+        with_floor_revision(floor_revision: some into String),
+        with_dry_run(dry_run: bool),
     }
 }

@@ -31,14 +31,7 @@ async fn a_ten_mib_binary_file_round_trips() {
 async fn an_unpublished_prefix_with_more_objects_than_a_page_opens_whole() {
     let server = server().await;
     let session = new_session();
-    let api = supabash::storage::StorageApi::new(
-        &server.url,
-        BUCKET,
-        &format!("{}/", session.user_id),
-        &session.access_token,
-        None,
-    )
-    .unwrap();
+    let api = user_api(&server, &session);
     let n = supabash::storage::api::PAGE + 5;
     let uploads = (0..n)
         .map(|i| supabash::storage::api::Upload {

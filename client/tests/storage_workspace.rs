@@ -8,7 +8,6 @@ use supabash_tests::storage_support;
 
 use std::time::{Duration, SystemTime};
 use storage_support::*;
-use supabash::storage::StorageApi;
 use supabash::workspace::CommitOptions;
 use supabash::ErrorCode;
 use supabash_tests::storage_server::StorageServer;
@@ -89,14 +88,8 @@ async fn a_reopen_reproduces_the_tree() {
     assert_eq!(again.fs().read_text("/link").await.unwrap(), "bonjour\n");
 
     // The reserved area is invisible and unreachable from the tree.
-    let top: Vec<String> = again
-        .fs()
-        .readdir("/")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let entries = again.fs().readdir("/").await.unwrap();
+    let top: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     assert!(!top.iter().any(|n| n.starts_with(".supabash")), "{top:?}");
     assert!(again.fs().write("/.supabash/head.json", "x").await.is_err());
 
@@ -120,24 +113,9 @@ async fn a_reopen_reproduces_the_tree() {
 async fn objects_written_by_others_open_without_history() {
     let server = server().await;
     let session = new_session();
-    let api = StorageApi::new(
-        &server.url,
-        BUCKET,
-        &format!("{}/", session.user_id),
-        &session.access_token,
-        None,
-    )
-    .unwrap();
+    let api = user_api(&server, &session);
     let key = format!("{}/docs/plain.txt", session.user_id);
-    api.upload(
-        &key,
-        b"foreign".to_vec(),
-        "text/plain",
-        &serde_json::json!({}),
-        true,
-    )
-    .await
-    .unwrap();
+    put(&api, &key, b"foreign", "text/plain").await;
     let ws = open(&server, &session).await;
     assert_eq!(
         ws.fs().read_text("/docs/plain.txt").await.unwrap(),
@@ -159,16 +137,7 @@ async fn bodies_load_lazily_and_are_verified() {
     let hash = supabash_core::hash::sha256_hex(b"original");
     let service = service_api(&server, &session);
     let key = format!("{}/.supabash/objects/{hash}", session.user_id);
-    service
-        .upload(
-            &key,
-            b"tampered".to_vec(),
-            "application/octet-stream",
-            &serde_json::json!({}),
-            true,
-        )
-        .await
-        .unwrap();
+    put(&service, &key, b"tampered", "application/octet-stream").await;
     let again = open(&server, &session).await;
     let e = again.fs().read("/a.txt").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::HistoryCorruption);

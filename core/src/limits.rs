@@ -61,6 +61,13 @@ pub fn check_text(name: &'static str, value: Option<&str>, max: usize) -> Result
     }
 }
 
+/// Several optional text fields, each `(name, value, max)`: the first failure.
+pub fn check_texts(fields: &[(&'static str, Option<&str>, usize)]) -> Result<(), FieldError> {
+    fields
+        .iter()
+        .try_for_each(|&(name, value, max)| check_text(name, value, max))
+}
+
 /// An optional JSON object of at most `max` bytes as compact JSON.
 pub fn check_object(
     name: &'static str,

@@ -47,14 +47,25 @@ pub fn config(server: &StorageServer) -> StorageConfig {
 
 /// The Storage API on `session`'s folder with the service key, to inspect what is stored.
 pub fn service_api(server: &StorageServer, session: &Session) -> StorageApi {
-    StorageApi::new(
-        &server.url,
-        BUCKET,
-        &format!("{}/", session.user_id),
-        &StorageServer::service_key(),
-        None,
-    )
-    .unwrap()
+    folder_api(server, session, &StorageServer::service_key())
+}
+
+/// The Storage API on `session`'s folder with the user's own token.
+pub fn user_api(server: &StorageServer, session: &Session) -> StorageApi {
+    folder_api(server, session, &session.access_token)
+}
+
+fn folder_api(server: &StorageServer, session: &Session, token: &str) -> StorageApi {
+    let prefix = format!("{}/", session.user_id);
+    StorageApi::new(&server.url, BUCKET, &prefix, token, None).unwrap()
+}
+
+/// Uploads `bytes` at `key` (upsert), as a writer outside supabash would.
+pub async fn put(api: &StorageApi, key: &str, bytes: &[u8], content_type: &str) {
+    let bytes = bytes.to_vec();
+    api.upload(key, bytes, content_type, &serde_json::json!({}), true)
+        .await
+        .unwrap();
 }
 
 /// Revision records stored in `session`'s folder.

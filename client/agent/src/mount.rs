@@ -29,19 +29,12 @@ pub struct ViewSpec {
     pub hidden: Vec<String>,
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl ViewSpec {
-    /// Sets `root`.
-    pub fn with_root(mut self, value: impl Into<String>) -> Self {
-        self.root = Some(value.into());
-        self
-    }
-
-    /// Sets `hidden`.
-    pub fn with_hidden(mut self, value: Vec<String>) -> Self {
-        self.hidden = value;
-        self
+supabash::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl ViewSpec {
+        with_root(root: some into String),
+        with_hidden(hidden: Vec<String>),
     }
 }
 

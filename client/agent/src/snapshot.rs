@@ -22,19 +22,12 @@ pub struct SnapshotLimits {
     pub max_bytes: usize,
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl SnapshotLimits {
-    /// Sets `max_files`.
-    pub fn with_max_files(mut self, value: usize) -> Self {
-        self.max_files = value;
-        self
-    }
-
-    /// Sets `max_bytes`.
-    pub fn with_max_bytes(mut self, value: usize) -> Self {
-        self.max_bytes = value;
-        self
+supabash::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl SnapshotLimits {
+        with_max_files(max_files: usize),
+        with_max_bytes(max_bytes: usize),
     }
 }
 

@@ -195,13 +195,8 @@ async fn every_mutation_of_read_only_hidden_and_unmounted_paths_is_denied() {
     // Hidden and unviewed paths read as absent.
     assert!(!fs.exists("/memories/.internal/key").await);
     assert!(fs.read("/memories/../other/unseen.md").await.is_err());
-    let names: Vec<String> = fs
-        .readdir("/memories")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let entries = fs.readdir("/memories").await.unwrap();
+    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["profile.md"]);
 }
 
@@ -210,13 +205,8 @@ async fn writable_mounts_commit_separately_and_the_manifest_records_the_snapshot
     let s = setup().await;
     let fs = &s.fs;
     let o = ToolOptions::default();
-    let root: Vec<String> = fs
-        .readdir("/")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let entries = fs.readdir("/").await.unwrap();
+    let root: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(root, ["docs", "memories", "scratch"]);
 
     tools::call(

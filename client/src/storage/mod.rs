@@ -67,37 +67,15 @@ pub struct StorageConfig {
     pub stale_intent_after: Duration,
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl StorageConfig {
-    /// Sets `url`.
-    pub fn with_url(mut self, value: impl Into<String>) -> Self {
-        self.url = value.into();
-        self
-    }
-
-    /// Sets `bucket`.
-    pub fn with_bucket(mut self, value: impl Into<String>) -> Self {
-        self.bucket = value.into();
-        self
-    }
-
-    /// Sets `api_key`.
-    pub fn with_api_key(mut self, value: impl Into<String>) -> Self {
-        self.api_key = Some(value.into());
-        self
-    }
-
-    /// Sets `coordinator`.
-    pub fn with_coordinator(mut self, value: Arc<dyn CommitCoordinator>) -> Self {
-        self.coordinator = Some(value);
-        self
-    }
-
-    /// Sets `stale_intent_after`.
-    pub fn with_stale_intent_after(mut self, value: Duration) -> Self {
-        self.stale_intent_after = value;
-        self
+crate::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl StorageConfig {
+        with_url(url: into String),
+        with_bucket(bucket: into String),
+        with_api_key(api_key: some into String),
+        with_coordinator(coordinator: some Arc<dyn CommitCoordinator>),
+        with_stale_intent_after(stale_intent_after: Duration),
     }
 }
 

@@ -6,6 +6,7 @@ use super::{committable, Body, Node, StagedTree};
 use crate::codec::{canonical, DocumentCodec};
 use crate::error::{Result, SupabashError};
 use serde::Serialize;
+use serde_with::skip_serializing_none;
 use std::collections::BTreeMap;
 use supabash_core::moves;
 use supabash_core::rpc::{StagedDocument, WireChange};
@@ -22,20 +23,16 @@ pub enum ChangeKind {
 }
 
 /// One staged change, by rendered content hash and size.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StagedChange {
     pub kind: ChangeKind,
     pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub before_hash: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub before_size: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub after_hash: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub after_size: Option<u64>,
 }
 

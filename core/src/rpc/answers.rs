@@ -5,6 +5,7 @@ use super::body;
 use super::receipt::Receipt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_with::skip_serializing_none;
 
 /// `supabash_create_workspace`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -18,6 +19,7 @@ pub struct WorkspaceCreated {
 
 /// One stored file: rendered content hash and size, body hash and size, metadata, and the
 /// body (`text` or `base64`, see [`body`]) when the RPC sends bodies.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct File {
@@ -27,9 +29,7 @@ pub struct File {
     pub body_hash: String,
     pub body_size: i64,
     pub metadata: Value,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub text: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub base64: Option<String>,
 }
 
@@ -121,18 +121,15 @@ impl std::fmt::Display for DiffKind {
 }
 
 /// One diff entry.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiffEntry {
     pub kind: DiffKind,
     pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub from: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub before_hash: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub after_hash: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub preview: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub binary: bool,
@@ -148,16 +145,14 @@ pub struct Diff {
 }
 
 /// A checkpoint: a named pin on a revision that purge keeps.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Checkpoint {
     pub checkpoint_id: String,
     pub revision: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub retention_class: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub idempotency_key: Option<String>,
     pub created_at: String,
     /// True when an idempotent retry of `supabash_checkpoint` returned an existing checkpoint.

@@ -11,6 +11,7 @@ use crate::limits::{MAX_BODY_BYTES, MAX_CHANGES_PER_COMMIT};
 use crate::path::{self, PathError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_with::skip_serializing_none;
 use std::fmt;
 
 /// New content for a path: body bytes and metadata.
@@ -30,18 +31,15 @@ pub enum Op {
 }
 
 /// One change as it travels.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WireChange {
     pub op: Op,
     pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub from: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub text: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub base64: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub metadata: Option<Value>,
 }
 
@@ -81,15 +79,13 @@ impl WireChange {
 }
 
 /// One file of a staged tree sent to `supabash_diff`: an upsert without `op`.
+#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StagedDocument {
     pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub text: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub base64: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub metadata: Option<Value>,
 }
 

@@ -58,31 +58,14 @@ pub struct ShellConfig {
     pub redactor: Redactor,
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl ShellConfig {
-    /// Sets `timeout`.
-    pub fn with_timeout(mut self, value: Duration) -> Self {
-        self.timeout = value;
-        self
-    }
-
-    /// Sets `max_output_bytes`.
-    pub fn with_max_output_bytes(mut self, value: usize) -> Self {
-        self.max_output_bytes = value;
-        self
-    }
-
-    /// Sets `policy`.
-    pub fn with_policy(mut self, value: CommandPolicy) -> Self {
-        self.policy = value;
-        self
-    }
-
-    /// Sets `redactor`.
-    pub fn with_redactor(mut self, value: Redactor) -> Self {
-        self.redactor = value;
-        self
+supabash::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl ShellConfig {
+        with_timeout(timeout: Duration),
+        with_max_output_bytes(max_output_bytes: usize),
+        with_policy(policy: CommandPolicy),
+        with_redactor(redactor: Redactor),
     }
 }
 

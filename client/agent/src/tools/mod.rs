@@ -52,55 +52,18 @@ pub struct ToolOptions {
     pub images: bool,
 }
 
-/// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-/// or `Default`, then set what differs).
-impl ToolOptions {
-    /// Sets `read_max_lines`.
-    pub fn with_read_max_lines(mut self, value: usize) -> Self {
-        self.read_max_lines = value;
-        self
-    }
-
-    /// Sets `read_max_bytes`.
-    pub fn with_read_max_bytes(mut self, value: usize) -> Self {
-        self.read_max_bytes = value;
-        self
-    }
-
-    /// Sets `max_entries`.
-    pub fn with_max_entries(mut self, value: usize) -> Self {
-        self.max_entries = value;
-        self
-    }
-
-    /// Sets `max_walk`.
-    pub fn with_max_walk(mut self, value: usize) -> Self {
-        self.max_walk = value;
-        self
-    }
-
-    /// Sets `max_matches`.
-    pub fn with_max_matches(mut self, value: usize) -> Self {
-        self.max_matches = value;
-        self
-    }
-
-    /// Sets `max_line_bytes`.
-    pub fn with_max_line_bytes(mut self, value: usize) -> Self {
-        self.max_line_bytes = value;
-        self
-    }
-
-    /// Sets `image_max_bytes`.
-    pub fn with_image_max_bytes(mut self, value: usize) -> Self {
-        self.image_max_bytes = value;
-        self
-    }
-
-    /// Sets `images`.
-    pub fn with_images(mut self, value: bool) -> Self {
-        self.images = value;
-        self
+supabash::setters! {
+    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
+    /// or `Default`, then set what differs).
+    impl ToolOptions {
+        with_read_max_lines(read_max_lines: usize),
+        with_read_max_bytes(read_max_bytes: usize),
+        with_max_entries(max_entries: usize),
+        with_max_walk(max_walk: usize),
+        with_max_matches(max_matches: usize),
+        with_max_line_bytes(max_line_bytes: usize),
+        with_image_max_bytes(image_max_bytes: usize),
+        with_images(images: bool),
     }
 }
 
