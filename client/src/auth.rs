@@ -47,8 +47,6 @@ pub struct SupabaseConfig {
 }
 
 crate::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl SupabaseConfig {
         with_url(url: into String),
         with_publishable_key(publishable_key: into String),

@@ -24,8 +24,6 @@ pub struct Limits {
 }
 
 crate::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl Limits {
         with_max_files(max_files: usize),
         with_max_file_bytes(max_file_bytes: usize),

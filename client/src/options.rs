@@ -6,8 +6,6 @@ use crate::workspace::{CheckpointOptions, CommitOptions, PurgeOptions};
 use serde_json::Value;
 
 crate::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl CommitOptions {
         with_actor(actor: into String),
         with_correlation_id(correlation_id: some into String),
@@ -18,8 +16,6 @@ crate::setters! {
 }
 
 crate::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl CheckpointOptions {
         with_label(label: some into String),
         with_retention_class(retention_class: some into String),
@@ -29,8 +25,6 @@ crate::setters! {
 }
 
 crate::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl PurgeOptions {
         with_keep_revisions(keep_revisions: some i64),
         with_max_age_seconds(max_age_seconds: some i64),

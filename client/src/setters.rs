@@ -7,8 +7,9 @@
 #[macro_export]
 #[doc(hidden)]
 macro_rules! setters {
-    ($(#[$attr:meta])* impl $ty:ty { $($with:ident($field:ident: $($spec:tt)+)),* $(,)? }) => {
-        $(#[$attr])*
+    (impl $ty:ty { $($with:ident($field:ident: $($spec:tt)+)),* $(,)? }) => {
+        /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its
+        /// constructor or `Default`, then set what differs).
         impl $ty {
             $($crate::setters!(@one $with $field $($spec)+);)*
         }

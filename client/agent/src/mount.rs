@@ -30,8 +30,6 @@ pub struct ViewSpec {
 }
 
 supabash::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl ViewSpec {
         with_root(root: some into String),
         with_hidden(hidden: Vec<String>),

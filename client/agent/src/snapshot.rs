@@ -23,8 +23,6 @@ pub struct SnapshotLimits {
 }
 
 supabash::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl SnapshotLimits {
         with_max_files(max_files: usize),
         with_max_bytes(max_bytes: usize),

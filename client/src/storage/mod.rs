@@ -68,8 +68,6 @@ pub struct StorageConfig {
 }
 
 crate::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl StorageConfig {
         with_url(url: into String),
         with_bucket(bucket: into String),

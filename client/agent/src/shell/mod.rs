@@ -59,8 +59,6 @@ pub struct ShellConfig {
 }
 
 supabash::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl ShellConfig {
         with_timeout(timeout: Duration),
         with_max_output_bytes(max_output_bytes: usize),

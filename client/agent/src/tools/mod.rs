@@ -53,8 +53,6 @@ pub struct ToolOptions {
 }
 
 supabash::setters! {
-    /// Builder-style setters (the struct is `#[non_exhaustive]`: build it from its constructor
-    /// or `Default`, then set what differs).
     impl ToolOptions {
         with_read_max_lines(read_max_lines: usize),
         with_read_max_bytes(read_max_bytes: usize),
