@@ -104,25 +104,9 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- Minting capabilities in SQL, as any language with HMAC-SHA256 and base64url can (here with
--- pgcrypto's hmac; the scenario needs it only for this):
+-- Capability tokens are signed outside SQL (scenarios/sign.sh); SQL builds what they sign:
 --   pgt.b64url(bytes)                     unpadded base64url
---   pgt.mint(secret, header, claims)      a compact HS256 token signed with the base64url secret
-CREATE EXTENSION IF NOT EXISTS pgcrypto WITH SCHEMA pgt;
-
 CREATE FUNCTION pgt.b64url(b bytea) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
   SELECT rtrim(translate(replace(encode(b, 'base64'), E'\n', ''), '+/', '-_'), '=')
-$$;
-
-CREATE FUNCTION pgt.mint(secret text, header jsonb, claims jsonb) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-  input text := pgt.b64url(convert_to(header::text, 'UTF8')) || '.'
-                || pgt.b64url(convert_to(claims::text, 'UTF8'));
-  key bytea := decode(translate(secret, '-_', '+/')
-                      || repeat('=', (4 - length(secret) % 4) % 4), 'base64');
-BEGIN
-  RETURN input || '.' || pgt.b64url(pgt.hmac(convert_to(input, 'UTF8'), key, 'sha256'));
-END
 $$;

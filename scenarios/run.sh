@@ -86,6 +86,8 @@ if [ "$accept" = 1 ]; then
 fi
 
 status=0
+# scenarios/sql/capabilities.sql signs its tokens with scenarios/sign.sh (openssl).
+export SUPABASH_SCENARIOS="$here"
 "$regress" --use-existing --host=127.0.0.1 --port="$port" --user=postgres --dbname="$db" \
   --bindir="$bin" --inputdir="$here" --outputdir="$out" "${sched[@]}" || status=$?
 

@@ -22,6 +22,32 @@ BEGIN
 END
 $$;
 
+-- The two roles a self-hosted Supabase gives every project besides the API roles, as its images
+-- define them: `postgres`, the project owner's everyday role (NOSUPERUSER CREATEROLE CREATEDB
+-- REPLICATION BYPASSRLS, member of pg_read_all_data), and `supabase_read_only_user` (BYPASSRLS,
+-- member of pg_read_all_data). Both can read every row of every table, supabash's included, and
+-- `postgres` can grant itself any non-superuser role (docs/capabilities.md, "Trust model").
+-- On a cluster whose bootstrap superuser is itself named postgres (initdb -U postgres, as the
+-- throwaway test clusters are), that role cannot lose SUPERUSER; the project owner's role is
+-- then emulated as `supabase_project_owner`, with exactly the attributes above.
+DO $$
+DECLARE
+  owner_role text := CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'postgres' AND oid = 10)
+                          THEN 'supabase_project_owner' ELSE 'postgres' END;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = owner_role) THEN
+    EXECUTE format('CREATE ROLE %I LOGIN', owner_role);
+  END IF;
+  EXECUTE format('ALTER ROLE %I NOSUPERUSER CREATEROLE CREATEDB REPLICATION BYPASSRLS', owner_role);
+  EXECUTE format('GRANT pg_read_all_data TO %I', owner_role);
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'supabase_read_only_user') THEN
+    CREATE ROLE supabase_read_only_user LOGIN BYPASSRLS;
+  END IF;
+  ALTER ROLE supabase_read_only_user NOSUPERUSER NOCREATEROLE BYPASSRLS;
+  GRANT pg_read_all_data TO supabase_read_only_user;
+END
+$$;
+
 GRANT anon, authenticated, service_role TO authenticator;
 GRANT USAGE ON SCHEMA public TO anon, authenticated, service_role;
 

@@ -25,7 +25,9 @@
 //! `supabash_agent::DelegatedMount::mount` gives an agent a read-only filesystem when the grant lacks
 //! `write`. The staged tree itself ([`DelegatedWorkspace::fs`]) takes edits in memory either
 //! way; without `write` none of them can be committed or discarded. Commits record the actor
-//! `delegated:<subject>` and the grant's correlation id, whatever the options say.
+//! `delegated:<subject>`, the grant's correlation id and (set by the database) its verifier's
+//! key id, whatever the options say. The grant rides on every call through
+//! [`Transport::call_with_grant`]: over PostgREST in a request header, never in a URL.
 
 use crate::capability::refused;
 use crate::codec::DocumentCodec;
@@ -68,7 +70,7 @@ impl Delegation {
 
     /// The actor every commit records: `delegated:<subject>`.
     pub fn actor(&self) -> String {
-        format!("delegated:{}", self.subject)
+        supabash_core::capability::delegated_actor(&self.subject)
     }
 
     /// The operations the grant allows.
@@ -96,8 +98,8 @@ struct GrantTransport {
 #[async_trait::async_trait]
 impl Transport for GrantTransport {
     async fn call(&self, rpc: &str, mut args: Map<String, Value>) -> Result<Value, RpcError> {
-        args.insert("delegated_grant".into(), Value::String(self.grant.clone()));
-        self.inner.call(rpc, args).await
+        args.remove("delegated_grant");
+        self.inner.call_with_grant(rpc, args, &self.grant).await
     }
 }
 
@@ -397,7 +399,7 @@ mod tests {
         let mut claims = signer().claims("job", WS, &set(&[Operation::Read]), 1, 60, None);
         claims.common.ops = vec!["read".into(), "read".into()];
         let header = Header {
-            alg: "HS256".into(),
+            alg: crate::capability::postgres::ALGORITHM.into(),
             kid: "k".into(),
             typ: None,
         };

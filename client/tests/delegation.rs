@@ -22,17 +22,35 @@ const ISS: &str = "https://issuer.test";
 const AUD: &str = "supabash";
 const ORIGIN: &str = "https://project.test";
 
-/// A transport that counts the requests it forwards.
+/// A transport that counts the requests it forwards, and those that carried a grant in their
+/// arguments (over PostgREST a grant belongs in a header, never in the body or the URL).
 struct Counting {
     inner: Arc<dyn Transport>,
     calls: AtomicUsize,
+    grant_arguments: AtomicUsize,
 }
 
 #[async_trait::async_trait]
 impl Transport for Counting {
     async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        if args.contains_key("delegated_grant") {
+            self.grant_arguments.fetch_add(1, Ordering::SeqCst);
+        }
         self.inner.call(rpc, args).await
+    }
+
+    async fn call_with_grant(
+        &self,
+        rpc: &str,
+        args: Map<String, Value>,
+        grant: &str,
+    ) -> Result<Value, RpcError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if args.contains_key("delegated_grant") {
+            self.grant_arguments.fetch_add(1, Ordering::SeqCst);
+        }
+        self.inner.call_with_grant(rpc, args, grant).await
     }
 }
 
@@ -52,6 +70,7 @@ fn service() -> Arc<Counting> {
             &token,
         )),
         calls: AtomicUsize::new(0),
+        grant_arguments: AtomicUsize::new(0),
     })
 }
 
@@ -113,7 +132,13 @@ async fn a_delegated_job_edits_and_commits_as_itself() {
     let committed = ws.commit(options).await.unwrap();
     assert_eq!(committed.receipt.actor, "delegated:nightly-job");
     assert_eq!(committed.receipt.correlation_id.as_deref(), Some("run-17"));
+    assert_eq!(
+        committed.receipt.delegation_key_id.as_deref(),
+        Some("e2e-commit")
+    );
     assert_eq!(committed.receipt.changes.len(), 2);
+    // Every call so far reached postrust with the grant in the X-Supabash-Grant header only.
+    assert_eq!(service.grant_arguments.load(Ordering::SeqCst), 0);
 
     // The guard refuses what the grant lacks, without a request.
     let before = service.count();

@@ -1,6 +1,6 @@
 //! Capability claims and the pure rules that validate them, shared by every kind of capability
-//! (the HS256 Postgres capabilities verified in the database and the Ed25519 Storage
-//! capabilities verified in process). No cryptography and no I/O here: a verifier checks the
+//! (the Postgres capabilities verified in the database and the Storage capabilities verified
+//! in process, both Ed25519). No cryptography and no I/O here: a verifier checks the
 //! signature of a [`Compact`] token, then these rules.
 //!
 //! - **Compact form**: `base64url(header).base64url(claims).base64url(signature)`, at most
@@ -33,6 +33,20 @@ pub const NONCE_CHARS: std::ops::RangeInclusive<usize> = 16..=128;
 pub const MAX_PREFIX_BYTES: usize = 1024;
 /// The longest Storage bucket name, in characters.
 pub const MAX_BUCKET_CHARS: usize = 100;
+/// How long after a token stops verifying its nonce is still kept (see
+/// [`CommonClaims::nonce_forget_at`]), in seconds.
+pub const NONCE_GRACE_SECS: i64 = 60;
+/// The header `alg` of every capability: EdDSA over Ed25519. The verifier holds only a public
+/// key, so nothing it stores can mint.
+pub const ALGORITHM: &str = "EdDSA";
+/// The actor prefix of a delegated commit. The database sets it from the grant and refuses it
+/// in an actor a caller names.
+pub const DELEGATED_ACTOR_PREFIX: &str = "delegated:";
+
+/// The actor a delegated commit records for capability subject `subject`.
+pub fn delegated_actor(subject: &str) -> String {
+    format!("{DELEGATED_ACTOR_PREFIX}{subject}")
+}
 
 /// What a capability may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -359,9 +373,19 @@ impl CommonClaims {
         Ok(ops)
     }
 
-    /// Until when (Unix seconds) the nonce must be remembered: `exp + skew`.
+    /// The last Unix second at which the token is accepted: `exp + skew`. A store that
+    /// compares whole seconds keeps the nonce until then.
     pub fn nonce_until(&self, policy: &Policy) -> i64 {
         self.exp.saturating_add(policy.skew_secs)
+    }
+
+    /// When a store that compares a fractional clock may forget the nonce: the token verifies
+    /// up to the instant `exp + skew + 1` (exclusive), and an exchange that read its clock
+    /// just before that may still be writing the nonce, so [`NONCE_GRACE_SECS`] more.
+    pub fn nonce_forget_at(&self, policy: &Policy) -> i64 {
+        self.nonce_until(policy)
+            .saturating_add(1)
+            .saturating_add(NONCE_GRACE_SECS)
     }
 }
 
@@ -461,7 +485,7 @@ impl Binding for PostgresBinding {
     }
 }
 
-/// Claims of an HS256 Postgres capability (verified inside the database).
+/// Claims of a Postgres capability (verified inside the database).
 pub type PostgresClaims = Claims<PostgresBinding>;
 
 /// A bucket name: 1 to [`MAX_BUCKET_CHARS`] of `[A-Za-z0-9._-]`, not `.` or `..`.

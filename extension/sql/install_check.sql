@@ -1,7 +1,8 @@
 -- supabash: the install check. supabash._check_install() fails loudly (SUPABASH_INSTALL) if any
 -- PostgREST role (anon, authenticated, service_role, authenticator) could reach a private
--- object, anon could execute an RPC, any of them the verifier registration functions, or
--- supabash_owner the capability secrets or the install's own helpers. CREATE EXTENSION runs it
+-- object, anon could execute an RPC, any of them the verifier registration functions, any
+-- role but a superuser held supabash_owner or supabash_keeper, or those two the install's own
+-- helpers; it warns about the roles supabash._trust_report() lists. CREATE EXTENSION runs it
 -- last (sql/finalize.sql) and every upgrade script runs it at its end, so a leak aborts the
 -- install or the upgrade and nothing of it is kept.
 CREATE FUNCTION supabash._check_install() RETURNS void
@@ -38,15 +39,50 @@ BEGIN
   IF leaks IS NOT NULL THEN
     RAISE EXCEPTION 'SUPABASH_INSTALL: a PostgREST role can reach private objects: %', leaks;
   END IF;
-  IF has_table_privilege('supabash_owner', 'supabash.capability_secrets', 'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER') THEN
-    RAISE EXCEPTION 'SUPABASH_INSTALL: supabash_owner can reach capability secrets'
-      USING HINT = 'The capability secret must be reachable only through supabash._signature_valid.';
+  -- Nobody but a superuser may hold the extension's roles: a member of supabash_keeper can
+  -- register a key and so mint, a member of supabash_owner can write every workspace.
+  SELECT string_agg(format('%s in %s', m.rolname, g.rolname), ', ') INTO leaks
+    FROM pg_catalog.pg_auth_members a
+    JOIN pg_catalog.pg_roles g ON g.oid = a.roleid
+    JOIN pg_catalog.pg_roles m ON m.oid = a.member
+   WHERE g.rolname IN ('supabash_owner', 'supabash_keeper') AND NOT m.rolsuper;
+  IF leaks IS NOT NULL THEN
+    RAISE EXCEPTION 'SUPABASH_INSTALL: roles hold the extension''s own roles: %', leaks
+      USING HINT = 'REVOKE supabash_owner, supabash_keeper FROM each of them; only the extension may hold them.';
+  END IF;
+  -- What cannot be refused (the roles Supabase itself defines) is reported.
+  SELECT string_agg(format('%s (%s)', t.role, t.why), '; ') INTO leaks FROM supabash._trust_report() t;
+  IF leaks IS NOT NULL THEN
+    RAISE WARNING 'supabash: roles besides superusers that can read every workspace or mint: %', leaks
+      USING HINT = 'See docs/capabilities.md, "Trust model". No role can obtain a capability private key: the database stores none.';
   END IF;
   IF has_function_privilege('supabash_owner', 'supabash._assert_privileges()', 'EXECUTE')
      OR has_function_privilege('supabash_owner', 'supabash._check_install()', 'EXECUTE')
      OR has_function_privilege('supabash_keeper', 'supabash._assert_privileges()', 'EXECUTE')
-     OR has_function_privilege('supabash_keeper', 'supabash._check_install()', 'EXECUTE') THEN
+     OR has_function_privilege('supabash_keeper', 'supabash._check_install()', 'EXECUTE')
+     OR has_function_privilege('supabash_owner', 'supabash._trust_report()', 'EXECUTE')
+     OR has_function_privilege('supabash_keeper', 'supabash._trust_report()', 'EXECUTE') THEN
     RAISE EXCEPTION 'SUPABASH_INSTALL: supabash_owner or supabash_keeper can run the install helpers';
   END IF;
 END
+$$;
+
+-- Every role, besides superusers and the extension's own, that can read every workspace's
+-- contents (BYPASSRLS with read access, or pg_read_all_data together with BYPASSRLS), or
+-- could come to mint (CREATEROLE: it can grant itself supabash_keeper and register a key). On
+-- Supabase that is `postgres` (the project owner) and `supabase_read_only_user`; neither can
+-- obtain a private key, since the database holds none (docs/capabilities.md, "Trust model").
+CREATE FUNCTION supabash._trust_report() RETURNS TABLE (role text, why text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  SELECT r.rolname::text,
+         concat_ws(', ',
+           CASE WHEN r.rolbypassrls AND pg_has_role(r.oid, 'pg_read_all_data', 'USAGE')
+                THEN 'reads every workspace (BYPASSRLS, pg_read_all_data)'
+                WHEN r.rolbypassrls THEN 'BYPASSRLS' END,
+           CASE WHEN r.rolcreaterole THEN 'CREATEROLE: can grant itself supabash_keeper and register a key' END)
+    FROM pg_catalog.pg_roles r
+   WHERE NOT r.rolsuper AND r.rolname NOT LIKE 'pg\_%'
+     AND r.rolname NOT IN ('supabash_owner', 'supabash_keeper', 'service_role')
+     AND (r.rolbypassrls OR r.rolcreaterole)
+   ORDER BY 1
 $$;

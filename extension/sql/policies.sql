@@ -39,19 +39,17 @@ $$;
 DO $$
 DECLARE t text;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['capability_verifiers', 'capability_secrets', 'capability_nonces', 'grants'] LOOP
+  FOREACH t IN ARRAY ARRAY['capability_verifiers', 'capability_nonces', 'grants'] LOOP
     EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
     EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
   END LOOP;
 END
 $$;
--- Secrets: supabash_keeper only (reached through supabash._signature_valid, which returns a
--- boolean). Verifiers: registered by the database owner through a keeper-owned function,
--- read by the exchange.
-CREATE POLICY keeper ON supabash.capability_secrets TO supabash_keeper USING (true) WITH CHECK (true);
+-- Verifiers (public keys, nothing that can mint): written by the database owner through
+-- keeper-owned functions, read by the exchange and by every delegated call.
 CREATE POLICY manage ON supabash.capability_verifiers TO supabash_owner, supabash_keeper
   USING (true) WITH CHECK (true);
--- Revoking a verifier deletes the grants minted with it.
+-- Registering or revoking a verifier deletes the grants minted with it.
 CREATE POLICY revoke ON supabash.grants TO supabash_keeper USING (true);
 -- Exchanging a capability (service_role only) consumes nonces and mints grants.
 CREATE POLICY exchange ON supabash.capability_nonces TO supabash_owner

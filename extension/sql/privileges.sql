@@ -4,8 +4,8 @@
 -- leave it reachable. The rules:
 --   - PUBLIC gets nothing in schema supabash; supabash_owner (the role every RPC runs as)
 --     reaches the private tables, the positions sequence and the private functions;
---   - capability secrets: supabash_keeper only (supabash_owner reaches them through
---     supabash._signature_valid, which returns a boolean);
+--   - capability verifiers (public keys): written only by supabash_keeper, read by
+--     supabash_owner; no private key is stored anywhere (docs/capabilities.md, "Trust model");
 --   - the PostgREST roles get EXECUTE on the RPCs meant for them and nothing else:
 --     authenticated every workspace RPC, service_role every workspace RPC but
 --     supabash_create_workspace plus supabash_exchange_capability, anon nothing;
@@ -25,7 +25,6 @@ BEGIN
   -- Owners first: a grant made while creating or updating the extension is recorded, with
   -- the owner it names, as the object's initial privileges (pg_init_privs, what pg_dump
   -- compares against), and ALTER ... OWNER does not update that record.
-  ALTER FUNCTION supabash._signature_valid(text, bytea, bytea) OWNER TO supabash_keeper;
   REVOKE ALL ON SCHEMA supabash FROM PUBLIC;
   REVOKE ALL ON ALL TABLES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
   REVOKE ALL ON ALL SEQUENCES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
@@ -35,16 +34,18 @@ BEGIN
   GRANT USAGE ON SEQUENCE supabash.positions TO supabash_owner;
   GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA supabash TO supabash_owner;
   -- The install's own helpers are for the installing superuser only.
-  REVOKE ALL ON FUNCTION supabash._assert_privileges(), supabash._check_install() FROM supabash_owner;
-  -- Capability secrets: supabash_keeper only (supabash_owner reaches them through
-  -- supabash._signature_valid, which returns a boolean).
-  REVOKE ALL ON supabash.capability_secrets FROM supabash_owner;
+  REVOKE ALL ON FUNCTION supabash._assert_privileges(), supabash._check_install(), supabash._trust_report()
+    FROM supabash_owner;
+  -- Capability verifiers: written only by supabash_keeper (through the register and revoke
+  -- functions); supabash_owner reads them. Row locks need UPDATE privilege, so the exchange's
+  -- cleanup (FOR UPDATE SKIP LOCKED) gets it on one column of nonces and grants.
   REVOKE UPDATE ON supabash.capability_verifiers, supabash.capability_nonces, supabash.grants FROM supabash_owner;
   REVOKE INSERT, DELETE ON supabash.capability_verifiers FROM supabash_owner;
+  GRANT UPDATE (expires_at) ON supabash.capability_nonces, supabash.grants TO supabash_owner;
   GRANT USAGE ON SCHEMA supabash TO supabash_keeper;
-  GRANT SELECT, INSERT, UPDATE, DELETE ON supabash.capability_secrets, supabash.capability_verifiers TO supabash_keeper;
+  GRANT SELECT, INSERT, UPDATE, DELETE ON supabash.capability_verifiers TO supabash_keeper;
   GRANT SELECT, DELETE ON supabash.grants TO supabash_keeper;
-  GRANT EXECUTE ON FUNCTION supabash._hmac_sha256_equal(bytea, bytea, bytea), supabash._random_secret(),
+  GRANT EXECUTE ON FUNCTION supabash._ed25519_key_pair(), supabash._ed25519_public_key_valid(bytea),
     supabash.request_claims(), supabash.request_role() TO supabash_keeper;
 
   -- The public RPCs: every public.supabash_* function that belongs to the extension.

@@ -126,47 +126,55 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'floor_revision', floor_revision, 'dry_run', dry_run, 'delegated_grant', delegated_grant))
 $$;
 
--- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only.
+-- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its
+-- waits are bounded (a timeout is the retryable SUPABASH_COMMIT_COORDINATION).
 CREATE FUNCTION public.supabash_exchange_capability(capability text) RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('exchange_capability', json_build_object('capability', capability))
 $$;
 
--- The only reader of capability secrets: owned by supabash_keeper, returns a boolean.
-CREATE FUNCTION supabash._signature_valid(key_id text, signing_input bytea, signature bytea)
-RETURNS boolean LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT coalesce((SELECT supabash._hmac_sha256_equal(s.secret, $2, $3)
-                     FROM supabash.capability_secrets s WHERE s.key_id = $1), false)
-$$;
-
--- For the database owner only (a migration or psql): registers or rotates a verifier and
--- returns its new 32-byte secret, unpadded base64url, exactly once. A second key id gives an
--- overlap window during rotation.
+-- For the database owner only (a migration or psql): registers or rotates a verifier. With
+-- public_key (32 bytes, unpadded base64url: an Ed25519 key the issuer generated) it stores that
+-- key and returns NULL; without, it generates a pair in native code, stores the public half and
+-- returns the private key (32-byte seed, unpadded base64url) exactly once. Either way the
+-- database keeps no private key, and every grant minted under the key id's previous
+-- registration stops working. A second key id gives an overlap window during rotation.
 CREATE FUNCTION public.supabash_register_capability_verifier(
   key_id text, issuer text, audience text, origin text,
-  clock_skew_seconds integer DEFAULT 60, max_lifetime_seconds integer DEFAULT 900)
+  clock_skew_seconds integer DEFAULT 60, max_lifetime_seconds integer DEFAULT 900,
+  public_key text DEFAULT NULL)
 RETURNS text LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
 DECLARE
-  secret bytea := supabash._random_secret();
+  pair bytea;
+  pub_key bytea;
 BEGIN
+  IF public_key IS NULL THEN
+    pair := supabash._ed25519_key_pair();
+    pub_key := substring(pair FROM 33 FOR 32);
+  ELSE
+    pub_key := CASE WHEN public_key ~ '^[A-Za-z0-9_-]{43}$'
+                   THEN decode(translate(public_key, '-_', '+/') || '=', 'base64') END;
+    IF pub_key IS NULL OR NOT supabash._ed25519_public_key_valid(pub_key) THEN
+      RAISE EXCEPTION 'SUPABASH_INVALID_ARGUMENT: public_key must be an Ed25519 public key: 32 bytes, unpadded base64url';
+    END IF;
+  END IF;
   INSERT INTO supabash.capability_verifiers AS v
-         (key_id, issuer, audience, origin, clock_skew_seconds, max_lifetime_seconds)
-  VALUES ($1, $2, $3, $4, $5, $6)
+         (key_id, issuer, audience, origin, clock_skew_seconds, max_lifetime_seconds, public_key)
+  VALUES ($1, $2, $3, $4, $5, $6, pub_key)
   ON CONFLICT ON CONSTRAINT capability_verifiers_pkey DO UPDATE
      SET issuer = EXCLUDED.issuer, audience = EXCLUDED.audience, origin = EXCLUDED.origin,
          clock_skew_seconds = EXCLUDED.clock_skew_seconds,
-         max_lifetime_seconds = EXCLUDED.max_lifetime_seconds, created_at = now();
-  INSERT INTO supabash.capability_secrets AS s (key_id, secret) VALUES ($1, secret)
-  ON CONFLICT ON CONSTRAINT capability_secrets_pkey DO UPDATE
-     SET secret = EXCLUDED.secret, created_at = now();
-  RETURN rtrim(translate(encode(secret, 'base64'), '+/', '-_'), '=');
+         max_lifetime_seconds = EXCLUDED.max_lifetime_seconds, created_at = now(),
+         public_key = EXCLUDED.public_key, generation = gen_random_uuid();
+  DELETE FROM supabash.grants g WHERE g.key_id = $1;
+  RETURN rtrim(translate(encode(substring(pair FROM 1 FOR 32), 'base64'), '+/', '-_'), '=');
 END
 $$;
 
--- For the database owner only: removes a verifier, its secret and the grants minted with it.
+-- For the database owner only: removes a verifier and the grants minted with it (a grant whose
+-- exchange commits after the revocation is dead too: its generation is gone).
 CREATE FUNCTION public.supabash_revoke_capability_verifier(key_id text) RETURNS boolean
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$

@@ -91,6 +91,8 @@ CREATE TABLE supabash.revisions (
   metadata        jsonb NOT NULL,
   source_revision uuid,
   lines           bytea NOT NULL,
+  -- Set by the database for a commit made with a delegated grant: its verifier's key id.
+  delegation_key_id text,
   PRIMARY KEY (workspace_id, revision_id),
   UNIQUE (workspace_id, position),
   UNIQUE (workspace_id, transaction_id)
@@ -153,10 +155,12 @@ CREATE TABLE supabash.checkpoints (
   FOREIGN KEY (workspace_id, revision_id) REFERENCES supabash.revisions (workspace_id, revision_id)
 );
 
--- Delegated capabilities. Verifiers: what a key id's tokens must say. Secrets: readable only
--- by supabash_keeper (see supabash._signature_valid in rpc.sql). Nonces: kept until exp + skew
--- so a token can never be exchanged twice while it is accepted. Grants: only the hash of what
--- the exchange handed out.
+-- Delegated capabilities (docs/capabilities.md, "Trust model"). Verifiers: what a key id's
+-- tokens must say, and its Ed25519 public key: nothing here can mint. The generation changes on
+-- every registration; a grant works only while its verifier still has the generation it was
+-- minted under, so rotation and revocation end it. Nonces: kept until a token can no longer
+-- verify (exp + skew + 1 s, plus a grace minute) so it can never be exchanged twice. Grants:
+-- only the hash of what the exchange handed out.
 CREATE TABLE supabash.capability_verifiers (
   key_id               text PRIMARY KEY CHECK (key_id ~ '^[A-Za-z0-9._-]{1,128}$'),
   issuer               text NOT NULL CHECK (octet_length(issuer) BETWEEN 1 AND 256),
@@ -164,13 +168,10 @@ CREATE TABLE supabash.capability_verifiers (
   origin               text NOT NULL CHECK (octet_length(origin) BETWEEN 1 AND 256),
   clock_skew_seconds   integer NOT NULL DEFAULT 60 CHECK (clock_skew_seconds BETWEEN 0 AND 3600),
   max_lifetime_seconds integer NOT NULL DEFAULT 900 CHECK (max_lifetime_seconds BETWEEN 1 AND 86400),
-  created_at           timestamptz NOT NULL DEFAULT now()
-);
-
-CREATE TABLE supabash.capability_secrets (
-  key_id     text PRIMARY KEY REFERENCES supabash.capability_verifiers ON DELETE CASCADE,
-  secret     bytea NOT NULL CHECK (octet_length(secret) = 32),
-  created_at timestamptz NOT NULL DEFAULT now()
+  created_at           timestamptz NOT NULL DEFAULT now(),
+  -- NULL only for a verifier of an older version (HS256) that was never registered again.
+  public_key           bytea CHECK (octet_length(public_key) = 32),
+  generation           uuid NOT NULL DEFAULT gen_random_uuid()
 );
 
 CREATE TABLE supabash.capability_nonces (
@@ -188,7 +189,9 @@ CREATE TABLE supabash.grants (
   operations     text[] NOT NULL CHECK (cardinality(operations) > 0),
   correlation_id text,
   expires_at     timestamptz NOT NULL,
-  created_at     timestamptz NOT NULL DEFAULT now()
+  created_at     timestamptz NOT NULL DEFAULT now(),
+  -- The verifier's generation at the exchange (see supabash.capability_verifiers).
+  generation     uuid NOT NULL
 );
 CREATE INDEX grants_expiry_idx ON supabash.grants (expires_at);
 

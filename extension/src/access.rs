@@ -27,6 +27,17 @@ pub struct Workspace {
 pub struct Delegation {
     pub actor_subject: String,
     pub correlation_id: Option<String>,
+    /// The key id of the verifier the grant was minted under (recorded with commits).
+    pub key_id: String,
+    /// The operations the grant allows.
+    pub operations: Vec<String>,
+}
+
+impl Delegation {
+    /// Whether the grant allows `op`.
+    pub fn allows(&self, op: Operation) -> bool {
+        self.operations.iter().any(|o| o == op.as_str())
+    }
 }
 
 fn denied(message: &str) -> Fail {
@@ -34,6 +45,8 @@ fn denied(message: &str) -> Fail {
 }
 
 /// Checks a delegated grant for `workspace` holding one of `need`, and scopes the call to it.
+/// The grant must have been minted under its verifier's current generation: rotation and
+/// revocation end it.
 fn delegate(grant: &str, workspace: &str, need: &[Operation]) -> Outcome<Delegation> {
     let refused = || denied("the delegated grant does not allow this operation on this workspace");
     let Some(hash) = crate::capability::grant_hash(grant) else {
@@ -41,15 +54,19 @@ fn delegate(grant: &str, workspace: &str, need: &[Operation]) -> Outcome<Delegat
     };
     let need: Vec<String> = need.iter().map(|o| o.as_str().to_owned()).collect();
     let (owner, delegation) = db::row(
-        "SELECT owner_id::text, actor_subject, correlation_id FROM supabash.grants
-          WHERE grant_hash = $1 AND workspace_id = $2::uuid AND expires_at > clock_timestamp()
-            AND operations && $3",
+        "SELECT g.owner_id::text, g.actor_subject, g.correlation_id, g.key_id, g.operations
+           FROM supabash.grants g
+           JOIN supabash.capability_verifiers v ON v.key_id = g.key_id AND v.generation = g.generation
+          WHERE g.grant_hash = $1 AND g.workspace_id = $2::uuid
+            AND g.expires_at > clock_timestamp() AND g.operations && $3",
         &[hash.into(), workspace.into(), need.into()],
         |r| {
             let owner: String = db::get(r, 1)?;
             let delegation = Delegation {
                 actor_subject: db::get(r, 2)?,
                 correlation_id: db::opt(r, 3)?,
+                key_id: db::get(r, 4)?,
+                operations: db::get(r, 5)?,
             };
             Ok((owner, delegation))
         },
@@ -62,6 +79,24 @@ fn delegate(grant: &str, workspace: &str, need: &[Operation]) -> Outcome<Delegat
 /// Grants longer than this are refused before any lookup.
 const MAX_GRANT_CHARS: usize = 256;
 
+/// The request header a grant may travel in instead of the `delegated_grant` argument, as
+/// PostgREST exposes it in `request.headers` (lower-case names). A header stays out of URLs
+/// (PostgREST serves read RPCs over GET) and out of statement text, so out of the server log.
+pub const GRANT_HEADER: &str = "x-supabash-grant";
+
+/// The grant the call presents: the argument, or else the [`GRANT_HEADER`] header. Both at
+/// once must agree.
+fn presented_grant(argument: Option<&str>) -> Outcome<Option<String>> {
+    let header = crate::identity::header(GRANT_HEADER);
+    match (argument, header) {
+        (Some(a), Some(h)) if a != h => Err(denied(
+            "the delegated grant argument and header disagree",
+        )),
+        (Some(a), _) => Ok(Some(a.to_owned())),
+        (None, h) => Ok(h),
+    }
+}
+
 /// Authorises the caller for `workspace` and returns the delegation, if any: a user session
 /// must not present a grant; `service_role` must present a valid grant for this workspace
 /// holding one of `need`; nobody else gets anything.
@@ -70,10 +105,11 @@ fn authorize(
     workspace: &str,
     need: &[Operation],
 ) -> Outcome<Option<Delegation>> {
-    supabash_core::limits::check_text("delegated_grant", grant, MAX_GRANT_CHARS)
+    let grant = presented_grant(grant)?;
+    supabash_core::limits::check_text("delegated_grant", grant.as_deref(), MAX_GRANT_CHARS)
         .map_err(crate::args::field)?;
     let who = identity();
-    match (who.role.as_deref(), grant) {
+    match (who.role.as_deref(), grant.as_deref()) {
         (Some("authenticated"), Some(_)) => Err(denied(
             "a delegated grant is presented by service_role, not by a user session",
         )),

@@ -1,20 +1,22 @@
-//! Delegated capabilities: HS256 compact tokens a trusted issuer signs with a secret only the
-//! database holds, exchanged by `service_role` for a short-lived grant bound to one workspace,
-//! its owner, an actor subject, an exact operation set and a correlation id.
+//! Delegated capabilities: EdDSA (Ed25519) compact tokens a trusted issuer signs with a private
+//! key the database never stores, exchanged by `service_role` for a short-lived grant bound to
+//! one workspace, its owner, an actor subject, an exact operation set and a correlation id.
 //!
-//! The secret never reaches this code: `supabash._signature_valid` (a definer function owned
-//! by `supabash_keeper`, the only role that can read `supabash.capability_secrets`) returns a
-//! boolean. Every refusal is `SUPABASH_INVALID_CAPABILITY` with the same message, except
-//! expiry (`SUPABASH_EXPIRED_CAPABILITY`); nothing in an error repeats the token.
+//! The database holds only each verifier's public key and a *generation* (renewed on every
+//! registration): a grant records the generation it was minted under and works only while
+//! that generation is the verifier's current one, so rotation and revocation end every grant
+//! of the old key, even one whose exchange commits after them. Every refusal is
+//! `SUPABASH_INVALID_CAPABILITY` with the same message, except expiry
+//! (`SUPABASH_EXPIRED_CAPABILITY`); nothing in an error repeats the token.
 
 use crate::db;
 use crate::fail::{Fail, Outcome};
 use crate::scope;
-use hmac::{Hmac, Mac};
+use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use supabash_core::capability::{
-    b64_encode, parse_compact, CapabilityError, Policy, PostgresClaims, MAX_TOKEN_BYTES,
+    b64_encode, parse_compact, CapabilityError, Policy, PostgresClaims, ALGORITHM,
+    MAX_TOKEN_BYTES,
 };
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::Grant;
@@ -23,14 +25,31 @@ use supabash_core::Marker;
 /// Random bytes in a minted grant.
 const GRANT_BYTES: usize = 32;
 
-/// HMAC-SHA256 of `input` under `secret`, compared with `signature` in constant time.
-pub fn hmac_sha256_equal(secret: &[u8], input: &[u8], signature: &[u8]) -> bool {
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
+/// Expired nonces and grants one exchange removes at most (the rest wait for the next one).
+const CLEANUP_BATCH: i64 = 64;
+
+/// Whether `signature` is a valid Ed25519 signature of `input` under `public_key` (strict
+/// verification: no malleable or small-order encodings).
+pub fn ed25519_valid(public_key: &[u8], input: &[u8], signature: &[u8]) -> bool {
+    let (Ok(key), Ok(sig)) = (
+        <[u8; 32]>::try_from(public_key),
+        <[u8; 64]>::try_from(signature),
+    ) else {
         return false;
     };
-    mac.update(input);
-    let expected = mac.finalize().into_bytes();
-    expected.len() == signature.len() && bool::from(expected.as_slice().ct_eq(signature))
+    let Ok(key) = VerifyingKey::from_bytes(&key) else {
+        return false;
+    };
+    key.verify_strict(input, &Signature::from_bytes(&sig)).is_ok()
+}
+
+/// A fresh Ed25519 key pair: the 32-byte private seed followed by the 32-byte public key.
+pub fn new_key_pair() -> Vec<u8> {
+    let seed: [u8; 32] = strong_random(32)
+        .try_into()
+        .expect("32 random bytes");
+    let key = SigningKey::from_bytes(&seed);
+    [seed.as_slice(), key.verifying_key().as_bytes()].concat()
 }
 
 /// `n` bytes from PostgreSQL's strong random source.
@@ -72,6 +91,8 @@ fn invalid() -> Fail {
 /// A verifier as registered.
 struct Verifier {
     policy: Policy,
+    public_key: Vec<u8>,
+    generation: String,
     /// The database's clock, in Unix seconds.
     now: i64,
 }
@@ -85,11 +106,12 @@ pub fn exchange(req: rq::ExchangeCapability) -> Outcome<Grant> {
     if req.capability.len() > MAX_TOKEN_BYTES {
         return Err(invalid());
     }
-    let compact = parse_compact(&req.capability, "HS256").map_err(refused)?;
+    let compact = parse_compact(&req.capability, ALGORITHM).map_err(refused)?;
     let verifier = db::row(
         "SELECT issuer, audience, origin, clock_skew_seconds::bigint, max_lifetime_seconds::bigint,
+                public_key, generation::text,
                 floor(extract(epoch FROM clock_timestamp()))::bigint
-           FROM supabash.capability_verifiers WHERE key_id = $1",
+           FROM supabash.capability_verifiers WHERE key_id = $1 AND public_key IS NOT NULL",
         &[compact.header.kid.as_str().into()],
         |r| {
             Ok(Verifier {
@@ -100,22 +122,18 @@ pub fn exchange(req: rq::ExchangeCapability) -> Outcome<Grant> {
                     skew_secs: db::get(r, 4)?,
                     max_lifetime_secs: db::get(r, 5)?,
                 },
-                now: db::get(r, 6)?,
+                public_key: db::get(r, 6)?,
+                generation: db::get(r, 7)?,
+                now: db::get(r, 8)?,
             })
         },
     )?
     .ok_or_else(invalid)?;
-    let signed = db::row(
-        "SELECT supabash._signature_valid($1, $2, $3)",
-        &[
-            compact.header.kid.as_str().into(),
-            compact.signing_input.as_bytes().to_vec().into(),
-            compact.signature.clone().into(),
-        ],
-        |r| db::opt::<bool>(r, 1),
-    )?
-    .flatten();
-    if signed != Some(true) {
+    if !ed25519_valid(
+        &verifier.public_key,
+        compact.signing_input.as_bytes(),
+        &compact.signature,
+    ) {
         return Err(invalid());
     }
     let policy = verifier.policy;
@@ -133,16 +151,23 @@ pub fn exchange(req: rq::ExchangeCapability) -> Outcome<Grant> {
     scope::clear();
     let owner = owner?.ok_or_else(invalid)?;
 
+    // Forget what can no longer matter, skipping rows another transaction holds (a concurrent
+    // exchange's cleanup, a revocation) instead of waiting on them.
     db::exec(
-        "WITH n AS (DELETE FROM supabash.capability_nonces WHERE expires_at < clock_timestamp())
-         DELETE FROM supabash.grants WHERE expires_at < clock_timestamp()",
-        &[],
+        "WITH n AS (DELETE FROM supabash.capability_nonces WHERE nonce_hash IN (
+                      SELECT nonce_hash FROM supabash.capability_nonces
+                       WHERE expires_at <= clock_timestamp()
+                       LIMIT $1 FOR UPDATE SKIP LOCKED))
+         DELETE FROM supabash.grants WHERE grant_hash IN (
+           SELECT grant_hash FROM supabash.grants WHERE expires_at <= clock_timestamp()
+            LIMIT $1 FOR UPDATE SKIP LOCKED)",
+        &[CLEANUP_BATCH.into()],
     )?;
     let nonce = Sha256::digest(format!("{}\0{}", claims.common.iss, claims.common.nonce)).to_vec();
     let fresh = db::row(
         "INSERT INTO supabash.capability_nonces (nonce_hash, expires_at)
          VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING RETURNING true",
-        &[nonce.into(), claims.common.nonce_until(&policy).into()],
+        &[nonce.into(), claims.common.nonce_forget_at(&policy).into()],
         |_| Ok(()),
     )?;
     if fresh.is_none() {
@@ -152,13 +177,14 @@ pub fn exchange(req: rq::ExchangeCapability) -> Outcome<Grant> {
     let operations = ops.to_wire();
     let expires_at = db::row(
         "INSERT INTO supabash.grants
-                (grant_hash, key_id, workspace_id, owner_id, actor_subject, operations,
+                (grant_hash, key_id, generation, workspace_id, owner_id, actor_subject, operations,
                  correlation_id, expires_at)
-         VALUES ($1, $2, $3::uuid, $4::uuid, $5, $6, $7, to_timestamp($8))
+         VALUES ($1, $2, $3::uuid, $4::uuid, $5::uuid, $6, $7, $8, to_timestamp($9))
          RETURNING supabash.utc_text(expires_at)",
         &[
             Sha256::digest(&grant).to_vec().into(),
             compact.header.kid.as_str().into(),
+            verifier.generation.as_str().into(),
             workspace.into(),
             owner.as_str().into(),
             claims.common.sub.as_str().into(),
@@ -184,17 +210,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hmac_compare_accepts_only_the_exact_mac() {
-        let secret = [7u8; 32];
-        let mut mac = Hmac::<Sha256>::new_from_slice(&secret).unwrap();
-        mac.update(b"header.claims");
-        let good = mac.finalize().into_bytes().to_vec();
-        assert!(hmac_sha256_equal(&secret, b"header.claims", &good));
-        let mut bad = good.clone();
+    fn ed25519_check_accepts_only_the_exact_signature() {
+        use ed25519_dalek::Signer;
+        let key = SigningKey::from_bytes(&[7u8; 32]);
+        let public = key.verifying_key().to_bytes();
+        let good = key.sign(b"header.claims").to_bytes();
+        assert!(ed25519_valid(&public, b"header.claims", &good));
+        let mut bad = good;
         bad[31] ^= 1;
-        assert!(!hmac_sha256_equal(&secret, b"header.claims", &bad));
-        assert!(!hmac_sha256_equal(&secret, b"header.claims", &good[..31]));
-        assert!(!hmac_sha256_equal(&[8u8; 32], b"header.claims", &good));
+        assert!(!ed25519_valid(&public, b"header.claims", &bad));
+        assert!(!ed25519_valid(&public, b"header.claimz", &good));
+        assert!(!ed25519_valid(&public, b"header.claims", &good[..63]));
+        let other = SigningKey::from_bytes(&[8u8; 32]).verifying_key().to_bytes();
+        assert!(!ed25519_valid(&other, b"header.claims", &good));
+        assert!(!ed25519_valid(&public[..31], b"header.claims", &good));
     }
 
     #[test]

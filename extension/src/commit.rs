@@ -9,7 +9,7 @@ use crate::fail::{invalid, Fail, Outcome};
 use crate::receipts;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
-use supabash_core::capability::Operation;
+use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
 use supabash_core::document::{metadata_to_json, render};
 use supabash_core::hash::sha256;
 use supabash_core::rpc::requests as rq;
@@ -333,6 +333,68 @@ fn write_entries(ws: &str, position: i64, plan: Plan) -> Outcome<()> {
     )
 }
 
+/// What a grant with `commit` but without `write` may commit: exactly a restore. The request
+/// names `source_revision`, and the touched paths end exactly as they are in that revision,
+/// covering every path where the head differs from it: the new head's tree is the source's.
+fn check_restore(
+    ws: &str,
+    source: Option<&str>,
+    state: &BTreeMap<String, Option<Version>>,
+) -> Outcome<()> {
+    let refused = |why: &str| {
+        Fail::new(
+            Marker::WorkspaceDenied,
+            format!("a delegated grant without write commits only an exact restore: {why}"),
+        )
+    };
+    let Some(source) = source else {
+        return Err(refused("no source_revision"));
+    };
+    let position = access::revision_position(ws, source)?;
+    let differing: Vec<String> = db::rows(
+        "WITH s AS (SELECT path, body_hash, content_hash, metadata FROM supabash.entries
+                     WHERE workspace_id = $1::uuid AND valid_from <= $2
+                       AND (valid_until IS NULL OR valid_until > $2)),
+              h AS (SELECT path, body_hash, content_hash, metadata FROM supabash.entries
+                     WHERE workspace_id = $1::uuid AND valid_until IS NULL)
+         SELECT coalesce(s.path, h.path) FROM s FULL JOIN h ON s.path = h.path
+          WHERE s.path IS NULL OR h.path IS NULL OR s.body_hash <> h.body_hash
+             OR s.content_hash IS DISTINCT FROM h.content_hash
+             OR s.metadata IS DISTINCT FROM h.metadata",
+        &[ws.into(), position.into()],
+        |r| db::get::<String>(r, 1),
+    )?;
+    if differing.iter().any(|p| !state.contains_key(p)) {
+        return Err(refused("the changes leave part of the tree unrestored"));
+    }
+    let touched: Vec<String> = state.keys().cloned().collect();
+    let source_versions = db::file_rows(
+        "SELECT path, body_hash, body_size, content_hash, content_size, metadata
+           FROM supabash.entries
+          WHERE workspace_id = $1::uuid AND valid_from <= $2
+            AND (valid_until IS NULL OR valid_until > $2) AND path = ANY($3)",
+        &[ws.into(), position.into(), touched.into()],
+    )?;
+    let mut source_state: BTreeMap<&str, Version> = BTreeMap::new();
+    for r in &source_versions {
+        let v = Version {
+            body_hash: r.body_hash.clone(),
+            body_size: r.body_size,
+            content_hash: r.content_hash.clone(),
+            content_size: r.content_size,
+            metadata: r.metadata.clone(),
+        };
+        source_state.insert(r.path.as_str(), v);
+    }
+    if state
+        .iter()
+        .any(|(path, fin)| fin.as_ref() != source_state.get(path.as_str()))
+    {
+        return Err(refused("a change differs from the source revision"));
+    }
+    Ok(())
+}
+
 /// `supabash_commit`: see docs/sql-contract.md.
 pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     let ws = args::uuid("workspace_id", &req.workspace_id)?;
@@ -345,12 +407,31 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         delegation,
         ..
     } = access::open_locked(&req, &[Operation::Commit])?;
-    // A delegated commit is recorded under the grant's subject and correlation id, whatever
-    // the caller sent.
-    if let Some(d) = delegation {
-        ctx.actor = Some(format!("delegated:{}", d.actor_subject));
-        ctx.correlation_id = d.correlation_id;
-    }
+    // A delegated commit is recorded under the grant's subject, correlation id and key id,
+    // whatever the caller sent; the reserved actor prefix is the database's alone.
+    let restore_only = match &delegation {
+        Some(d) => !d.allows(Operation::Write),
+        None => false,
+    };
+    let delegation_key_id = match delegation {
+        Some(d) => {
+            ctx.actor = Some(delegated_actor(&d.actor_subject));
+            ctx.correlation_id = d.correlation_id;
+            Some(d.key_id)
+        }
+        None => {
+            if ctx
+                .actor
+                .as_deref()
+                .is_some_and(|a| a.starts_with(DELEGATED_ACTOR_PREFIX))
+            {
+                return Err(invalid(format!(
+                    "actors starting with {DELEGATED_ACTOR_PREFIX:?} are recorded only for delegated grants"
+                )));
+            }
+            None
+        }
+    };
     let actor = ctx
         .actor
         .clone()
@@ -398,6 +479,9 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         })
         .collect();
     let lines = simulate(&changes, &mut state)?;
+    if restore_only {
+        check_restore(&ws, ctx.source_revision.as_deref(), &state)?;
+    }
 
     let (position, committed_at) = db::row(
         "SELECT nextval('supabash.positions'), supabash.utc_text(now())",
@@ -441,6 +525,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         cause: ctx.cause,
         metadata: ctx.metadata,
         source_revision: ctx.source_revision,
+        delegation_key_id,
         committed_at,
         changes: lines,
     };

@@ -37,6 +37,18 @@ pub fn claims() -> Value {
     Value::Object(legacy)
 }
 
+/// Request header `name` (lower case) from the `request.headers` PostgREST sets; `None` when
+/// absent, empty or not a string. Headers that are not JSON count as absent.
+pub fn header(name: &str) -> Option<String> {
+    let text = setting("request.headers").filter(|t| !t.is_empty())?;
+    let headers: Value = serde_json::from_str(&text).ok()?;
+    headers
+        .get(name)?
+        .as_str()
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
 /// The claimed role, when it is the role the session runs as.
 pub fn role(claims: &Value) -> Option<String> {
     let claimed = claims.get("role")?.as_str()?;

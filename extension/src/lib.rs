@@ -135,16 +135,19 @@ mod supabash {
         scope::owner()
     }
 
-    /// HMAC-SHA256 of `input` under `secret` equals `signature` (constant-time comparison).
-    #[pg_extern(name = "_hmac_sha256_equal", immutable, parallel_safe)]
-    fn hmac_sha256_equal(secret: &[u8], input: &[u8], signature: &[u8]) -> bool {
-        capability::hmac_sha256_equal(secret, input, signature)
+    /// A fresh Ed25519 key pair for a verifier's registration: the 32-byte private seed, then
+    /// the 32-byte public key. Only the public half is ever stored.
+    #[pg_extern(name = "_ed25519_key_pair", volatile, parallel_safe)]
+    fn ed25519_key_pair() -> Vec<u8> {
+        capability::new_key_pair()
     }
 
-    /// A fresh 32-byte secret from PostgreSQL's strong random source.
-    #[pg_extern(name = "_random_secret", volatile, parallel_safe)]
-    fn random_secret() -> Vec<u8> {
-        capability::strong_random(32)
+    /// Whether `public_key` is a valid 32-byte Ed25519 public key (registration checks it).
+    #[pg_extern(name = "_ed25519_public_key_valid", immutable, parallel_safe)]
+    fn ed25519_public_key_valid(public_key: &[u8]) -> bool {
+        <[u8; 32]>::try_from(public_key)
+            .ok()
+            .is_some_and(|k| ed25519_dalek::VerifyingKey::from_bytes(&k).is_ok_and(|k| !k.is_weak()))
     }
 }
 

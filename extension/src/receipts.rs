@@ -13,7 +13,7 @@ use supabash_core::Marker;
 pub const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
     transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
     source_revision::text, supabash.utc_text(committed_at),
-    lines, request_hash";
+    lines, request_hash, delegation_key_id";
 
 /// A stored receipt and the hash of the request that made it.
 pub struct Stored {
@@ -45,6 +45,7 @@ pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
                 cause: db::opt(r, 9)?,
                 metadata: db::get::<pgrx::JsonB>(r, 10)?.0,
                 source_revision: db::opt(r, 11)?,
+                delegation_key_id: db::opt(r, 15)?,
                 committed_at: db::get(r, 12)?,
                 changes: receipt_lines::decode(&lines).map_err(corrupt)?,
             },
@@ -60,9 +61,9 @@ pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
         "INSERT INTO supabash.revisions
                 (workspace_id, revision_id, position, parent_revision, transaction_id,
                  idempotency_key, request_hash, committed_at, actor, correlation_id, cause,
-                 metadata, source_revision, lines)
+                 metadata, source_revision, lines, delegation_key_id)
          VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8, $9, $10, $11,
-                 $12::uuid, $13)",
+                 $12::uuid, $13, $14)",
         &[
             receipt.workspace_id.as_str().into(),
             receipt.revision.as_str().into(),
@@ -77,6 +78,7 @@ pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
             pgrx::JsonB(receipt.metadata.clone()).into(),
             receipt.source_revision.clone().into(),
             lines.into(),
+            receipt.delegation_key_id.clone().into(),
         ],
     )
 }

@@ -1,9 +1,10 @@
 -- Scenario: delegated capabilities.
 --
--- A trusted issuer (a host's job scheduler) signs an HS256 token with a secret only the
--- database holds; service_role exchanges it for a short-lived grant bound to one workspace and
--- an exact operation set; every RPC then accepts that grant, and only for what it allows.
--- Minting here uses pgt.mint (pgcrypto's hmac), as any language with HMAC-SHA256 can.
+-- A trusted issuer (a host's job scheduler) signs an EdDSA (Ed25519) token with a private key
+-- the database never stores; service_role exchanges it for a short-lived grant bound to one
+-- workspace and an exact operation set; every RPC then accepts that grant, and only for what
+-- it allows. SQL cannot sign Ed25519 (and the database has no key to sign with), so the tokens
+-- are signed outside, by scenarios/sign.sh (openssl), as any language with Ed25519 can.
 \pset tuples_only on
 \pset format unaligned
 \set alice '{"role":"authenticated","sub":"a11ce000-0000-4000-8000-00000000000a","aud":"authenticated"}'
@@ -11,18 +12,19 @@
 \set anon '{"role":"anon"}'
 \set service '{"role":"service_role"}'
 
--- The database owner registers a verifier; the secret comes back once (kept, not printed).
+-- The database owner registers a verifier; the database generates the pair, keeps the public
+-- key and returns the private key once (kept, not printed).
 INSERT INTO pgt.names VALUES ('secret', supabash_register_capability_verifier(
   key_id => 'jobs-2026', issuer => 'https://jobs.example', audience => 'supabash',
   origin => 'https://project.example'));
 SELECT length(pgt.id('secret')) AS secret_chars;
--- Nobody else may register, rotate or revoke, nor read the secret.
+-- Nobody else may register, rotate or revoke, nor read the verifiers.
 BEGIN;
 SET LOCAL request.jwt.claims = :'service';
 SET LOCAL ROLE service_role;
 SELECT pgt.try($$SELECT to_jsonb(supabash_register_capability_verifier('evil', 'i', 'a', 'o'))$$);
 SELECT pgt.try($$SELECT to_jsonb(supabash_revoke_capability_verifier('jobs-2026'))$$);
-SELECT pgt.try($$SELECT to_jsonb(count(*)) FROM supabash.capability_secrets$$);
+SELECT pgt.try($$SELECT to_jsonb(count(*)) FROM supabash.capability_verifiers$$);
 ROLLBACK;
 
 -- Alice's workspace with one file; bob's workspace.
@@ -39,7 +41,7 @@ SET LOCAL ROLE authenticated;
 SELECT pgt.keep('bobs', supabash_create_workspace(), 'workspaceId') IS NOT NULL AS created;
 COMMIT;
 
--- Tokens: header {alg HS256, kid}; claims bind issuer, audience, origin, schema version, the
+-- Tokens: header {alg EdDSA, kid}; claims bind issuer, audience, origin, schema version, the
 -- backend and workspace, the actor subject, the operations, a single-use nonce, a correlation
 -- id, and a lifetime within the verifier's maximum (900 s) and clock skew (60 s).
 CREATE TEMP TABLE tokens (name text PRIMARY KEY, token text);
@@ -52,25 +54,36 @@ LANGUAGE sql AS $$
     'nonce', nonce, 'iat', floor(extract(epoch FROM now()))::bigint - 5,
     'exp', floor(extract(epoch FROM now()))::bigint + 300) || extra
 $$;
-INSERT INTO tokens SELECT name, pgt.mint(coalesce(secret, pgt.id('secret')), header, pg_temp.claims(nonce, extra))
+CREATE FUNCTION pg_temp.input(header jsonb, claims jsonb) RETURNS text
+LANGUAGE sql AS $$
+  SELECT pgt.b64url(convert_to(header::text, 'UTF8')) || '.' || pgt.b64url(convert_to(claims::text, 'UTF8'))
+$$;
+-- What to sign: name, private key, signing input ('forged' uses a key nobody registered).
+CREATE TEMP TABLE unsigned AS SELECT name, coalesce(key, pgt.id('secret')) AS key,
+  pg_temp.input(header, pg_temp.claims(nonce, extra)) AS input
 FROM (VALUES
-  ('valid', NULL, '{"alg":"HS256","kid":"jobs-2026","typ":"JWT"}'::jsonb, 'nonce-valid-000000001', '{}'::jsonb),
-  ('forged', 'QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE', '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-forged-00000001', '{}'),
-  ('expired', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-expired-0000001',
+  ('valid', NULL, '{"alg":"EdDSA","kid":"jobs-2026","typ":"JWT"}'::jsonb, 'nonce-valid-000000001', '{}'::jsonb),
+  ('forged', 'QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE', '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-forged-00000001', '{}'),
+  ('expired', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-expired-0000001',
      jsonb_build_object('iat', floor(extract(epoch FROM now()))::bigint - 900, 'exp', floor(extract(epoch FROM now()))::bigint - 120)),
-  ('future', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-future-00000001',
+  ('future', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-future-00000001',
      jsonb_build_object('iat', floor(extract(epoch FROM now()))::bigint + 600, 'exp', floor(extract(epoch FROM now()))::bigint + 900)),
-  ('too long', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-toolong-0000001',
+  ('too long', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-toolong-0000001',
      jsonb_build_object('exp', floor(extract(epoch FROM now()))::bigint + 3600)),
-  ('unknown key', NULL, '{"alg":"HS256","kid":"jobs-1999"}', 'nonce-unknownkey-0001', '{}'),
-  ('EdDSA header', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-eddsa-000000001', '{}'),
-  ('schema version 2', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-version-0000001', '{"ver": 2}'),
-  ('other backend', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-backend-0000001', '{"backend": "storage"}'),
-  ('other origin', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-origin-00000001', '{"origin": "https://other.example"}'),
-  ('unknown operation', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-ops-00000000001', '{"ops": ["read", "sudo"]}'),
-  ('repeated operation', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-ops-00000000002', '{"ops": ["read", "read"]}'),
-  ('unknown workspace', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-workspace-00001', '{"workspace": "00000000-0000-4000-8000-000000000000"}')
-) AS t(name, secret, header, nonce, extra);
+  ('unknown key', NULL, '{"alg":"EdDSA","kid":"jobs-1999"}', 'nonce-unknownkey-0001', '{}'),
+  ('HS256 header', NULL, '{"alg":"HS256","kid":"jobs-2026"}', 'nonce-hs256-000000001', '{}'),
+  ('schema version 2', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-version-0000001', '{"ver": 2}'),
+  ('other backend', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-backend-0000001', '{"backend": "storage"}'),
+  ('other origin', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-origin-00000001', '{"origin": "https://other.example"}'),
+  ('unknown operation', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-ops-00000000001', '{"ops": ["read", "sudo"]}'),
+  ('repeated operation', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-ops-00000000002', '{"ops": ["read", "read"]}'),
+  ('unknown workspace', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-workspace-00001', '{"workspace": "00000000-0000-4000-8000-000000000000"}'),
+  ('after revocation', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-after-revoke-01', '{}')
+) AS t(name, key, header, nonce, extra);
+SELECT string_agg(format(E'%s\t%s\t%s', name, key, input), E'\n' ORDER BY name) AS batch FROM unsigned \gset
+\set signed `printf '%s\n' :'batch' | bash "$SUPABASH_SCENARIOS/sign.sh"`
+INSERT INTO tokens VALUES :signed;
+SELECT count(*) AS signed_tokens FROM tokens;
 -- A token whose claims were edited after signing (more operations), and one cut short.
 INSERT INTO tokens SELECT 'tampered', split_part(token, '.', 1) || '.'
   || pgt.b64url(convert_to(pg_temp.claims('nonce-valid-000000001', '{"ops": ["read", "commit", "purge"]}')::text, 'UTF8'))
@@ -94,7 +107,7 @@ BEGIN;
 SET LOCAL request.jwt.claims = :'service';
 SET LOCAL ROLE service_role;
 SELECT name, pgt.try(format('SELECT supabash_exchange_capability(%L)', token))
-  FROM tokens WHERE name NOT IN ('valid', 'tampered') ORDER BY name;
+  FROM tokens WHERE name NOT IN ('valid', 'tampered', 'after revocation') ORDER BY name;
 SELECT pgt.show(pgt.keep('grant', supabash_exchange_capability((SELECT token FROM tokens WHERE name = 'valid')),
   'delegatedGrant') - 'delegatedGrant');
 -- The same token again (replay), and with its claims edited: refused.
@@ -128,12 +141,11 @@ SET LOCAL ROLE authenticated;
 SELECT pgt.try(format('SELECT supabash_load_manifest(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), pgt.id('grant')));
 ROLLBACK;
 
--- Revocation removes the secret and the grants minted with it.
+-- Revocation removes the verifier and the grants minted with it.
 SELECT supabash_revoke_capability_verifier('jobs-2026') AS revoked;
 BEGIN;
 SET LOCAL request.jwt.claims = :'service';
 SET LOCAL ROLE service_role;
 SELECT pgt.try(format('SELECT supabash_load_manifest(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), pgt.id('grant')));
-SELECT pgt.try(format('SELECT supabash_exchange_capability(%L)',
-  pgt.mint(pgt.id('secret'), '{"alg":"HS256","kid":"jobs-2026"}', pg_temp.claims('nonce-after-revoke-01'))));
+SELECT pgt.try(format('SELECT supabash_exchange_capability(%L)', token)) FROM tokens WHERE name = 'after revocation';
 ROLLBACK;

@@ -1,15 +1,16 @@
 //! Capability helpers for the end-to-end tests: register and revoke verifiers as the database
-//! owner, forge HS256 tokens the signer refuses to mint (any header, any claims), and read the
-//! server log to check that no secret ends up in it.
+//! owner, forge Ed25519 tokens the signer refuses to mint (any header, any claims) and HS256
+//! tokens an attacker would try, and read the server log to check that no secret ends up in it.
 
 use crate::Cluster;
+use ed25519_dalek::{Signer, SigningKey};
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 use supabash_core::capability::b64_encode;
 
 /// Registers (or rotates) verifier `kid` as the database owner with the default clock skew
-/// and maximum lifetime; returns the new secret.
+/// and maximum lifetime, the database generating the pair; returns the private key.
 pub fn register(
     cluster: &Cluster,
     kid: &str,
@@ -58,21 +59,43 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-/// A compact JWS over exactly `header` and `claims`, signed HS256 with `secret` (unpadded
-/// base64url, as registration returns it).
-pub fn forge(secret: &str, header: &Value, claims: &Value) -> String {
+fn decode(b64: &str) -> Vec<u8> {
     use base64::Engine;
-    let key = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(secret)
-        .expect("a base64url secret");
-    let input = format!(
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(b64)
+        .expect("unpadded base64url")
+}
+
+fn input(header: &Value, claims: &Value) -> String {
+    format!(
         "{}.{}",
         b64_encode(header.to_string().as_bytes()),
         b64_encode(claims.to_string().as_bytes())
-    );
-    let mut mac = Hmac::<Sha256>::new_from_slice(&key).expect("any key length");
+    )
+}
+
+/// A compact JWS over exactly `header` and `claims`, signed Ed25519 with `private_key` (the
+/// 32-byte seed, unpadded base64url, as registration returns it), whatever the header says.
+pub fn forge(private_key: &str, header: &Value, claims: &Value) -> String {
+    let seed: [u8; 32] = decode(private_key).try_into().expect("a 32-byte seed");
+    let input = input(header, claims);
+    let signature = SigningKey::from_bytes(&seed).sign(input.as_bytes());
+    format!("{input}.{}", b64_encode(&signature.to_bytes()))
+}
+
+/// A compact JWS over exactly `header` and `claims`, signed HS256 with the raw bytes `key`:
+/// what someone who read a key out of a table would try.
+pub fn forge_hs256(key: &[u8], header: &Value, claims: &Value) -> String {
+    let input = input(header, claims);
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("any key length");
     mac.update(input.as_bytes());
     format!("{input}.{}", b64_encode(&mac.finalize().into_bytes()))
+}
+
+/// The public key (unpadded base64url) of `private_key`.
+pub fn public_key(private_key: &str) -> String {
+    let seed: [u8; 32] = decode(private_key).try_into().expect("a 32-byte seed");
+    b64_encode(SigningKey::from_bytes(&seed).verifying_key().as_bytes())
 }
 
 /// Replaces the claims of `token` with `claims`, keeping its header and signature.

@@ -126,10 +126,29 @@ impl SqlRpc {
         function: &str,
         args: Value,
     ) -> Result<Value, DbError> {
+        self.call_with_headers(caller, function, args, None).await
+    }
+
+    /// [`Self::call`] with the request headers PostgREST would set in `request.headers` (a
+    /// JSON object, lower-case names).
+    pub async fn call_with_headers(
+        &mut self,
+        caller: &Caller,
+        function: &str,
+        args: Value,
+        headers: Option<&Value>,
+    ) -> Result<Value, DbError> {
         let sig = self.signature(function).await?;
         let obj = args.as_object().cloned().unwrap_or_default();
         let call = call_statement(function, &sig, obj);
         let tx = self.client.transaction().await?;
+        if let Some(headers) = headers {
+            tx.execute(
+                "SELECT set_config('request.headers', $1, true)",
+                &[&headers.to_string()],
+            )
+            .await?;
+        }
         Self::become_caller(&tx, caller).await?;
         let row = tx.query_one(&call.sql, &call.param_refs()).await?;
         let out: Option<Value> = row.get(0);

@@ -16,7 +16,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use supabash::capability::{new_nonce, PostgresSigner};
 use supabash_core::capability::{b64_encode, Operation, OperationSet};
 use supabash_tests::capability::{
-    claims_of, forge, register, register_with, revoke, server_log, with_claims,
+    claims_of, forge, forge_hs256, public_key, register, register_with, revoke, server_log,
+    with_claims,
 };
 use supabash_tests::support::{admin, fingerprint, marker};
 use supabash_tests::{Caller, Cluster, DbError, SqlRpc};
@@ -30,6 +31,13 @@ const EXPIRED: &str = "SUPABASH_EXPIRED_CAPABILITY";
 const DENIED: &str = "SUPABASH_WORKSPACE_DENIED";
 
 const EXCHANGE: &str = "supabash_exchange_capability";
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s)
+        .expect("unpadded base64url")
+}
 
 fn now() -> i64 {
     SystemTime::now()
@@ -46,7 +54,7 @@ fn all_ops() -> OperationSet {
     ops(&Operation::ALL)
 }
 
-/// A registered verifier and a signer holding its secret.
+/// A registered verifier and a signer holding its private key (`secret`).
 struct Verifier {
     kid: String,
     secret: String,
@@ -290,6 +298,15 @@ struct Call {
     needs: &'static [Operation],
 }
 
+impl Call {
+    /// Whether a grant for `set` may make this call: one of `needs`, and for a commit of
+    /// content (every commit in [`calls`]) `write` as well.
+    fn allowed(&self, set: &OperationSet) -> bool {
+        self.needs.iter().any(|op| set.contains(*op))
+            && (self.rpc != "supabash_commit" || set.contains(Operation::Write))
+    }
+}
+
 /// Every RPC that takes a grant, with valid arguments for `ws` at `head` with checkpoint `cp`
 /// (each would succeed as the owner). Purge is a dry run so that history stays for the rest.
 fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
@@ -446,7 +463,7 @@ async fn each_operation_opens_exactly_its_rpcs() {
             let r = rest
                 .call(&Caller::Service, call.rpc, with_grant(&call.args, &g))
                 .await;
-            if call.needs.iter().any(|op| set.contains(*op)) {
+            if call.allowed(&set) {
                 tally.allow(&what, r);
             } else {
                 tally.deny(&what, r, Some(DENIED));
@@ -632,7 +649,7 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
             .claims("job-7", &ws.id, &read_commit, iat, life, Some("cid-1"))
             .to_json()
     };
-    let header = json!({ "alg": "HS256", "kid": v.kid, "typ": "JWT" });
+    let header = json!({ "alg": "EdDSA", "kid": v.kid, "typ": "JWT" });
     let signed = |claims: &Value| forge(&v.secret, &header, claims);
     let edit = |f: &dyn Fn(&mut Value)| {
         let mut c = fresh(t, 300);
@@ -756,8 +773,8 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
     let payload = b64_encode(fresh(t, 300).to_string().as_bytes());
     let random_sig = b64_encode(&[5u8; 64]);
     let hs_header = b64_encode(header.to_string().as_bytes());
-    let ed_header = b64_encode(
-        json!({ "alg": "EdDSA", "kid": v.kid, "typ": "JWT" })
+    let hs_header_alt = b64_encode(
+        json!({ "alg": "HS256", "kid": v.kid, "typ": "JWT" })
             .to_string()
             .as_bytes(),
     );
@@ -768,7 +785,7 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
     );
     let cases: Vec<(&str, String, &str)> = vec![
         (
-            "forged: signed with another secret",
+            "forged: signed with another private key",
             forger
                 .mint("job-7", &ws.id, &read_commit, 300, None)
                 .unwrap(),
@@ -936,17 +953,31 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
         ("signed with a rotated-away secret", by_old_secret, INVALID),
         (
             "unknown key id",
-            with_header(json!({ "alg": "HS256", "kid": "no-such-key", "typ": "JWT" })),
+            with_header(json!({ "alg": "EdDSA", "kid": "no-such-key", "typ": "JWT" })),
             INVALID,
         ),
         (
-            "EdDSA header, HMAC signature",
-            with_header(json!({ "alg": "EdDSA", "kid": v.kid, "typ": "JWT" })),
+            "HS256 header, Ed25519 signature",
+            with_header(json!({ "alg": "HS256", "kid": v.kid, "typ": "JWT" })),
             INVALID,
         ),
         (
-            "EdDSA header, 64-byte signature",
-            format!("{ed_header}.{payload}.{random_sig}"),
+            "HS256 header, 64-byte signature",
+            format!("{hs_header_alt}.{payload}.{random_sig}"),
+            INVALID,
+        ),
+        (
+            "HS256 header, HMAC under the public key",
+            forge_hs256(
+                &base64_decode(&public_key(&v.secret)),
+                &json!({ "alg": "HS256", "kid": v.kid, "typ": "JWT" }),
+                &fresh(t, 300),
+            ),
+            INVALID,
+        ),
+        (
+            "EdDSA header, 64 random signature bytes",
+            format!("{hs_header}.{payload}.{random_sig}"),
             INVALID,
         ),
         (
@@ -961,18 +992,18 @@ async fn broken_capabilities_are_refused_at_the_exchange() {
         ),
         (
             "typ at+jwt",
-            with_header(json!({ "alg": "HS256", "kid": v.kid, "typ": "at+jwt" })),
+            with_header(json!({ "alg": "EdDSA", "kid": v.kid, "typ": "at+jwt" })),
             INVALID,
         ),
         (
             "no kid",
-            with_header(json!({ "alg": "HS256", "typ": "JWT" })),
+            with_header(json!({ "alg": "EdDSA", "typ": "JWT" })),
             INVALID,
         ),
         (
             "extra header field",
             with_header(
-                json!({ "alg": "HS256", "kid": v.kid, "typ": "JWT", "jku": "https://evil.test" }),
+                json!({ "alg": "EdDSA", "kid": v.kid, "typ": "JWT", "jku": "https://evil.test" }),
             ),
             INVALID,
         ),
@@ -1129,8 +1160,19 @@ async fn registration_rotation_overlap_and_revocation() {
     // Overlap: a second key id while the first stays valid.
     let b = verifier(cluster, "rot-b");
     let t_b = mint(&b);
-    // Rotation: the same key id gets a new secret; the old one is gone.
+    // A grant from rot-a's first key, working before the rotation.
+    let g_a1 = grant(&mut rest, &mut tally, &a1, &ws.id, &read, None).await;
+    let manifest_a1 = json!({ "workspace_id": ws.id, "delegated_grant": g_a1 });
+    let r = rest
+        .call(&Caller::Service, "supabash_load_manifest", manifest_a1.clone())
+        .await;
+    tally.allow("rot-a's first grant before the rotation", r);
+    // Rotation: the same key id gets a new key; the old one is gone, with its grants.
     let a2 = verifier(cluster, "rot-a");
+    let r = rest
+        .call(&Caller::Service, "supabash_load_manifest", manifest_a1)
+        .await;
+    tally.deny("rot-a's first grant after the rotation", r, Some(DENIED));
     assert_ne!(a1.secret, a2.secret);
     let t_a2 = mint(&a2);
     for s in [&a1.secret, &a2.secret, &b.secret] {
@@ -1179,7 +1221,12 @@ async fn delegated_commits_record_the_grant_actor_and_correlation() {
     let ws = workspace(&mut rest).await;
     let mut tally = Tally::default();
     tally.secrets.add(&v.secret);
-    let rc = ops(&[Operation::Read, Operation::Commit, Operation::History]);
+    let rc = ops(&[
+        Operation::Read,
+        Operation::Write,
+        Operation::Commit,
+        Operation::History,
+    ]);
     for cid in [Some("job-42"), None] {
         let g = grant(&mut rest, &mut tally, &v, &ws.id, &rc, cid).await;
         let (head, _) = current(&mut rest, &ws).await;
@@ -1215,7 +1262,44 @@ async fn delegated_commits_record_the_grant_actor_and_correlation() {
         let last = page["records"].as_array().unwrap().last().unwrap().clone();
         assert_eq!(last["actor"], json!("delegated:job-7"));
         assert_eq!(last["correlationId"].as_str(), cid);
+        // The database records which verifier's key the grant came from.
+        assert_eq!(receipt["delegationKeyId"], json!("attribution"), "{receipt}");
+        assert_eq!(last["delegationKeyId"], json!("attribution"), "{last}");
     }
+    // A user cannot pass for a delegated job: the reserved actor prefix is refused, and the
+    // user's own commits carry no key id.
+    let (head, _) = current(&mut rest, &ws).await;
+    for actor in ["delegated:job-7", "delegated:"] {
+        let r = rest
+            .call(
+                &ws.owner,
+                "supabash_commit",
+                json!({ "workspace_id": ws.id, "actor": actor, "correlation_id": "job-42",
+                        "base_revision": head,
+                        "changes": [{"op": "upsert", "path": "/job.md", "text": "forged"}] }),
+            )
+            .await;
+        tally.deny_as(
+            &format!("a user commits as {actor:?}"),
+            r,
+            "22023",
+            Some("SUPABASH_INVALID_ARGUMENT"),
+        );
+    }
+    let own = rest
+        .call(
+            &ws.owner,
+            "supabash_commit",
+            json!({ "workspace_id": ws.id, "actor": "owner delegated:job-7", "base_revision": head,
+                    "changes": [{"op": "upsert", "path": "/job.md", "text": new_nonce()}] }),
+        )
+        .await;
+    let own = tally.allow("the owner's own commit", own).expect("committed");
+    assert!(
+        own["receipt"].get("delegationKeyId").is_none(),
+        "{}",
+        own["receipt"]
+    );
     // A grant without commit cannot commit, whatever actor it claims.
     let reader = ops(&[Operation::Read, Operation::History]);
     let g = grant(&mut rest, &mut tally, &v, &ws.id, &reader, Some("job-42")).await;
@@ -1300,4 +1384,533 @@ async fn private_tables_refuse_every_postgrest_role() {
         }
     }
     tally.finish("direct access to private tables", cluster);
+}
+
+/// A connection as `role` that runs as service_role the way PostgREST does, inside a
+/// transaction the caller controls (`BEGIN` is sent here, `COMMIT` by the caller).
+async fn open_service_tx(cluster: &Cluster) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(&cluster.dsn("authenticator"), tokio_postgres::NoTls)
+        .await
+        .expect("connect as authenticator");
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+        .batch_execute(
+            "BEGIN; SELECT set_config('request.jwt.claims', '{\"role\":\"service_role\"}', true);
+             SET LOCAL ROLE service_role",
+        )
+        .await
+        .expect("become service_role");
+    client
+}
+
+/// Exchanges `token` on `client` (inside its open transaction); the grant, or the error.
+async fn exchange_on(client: &tokio_postgres::Client, token: &str) -> Result<String, DbError> {
+    let row = client
+        .query_one(
+            "SELECT supabash_exchange_capability($1) ->> 'delegatedGrant'",
+            &[&token],
+        )
+        .await
+        .map_err(DbError::from)?;
+    Ok(row.get(0))
+}
+
+#[tokio::test]
+async fn a_grant_without_write_commits_exactly_a_restore() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "restore-only");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    // r1: /secret.md "owner only", /b.md "b"; head: /secret.md "owner only, v2", /b.md "b".
+    let restorer = ops(&[Operation::Read, Operation::Commit, Operation::Restore]);
+    let g = grant(&mut rest, &mut tally, &v, &ws.id, &restorer, None).await;
+    let commit = |changes: Value, source: Option<&str>, head: &str| {
+        let mut a = json!({ "workspace_id": ws.id, "actor": "x", "base_revision": head,
+                            "delegated_grant": g, "changes": changes });
+        if let Some(s) = source {
+            a["source_revision"] = json!(s);
+        }
+        a
+    };
+    let (head, _) = current(&mut rest, &ws).await;
+    let revert = json!([{"op": "upsert", "path": "/secret.md", "text": "owner only"}]);
+    let cases = [
+        (
+            "arbitrary content",
+            json!([{"op": "upsert", "path": "/planted.md", "text": "x"}]),
+            None,
+        ),
+        ("the restore's changes without source_revision", revert.clone(), None),
+        (
+            "other content under a source_revision",
+            json!([{"op": "upsert", "path": "/secret.md", "text": "changed"}]),
+            Some(ws.r1.as_str()),
+        ),
+        (
+            "a restore plus an extra file",
+            json!([{"op": "upsert", "path": "/secret.md", "text": "owner only"},
+                   {"op": "upsert", "path": "/extra.md", "text": "x"}]),
+            Some(ws.r1.as_str()),
+        ),
+        (
+            "a restore that deletes a file the source has",
+            json!([{"op": "upsert", "path": "/secret.md", "text": "owner only"},
+                   {"op": "delete", "path": "/b.md"}]),
+            Some(ws.r1.as_str()),
+        ),
+        ("nothing, claiming a restore", json!([]), Some(ws.r1.as_str())),
+    ];
+    for (what, changes, source) in cases {
+        let r = rest
+            .call(&Caller::Service, "supabash_commit", commit(changes, source, &head))
+            .await;
+        tally.deny(&format!("restore-only grant commits {what}"), r, Some(DENIED));
+    }
+    // Exactly the restore of r1 commits, with a grant that has no write.
+    let r = rest
+        .call(
+            &Caller::Service,
+            "supabash_commit",
+            commit(revert, Some(&ws.r1), &head),
+        )
+        .await;
+    let done = tally.allow("the exact restore of r1", r).expect("restored");
+    assert_eq!(done["receipt"]["sourceRevision"], json!(ws.r1));
+    let doc = rest
+        .call(
+            &ws.owner,
+            "supabash_load_document",
+            json!({ "workspace_id": ws.id, "path": "/secret.md" }),
+        )
+        .await
+        .unwrap();
+    assert!(doc.to_string().contains("owner only\""), "{doc}");
+    // With write, content commits.
+    let writer = ops(&[Operation::Read, Operation::Write, Operation::Commit]);
+    let gw = grant(&mut rest, &mut tally, &v, &ws.id, &writer, None).await;
+    let (head, _) = current(&mut rest, &ws).await;
+    let r = rest
+        .call(
+            &Caller::Service,
+            "supabash_commit",
+            json!({ "workspace_id": ws.id, "actor": "x", "base_revision": head, "delegated_grant": gw,
+                    "changes": [{"op": "upsert", "path": "/planted.md", "text": "x"}] }),
+        )
+        .await;
+    tally.allow("a grant with write commits content", r);
+    tally.finish("restore-only grants", cluster);
+}
+
+#[tokio::test]
+async fn revocation_and_rotation_serialise_with_an_open_exchange() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let admin = admin(cluster).await;
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    let read = ops(&[Operation::Read]);
+    let manifest = |g: &str| json!({ "workspace_id": ws.id, "delegated_grant": g });
+
+    // (1) The exchange is open while the key is revoked (or rotated) and commits after.
+    for (what, rotate) in [("revocation", false), ("rotation", true)] {
+        let kid = format!("race-open-{rotate}");
+        let v = verifier(cluster, &kid);
+        tally.secrets.add(&v.secret);
+        let token = v.signer.mint("job", &ws.id, &read, 300, None).unwrap();
+        tally.secrets.token(&token);
+        let session = open_service_tx(cluster).await;
+        let g = exchange_on(&session, &token).await.expect("exchanged");
+        tally.secrets.add(&g);
+        if rotate {
+            tally.secrets.add(&verifier(cluster, &kid).secret);
+        } else {
+            let revoked: bool = admin
+                .query_one("SELECT supabash_revoke_capability_verifier($1)", &[&kid])
+                .await
+                .unwrap()
+                .get(0);
+            assert!(revoked);
+        }
+        session.batch_execute("COMMIT").await.unwrap();
+        let r = rest
+            .call(&Caller::Service, "supabash_load_manifest", manifest(&g))
+            .await;
+        tally.deny(
+            &format!("a grant whose exchange committed after the {what}"),
+            r,
+            Some(DENIED),
+        );
+    }
+
+    // (2) The revocation is open while the exchange runs and commits; then it commits.
+    let v = verifier(cluster, "race-revoke-open");
+    tally.secrets.add(&v.secret);
+    let token = v.signer.mint("job", &ws.id, &read, 300, None).unwrap();
+    tally.secrets.token(&token);
+    admin.batch_execute("BEGIN").await.unwrap();
+    admin
+        .query_one(
+            "SELECT supabash_revoke_capability_verifier('race-revoke-open')",
+            &[],
+        )
+        .await
+        .unwrap();
+    let exchanged = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        exchange(&mut rest, &Caller::Service, &token),
+    )
+    .await
+    .expect("the exchange does not hang");
+    let g = exchanged.ok().and_then(|a| a["delegatedGrant"].as_str().map(str::to_owned));
+    admin.batch_execute("COMMIT").await.unwrap();
+    if let Some(g) = g {
+        tally.secrets.add(&g);
+        let r = rest
+            .call(&Caller::Service, "supabash_load_manifest", manifest(&g))
+            .await;
+        tally.deny("a grant exchanged while the revocation was open", r, Some(DENIED));
+    }
+    tally.finish("revocation races", cluster);
+}
+
+#[tokio::test]
+async fn the_exchange_neither_waits_on_held_rows_nor_stalls() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let admin = admin(cluster).await;
+    let holder = supabash_tests::support::admin(cluster).await;
+    let v = verifier(cluster, "no-stall");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let read = ops(&[Operation::Read]);
+
+    // Expired rows another transaction holds: the cleanup skips them.
+    let nonce = uuid::Uuid::new_v4().as_bytes().repeat(2);
+    let grant_hash = uuid::Uuid::new_v4().as_bytes().repeat(2);
+    admin
+        .execute(
+            "INSERT INTO supabash.capability_nonces VALUES ($1, now() - interval '1 hour')",
+            &[&nonce],
+        )
+        .await
+        .unwrap();
+    admin
+        .execute(
+            "INSERT INTO supabash.grants (grant_hash, key_id, generation, workspace_id, owner_id,
+                    actor_subject, operations, expires_at)
+             VALUES ($1, 'no-stall', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'x',
+                     '{read}', now() - interval '1 hour')",
+            &[&grant_hash],
+        )
+        .await
+        .unwrap();
+    holder.batch_execute("BEGIN").await.unwrap();
+    holder
+        .execute(
+            "SELECT 1 FROM supabash.capability_nonces WHERE nonce_hash = $1 FOR UPDATE",
+            &[&nonce],
+        )
+        .await
+        .unwrap();
+    holder
+        .execute(
+            "SELECT 1 FROM supabash.grants WHERE grant_hash = $1 FOR UPDATE",
+            &[&grant_hash],
+        )
+        .await
+        .unwrap();
+    let token = v.signer.mint("job", &ws.id, &read, 300, None).unwrap();
+    tally.secrets.token(&token);
+    let r = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        exchange(&mut rest, &Caller::Service, &token),
+    )
+    .await
+    .expect("the exchange does not wait on rows another transaction holds");
+    if let Some(a) = tally.allow("an exchange while expired rows are held", r) {
+        tally.secrets.add(a["delegatedGrant"].as_str().unwrap_or(""));
+    }
+    holder.batch_execute("ROLLBACK").await.unwrap();
+
+    // A concurrent exchange of the same token holds its nonce: the wait is bounded and ends
+    // in the retryable coordination error.
+    let token = v.signer.mint("job", &ws.id, &read, 300, None).unwrap();
+    tally.secrets.token(&token);
+    let session = open_service_tx(cluster).await;
+    let g = exchange_on(&session, &token).await.expect("first exchange");
+    tally.secrets.add(&g);
+    let started = std::time::Instant::now();
+    let r = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        exchange(&mut rest, &Caller::Service, &token),
+    )
+    .await
+    .expect("a blocked exchange gives up within its lock timeout");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    tally.deny_as(
+        "the same token while its first exchange is open",
+        r,
+        "55P03",
+        Some("SUPABASH_COMMIT_COORDINATION"),
+    );
+    session.batch_execute("COMMIT").await.unwrap();
+    tally.finish("exchange stalls", cluster);
+}
+
+#[tokio::test]
+async fn no_token_is_exchanged_twice_at_the_expiry_edge() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let admin = admin(cluster).await;
+    let v = strict_verifier(cluster, "edge");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let read = ops(&[Operation::Read]);
+    // The database's clock early in a second E; a token whose exp + skew (skew 0) is E is
+    // accepted for the rest of that second.
+    let e = loop {
+        let t: f64 = admin
+            .query_one("SELECT extract(epoch FROM clock_timestamp())::float8", &[])
+            .await
+            .unwrap()
+            .get(0);
+        if t.fract() < 0.4 {
+            break t.floor() as i64;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let claims = v.signer.claims("job", &ws.id, &read, e - 30, 30, None);
+    let token = v.signer.sign(&claims).unwrap();
+    tally.secrets.token(&token);
+    let first = exchange(&mut rest, &Caller::Service, &token).await;
+    if let Some(a) = tally.allow("the first exchange, in the last accepted second", first) {
+        tally.secrets.add(a["delegatedGrant"].as_str().unwrap_or(""));
+    }
+    let again = exchange(&mut rest, &Caller::Service, &token).await;
+    // In the same second the nonce refuses it; a second later expiry does.
+    tally.attempts += 1;
+    match again {
+        Err(e) if e.code == "42501" && matches!(marker(&e), Some(INVALID) | Some(EXPIRED)) => {
+            tally.denials += 1
+        }
+        other => tally.leaks.push(format!("exchanged twice at exp + skew: {other:?}")),
+    }
+    tally.finish("expiry edge", cluster);
+}
+
+#[tokio::test]
+async fn a_grant_travels_in_a_request_header() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "header");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let g = grant(&mut rest, &mut tally, &v, &ws.id, &ops(&[Operation::Read]), None).await;
+    let other = grant(&mut rest, &mut tally, &v, &ws.id, &ops(&[Operation::Read]), None).await;
+    let header = json!({ "x-supabash-grant": g, "content-type": "application/json" });
+    let args = json!({ "workspace_id": ws.id });
+    for rpc in ["supabash_load_manifest", "supabash_load_snapshot", "supabash_load_document"] {
+        let mut a = args.clone();
+        if rpc == "supabash_load_document" {
+            a["path"] = json!("/b.md");
+        }
+        let r = rest
+            .call_with_headers(&Caller::Service, rpc, a, Some(&header))
+            .await;
+        tally.allow(&format!("{rpc} with the grant in the header"), r);
+    }
+    let r = rest
+        .call_with_headers(
+            &Caller::Service,
+            "supabash_load_manifest",
+            with_grant(&args, &other),
+            Some(&header),
+        )
+        .await;
+    tally.deny("header and argument disagree", r, Some(DENIED));
+    let r = rest
+        .call_with_headers(&ws.owner, "supabash_load_manifest", args.clone(), Some(&header))
+        .await;
+    tally.deny("a user session with a header grant", r, Some(DENIED));
+    let r = rest
+        .call_with_headers(
+            &Caller::Service,
+            "supabash_history",
+            args.clone(),
+            Some(&header),
+        )
+        .await;
+    tally.deny("a read grant in the header for history", r, Some(DENIED));
+    let r = rest
+        .call_with_headers(
+            &Caller::Service,
+            "supabash_load_manifest",
+            args,
+            Some(&json!({ "x-supabash-grant": b64_encode(&[9u8; 32]) })),
+        )
+        .await;
+    tally.deny("an unknown grant in the header", r, Some(DENIED));
+    tally.finish("header grants", cluster);
+}
+
+#[tokio::test]
+async fn supabase_roles_that_read_every_table_cannot_mint_or_use_a_capability() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let admin = admin(cluster).await;
+    let v = verifier(cluster, "readers");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let all = all_ops();
+    let g = grant(&mut rest, &mut tally, &v, &ws.id, &all, None).await;
+    // The roles as Supabase defines them (sql/bootstrap.sql).
+    let attrs: Vec<(String, bool, bool, bool, bool)> = admin
+        .query(
+            "SELECT rolname::text, rolsuper, rolbypassrls, rolcreaterole,
+                    pg_has_role(oid, 'pg_read_all_data', 'USAGE')
+               FROM pg_roles WHERE rolname IN ('supabase_project_owner', 'supabase_read_only_user')
+              ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+        .collect();
+    assert_eq!(
+        attrs,
+        vec![
+            ("supabase_project_owner".into(), false, true, true, true),
+            ("supabase_read_only_user".into(), false, true, false, true),
+        ]
+    );
+    let reported: Vec<String> = admin
+        .query("SELECT role FROM supabash._trust_report()", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for role in ["supabase_project_owner", "supabase_read_only_user"] {
+        assert!(reported.contains(&role.to_owned()), "{reported:?}");
+    }
+    for role in ["supabase_read_only_user", "supabase_project_owner"] {
+        let (reader, conn) = tokio_postgres::connect(&cluster.dsn(role), tokio_postgres::NoTls)
+            .await
+            .expect("log in");
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        if role == "supabase_project_owner" {
+            // CREATEROLE: the project owner can take the extension's roles (the install
+            // check refuses to install or upgrade while it holds them).
+            reader
+                .batch_execute("GRANT supabash_keeper, supabash_owner TO supabase_project_owner")
+                .await
+                .expect("CREATEROLE grants itself the extension's roles");
+        }
+        // Everything the role can read in schema supabash, as text and as raw byte strings.
+        let tables: Vec<String> = reader
+            .query(
+                "SELECT c.relname::text FROM pg_class c
+                  WHERE c.relnamespace = 'supabash'::regnamespace AND c.relkind = 'r' ORDER BY 1",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut dump = String::new();
+        let mut blobs: Vec<Vec<u8>> = Vec::new();
+        for t in &tables {
+            let rows = reader
+                .query(&format!("SELECT to_jsonb(x)::text FROM supabash.{t} x"), &[])
+                .await
+                .unwrap_or_else(|e| panic!("{role} reads supabash.{t}: {e}"));
+            for r in rows {
+                dump.push_str(r.get::<_, &str>(0));
+                dump.push('\n');
+            }
+            // The capability tables' byte strings are what could be key material.
+            if !["capability_verifiers", "capability_nonces", "grants"].contains(&t.as_str()) {
+                continue;
+            }
+            let raw = reader
+                .query(
+                    &format!(
+                        "SELECT DISTINCT decode(substr(e.val, 3), 'hex')
+                           FROM (SELECT * FROM supabash.{t} LIMIT 100) x,
+                                jsonb_each_text(to_jsonb(x)) AS e(k, val)
+                          WHERE e.val LIKE '\\\\x%'"
+                    ),
+                    &[],
+                )
+                .await
+                .unwrap();
+            blobs.extend(raw.iter().map(|r| r.get::<_, Vec<u8>>(0)));
+        }
+        assert!(
+            dump.contains("readers"),
+            "{role} reads the verifiers (else this test proves nothing)"
+        );
+        assert!(!dump.contains(&v.secret), "{role} found the private key");
+        assert!(!dump.contains(&g), "{role} found a grant");
+        // Try every byte string read as a signing key (HS256, and Ed25519 when it is a seed)
+        // and as a grant.
+        let claims = v
+            .signer
+            .claims("intruder", &ws.id, &all, now(), 300, None)
+            .to_json();
+        let mut tried = 0;
+        for blob in &blobs {
+            let hs = forge_hs256(
+                blob,
+                &json!({ "alg": "HS256", "kid": "readers", "typ": "JWT" }),
+                &claims,
+            );
+            tally.deny(
+                &format!("{role}: HS256 under a {}-byte value", blob.len()),
+                exchange(&mut rest, &Caller::Service, &hs).await,
+                Some(INVALID),
+            );
+            if blob.len() == 32 {
+                let ed = forge(
+                    &b64_encode(blob),
+                    &json!({ "alg": "EdDSA", "kid": "readers", "typ": "JWT" }),
+                    &claims,
+                );
+                tally.deny(
+                    &format!("{role}: Ed25519 under a 32-byte value"),
+                    exchange(&mut rest, &Caller::Service, &ed).await,
+                    Some(INVALID),
+                );
+                let r = rest
+                    .call(
+                        &Caller::Service,
+                        "supabash_load_manifest",
+                        json!({ "workspace_id": ws.id, "delegated_grant": b64_encode(blob) }),
+                    )
+                    .await;
+                tally.deny(&format!("{role}: a stored hash as a grant"), r, Some(DENIED));
+            }
+            tried += 1;
+        }
+        assert!(tried > 0, "{role} read no byte strings");
+        if role == "supabase_project_owner" {
+            reader
+                .batch_execute("REVOKE supabash_keeper, supabash_owner FROM supabase_project_owner")
+                .await
+                .unwrap();
+        }
+    }
+    tally.finish("Supabase reader roles", cluster);
 }

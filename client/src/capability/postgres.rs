@@ -1,17 +1,16 @@
-//! HS256 capabilities for one Postgres workspace, minted by the trusted issuer that holds the
-//! verifier's secret (`supabash_register_capability_verifier` returns it once) and verified
-//! inside the database by `supabash_exchange_capability`.
+//! Ed25519 capabilities for one Postgres workspace, minted by the trusted issuer that holds the
+//! verifier's private key and verified inside the database by `supabash_exchange_capability`,
+//! which holds only the public key: nothing the database stores can mint.
 //!
-//! A token is a compact JWS: header `{"alg":"HS256","kid":<key id>,"typ":"JWT"}`, claims
+//! A token is a compact JWS: header `{"alg":"EdDSA","kid":<key id>,"typ":"JWT"}`, claims
 //! `supabash_core::capability::PostgresClaims` (schema version, issuer, audience, subject,
 //! origin, operations, iat, exp, a fresh nonce, optional correlation id, backend `postgres`,
-//! workspace), signature HMAC-SHA256 of the signing input under the secret.
+//! workspace), signature Ed25519 over the signing input.
 
 use super::{new_nonce, unix_now};
 use crate::error::{Result, SupabashError};
 use base64::Engine;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use ed25519_dalek::{Signer, SigningKey};
 use supabash_core::capability::{
     self, CapabilityError, CommonClaims, Header, OperationSet, PostgresBinding, PostgresClaims,
     POSTGRES_BACKEND, SCHEMA_VERSION,
@@ -19,16 +18,13 @@ use supabash_core::capability::{
 use supabash_core::ErrorCode;
 
 /// The header `alg` of a Postgres capability.
-pub const ALGORITHM: &str = "HS256";
+pub const ALGORITHM: &str = capability::ALGORITHM;
 
-/// The shortest secret accepted, in bytes (the database generates 32).
-pub const MIN_SECRET_BYTES: usize = 32;
-
-/// Mints Postgres capabilities with one verifier's secret. Keep it in the trusted issuer only:
-/// whoever holds the secret can grant any operation on any workspace the verifier covers.
+/// Mints Postgres capabilities with one verifier's private key. Keep it in the trusted issuer
+/// only: whoever holds it can grant any operation on any workspace.
 pub struct PostgresSigner {
     kid: String,
-    secret: Vec<u8>,
+    key: SigningKey,
     issuer: String,
     audience: String,
     origin: String,
@@ -59,23 +55,22 @@ fn not_mintable(e: CapabilityError) -> SupabashError {
 
 impl PostgresSigner {
     /// A signer for the verifier registered as `kid` with `issuer`, `audience` and `origin`;
-    /// `secret` is the unpadded base64url text the registration returned (at least
-    /// [`MIN_SECRET_BYTES`] once decoded).
+    /// `private_key` is the 32-byte Ed25519 seed, unpadded base64url (what the registration
+    /// returns when it generates the pair).
     pub fn new(
         kid: &str,
-        secret: &str,
+        private_key: &str,
         issuer: &str,
         audience: &str,
         origin: &str,
     ) -> Result<Self> {
-        let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(secret.trim())
-            .map_err(|_| invalid("the capability secret is not unpadded base64url"))?;
-        if secret.len() < MIN_SECRET_BYTES {
-            return Err(invalid(format!(
-                "the capability secret must hold at least {MIN_SECRET_BYTES} bytes"
-            )));
-        }
+        let seed: [u8; 32] = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(private_key.trim())
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| {
+                invalid("the capability private key must be 32 bytes, unpadded base64url")
+            })?;
         if kid.is_empty()
             || kid.len() > capability::MAX_TEXT_BYTES
             || kid.contains(char::is_control)
@@ -84,11 +79,17 @@ impl PostgresSigner {
         }
         Ok(PostgresSigner {
             kid: kid.to_owned(),
-            secret,
+            key: SigningKey::from_bytes(&seed),
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
             origin: origin.to_owned(),
         })
+    }
+
+    /// The public key, unpadded base64url: what `supabash_register_capability_verifier`
+    /// takes as `public_key` when the issuer generated the pair itself.
+    pub fn public_key(&self) -> String {
+        capability::b64_encode(self.key.verifying_key().as_bytes())
     }
 
     /// The key id tokens carry in `kid`.
@@ -164,11 +165,8 @@ impl PostgresSigner {
             typ: Some("JWT".to_owned()),
         };
         let input = capability::signing_input(&header, &claims.to_json());
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes keys of any length");
-        mac.update(input.as_bytes());
-        let signature = mac.finalize().into_bytes();
-        Ok(format!("{input}.{}", capability::b64_encode(&signature)))
+        let signature = self.key.sign(input.as_bytes());
+        Ok(format!("{input}.{}", capability::b64_encode(&signature.to_bytes())))
     }
 }
 
@@ -196,7 +194,7 @@ mod tests {
     }
 
     #[test]
-    fn minted_tokens_parse_and_verify_with_the_secret() {
+    fn minted_tokens_parse_and_verify_with_the_public_key() {
         let s = signer();
         let token = s
             .mint(
@@ -216,12 +214,16 @@ mod tests {
         assert_eq!(claims.common.exp - claims.common.iat, 300);
         assert_eq!(claims.common.cid.as_deref(), Some("c-1"));
         assert_eq!(claims.binding.workspace, WS);
-        let mut mac = Hmac::<Sha256>::new_from_slice(&[7u8; 32]).unwrap();
-        mac.update(compact.signing_input.as_bytes());
-        mac.verify_slice(&compact.signature).unwrap();
-        let mut wrong = Hmac::<Sha256>::new_from_slice(&[8u8; 32]).unwrap();
-        wrong.update(compact.signing_input.as_bytes());
-        assert!(wrong.verify_slice(&compact.signature).is_err());
+        let signature = ed25519_dalek::Signature::from_slice(&compact.signature).unwrap();
+        let public = SigningKey::from_bytes(&[7u8; 32]).verifying_key();
+        assert_eq!(s.public_key(), capability::b64_encode(public.as_bytes()));
+        public
+            .verify_strict(compact.signing_input.as_bytes(), &signature)
+            .unwrap();
+        let wrong = SigningKey::from_bytes(&[8u8; 32]).verifying_key();
+        assert!(wrong
+            .verify_strict(compact.signing_input.as_bytes(), &signature)
+            .is_err());
         // Every token has its own nonce.
         let again = s
             .mint("job-1", WS, &ops(&[Operation::Read]), 300, None)
@@ -266,11 +268,16 @@ mod tests {
     }
 
     #[test]
-    fn secrets_must_be_base64url_and_long_enough() {
-        for secret in ["", "not base64!", &capability::b64_encode(&[1u8; 31])] {
-            let e = PostgresSigner::new("k", secret, "i", "a", "o").unwrap_err();
+    fn private_keys_must_be_32_bytes_of_base64url() {
+        for key in [
+            "",
+            "not base64!",
+            &capability::b64_encode(&[1u8; 31]),
+            &capability::b64_encode(&[1u8; 33]),
+        ] {
+            let e = PostgresSigner::new("k", key, "i", "a", "o").unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidArgument);
-            assert!(!e.message.contains(secret) || secret.is_empty());
+            assert!(!e.message.contains(key) || key.is_empty());
         }
         assert!(
             PostgresSigner::new("", &capability::b64_encode(&[1u8; 32]), "i", "a", "o").is_err()

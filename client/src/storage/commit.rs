@@ -371,6 +371,7 @@ impl StorageWorkspace {
             cause: o.cause.clone(),
             metadata: o.metadata.clone().unwrap_or_else(|| json!({})),
             source_revision: source,
+            delegation_key_id: None,
             committed_at: now.clone(),
             changes: touched.iter().map(line).collect(),
         };

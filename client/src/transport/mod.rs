@@ -20,6 +20,20 @@ pub trait Transport: Send + Sync {
     /// Calls `public.<rpc>` with named arguments. `args` never holds JSON `null`: absent
     /// arguments take their SQL defaults.
     async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError>;
+
+    /// Calls `public.<rpc>` on behalf of a delegated grant. By default the grant is the
+    /// `delegated_grant` argument, which the direct Postgres transport binds as a parameter
+    /// (never in statement text, so never in the server log); HTTP transports send it in a
+    /// header instead, so it never reaches a URL or an access log.
+    async fn call_with_grant(
+        &self,
+        rpc: &str,
+        mut args: Map<String, Value>,
+        grant: &str,
+    ) -> Result<Value, RpcError> {
+        args.insert("delegated_grant".into(), Value::String(grant.to_owned()));
+        self.call(rpc, args).await
+    }
 }
 
 /// Calls RPC `R` with `request` and decodes its answer. Whether a lost answer leaves the

@@ -59,22 +59,30 @@ fn text_field(body: &Value, name: &str) -> Option<String> {
     }
 }
 
-#[async_trait::async_trait]
-impl Transport for PostgrestTransport {
-    async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError> {
+/// The request header a delegated grant travels in; PostgREST hands it to the database in
+/// `request.headers` (the extension reads it from there).
+pub const GRANT_HEADER: &str = "X-Supabash-Grant";
+
+impl PostgrestTransport {
+    async fn post(
+        &self,
+        rpc: &str,
+        args: &Map<String, Value>,
+        grant: Option<&str>,
+    ) -> Result<Value, RpcError> {
         let url = format!("{}/rpc/{rpc}", self.base_url);
-        let body = serde_json::to_vec(&args).expect("JSON arguments serialise");
-        let response = self
+        let body = serde_json::to_vec(args).expect("JSON arguments serialise");
+        let mut request = self
             .http
             .post(url)
             .header("apikey", &self.api_key)
             .header("Authorization", format!("Bearer {}", self.bearer))
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(send_error)?;
+            .header("Accept", "application/json");
+        if let Some(grant) = grant {
+            request = request.header(GRANT_HEADER, grant);
+        }
+        let response = request.body(body).send().await.map_err(send_error)?;
         let status = response.status().as_u16();
         let bytes = response.bytes().await.map_err(send_error)?;
         if (200..300).contains(&status) {
@@ -100,5 +108,23 @@ impl Transport for PostgrestTransport {
             hint: text_field(&parsed, "hint"),
             delivery: Delivery::Answered,
         })
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for PostgrestTransport {
+    async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError> {
+        self.post(rpc, &args, None).await
+    }
+
+    /// Sends the grant in the [`GRANT_HEADER`] header, never in the URL or the body.
+    async fn call_with_grant(
+        &self,
+        rpc: &str,
+        mut args: Map<String, Value>,
+        grant: &str,
+    ) -> Result<Value, RpcError> {
+        args.remove("delegated_grant");
+        self.post(rpc, &args, Some(grant)).await
     }
 }

@@ -38,6 +38,9 @@ pub struct Receipt {
     pub cause: Option<String>,
     pub metadata: Value,
     pub source_revision: Option<String>,
+    /// For a commit made with a delegated grant: the key id of the verifier whose capability
+    /// was exchanged for it, recorded by the database (a caller cannot set it).
+    pub delegation_key_id: Option<String>,
     pub committed_at: String,
     pub changes: Vec<ReceiptLine>,
 }

@@ -305,9 +305,11 @@ request! {
 }
 
 request! {
-    "supabash_register_capability_verifier", mutates = true, String;
+    "supabash_register_capability_verifier", mutates = true, Option<String>;
     /// `supabash_register_capability_verifier` (database owner only): registers or rotates a
-    /// verifier; answers its new secret (unpadded base64url), once.
+    /// verifier, ending the grants of its previous registration. With `public_key` (an Ed25519
+    /// key the issuer generated) it answers null; without, it answers a new private key
+    /// (unpadded base64url), once. The database stores only the public key.
     pub struct RegisterCapabilityVerifier {
         pub key_id: String,
         pub issuer: String,
@@ -317,13 +319,15 @@ request! {
         pub clock_skew_seconds: Option<i32>,
         /// Default 900.
         pub max_lifetime_seconds: Option<i32>,
+        /// 32 bytes, unpadded base64url; default: generate a pair.
+        pub public_key: Option<String>,
     }
 }
 
 request! {
     "supabash_revoke_capability_verifier", mutates = true, bool;
-    /// `supabash_revoke_capability_verifier` (database owner only): removes a verifier, its
-    /// secret and its grants; answers whether it existed.
+    /// `supabash_revoke_capability_verifier` (database owner only): removes a verifier and its
+    /// grants; answers whether it existed.
     pub struct RevokeCapabilityVerifier {
         pub key_id: String,
     }
