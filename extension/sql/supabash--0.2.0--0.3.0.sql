@@ -19,7 +19,6 @@ DROP FUNCTION supabash._signature_valid(text, bytea, bytea);
 DROP FUNCTION supabash._hmac_sha256_equal(bytea, bytea, bytea);
 DROP FUNCTION supabash._random_secret();
 DROP TABLE supabash.capability_secrets;
-DROP POLICY manage ON supabash.capability_verifiers;
 ALTER TABLE supabash.capability_verifiers
   ADD COLUMN public_key bytea CHECK (octet_length(public_key) = 32),
   ADD COLUMN generation uuid NOT NULL DEFAULT gen_random_uuid();
@@ -35,9 +34,6 @@ CREATE FUNCTION supabash._ed25519_key_pair() RETURNS bytea
 LANGUAGE c VOLATILE PARALLEL SAFE STRICT AS 'MODULE_PATHNAME', 'ed25519_key_pair_wrapper';
 CREATE FUNCTION supabash._ed25519_public_key_valid(public_key bytea) RETURNS boolean
 LANGUAGE c IMMUTABLE PARALLEL SAFE STRICT AS 'MODULE_PATHNAME', 'ed25519_public_key_valid_wrapper';
-
-CREATE POLICY manage ON supabash.capability_verifiers TO supabash_owner, supabash_keeper
-  USING (true) WITH CHECK (true);
 
 CREATE OR REPLACE FUNCTION public.supabash_exchange_capability(capability text) RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER

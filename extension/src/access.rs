@@ -89,9 +89,9 @@ pub const GRANT_HEADER: &str = "x-supabash-grant";
 fn presented_grant(argument: Option<&str>) -> Outcome<Option<String>> {
     let header = crate::identity::header(GRANT_HEADER);
     match (argument, header) {
-        (Some(a), Some(h)) if a != h => Err(denied(
-            "the delegated grant argument and header disagree",
-        )),
+        (Some(a), Some(h)) if a != h => {
+            Err(denied("the delegated grant argument and header disagree"))
+        }
         (Some(a), _) => Ok(Some(a.to_owned())),
         (None, h) => Ok(h),
     }

@@ -15,8 +15,7 @@ use crate::scope;
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 use supabash_core::capability::{
-    b64_encode, parse_compact, CapabilityError, Policy, PostgresClaims, ALGORITHM,
-    MAX_TOKEN_BYTES,
+    b64_encode, parse_compact, CapabilityError, Policy, PostgresClaims, ALGORITHM, MAX_TOKEN_BYTES,
 };
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::Grant;
@@ -40,14 +39,13 @@ pub fn ed25519_valid(public_key: &[u8], input: &[u8], signature: &[u8]) -> bool 
     let Ok(key) = VerifyingKey::from_bytes(&key) else {
         return false;
     };
-    key.verify_strict(input, &Signature::from_bytes(&sig)).is_ok()
+    key.verify_strict(input, &Signature::from_bytes(&sig))
+        .is_ok()
 }
 
 /// A fresh Ed25519 key pair: the 32-byte private seed followed by the 32-byte public key.
 pub fn new_key_pair() -> Vec<u8> {
-    let seed: [u8; 32] = strong_random(32)
-        .try_into()
-        .expect("32 random bytes");
+    let seed: [u8; 32] = strong_random(32).try_into().expect("32 random bytes");
     let key = SigningKey::from_bytes(&seed);
     [seed.as_slice(), key.verifying_key().as_bytes()].concat()
 }
@@ -221,7 +219,9 @@ mod tests {
         assert!(!ed25519_valid(&public, b"header.claims", &bad));
         assert!(!ed25519_valid(&public, b"header.claimz", &good));
         assert!(!ed25519_valid(&public, b"header.claims", &good[..63]));
-        let other = SigningKey::from_bytes(&[8u8; 32]).verifying_key().to_bytes();
+        let other = SigningKey::from_bytes(&[8u8; 32])
+            .verifying_key()
+            .to_bytes();
         assert!(!ed25519_valid(&other, b"header.claims", &good));
         assert!(!ed25519_valid(&public[..31], b"header.claims", &good));
     }

@@ -145,9 +145,9 @@ mod supabash {
     /// Whether `public_key` is a valid 32-byte Ed25519 public key (registration checks it).
     #[pg_extern(name = "_ed25519_public_key_valid", immutable, parallel_safe)]
     fn ed25519_public_key_valid(public_key: &[u8]) -> bool {
-        <[u8; 32]>::try_from(public_key)
-            .ok()
-            .is_some_and(|k| ed25519_dalek::VerifyingKey::from_bytes(&k).is_ok_and(|k| !k.is_weak()))
+        <[u8; 32]>::try_from(public_key).ok().is_some_and(|k| {
+            ed25519_dalek::VerifyingKey::from_bytes(&k).is_ok_and(|k| !k.is_weak())
+        })
     }
 }
 

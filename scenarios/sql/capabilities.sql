@@ -50,7 +50,7 @@ CREATE FUNCTION pg_temp.claims(nonce text, extra jsonb DEFAULT '{}') RETURNS jso
 LANGUAGE sql AS $$
   SELECT jsonb_build_object('ver', 1, 'iss', 'https://jobs.example', 'aud', 'supabash',
     'origin', 'https://project.example', 'backend', 'postgres', 'workspace', pgt.id('ws'),
-    'sub', 'nightly-report', 'ops', jsonb_build_array('read', 'commit'), 'cid', 'job-42',
+    'sub', 'nightly-report', 'ops', jsonb_build_array('read', 'write', 'commit'), 'cid', 'job-42',
     'nonce', nonce, 'iat', floor(extract(epoch FROM now()))::bigint - 5,
     'exp', floor(extract(epoch FROM now()))::bigint + 300) || extra
 $$;
@@ -86,7 +86,7 @@ INSERT INTO tokens VALUES :signed;
 SELECT count(*) AS signed_tokens FROM tokens;
 -- A token whose claims were edited after signing (more operations), and one cut short.
 INSERT INTO tokens SELECT 'tampered', split_part(token, '.', 1) || '.'
-  || pgt.b64url(convert_to(pg_temp.claims('nonce-valid-000000001', '{"ops": ["read", "commit", "purge"]}')::text, 'UTF8'))
+  || pgt.b64url(convert_to(pg_temp.claims('nonce-valid-000000001', '{"ops": ["read", "write", "commit", "purge"]}')::text, 'UTF8'))
   || '.' || split_part(token, '.', 3) FROM tokens WHERE name = 'valid';
 INSERT INTO tokens VALUES ('not a token', 'abc.def');
 
@@ -115,8 +115,9 @@ SELECT 'replayed', pgt.try($$SELECT supabash_exchange_capability((SELECT token F
 SELECT 'tampered', pgt.try($$SELECT supabash_exchange_capability((SELECT token FROM tokens WHERE name = 'tampered'))$$);
 COMMIT;
 
--- Delegated calls: the grant opens alice's workspace for read and commit only; the commit is
--- recorded under the grant's subject and correlation id, whatever the caller sends.
+-- Delegated calls: the grant opens alice's workspace for read, write and commit only; the
+-- commit is recorded under the grant's subject, correlation id and key id, whatever the
+-- caller sends.
 BEGIN;
 SET LOCAL request.jwt.claims = :'service';
 SET LOCAL ROLE service_role;
@@ -132,7 +133,19 @@ SELECT rpc, pgt.try(call) FROM (VALUES
   ('a made-up grant', format('SELECT supabash_load_manifest(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')),
   ('no grant', format('SELECT supabash_load_manifest(workspace_id => %L)', pgt.id('ws')))
 ) AS t(rpc, call);
+-- Over PostgREST the grant travels in the X-Supabash-Grant header (request.headers), never in
+-- a URL: the same read with no grant argument.
+SELECT set_config('request.headers', json_build_object('x-supabash-grant', pgt.id('grant'))::text, true) IS NOT NULL AS header_set;
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws')) -> 'files');
 COMMIT;
+
+-- Only the database records delegated actors: a user cannot commit as one.
+BEGIN;
+SET LOCAL request.jwt.claims = :'alice';
+SET LOCAL ROLE authenticated;
+SELECT pgt.try(format('SELECT supabash_commit(workspace_id => %L, actor => %L, base_revision => %L, changes => %L)',
+  pgt.id('ws'), 'delegated:nightly-report', pgt.id('r1'), '[{"op": "upsert", "path": "/report.md", "text": "forged"}]'));
+ROLLBACK;
 
 -- A user session may not present a grant.
 BEGIN;

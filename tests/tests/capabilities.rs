@@ -1164,7 +1164,11 @@ async fn registration_rotation_overlap_and_revocation() {
     let g_a1 = grant(&mut rest, &mut tally, &a1, &ws.id, &read, None).await;
     let manifest_a1 = json!({ "workspace_id": ws.id, "delegated_grant": g_a1 });
     let r = rest
-        .call(&Caller::Service, "supabash_load_manifest", manifest_a1.clone())
+        .call(
+            &Caller::Service,
+            "supabash_load_manifest",
+            manifest_a1.clone(),
+        )
         .await;
     tally.allow("rot-a's first grant before the rotation", r);
     // Rotation: the same key id gets a new key; the old one is gone, with its grants.
@@ -1263,7 +1267,11 @@ async fn delegated_commits_record_the_grant_actor_and_correlation() {
         assert_eq!(last["actor"], json!("delegated:job-7"));
         assert_eq!(last["correlationId"].as_str(), cid);
         // The database records which verifier's key the grant came from.
-        assert_eq!(receipt["delegationKeyId"], json!("attribution"), "{receipt}");
+        assert_eq!(
+            receipt["delegationKeyId"],
+            json!("attribution"),
+            "{receipt}"
+        );
         assert_eq!(last["delegationKeyId"], json!("attribution"), "{last}");
     }
     // A user cannot pass for a delegated job: the reserved actor prefix is refused, and the
@@ -1294,7 +1302,9 @@ async fn delegated_commits_record_the_grant_actor_and_correlation() {
                     "changes": [{"op": "upsert", "path": "/job.md", "text": new_nonce()}] }),
         )
         .await;
-    let own = tally.allow("the owner's own commit", own).expect("committed");
+    let own = tally
+        .allow("the owner's own commit", own)
+        .expect("committed");
     assert!(
         own["receipt"].get("delegationKeyId").is_none(),
         "{}",
@@ -1389,9 +1399,10 @@ async fn private_tables_refuse_every_postgrest_role() {
 /// A connection as `role` that runs as service_role the way PostgREST does, inside a
 /// transaction the caller controls (`BEGIN` is sent here, `COMMIT` by the caller).
 async fn open_service_tx(cluster: &Cluster) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(&cluster.dsn("authenticator"), tokio_postgres::NoTls)
-        .await
-        .expect("connect as authenticator");
+    let (client, conn) =
+        tokio_postgres::connect(&cluster.dsn("authenticator"), tokio_postgres::NoTls)
+            .await
+            .expect("connect as authenticator");
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -1444,7 +1455,11 @@ async fn a_grant_without_write_commits_exactly_a_restore() {
             json!([{"op": "upsert", "path": "/planted.md", "text": "x"}]),
             None,
         ),
-        ("the restore's changes without source_revision", revert.clone(), None),
+        (
+            "the restore's changes without source_revision",
+            revert.clone(),
+            None,
+        ),
         (
             "other content under a source_revision",
             json!([{"op": "upsert", "path": "/secret.md", "text": "changed"}]),
@@ -1462,13 +1477,25 @@ async fn a_grant_without_write_commits_exactly_a_restore() {
                    {"op": "delete", "path": "/b.md"}]),
             Some(ws.r1.as_str()),
         ),
-        ("nothing, claiming a restore", json!([]), Some(ws.r1.as_str())),
+        (
+            "nothing, claiming a restore",
+            json!([]),
+            Some(ws.r1.as_str()),
+        ),
     ];
     for (what, changes, source) in cases {
         let r = rest
-            .call(&Caller::Service, "supabash_commit", commit(changes, source, &head))
+            .call(
+                &Caller::Service,
+                "supabash_commit",
+                commit(changes, source, &head),
+            )
             .await;
-        tally.deny(&format!("restore-only grant commits {what}"), r, Some(DENIED));
+        tally.deny(
+            &format!("restore-only grant commits {what}"),
+            r,
+            Some(DENIED),
+        );
     }
     // Exactly the restore of r1 commits, with a grant that has no write.
     let r = rest
@@ -1565,14 +1592,20 @@ async fn revocation_and_rotation_serialise_with_an_open_exchange() {
     )
     .await
     .expect("the exchange does not hang");
-    let g = exchanged.ok().and_then(|a| a["delegatedGrant"].as_str().map(str::to_owned));
+    let g = exchanged
+        .ok()
+        .and_then(|a| a["delegatedGrant"].as_str().map(str::to_owned));
     admin.batch_execute("COMMIT").await.unwrap();
     if let Some(g) = g {
         tally.secrets.add(&g);
         let r = rest
             .call(&Caller::Service, "supabash_load_manifest", manifest(&g))
             .await;
-        tally.deny("a grant exchanged while the revocation was open", r, Some(DENIED));
+        tally.deny(
+            "a grant exchanged while the revocation was open",
+            r,
+            Some(DENIED),
+        );
     }
     tally.finish("revocation races", cluster);
 }
@@ -1633,7 +1666,9 @@ async fn the_exchange_neither_waits_on_held_rows_nor_stalls() {
     .await
     .expect("the exchange does not wait on rows another transaction holds");
     if let Some(a) = tally.allow("an exchange while expired rows are held", r) {
-        tally.secrets.add(a["delegatedGrant"].as_str().unwrap_or(""));
+        tally
+            .secrets
+            .add(a["delegatedGrant"].as_str().unwrap_or(""));
     }
     holder.batch_execute("ROLLBACK").await.unwrap();
 
@@ -1690,7 +1725,9 @@ async fn no_token_is_exchanged_twice_at_the_expiry_edge() {
     tally.secrets.token(&token);
     let first = exchange(&mut rest, &Caller::Service, &token).await;
     if let Some(a) = tally.allow("the first exchange, in the last accepted second", first) {
-        tally.secrets.add(a["delegatedGrant"].as_str().unwrap_or(""));
+        tally
+            .secrets
+            .add(a["delegatedGrant"].as_str().unwrap_or(""));
     }
     let again = exchange(&mut rest, &Caller::Service, &token).await;
     // In the same second the nonce refuses it; a second later expiry does.
@@ -1699,7 +1736,9 @@ async fn no_token_is_exchanged_twice_at_the_expiry_edge() {
         Err(e) if e.code == "42501" && matches!(marker(&e), Some(INVALID) | Some(EXPIRED)) => {
             tally.denials += 1
         }
-        other => tally.leaks.push(format!("exchanged twice at exp + skew: {other:?}")),
+        other => tally
+            .leaks
+            .push(format!("exchanged twice at exp + skew: {other:?}")),
     }
     tally.finish("expiry edge", cluster);
 }
@@ -1712,11 +1751,31 @@ async fn a_grant_travels_in_a_request_header() {
     let ws = workspace(&mut rest).await;
     let mut tally = Tally::default();
     tally.secrets.add(&v.secret);
-    let g = grant(&mut rest, &mut tally, &v, &ws.id, &ops(&[Operation::Read]), None).await;
-    let other = grant(&mut rest, &mut tally, &v, &ws.id, &ops(&[Operation::Read]), None).await;
+    let g = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::Read]),
+        None,
+    )
+    .await;
+    let other = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::Read]),
+        None,
+    )
+    .await;
     let header = json!({ "x-supabash-grant": g, "content-type": "application/json" });
     let args = json!({ "workspace_id": ws.id });
-    for rpc in ["supabash_load_manifest", "supabash_load_snapshot", "supabash_load_document"] {
+    for rpc in [
+        "supabash_load_manifest",
+        "supabash_load_snapshot",
+        "supabash_load_document",
+    ] {
         let mut a = args.clone();
         if rpc == "supabash_load_document" {
             a["path"] = json!("/b.md");
@@ -1736,7 +1795,12 @@ async fn a_grant_travels_in_a_request_header() {
         .await;
     tally.deny("header and argument disagree", r, Some(DENIED));
     let r = rest
-        .call_with_headers(&ws.owner, "supabash_load_manifest", args.clone(), Some(&header))
+        .call_with_headers(
+            &ws.owner,
+            "supabash_load_manifest",
+            args.clone(),
+            Some(&header),
+        )
         .await;
     tally.deny("a user session with a header grant", r, Some(DENIED));
     let r = rest
@@ -1833,7 +1897,10 @@ async fn supabase_roles_that_read_every_table_cannot_mint_or_use_a_capability() 
         let mut blobs: Vec<Vec<u8>> = Vec::new();
         for t in &tables {
             let rows = reader
-                .query(&format!("SELECT to_jsonb(x)::text FROM supabash.{t} x"), &[])
+                .query(
+                    &format!("SELECT to_jsonb(x)::text FROM supabash.{t} x"),
+                    &[],
+                )
                 .await
                 .unwrap_or_else(|e| panic!("{role} reads supabash.{t}: {e}"));
             for r in rows {
@@ -1900,7 +1967,11 @@ async fn supabase_roles_that_read_every_table_cannot_mint_or_use_a_capability() 
                         json!({ "workspace_id": ws.id, "delegated_grant": b64_encode(blob) }),
                     )
                     .await;
-                tally.deny(&format!("{role}: a stored hash as a grant"), r, Some(DENIED));
+                tally.deny(
+                    &format!("{role}: a stored hash as a grant"),
+                    r,
+                    Some(DENIED),
+                );
             }
             tried += 1;
         }

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use supabash::capability::PostgresSigner;
 use supabash_core::capability::{Operation, OperationSet};
+use supabash_tests::capability::forge_hs256;
 use supabash_tests::cluster::repo_root;
 use supabash_tests::{Caller, Cluster, SqlRpc};
 use tokio_postgres::{Client, NoTls};
@@ -249,6 +250,34 @@ fn first_difference(b: &Value, a: &Value, path: &str) -> String {
     format!("at {path}: {b} vs {a}")
 }
 
+/// A capability as versions before 0.3.0 verify it: HS256 under the registered secret, for
+/// `subject` with read, history, write and commit on `workspace`.
+fn hs256_token(kid: &str, secret: &str, workspace: &str, subject: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let key = base64_decode(secret);
+    let claims = json!({
+        "ver": 1, "iss": ISS, "aud": AUD, "origin": ORIGIN, "sub": subject,
+        "ops": ["read", "write", "commit", "history"], "iat": now, "exp": now + 900,
+        "nonce": supabash::capability::new_nonce(), "cid": "cid-job",
+        "backend": "postgres", "workspace": workspace,
+    });
+    forge_hs256(
+        &key,
+        &json!({ "alg": "HS256", "kid": kid, "typ": "JWT" }),
+        &claims,
+    )
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s)
+        .expect("unpadded base64url")
+}
+
 fn ops(list: &[Operation]) -> OperationSet {
     OperationSet::new(list.iter().copied()).unwrap()
 }
@@ -259,9 +288,11 @@ struct Filled {
     bob: Caller,
     /// (owner, workspace id)
     workspaces: Vec<(Caller, String)>,
-    /// Bob's workspace's grant (read, history, commit) and the signer of its verifier.
+    /// Bob's workspace's grant (read, history, write, commit), and the key id and HS256 secret
+    /// of the old version's verifier.
     grant: String,
-    signer: PostgresSigner,
+    kid: String,
+    old_secret: String,
     purged: String,
 }
 
@@ -400,16 +431,8 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
         )
         .trim()
         .to_owned();
-    let signer = PostgresSigner::new(kid, &secret, ISS, AUD, ORIGIN).unwrap();
-    let token = signer
-        .mint(
-            "job-7",
-            &b,
-            &ops(&[Operation::Read, Operation::History, Operation::Commit]),
-            900,
-            Some("cid-job"),
-        )
-        .unwrap();
+    // Versions before 0.3.0 verify HS256 under a secret the database returned.
+    let token = hs256_token(kid, &secret, &b, "job-7");
     let exchanged = rest
         .call(
             &Caller::Service,
@@ -434,7 +457,8 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
         alice,
         bob,
         grant,
-        signer,
+        kid: kid.to_owned(),
+        old_secret: secret,
         purged: r1,
     }
 }
@@ -766,7 +790,8 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             .unwrap();
         assert_eq!(doc["text"], json!("after the upgrade\n"));
         assert_eq!(doc["revision"], json!(rev));
-        // The old grant still commits; the old verifier still exchanges new capabilities.
+        // The old grant still commits. The old verifier's HS256 secret is gone: its tokens are
+        // refused until the key id is registered again, now as an Ed25519 key.
         let (_, bob_ws) = &filled.workspaces[1];
         let head = rest
             .call(
@@ -786,8 +811,31 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             ]}),
         )
         .await;
-        let token = filled
-            .signer
+        let old = hs256_token(&filled.kid, &filled.old_secret, bob_ws, "job-8");
+        let refused = rest
+            .call(
+                &Caller::Service,
+                "supabash_exchange_capability",
+                json!({ "capability": old }),
+            )
+            .await
+            .expect_err("an HS256 token after the upgrade");
+        assert!(
+            refused.message.starts_with("SUPABASH_INVALID_CAPABILITY"),
+            "{refused}"
+        );
+        let key = cluster
+            .psql(
+                &name,
+                &format!(
+                    "SELECT supabash_register_capability_verifier('{}', '{ISS}', '{AUD}', '{ORIGIN}')",
+                    filled.kid
+                ),
+            )
+            .trim()
+            .to_owned();
+        let token = PostgresSigner::new(&filled.kid, &key, ISS, AUD, ORIGIN)
+            .unwrap()
             .mint("job-8", bob_ws, &ops(&[Operation::Read]), 300, None)
             .unwrap();
         let exchanged = rest

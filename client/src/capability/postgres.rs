@@ -166,7 +166,10 @@ impl PostgresSigner {
         };
         let input = capability::signing_input(&header, &claims.to_json());
         let signature = self.key.sign(input.as_bytes());
-        Ok(format!("{input}.{}", capability::b64_encode(&signature.to_bytes())))
+        Ok(format!(
+            "{input}.{}",
+            capability::b64_encode(&signature.to_bytes())
+        ))
     }
 }
 
