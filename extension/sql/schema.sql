@@ -36,7 +36,7 @@ BEGIN
                    AND (rolcanlogin OR rolbypassrls OR rolsuper)) THEN
     RAISE EXCEPTION 'SUPABASH_INSTALL: role supabash_owner exists and can log in, bypass RLS or is superuser';
   END IF;
-  -- The only role that can read capability secrets (through supabash._signature_valid).
+  -- The only role that writes capability verifiers (through the register and revoke functions).
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'supabash_keeper') THEN
     CREATE ROLE supabash_keeper NOLOGIN NOINHERIT NOBYPASSRLS;
   ELSIF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'supabash_keeper'

@@ -256,7 +256,9 @@ async fn delegated_job(
         "SELECT supabash_register_capability_verifier('jobs-1', 'https://jobs.example', \
          'supabash', 'https://project.example')",
     );
-    println!("   the database owner registered verifier jobs-1 (its secret is returned once)");
+    println!(
+        "   the database owner registered verifier jobs-1 (Ed25519: the private key is returned once, the database keeps the public key)"
+    );
     let signer = PostgresSigner::new(
         "jobs-1",
         secret.trim(),
