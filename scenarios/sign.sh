@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Signs the capability tokens of scenarios/sql/capabilities.sql outside the database (the
-# database holds no private key, so SQL cannot sign): reads lines
+# database holds no private key, so SQL cannot sign): takes one argument of rows separated by
+# `;` (psql passes no newlines to a shell command), each
 #   name <TAB> private key (32-byte Ed25519 seed, unpadded base64url) <TAB> signing input
 # and prints them as SQL rows ('name', 'signing input.signature'), ... (EdDSA, by openssl).
 set -euo pipefail
@@ -21,4 +22,4 @@ while IFS=$'\t' read -r name seed input; do
     | base64 -w0 | tr -- '+/' '-_' | tr -d '=')"
   printf "%s('%s', '%s.%s')" "$sep" "${name//\'/\'\'}" "$input" "$signature"
   sep=", "
-done
+done < <(printf '%s\n' "$1" | tr ';' '\n')

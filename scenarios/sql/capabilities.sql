@@ -80,8 +80,8 @@ FROM (VALUES
   ('unknown workspace', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-workspace-00001', '{"workspace": "00000000-0000-4000-8000-000000000000"}'),
   ('after revocation', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-after-revoke-01', '{}')
 ) AS t(name, key, header, nonce, extra);
-SELECT string_agg(format(E'%s\t%s\t%s', name, key, input), E'\n' ORDER BY name) AS batch FROM unsigned \gset
-\set signed `printf '%s\n' :'batch' | bash "$SUPABASH_SCENARIOS/sign.sh"`
+SELECT string_agg(format(E'%s\t%s\t%s', name, key, input), ';' ORDER BY name) AS batch FROM unsigned \gset
+\set signed `bash "$SUPABASH_SCENARIOS/sign.sh" :'batch'`
 INSERT INTO tokens VALUES :signed;
 SELECT count(*) AS signed_tokens FROM tokens;
 -- A token whose claims were edited after signing (more operations), and one cut short.

@@ -1351,7 +1351,7 @@ async fn private_tables_refuse_every_postgrest_role() {
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    for part in ["verifier", "secret", "nonce", "grant"] {
+    for part in ["verifier", "nonce", "grant"] {
         assert!(
             tables.iter().any(|(t, _)| t.contains(part)),
             "no {part} table among {tables:?}"
