@@ -43,6 +43,17 @@ pub fn ed25519_valid(public_key: &[u8], input: &[u8], signature: &[u8]) -> bool 
         .is_ok()
 }
 
+/// HMAC-SHA256 of `input` under `secret`, compared with `signature` in constant time: what
+/// versions before 0.3.0 verified (see `_hmac_sha256_equal` in lib.rs).
+pub fn legacy_hmac_sha256_equal(secret: &[u8], input: &[u8], signature: &[u8]) -> bool {
+    use hmac::{Hmac, Mac};
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
+        return false;
+    };
+    mac.update(input);
+    mac.verify_slice(signature).is_ok()
+}
+
 /// A fresh Ed25519 key pair: the 32-byte private seed followed by the 32-byte public key.
 pub fn new_key_pair() -> Vec<u8> {
     let seed: [u8; 32] = strong_random(32).try_into().expect("32 random bytes");

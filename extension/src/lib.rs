@@ -135,6 +135,21 @@ mod supabash {
         scope::owner()
     }
 
+    /// HMAC-SHA256 of `input` under `secret` equals `signature` (constant time). Only the frozen
+    /// install scripts of versions before 0.3.0 declare it (their HS256 verifiers); 0.3.0 drops
+    /// the SQL function, the library keeps the symbol so those versions still install.
+    #[pg_extern(name = "_hmac_sha256_equal", immutable, parallel_safe, sql = false)]
+    fn hmac_sha256_equal(secret: &[u8], input: &[u8], signature: &[u8]) -> bool {
+        capability::legacy_hmac_sha256_equal(secret, input, signature)
+    }
+
+    /// 32 random bytes: the secret of a pre-0.3.0 HS256 verifier (frozen install scripts only,
+    /// as above).
+    #[pg_extern(name = "_random_secret", volatile, parallel_safe, sql = false)]
+    fn random_secret() -> Vec<u8> {
+        capability::strong_random(32)
+    }
+
     /// A fresh Ed25519 key pair for a verifier's registration: the 32-byte private seed, then
     /// the 32-byte public key. Only the public half is ever stored.
     #[pg_extern(name = "_ed25519_key_pair", volatile, parallel_safe)]
