@@ -6,6 +6,7 @@ use crate::access;
 use crate::args;
 use crate::db;
 use crate::fail::{invalid, Outcome};
+use crate::quota;
 use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
 use supabash_core::rpc::requests as rq;
@@ -105,8 +106,13 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
         revisions: plan.revisions.clone(),
     };
     if !dry_run {
+        // A purged commit's transaction id and idempotency key stay spent (see commit's replay).
         db::exec(
-            "DELETE FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])",
+            "WITH gone AS (
+               DELETE FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])
+               RETURNING workspace_id, transaction_id, idempotency_key, revision_id)
+             INSERT INTO supabash.purged_commits (workspace_id, transaction_id, idempotency_key, revision_id)
+             SELECT * FROM gone",
             &[ws.id.as_str().into(), plan.revisions.into()],
         )?;
         db::exec(
@@ -123,6 +129,7 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
             "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
             &[ws.id.as_str().into(), hashes.into()],
         )?;
+        quota::add_bytes(&ws.id, &ws.owner, -plan.bytes)?;
     }
     Ok(report)
 }

@@ -8,6 +8,7 @@
 
 pub mod capability;
 pub mod client;
+pub mod memory;
 pub mod cluster;
 pub mod sql_rpc;
 pub mod storage_server;
