@@ -19,6 +19,7 @@ mod purge;
 mod quota;
 mod read;
 mod receipts;
+mod schema;
 mod scope;
 mod stored;
 

@@ -107,14 +107,18 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
     };
     if !dry_run {
         // A purged commit's transaction id and idempotency key stay spent (see commit's replay).
-        db::exec(
-            "WITH gone AS (
-               DELETE FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])
-               RETURNING workspace_id, transaction_id, idempotency_key, revision_id)
-             INSERT INTO supabash.purged_commits (workspace_id, transaction_id, idempotency_key, revision_id)
-             SELECT * FROM gone",
-            &[ws.id.as_str().into(), plan.revisions.into()],
-        )?;
+        let delete = "DELETE FROM supabash.revisions
+                       WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])";
+        let sql = if crate::schema::has_table(c"purged_commits") {
+            format!(
+                "WITH gone AS ({delete} RETURNING workspace_id, transaction_id, idempotency_key, revision_id)
+                 INSERT INTO supabash.purged_commits (workspace_id, transaction_id, idempotency_key, revision_id)
+                 SELECT * FROM gone"
+            )
+        } else {
+            delete.to_owned()
+        };
+        db::exec(&sql, &[ws.id.as_str().into(), plan.revisions.into()])?;
         db::exec(
             "DELETE FROM supabash.entries e USING unnest($2::text[], $3::bigint[]) AS d(path, valid_from)
               WHERE e.workspace_id = $1::uuid AND e.path = d.path AND e.valid_from = d.valid_from",

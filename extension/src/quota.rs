@@ -62,8 +62,16 @@ pub fn check_new_workspace(owner: &str) -> Outcome<()> {
     Ok(())
 }
 
+/// Whether usage is kept (not on a schema older than 0.3.0, whose upgrade computes it).
+fn kept() -> bool {
+    crate::schema::has_table(c"usage")
+}
+
 /// Starts the usage record of a new workspace.
 pub fn open_usage(workspace: &str, owner: &str) -> Outcome<()> {
+    if !kept() {
+        return Ok(());
+    }
     db::exec(
         "INSERT INTO supabash.usage (workspace_id, owner_id) VALUES ($1::uuid, $2::uuid)",
         &[workspace.into(), owner.into()],
@@ -73,7 +81,7 @@ pub fn open_usage(workspace: &str, owner: &str) -> Outcome<()> {
 /// Adds `bytes` (negative when purge reclaimed them) to the workspace's usage, then, when the
 /// byte quota is set and `bytes` grew it, refuses usage past it across the owner's workspaces.
 pub fn add_bytes(workspace: &str, owner: &str, bytes: i64) -> Outcome<()> {
-    if bytes == 0 {
+    if bytes == 0 || !kept() {
         return Ok(());
     }
     db::exec(

@@ -18,6 +18,7 @@
 //! scripts of older versions.
 
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::Path;
 use supabash::capability::PostgresSigner;
 use supabash_core::capability::{Operation, OperationSet};
@@ -695,7 +696,7 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             let renumber = renumbering(&admin).await;
             for (_, answer) in &mut before {
                 if let Ok(v) = answer {
-                    renumber_positions(v, &renumber);
+                    renumber_positions(v, &renumber, None);
                 }
             }
         }
@@ -919,35 +920,40 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
     }
 }
 
-/// Old position -> the workspace's own count of retained revisions up to it (positions before
-/// 0.3.0 are unique across workspaces, so one map serves all).
-async fn renumbering(admin: &Client) -> std::collections::HashMap<i64, i64> {
+/// (workspace, old position) -> the workspace's own count of retained revisions up to it.
+async fn renumbering(admin: &Client) -> HashMap<(String, i64), i64> {
     let rows = admin
         .query(
-            "SELECT position, row_number() OVER (PARTITION BY workspace_id ORDER BY position)
+            "SELECT workspace_id::text, position,
+                    row_number() OVER (PARTITION BY workspace_id ORDER BY position)
                FROM supabash.revisions",
             &[],
         )
         .await
         .unwrap();
-    let map: std::collections::HashMap<i64, i64> =
-        rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-    assert_eq!(map.len(), rows.len(), "positions before 0.3.0 are unique");
-    map
+    rows.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect()
 }
 
-/// Replaces every `position` number in `v` through `map`.
-fn renumber_positions(v: &mut Value, map: &std::collections::HashMap<i64, i64>) {
+/// Replaces every `position` number in `v` through `map`, for the workspace the enclosing
+/// object names (`workspaceId`).
+fn renumber_positions(v: &mut Value, map: &HashMap<(String, i64), i64>, ws: Option<&str>) {
     match v {
         Value::Object(o) => {
+            let ws = o
+                .get("workspaceId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or(ws.map(str::to_owned));
             for (k, x) in o.iter_mut() {
-                match (k.as_str(), x.as_i64()) {
-                    ("position", Some(p)) => *x = json!(map.get(&p).copied().unwrap_or(p)),
-                    _ => renumber_positions(x, map),
+                match (k.as_str(), x.as_i64(), ws.as_deref()) {
+                    ("position", Some(p), Some(w)) => {
+                        *x = json!(map.get(&(w.to_owned(), p)).copied().unwrap_or(p))
+                    }
+                    _ => renumber_positions(x, map, ws.as_deref()),
                 }
             }
         }
-        Value::Array(a) => a.iter_mut().for_each(|x| renumber_positions(x, map)),
+        Value::Array(a) => a.iter_mut().for_each(|x| renumber_positions(x, map, ws)),
         _ => {}
     }
 }
