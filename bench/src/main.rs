@@ -1056,24 +1056,55 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
         let line = format!("file {i}: the same line again and again\n");
         let text = line.repeat(FILE / line.len() + 1)[..FILE].to_owned();
         head = rest
-            .commit_as(&owner, &ws, Some(&head), json!([upsert(&format!("/big/{i:02}.txt"), &text)]))
+            .commit_as(
+                &owner,
+                &ws,
+                Some(&head),
+                json!([upsert(&format!("/big/{i:02}.txt"), &text)]),
+            )
             .await;
     }
     let mut sessions = Vec::new();
     for _ in 0..4 {
         let s = SqlRpc::connect(&dsn(cluster, "app")).await;
-        let pid: i32 = s.client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+        let pid: i32 = s
+            .client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
         // Load the extension in each backend first, so the baseline includes it.
         let mut s = s;
-        s.call(&owner, "supabash_history", json!({ "workspace_id": ws })).await.unwrap();
+        s.call(&owner, "supabash_history", json!({ "workspace_id": ws }))
+            .await
+            .unwrap();
         sessions.push((s, pid));
     }
-    let idle: Vec<f64> = sessions.iter().map(|(_, p)| rss_anon(*p).unwrap_or(0) as f64 / MIB).collect();
+    let idle: Vec<f64> = sessions
+        .iter()
+        .map(|(_, p)| rss_anon(*p).unwrap_or(0) as f64 / MIB)
+        .collect();
     let calls = [
-        ("snapshot (head)", "supabash_load_snapshot", json!({ "workspace_id": ws })),
-        ("snapshot (pinned)", "supabash_load_snapshot", json!({ "workspace_id": ws, "revision": head })),
-        ("revision", "supabash_load_revision", json!({ "workspace_id": ws, "revision": head })),
-        ("diff, 64 KiB previews", "supabash_diff", json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true}, "preview_bytes": 65536 })),
+        (
+            "snapshot (head)",
+            "supabash_load_snapshot",
+            json!({ "workspace_id": ws }),
+        ),
+        (
+            "snapshot (pinned)",
+            "supabash_load_snapshot",
+            json!({ "workspace_id": ws, "revision": head }),
+        ),
+        (
+            "revision",
+            "supabash_load_revision",
+            json!({ "workspace_id": ws, "revision": head }),
+        ),
+        (
+            "diff, 64 KiB previews",
+            "supabash_diff",
+            json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true}, "preview_bytes": 65536 }),
+        ),
     ];
     let sampler = Sampler::start(sessions.iter().map(|(_, p)| *p).collect());
     let mut tasks = Vec::new();
@@ -1095,15 +1126,26 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
     let peaks = sampler.finish();
     let (mut one, pid) = {
         let s = SqlRpc::connect(&dsn(cluster, "app")).await;
-        let pid: i32 = s.client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+        let pid: i32 = s
+            .client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
         (s, pid)
     };
-    one.call(&owner, "supabash_history", json!({ "workspace_id": ws })).await.unwrap();
+    one.call(&owner, "supabash_history", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
     let base = rss_anon(pid).unwrap_or(0) as f64 / MIB;
     let sampler = Sampler::start(vec![pid]);
     let t = Instant::now();
     let doc = one
-        .call(&owner, "supabash_load_document", json!({ "workspace_id": ws, "path": "/big/03.txt" }))
+        .call(
+            &owner,
+            "supabash_load_document",
+            json!({ "workspace_id": ws, "path": "/big/03.txt" }),
+        )
         .await
         .unwrap();
     let doc_ms = ms(t);
@@ -1117,17 +1159,39 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
          once; a sampler reads each backend's `RssAnon` (private heap, not shared buffers) from \
          /proc every 2 ms. Then one session reads one whole 60 MiB document.",
     );
-    r.table(&["call", "outcome", "ms", "idle RssAnon MiB", "peak RssAnon MiB"]);
+    r.table(&[
+        "call",
+        "outcome",
+        "ms",
+        "idle RssAnon MiB",
+        "peak RssAnon MiB",
+    ]);
     let mut worst = 0.0f64;
     for (i, (label, pid, outcome, took)) in done.iter().enumerate() {
         let peak = peaks.get(pid).copied().unwrap_or(0) as f64 / MIB;
         worst = worst.max(peak);
-        r.row(&[label.to_string(), outcome.clone(), f1(*took), f1(idle[i]), f1(peak)]);
+        r.row(&[
+            label.to_string(),
+            outcome.clone(),
+            f1(*took),
+            f1(idle[i]),
+            f1(peak),
+        ]);
     }
-    r.row(&["document, 60 MiB".into(), "answered".into(), f1(doc_ms), f1(base), f1(doc_peak)]);
+    r.row(&[
+        "document, 60 MiB".into(),
+        "answered".into(),
+        f1(doc_ms),
+        f1(base),
+        f1(doc_peak),
+    ]);
     r.summary(
         "Peak backend memory, 4 sessions over 720 MiB of contents",
-        format!("{} MiB (one 60 MiB document: {} MiB)", f1(worst), f1(doc_peak)),
+        format!(
+            "{} MiB (one 60 MiB document: {} MiB)",
+            f1(worst),
+            f1(doc_peak)
+        ),
         "under the 128 MB ceiling".into(),
         Some(worst < 128.0),
     );

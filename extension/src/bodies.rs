@@ -184,18 +184,37 @@ pub fn prefixes(
     max: usize,
 ) -> Outcome<HashMap<Vec<u8>, Vec<u8>>> {
     let hashes: Vec<Vec<u8>> = wanted.iter().map(|(h, _)| h.clone()).collect();
-    budget::charge(wanted.iter().map(|(_, s)| (*s).max(0) as u64).map(|s| s.min(max as u64)).sum())?;
+    budget::charge(
+        wanted
+            .iter()
+            .map(|(_, s)| (*s).max(0) as u64)
+            .map(|s| s.min(max as u64))
+            .sum(),
+    )?;
     let rows = db::query(
         "SELECT hash, substring(body FROM 1 FOR $3), base_hash IS NOT NULL FROM supabash.bodies
           WHERE workspace_id = $1::uuid AND hash = ANY($2)",
-        &[ws.into(), hashes.into(), (stored::prefix_needed(max) as i32).into()],
-        |r| Ok((db::get::<Vec<u8>>(r, 1)?, db::get::<Vec<u8>>(r, 2)?, db::get::<bool>(r, 3)?)),
+        &[
+            ws.into(),
+            hashes.into(),
+            (stored::prefix_needed(max) as i32).into(),
+        ],
+        |r| {
+            Ok((
+                db::get::<Vec<u8>>(r, 1)?,
+                db::get::<Vec<u8>>(r, 2)?,
+                db::get::<bool>(r, 3)?,
+            ))
+        },
     )?;
     let mut out = HashMap::with_capacity(rows.len());
     let mut deltas = Vec::new();
     for (hash, stored_prefix, delta) in rows {
         if delta {
-            let size = wanted.iter().find(|(h, _)| *h == hash).map_or(0, |(_, s)| *s);
+            let size = wanted
+                .iter()
+                .find(|(h, _)| *h == hash)
+                .map_or(0, |(_, s)| *s);
             deltas.push((hash, size));
         } else {
             out.insert(hash, stored::decode_prefix(&stored_prefix, max)?);
@@ -315,7 +334,10 @@ pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<i64> {
     .collect();
     // Bodies already stored under these hashes must hold the bytes we were given (their
     // stored forms are no larger than the request's bytes), compared a block at a time.
-    let existing: Vec<&New> = bodies.iter().filter(|b| !inserted.contains(&b.hash)).collect();
+    let existing: Vec<&New> = bodies
+        .iter()
+        .filter(|b| !inserted.contains(&b.hash))
+        .collect();
     let collides = !existing.is_empty() && !stored_equal(ws, &existing)?;
     if collides {
         return Err(Fail::new(

@@ -12,6 +12,7 @@ pub fn has_table(name: &CStr) -> bool {
     // the calls, and return InvalidOid when nothing is found (missing_ok = true).
     unsafe {
         let schema = pg_sys::get_namespace_oid(c"supabash".as_ptr(), true);
-        schema != pg_sys::InvalidOid && pg_sys::get_relname_relid(name.as_ptr(), schema) != pg_sys::InvalidOid
+        schema != pg_sys::InvalidOid
+            && pg_sys::get_relname_relid(name.as_ptr(), schema) != pg_sys::InvalidOid
     }
 }

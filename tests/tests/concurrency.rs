@@ -176,7 +176,9 @@ async fn a_held_lock_gives_coordination_error_after_about_a_second() {
     )
     .await
     .unwrap();
-    tx.batch_execute("SET LOCAL ROLE authenticated").await.unwrap();
+    tx.batch_execute("SET LOCAL ROLE authenticated")
+        .await
+        .unwrap();
     tx.execute("SELECT supabash_checkpoint(workspace_id => $1)", &[&ws])
         .await
         .unwrap();
@@ -261,9 +263,10 @@ async fn no_foreign_session_can_block_a_workspace() {
         )
         .await
         .unwrap();
-    let (squatter, conn) = tokio_postgres::connect(&cluster.dsn("lock_squatter"), tokio_postgres::NoTls)
-        .await
-        .unwrap();
+    let (squatter, conn) =
+        tokio_postgres::connect(&cluster.dsn("lock_squatter"), tokio_postgres::NoTls)
+            .await
+            .unwrap();
     tokio::spawn(conn);
     for key in [
         format!("SELECT pg_advisory_lock(hashtextextended('supabash:' || '{ws}', 0))"),

@@ -20,7 +20,12 @@ fn big_text(i: usize) -> String {
 
 async fn session(cluster: &Cluster) -> (SqlRpc, i32) {
     let rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
-    let pid: i32 = rest.client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    let pid: i32 = rest
+        .client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
     (rest, pid)
 }
 
@@ -31,13 +36,23 @@ async fn big_trees_fail_cleanly_and_previews_decode_only_their_prefix() {
     let (mut rest, _) = session(cluster).await;
     let ws = rest.create_workspace(&owner).await;
     let first = rest
-        .commit_as(&owner, &ws, None, json!([{"op": "upsert", "path": "/small.md", "text": "small\n"}]))
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/small.md", "text": "small\n"}]),
+        )
         .await;
     let mut head = first.clone();
     for i in 0..FILES {
         let text = big_text(i);
         head = rest
-            .commit_as(&owner, &ws, Some(&head), json!([{"op": "upsert", "path": format!("/big/{i:02}.txt"), "text": text}]))
+            .commit_as(
+                &owner,
+                &ws,
+                Some(&head),
+                json!([{"op": "upsert", "path": format!("/big/{i:02}.txt"), "text": text}]),
+            )
             .await;
     }
 
@@ -50,14 +65,25 @@ async fn big_trees_fail_cleanly_and_previews_decode_only_their_prefix() {
     let sampler = Sampler::start(pids.clone());
     let calls: Vec<(&str, Value)> = vec![
         ("supabash_load_snapshot", json!({ "workspace_id": ws })),
-        ("supabash_load_snapshot", json!({ "workspace_id": ws, "revision": head })),
-        ("supabash_load_revision", json!({ "workspace_id": ws, "revision": head })),
-        ("supabash_diff", json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true}, "preview_bytes": 65536 })),
+        (
+            "supabash_load_snapshot",
+            json!({ "workspace_id": ws, "revision": head }),
+        ),
+        (
+            "supabash_load_revision",
+            json!({ "workspace_id": ws, "revision": head }),
+        ),
+        (
+            "supabash_diff",
+            json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true}, "preview_bytes": 65536 }),
+        ),
     ];
     let mut tasks = Vec::new();
     for ((mut rest, _), (rpc, args)) in sessions.into_iter().zip(calls) {
         let owner = owner.clone();
-        tasks.push(tokio::spawn(async move { (rpc, rest.call(&owner, rpc, args).await) }));
+        tasks.push(tokio::spawn(async move {
+            (rpc, rest.call(&owner, rpc, args).await)
+        }));
     }
     for t in tasks {
         let (rpc, r) = t.await.unwrap();
@@ -67,7 +93,11 @@ async fn big_trees_fail_cleanly_and_previews_decode_only_their_prefix() {
             assert_eq!(entries.len(), FILES);
             for e in entries {
                 let preview = e["preview"].as_str().unwrap();
-                assert!(preview.len() <= 65536 + 20 && preview.ends_with("[truncated]\n"), "{}", &preview[..80]);
+                assert!(
+                    preview.len() <= 65536 + 20 && preview.ends_with("[truncated]\n"),
+                    "{}",
+                    &preview[..80]
+                );
                 assert_ne!(e["binary"], json!(true));
             }
         } else {
@@ -80,13 +110,20 @@ async fn big_trees_fail_cleanly_and_previews_decode_only_their_prefix() {
         let peak = peaks.get(pid).copied().unwrap_or(0);
         assert!(peak < 64 * MIB, "backend {pid} reached {} MiB", peak / MIB);
     }
-    eprintln!("peaks (MiB): {:?}", peaks.values().map(|p| p / MIB).collect::<Vec<_>>());
+    eprintln!(
+        "peaks (MiB): {:?}",
+        peaks.values().map(|p| p / MIB).collect::<Vec<_>>()
+    );
 
     // One 60 MiB file is under the ceiling and reads whole.
     let (mut one, pid) = session(cluster).await;
     let sampler = Sampler::start(vec![pid]);
     let doc = one
-        .call(&owner, "supabash_load_document", json!({ "workspace_id": ws, "path": "/big/03.txt" }))
+        .call(
+            &owner,
+            "supabash_load_document",
+            json!({ "workspace_id": ws, "path": "/big/03.txt" }),
+        )
         .await
         .unwrap();
     assert_eq!(doc["text"].as_str().map(str::len), Some(FILE_BYTES));
@@ -103,11 +140,18 @@ async fn big_trees_fail_cleanly_and_previews_decode_only_their_prefix() {
     .await;
     let mut low = SqlRpc::connect(&dsn).await;
     let r = low
-        .call(&owner, "supabash_load_document", json!({ "workspace_id": ws, "path": "/big/03.txt" }))
+        .call(
+            &owner,
+            "supabash_load_document",
+            json!({ "workspace_id": ws, "path": "/big/03.txt" }),
+        )
         .await;
     let e = expect_err(r, "54000", Some("SUPABASH_QUOTA_EXCEEDED"));
     assert!(e.message.contains("16 MB"), "{e}");
     // A session cannot raise it for itself.
-    let r = low.client.batch_execute("SET supabash.max_decoded_per_call = '1024MB'").await;
+    let r = low
+        .client
+        .batch_execute("SET supabash.max_decoded_per_call = '1024MB'")
+        .await;
     assert!(r.is_err(), "a non-superuser raised the ceiling");
 }

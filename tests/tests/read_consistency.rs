@@ -64,7 +64,11 @@ async fn reads_racing_commits_and_purges_see_one_revision() {
             let mut purges = 0;
             while !stop.load(Ordering::Relaxed) {
                 let r = rest
-                    .call(&owner, "supabash_purge", json!({ "workspace_id": ws, "keep_revisions": 2 }))
+                    .call(
+                        &owner,
+                        "supabash_purge",
+                        json!({ "workspace_id": ws, "keep_revisions": 2 }),
+                    )
                     .await;
                 match r {
                     Ok(_) => purges += 1,
@@ -87,7 +91,11 @@ async fn reads_racing_commits_and_purges_see_one_revision() {
             let (mut whole, mut gone) = (0, 0);
             while !stop.load(Ordering::Relaxed) {
                 let m = rest
-                    .call(&owner, "supabash_load_manifest", json!({ "workspace_id": ws }))
+                    .call(
+                        &owner,
+                        "supabash_load_manifest",
+                        json!({ "workspace_id": ws }),
+                    )
                     .await
                     .unwrap();
                 let hashes = m["files"]
@@ -106,9 +114,15 @@ async fn reads_racing_commits_and_purges_see_one_revision() {
                     let k = all.len().saturating_sub(3 + reader);
                     all.get(k).cloned()
                 };
-                let Some((revision, n)) = pinned else { continue };
+                let Some((revision, n)) = pinned else {
+                    continue;
+                };
                 let r = rest
-                    .call(&owner, "supabash_load_snapshot", json!({ "workspace_id": ws, "revision": revision }))
+                    .call(
+                        &owner,
+                        "supabash_load_snapshot",
+                        json!({ "workspace_id": ws, "revision": revision }),
+                    )
                     .await;
                 match r {
                     Ok(s) => {
@@ -116,7 +130,11 @@ async fn reads_racing_commits_and_purges_see_one_revision() {
                         let files = s["files"].as_array().unwrap();
                         assert_eq!(files.len(), FILES, "a partial tree of {revision}");
                         for f in files {
-                            assert_eq!(f["text"], json!(marker_text(n)), "a mixed tree of {revision}");
+                            assert_eq!(
+                                f["text"],
+                                json!(marker_text(n)),
+                                "a mixed tree of {revision}"
+                            );
                         }
                         whole += 1;
                     }
@@ -144,12 +162,22 @@ async fn reads_racing_commits_and_purges_see_one_revision() {
             let n = numbers[&label];
             assert_eq!(hashes.len(), FILES, "manifest of {label}");
             for h in hashes {
-                assert_eq!(h, sha_hex(&marker_text(n)), "manifest labelled {label} (number {n}) shows another revision's file");
+                assert_eq!(
+                    h,
+                    sha_hex(&marker_text(n)),
+                    "manifest labelled {label} (number {n}) shows another revision's file"
+                );
             }
             reads += 1;
         }
     }
-    assert!(commits >= 10 && purges >= 5, "too little contention: {commits} commits, {purges} purges");
-    assert!(reads >= 20 && whole + gone >= 20, "too few reads: {reads} manifests, {whole} whole, {gone} gone");
+    assert!(
+        commits >= 10 && purges >= 5,
+        "too little contention: {commits} commits, {purges} purges"
+    );
+    assert!(
+        reads >= 20 && whole + gone >= 20,
+        "too few reads: {reads} manifests, {whole} whole, {gone} gone"
+    );
     eprintln!("{commits} commits, {purges} purges, {reads} manifests, {whole} whole snapshots, {gone} purged");
 }

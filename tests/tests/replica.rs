@@ -10,16 +10,37 @@ use supabash_tests::{Caller, Cluster, SqlRpc};
 fn reads(ws: &str, first: &str, head: &str, checkpoint: &str) -> Vec<(&'static str, Value)> {
     vec![
         ("supabash_load_manifest", json!({ "workspace_id": ws })),
-        ("supabash_load_document", json!({ "workspace_id": ws, "path": "/notes/a.md" })),
-        ("supabash_load_document", json!({ "workspace_id": ws, "path": "/notes/a.md", "revision": first })),
+        (
+            "supabash_load_document",
+            json!({ "workspace_id": ws, "path": "/notes/a.md" }),
+        ),
+        (
+            "supabash_load_document",
+            json!({ "workspace_id": ws, "path": "/notes/a.md", "revision": first }),
+        ),
         ("supabash_load_snapshot", json!({ "workspace_id": ws })),
-        ("supabash_load_snapshot", json!({ "workspace_id": ws, "revision": first })),
-        ("supabash_load_revision", json!({ "workspace_id": ws, "revision": head })),
+        (
+            "supabash_load_snapshot",
+            json!({ "workspace_id": ws, "revision": first }),
+        ),
+        (
+            "supabash_load_revision",
+            json!({ "workspace_id": ws, "revision": head }),
+        ),
         ("supabash_history", json!({ "workspace_id": ws })),
-        ("supabash_history", json!({ "workspace_id": ws, "page_size": 1, "cursor": first })),
-        ("supabash_diff", json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true} })),
-        ("supabash_diff", json!({ "workspace_id": ws, "from_ref": {"checkpoint": checkpoint}, "to_ref": {"staged": true},
-                                   "staged": [{"path": "/notes/a.md", "text": "staged"}] })),
+        (
+            "supabash_history",
+            json!({ "workspace_id": ws, "page_size": 1, "cursor": first }),
+        ),
+        (
+            "supabash_diff",
+            json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true} }),
+        ),
+        (
+            "supabash_diff",
+            json!({ "workspace_id": ws, "from_ref": {"checkpoint": checkpoint}, "to_ref": {"staged": true},
+                                   "staged": [{"path": "/notes/a.md", "text": "staged"}] }),
+        ),
         ("supabash_checkpoints", json!({ "workspace_id": ws })),
     ]
 }
@@ -46,7 +67,11 @@ async fn fill(rest: &mut SqlRpc, owner: &Caller) -> (String, String, String, Str
         )
         .await;
     let cp = rest
-        .call(owner, "supabash_checkpoint", json!({ "workspace_id": ws, "label": "c" }))
+        .call(
+            owner,
+            "supabash_checkpoint",
+            json!({ "workspace_id": ws, "label": "c" }),
+        )
         .await
         .unwrap();
     let cp = cp["checkpointId"].as_str().unwrap().to_owned();
@@ -74,23 +99,46 @@ async fn every_read_rpc_answers_on_a_streaming_replica_and_writes_are_refused() 
     // Another user, anon and service_role without a grant read nothing there either.
     for caller in [Caller::new_user(), Caller::Anon, Caller::Service] {
         let r = on_replica
-            .call(&caller, "supabash_load_snapshot", json!({ "workspace_id": ws }))
+            .call(
+                &caller,
+                "supabash_load_snapshot",
+                json!({ "workspace_id": ws }),
+            )
             .await;
-        assert!(r.is_err(), "{caller:?} read the workspace on the replica: {r:?}");
+        assert!(
+            r.is_err(),
+            "{caller:?} read the workspace on the replica: {r:?}"
+        );
     }
 
     // Writes on the replica: a clear read-only error, nothing else.
     let writes = [
         ("supabash_create_workspace", json!({})),
-        ("supabash_commit", json!({ "workspace_id": ws, "actor": "a", "base_revision": head,
-                                     "changes": [{"op": "upsert", "path": "/x.md", "text": "x"}] })),
+        (
+            "supabash_commit",
+            json!({ "workspace_id": ws, "actor": "a", "base_revision": head,
+                                     "changes": [{"op": "upsert", "path": "/x.md", "text": "x"}] }),
+        ),
         ("supabash_checkpoint", json!({ "workspace_id": ws })),
-        ("supabash_delete_checkpoint", json!({ "workspace_id": ws, "checkpoint_id": cp })),
-        ("supabash_purge", json!({ "workspace_id": ws, "keep_revisions": 1 })),
-        ("supabash_exchange_capability", json!({ "capability": "x.y.z" })),
+        (
+            "supabash_delete_checkpoint",
+            json!({ "workspace_id": ws, "checkpoint_id": cp }),
+        ),
+        (
+            "supabash_purge",
+            json!({ "workspace_id": ws, "keep_revisions": 1 }),
+        ),
+        (
+            "supabash_exchange_capability",
+            json!({ "capability": "x.y.z" }),
+        ),
     ];
     for (rpc, args) in writes {
-        let caller = if rpc == "supabash_exchange_capability" { Caller::Service } else { owner.clone() };
+        let caller = if rpc == "supabash_exchange_capability" {
+            Caller::Service
+        } else {
+            owner.clone()
+        };
         let e = expect_err(
             on_replica.call(&caller, rpc, args).await,
             "25006",
@@ -100,11 +148,20 @@ async fn every_read_rpc_answers_on_a_streaming_replica_and_writes_are_refused() 
     }
     // The primary still works, and the replica follows it.
     let next = on_primary
-        .commit_as(&owner, &ws, Some(&head), json!([{"op": "delete", "path": "/notes/a.md"}]))
+        .commit_as(
+            &owner,
+            &ws,
+            Some(&head),
+            json!([{"op": "delete", "path": "/notes/a.md"}]),
+        )
         .await;
     primary.wait_replayed(&replica);
     let m = on_replica
-        .call(&owner, "supabash_load_manifest", json!({ "workspace_id": ws }))
+        .call(
+            &owner,
+            "supabash_load_manifest",
+            json!({ "workspace_id": ws }),
+        )
         .await
         .unwrap();
     assert_eq!(m["revision"], json!(next));
@@ -119,14 +176,21 @@ async fn read_rpcs_take_no_transaction_id() {
     let owner = Caller::new_user();
     let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let (ws, first, head, cp) = fill(&mut rest, &owner).await;
-    let Caller::User(sub) = &owner else { unreachable!() };
+    let Caller::User(sub) = &owner else {
+        unreachable!()
+    };
     let claims = json!({ "role": "authenticated", "sub": sub }).to_string();
     for (rpc, args) in reads(&ws, &first, &head, &cp) {
         let tx = rest.client.transaction().await.unwrap();
-        tx.execute("SELECT set_config('request.jwt.claims', $1, true)", &[&claims])
+        tx.execute(
+            "SELECT set_config('request.jwt.claims', $1, true)",
+            &[&claims],
+        )
+        .await
+        .unwrap();
+        tx.batch_execute("SET LOCAL ROLE authenticated")
             .await
             .unwrap();
-        tx.batch_execute("SET LOCAL ROLE authenticated").await.unwrap();
         let mut typed = Vec::new();
         for (k, v) in args.as_object().unwrap() {
             let ty: String = tx
@@ -156,8 +220,10 @@ async fn read_rpcs_take_no_transaction_id() {
                 other => other.to_string(),
             })
             .collect();
-        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-            texts.iter().map(|t| t as &(dyn tokio_postgres::types::ToSql + Sync)).collect();
+        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = texts
+            .iter()
+            .map(|t| t as &(dyn tokio_postgres::types::ToSql + Sync))
+            .collect();
         tx.query_one(&sql, &params)
             .await
             .unwrap_or_else(|e| panic!("{rpc} {args}: {e}"));

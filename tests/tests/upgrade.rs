@@ -931,7 +931,9 @@ async fn renumbering(admin: &Client) -> HashMap<(String, i64), i64> {
         )
         .await
         .unwrap();
-    rows.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect()
+    rows.iter()
+        .map(|r| ((r.get(0), r.get(1)), r.get(2)))
+        .collect()
 }
 
 /// Replaces every `position` number in `v` through `map`, for the workspace the enclosing

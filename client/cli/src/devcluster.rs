@@ -163,7 +163,10 @@ impl Cluster {
             ],
         );
         let replica = Cluster::run(dir);
-        assert_eq!(replica.psql("app", "SELECT pg_is_in_recovery()").trim(), "t");
+        assert_eq!(
+            replica.psql("app", "SELECT pg_is_in_recovery()").trim(),
+            "t"
+        );
         replica
     }
 
