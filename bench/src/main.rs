@@ -1037,8 +1037,168 @@ async fn storage_backend(cluster: &Cluster, r: &mut Report) {
     );
 }
 
+/// Peak private memory (`RssAnon`) of backends under the per-call decoding ceiling
+/// (`supabash.max_decoded_per_call`, default 128 MB): twelve 60 MiB files of repeated text
+/// (a few KiB each at rest), then four sessions at once asking for the whole tree or for
+/// previews, then one whole 60 MiB document.
+async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
+    use supabash_tests::memory::{rss_anon, Sampler};
+    const MIB: f64 = 1024.0 * 1024.0;
+    const FILE: usize = 60 * 1024 * 1024;
+    let owner = Caller::new_user();
+    let mut rest = SqlRpc::connect(&dsn(cluster, "app")).await;
+    let ws = rest.create_workspace(&owner).await;
+    let first = rest
+        .commit_as(&owner, &ws, None, json!([upsert("/small.md", "small\n")]))
+        .await;
+    let mut head = first.clone();
+    for i in 0..12 {
+        let line = format!("file {i}: the same line again and again\n");
+        let text = line.repeat(FILE / line.len() + 1)[..FILE].to_owned();
+        head = rest
+            .commit_as(
+                &owner,
+                &ws,
+                Some(&head),
+                json!([upsert(&format!("/big/{i:02}.txt"), &text)]),
+            )
+            .await;
+    }
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        let s = SqlRpc::connect(&dsn(cluster, "app")).await;
+        let pid: i32 = s
+            .client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        // Load the extension in each backend first, so the baseline includes it.
+        let mut s = s;
+        s.call(&owner, "supabash_history", json!({ "workspace_id": ws }))
+            .await
+            .unwrap();
+        sessions.push((s, pid));
+    }
+    let idle: Vec<f64> = sessions
+        .iter()
+        .map(|(_, p)| rss_anon(*p).unwrap_or(0) as f64 / MIB)
+        .collect();
+    let calls = [
+        (
+            "snapshot (head)",
+            "supabash_load_snapshot",
+            json!({ "workspace_id": ws }),
+        ),
+        (
+            "snapshot (pinned)",
+            "supabash_load_snapshot",
+            json!({ "workspace_id": ws, "revision": head }),
+        ),
+        (
+            "revision",
+            "supabash_load_revision",
+            json!({ "workspace_id": ws, "revision": head }),
+        ),
+        (
+            "diff, 64 KiB previews",
+            "supabash_diff",
+            json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true}, "preview_bytes": 65536 }),
+        ),
+    ];
+    let sampler = Sampler::start(sessions.iter().map(|(_, p)| *p).collect());
+    let mut tasks = Vec::new();
+    for ((mut s, pid), (label, rpc, args)) in sessions.into_iter().zip(calls) {
+        let owner = owner.clone();
+        tasks.push(tokio::spawn(async move {
+            let t = Instant::now();
+            let outcome = match s.call(&owner, rpc, args).await {
+                Ok(_) => "answered".to_owned(),
+                Err(e) => e.message.split(':').next().unwrap_or("").to_owned(),
+            };
+            (label, pid, outcome, ms(t))
+        }));
+    }
+    let mut done = Vec::new();
+    for t in tasks {
+        done.push(t.await.unwrap());
+    }
+    let peaks = sampler.finish();
+    let (mut one, pid) = {
+        let s = SqlRpc::connect(&dsn(cluster, "app")).await;
+        let pid: i32 = s
+            .client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        (s, pid)
+    };
+    one.call(&owner, "supabash_history", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
+    let base = rss_anon(pid).unwrap_or(0) as f64 / MIB;
+    let sampler = Sampler::start(vec![pid]);
+    let t = Instant::now();
+    let doc = one
+        .call(
+            &owner,
+            "supabash_load_document",
+            json!({ "workspace_id": ws, "path": "/big/03.txt" }),
+        )
+        .await
+        .unwrap();
+    let doc_ms = ms(t);
+    assert_eq!(doc["text"].as_str().map(str::len), Some(FILE));
+    let doc_peak = sampler.finish()[&pid] as f64 / MIB;
+
+    r.section("Memory per call");
+    r.line(
+        "Twelve files of 60 MiB repeated text (720 MiB of contents, a few KiB at rest), under \
+         the default ceiling `supabash.max_decoded_per_call = 128MB`. Four sessions call at \
+         once; a sampler reads each backend's `RssAnon` (private heap, not shared buffers) from \
+         /proc every 2 ms. Then one session reads one whole 60 MiB document.",
+    );
+    r.table(&[
+        "call",
+        "outcome",
+        "ms",
+        "idle RssAnon MiB",
+        "peak RssAnon MiB",
+    ]);
+    let mut worst = 0.0f64;
+    for (i, (label, pid, outcome, took)) in done.iter().enumerate() {
+        let peak = peaks.get(pid).copied().unwrap_or(0) as f64 / MIB;
+        worst = worst.max(peak);
+        r.row(&[
+            label.to_string(),
+            outcome.clone(),
+            f1(*took),
+            f1(idle[i]),
+            f1(peak),
+        ]);
+    }
+    r.row(&[
+        "document, 60 MiB".into(),
+        "answered".into(),
+        f1(doc_ms),
+        f1(base),
+        f1(doc_peak),
+    ]);
+    r.summary(
+        "Peak backend memory, 4 sessions over 720 MiB of contents",
+        format!(
+            "{} MiB (one 60 MiB document: {} MiB)",
+            f1(worst),
+            f1(doc_peak)
+        ),
+        "under the 128 MB ceiling".into(),
+        Some(worst < 128.0),
+    );
+}
+
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, bulk, history, writers, disk, storage, profile; `latency` includes the
+/// (comma-separated: latency, bulk, history, writers, disk, storage, memory, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1081,6 +1241,10 @@ async fn main() {
     if selected("storage") {
         eprintln!("bench: storage backend");
         storage_backend(&cluster, &mut r).await;
+    }
+    if selected("memory") {
+        eprintln!("bench: memory ceiling");
+        memory_ceiling(&cluster, &mut r).await;
     }
     if selected("profile") {
         eprintln!("bench: profile");

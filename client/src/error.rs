@@ -205,6 +205,7 @@ fn code_of(code: &str) -> Option<ErrorCode> {
         "55P03" | "40001" | "40P01" => ErrorCode::CommitCoordination,
         "23505" => ErrorCode::IdempotencyConflict,
         "54000" => ErrorCode::QuotaExceeded,
+        "25006" => ErrorCode::ReadOnly,
         "0A000" => ErrorCode::UnsupportedContent,
         "XX001" | "XX002" => ErrorCode::HistoryCorruption,
         c if c.starts_with("22") => ErrorCode::InvalidArgument,

@@ -22,6 +22,9 @@ pub enum ErrorCode {
     PartialCommit,
     PolicyDenied,
     QuotaExceeded,
+    /// A write reached a read-only server (a hot standby, e.g. a Supabase read replica) or a
+    /// read-only transaction: send writes to the primary.
+    ReadOnly,
     Redacted,
     RevisionNotFound,
     /// A backend (PostgreSQL, PostgREST, Supabase Auth or Storage) failed, was unreachable, or
@@ -50,6 +53,7 @@ impl ErrorCode {
             ErrorCode::PartialCommit => "PARTIAL_COMMIT",
             ErrorCode::PolicyDenied => "POLICY_DENIED",
             ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
+            ErrorCode::ReadOnly => "READ_ONLY",
             ErrorCode::Redacted => "REDACTED",
             ErrorCode::RevisionNotFound => "REVISION_NOT_FOUND",
             ErrorCode::Backend => "BACKEND",
@@ -88,10 +92,11 @@ pub enum Marker {
     HistoryCorruption,
     InvalidCapability,
     ExpiredCapability,
+    ReadOnly,
 }
 
 /// Every marker, for lookups and documentation.
-pub const MARKERS: [Marker; 16] = [
+pub const MARKERS: [Marker; 17] = [
     Marker::AuthenticationRequired,
     Marker::WorkspaceDenied,
     Marker::InvalidArgument,
@@ -108,6 +113,7 @@ pub const MARKERS: [Marker; 16] = [
     Marker::HistoryCorruption,
     Marker::InvalidCapability,
     Marker::ExpiredCapability,
+    Marker::ReadOnly,
 ];
 
 impl Marker {
@@ -130,6 +136,7 @@ impl Marker {
             Marker::HistoryCorruption => "SUPABASH_HISTORY_CORRUPTION",
             Marker::InvalidCapability => "SUPABASH_INVALID_CAPABILITY",
             Marker::ExpiredCapability => "SUPABASH_EXPIRED_CAPABILITY",
+            Marker::ReadOnly => "SUPABASH_READ_ONLY",
         }
     }
 
@@ -151,6 +158,7 @@ impl Marker {
             Marker::Quota => "54000",
             Marker::UnsupportedContent => "0A000",
             Marker::BodyHashCollision | Marker::HistoryCorruption => "XX001",
+            Marker::ReadOnly => "25006",
         }
     }
 
@@ -171,6 +179,7 @@ impl Marker {
             Marker::BodyHashCollision | Marker::HistoryCorruption => ErrorCode::HistoryCorruption,
             Marker::InvalidCapability => ErrorCode::InvalidCapability,
             Marker::ExpiredCapability => ErrorCode::ExpiredCapability,
+            Marker::ReadOnly => ErrorCode::ReadOnly,
         }
     }
 

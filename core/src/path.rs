@@ -3,8 +3,9 @@
 //!
 //! A document path is absolute, uses `/` as its only separator, has no empty, `.` or `..`
 //! segment, no trailing slash, no control character, no backslash, no percent-encoded dot or
-//! separator (`%2e`, `%2f`, `%5c` in any case), no reserved `.supabash` segment, and does not lie
-//! under a shell-owned root (`/tmp`, `/dev`, `/proc`, `/bin`, `/usr`).
+//! separator (`%2e`, `%2f`, `%5c` in any case), no invisible character (so two different paths
+//! never look the same to a person, see [`is_invisible`]), no reserved `.supabash` segment, and
+//! does not lie under a shell-owned root (`/tmp`, `/dev`, `/proc`, `/bin`, `/usr`).
 
 use std::fmt;
 
@@ -28,6 +29,7 @@ pub enum PathError {
     DotSegment,
     EscapesRoot,
     ControlCharacter,
+    InvisibleCharacter,
     Backslash,
     PercentEncoded,
     Reserved,
@@ -48,6 +50,7 @@ impl PathError {
             PathError::DotSegment => "dot-segment",
             PathError::EscapesRoot => "escapes-root",
             PathError::ControlCharacter => "control-character",
+            PathError::InvisibleCharacter => "invisible-character",
             PathError::Backslash => "backslash",
             PathError::PercentEncoded => "percent-encoded-separator",
             PathError::Reserved => "reserved-segment",
@@ -69,6 +72,9 @@ impl fmt::Display for PathError {
             PathError::DotSegment => "path has a . or .. segment",
             PathError::EscapesRoot => "path climbs above the root",
             PathError::ControlCharacter => "path contains a control character",
+            PathError::InvisibleCharacter => {
+                "path contains an invisible or look-alike character (a Unicode format character such as a bidi override or zero-width space, a variation selector, a filler, or a space other than U+0020)"
+            }
             PathError::Backslash => "path contains a backslash",
             PathError::PercentEncoded => "path contains a percent-encoded dot or separator",
             PathError::Reserved => "path uses the reserved .supabash segment",
@@ -84,9 +90,54 @@ impl fmt::Display for PathError {
 
 impl std::error::Error for PathError {}
 
+/// Code points that render as nothing or as a plain space: Unicode's format characters
+/// (General Category Cf: bidi controls, zero-width spaces and joiners, the BOM, tags, ...),
+/// variation selectors, Hangul and braille fillers, the combining grapheme joiner, and every
+/// space other than U+0020.
+const INVISIBLE: &[(u32, u32)] = &[
+    (0x00A0, 0x00A0),
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x115F, 0x1160),
+    (0x1680, 0x1680),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2000, 0x200F),
+    (0x2028, 0x202F),
+    (0x205F, 0x206F),
+    (0x2800, 0x2800),
+    (0x3000, 0x3000),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+];
+
+/// True for a character a person cannot see in a path (see [`INVISIBLE`]).
+pub fn is_invisible(c: char) -> bool {
+    let c = c as u32;
+    INVISIBLE.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
+}
+
 fn check_characters(path: &str) -> Result<(), PathError> {
     if path.chars().any(char::is_control) {
         return Err(PathError::ControlCharacter);
+    }
+    if path.chars().any(is_invisible) {
+        return Err(PathError::InvisibleCharacter);
     }
     if path.contains('\\') {
         return Err(PathError::Backslash);
@@ -226,6 +277,14 @@ mod tests {
             ("/a\u{0}b", PathError::ControlCharacter),
             ("/a\nb", PathError::ControlCharacter),
             ("/a\u{7f}", PathError::ControlCharacter),
+            ("/invoice\u{202e}fdp.exe", PathError::InvisibleCharacter),
+            ("/a\u{200b}b", PathError::InvisibleCharacter),
+            ("/a\u{feff}", PathError::InvisibleCharacter),
+            ("/a\u{00a0}b", PathError::InvisibleCharacter),
+            ("/a\u{3000}b", PathError::InvisibleCharacter),
+            ("/e\u{fe0f}", PathError::InvisibleCharacter),
+            ("/\u{e0041}tag", PathError::InvisibleCharacter),
+            ("/a\u{2066}b\u{2069}", PathError::InvisibleCharacter),
             ("/a\\b", PathError::Backslash),
             ("/a%2Fb", PathError::PercentEncoded),
             ("/%2e%2E/x", PathError::PercentEncoded),
@@ -264,7 +323,23 @@ mod tests {
         assert_eq!(file_name("/a/b.md"), "b.md");
     }
 
+    /// The first and last code point of every invisible range.
+    fn invisible_edges() -> Vec<char> {
+        INVISIBLE
+            .iter()
+            .flat_map(|&(lo, hi)| [lo, hi])
+            .filter_map(char::from_u32)
+            .collect()
+    }
+
     proptest! {
+        #[test]
+        fn invisible_characters_are_refused_anywhere(pre in "[a-z]{0,8}", post in "[a-z]{0,8}", c in proptest::sample::select(invisible_edges())) {
+            let path = format!("/{pre}{c}{post}");
+            prop_assert_eq!(validate(&path), Err(PathError::InvisibleCharacter));
+            prop_assert_eq!(resolve("/", &format!("{pre}{c}{post}")), Err(PathError::InvisibleCharacter));
+        }
+
         #[test]
         fn validate_never_panics(s in "\\PC*") {
             let _ = validate(&s);

@@ -25,7 +25,7 @@ CREATE POLICY owner ON supabash.workspaces TO supabash_owner
 DO $$
 DECLARE t text;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['revisions', 'bodies', 'entries', 'checkpoints'] LOOP
+  FOREACH t IN ARRAY ARRAY['revisions', 'bodies', 'entries', 'checkpoints', 'purged_commits'] LOOP
     EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
     EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
     EXECUTE format('CREATE POLICY owner ON supabash.%I TO supabash_owner
@@ -34,6 +34,16 @@ BEGIN
   END LOOP;
 END
 $$;
+
+-- Usage: the owner's (all of their workspaces, for the per-owner quota), also within a call a
+-- grant scoped to one of them (the sum of sizes is all such a call reads). Written only for a
+-- visible workspace.
+ALTER TABLE supabash.usage ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.usage FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.usage TO supabash_owner
+  USING (owner_id = (SELECT supabash.request_owner())
+         OR owner_id = (SELECT supabash._scope_owner())::uuid)
+  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
 
 -- Delegated capabilities (docs/capabilities.md).
 DO $$

@@ -3,7 +3,7 @@
 -- upgrade script runs again at its end, so an upgrade that adds or replaces an object cannot
 -- leave it reachable. The rules:
 --   - PUBLIC gets nothing in schema supabash; supabash_owner (the role every RPC runs as)
---     reaches the private tables, the positions sequence and the private functions;
+--     reaches the private tables and the private functions;
 --   - capability verifiers (public keys): written only by supabash_keeper, read by
 --     supabash_owner; no private key is stored anywhere (docs/capabilities.md, "Trust model");
 --   - the PostgREST roles get EXECUTE on the RPCs meant for them and nothing else:
@@ -31,7 +31,6 @@ BEGIN
   REVOKE ALL ON ALL FUNCTIONS IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
   GRANT USAGE ON SCHEMA supabash TO supabash_owner;
   GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA supabash TO supabash_owner;
-  GRANT USAGE ON SEQUENCE supabash.positions TO supabash_owner;
   GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA supabash TO supabash_owner;
   -- The install's own helpers are for the installing superuser only.
   REVOKE ALL ON FUNCTION supabash._assert_privileges(), supabash._check_install(), supabash._trust_report()

@@ -60,9 +60,8 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
   SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
 $$;
 
--- Commit order: taken under the workspace lock, so positions follow commit order.
-CREATE SEQUENCE supabash.positions;
-
+-- head_position counts the workspace's commits: a commit takes head_position + 1 under the
+-- workspace's row lock (extension/src/access.rs), so positions follow commit order.
 CREATE TABLE supabash.workspaces (
   id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   owner_id      uuid NOT NULL,
@@ -98,6 +97,28 @@ CREATE TABLE supabash.revisions (
   UNIQUE (workspace_id, transaction_id)
 );
 CREATE UNIQUE INDEX revisions_idempotency_idx ON supabash.revisions (workspace_id, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+
+-- What each workspace stores: the plain size of its distinct bodies, for the per-owner byte
+-- quota (extension/src/quota.rs). One row per workspace, written under that workspace's lock.
+CREATE TABLE supabash.usage (
+  workspace_id uuid PRIMARY KEY REFERENCES supabash.workspaces ON DELETE CASCADE,
+  owner_id     uuid NOT NULL,
+  body_bytes   bigint NOT NULL DEFAULT 0 CHECK (body_bytes >= 0)
+);
+CREATE INDEX usage_owner_idx ON supabash.usage (owner_id);
+
+-- Commits whose revisions purge removed. Their transaction ids and idempotency keys stay
+-- spent, so a retry of a purged commit fails clearly instead of committing a second time.
+CREATE TABLE supabash.purged_commits (
+  workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  transaction_id  uuid NOT NULL,
+  idempotency_key text,
+  revision_id     uuid NOT NULL,
+  purged_at       timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (workspace_id, transaction_id)
+);
+CREATE UNIQUE INDEX purged_commits_idempotency_idx ON supabash.purged_commits (workspace_id, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
 
 ALTER TABLE supabash.workspaces

@@ -8,6 +8,81 @@
 -- memory ceiling per call, a commit lock only authorised callers can take, the capability
 -- lifecycle, secrets no SQL role can read). Each section below names the change it carries.
 
+-- Positions count each workspace's own commits (they came from one sequence for all tenants,
+-- which let a tenant infer the others' commit rates). Existing positions are renumbered per
+-- workspace by one order-preserving map, f(p) = 1 + the number of the workspace's retained
+-- revisions before p, which keeps every interval's visibility: a revision at p sees an entry
+-- [from, until) exactly when it did before. Both steps shift through a far negative offset so
+-- no unique key or CHECK (valid_until > valid_from) sees a transient clash.
+CREATE TABLE supabash._position_map (
+  workspace_id uuid NOT NULL,
+  old          bigint NOT NULL,
+  new          bigint NOT NULL,
+  PRIMARY KEY (workspace_id, old)
+);
+INSERT INTO supabash._position_map (workspace_id, old, new)
+SELECT workspace_id, p,
+       1 + coalesce(sum(revs) OVER (PARTITION BY workspace_id ORDER BY p
+                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+  FROM (SELECT workspace_id, p, sum(is_rev) AS revs
+          FROM (SELECT workspace_id, position AS p, 1 AS is_rev FROM supabash.revisions
+                UNION ALL SELECT workspace_id, valid_from, 0 FROM supabash.entries
+                UNION ALL SELECT workspace_id, valid_until, 0 FROM supabash.entries
+                           WHERE valid_until IS NOT NULL) marks
+         GROUP BY workspace_id, p) points;
+UPDATE supabash.revisions r SET position = m.new - 4611686018427387904
+  FROM supabash._position_map m WHERE m.workspace_id = r.workspace_id AND m.old = r.position;
+UPDATE supabash.revisions SET position = position + 4611686018427387904;
+UPDATE supabash.entries e SET valid_from = m.new - 4611686018427387904
+  FROM supabash._position_map m WHERE m.workspace_id = e.workspace_id AND m.old = e.valid_from;
+UPDATE supabash.entries e SET valid_until = m.new - 4611686018427387904
+  FROM supabash._position_map m WHERE m.workspace_id = e.workspace_id AND m.old = e.valid_until;
+UPDATE supabash.entries SET valid_from = valid_from + 4611686018427387904,
+                            valid_until = valid_until + 4611686018427387904;
+UPDATE supabash.workspaces w SET head_position = m.new
+  FROM supabash._position_map m WHERE m.workspace_id = w.id AND m.old = w.head_position;
+DROP TABLE supabash._position_map;
+DROP SEQUENCE supabash.positions;
+
+-- Commits whose revisions purge removed keep their transaction id and idempotency key spent
+-- (as in extension/sql/schema.sql and policies.sql).
+CREATE TABLE supabash.purged_commits (
+  workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  transaction_id  uuid NOT NULL,
+  idempotency_key text,
+  revision_id     uuid NOT NULL,
+  purged_at       timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (workspace_id, transaction_id)
+);
+CREATE UNIQUE INDEX purged_commits_idempotency_idx ON supabash.purged_commits (workspace_id, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+ALTER TABLE supabash.purged_commits ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.purged_commits FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.purged_commits TO supabash_owner
+  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
+  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+
+-- Per-owner quotas: what each workspace stores (as in extension/sql/schema.sql and
+-- policies.sql), filled from the bodies already stored.
+CREATE TABLE supabash.usage (
+  workspace_id uuid PRIMARY KEY REFERENCES supabash.workspaces ON DELETE CASCADE,
+  owner_id     uuid NOT NULL,
+  body_bytes   bigint NOT NULL DEFAULT 0 CHECK (body_bytes >= 0)
+);
+CREATE INDEX usage_owner_idx ON supabash.usage (owner_id);
+ALTER TABLE supabash.usage ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.usage FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.usage TO supabash_owner
+  USING (owner_id = (SELECT supabash.request_owner())
+         OR owner_id = (SELECT supabash._scope_owner())::uuid)
+  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+INSERT INTO supabash.usage (workspace_id, owner_id, body_bytes)
+SELECT w.id, w.owner_id, coalesce((SELECT sum(b.size) FROM supabash.bodies b WHERE b.workspace_id = w.id), 0)
+  FROM supabash.workspaces w;
+
+-- The native dispatcher runs SQL, so it pins its search_path like every SQL function does.
+ALTER FUNCTION supabash._call(text, json) SET search_path TO pg_catalog, pg_temp;
+
 -- Capabilities (issue 11 items 4-9)
 -- Ed25519 verifiers: the database keeps public keys only. The HS256 secrets are destroyed; a
 -- verifier registered before keeps its settings but exchanges nothing until it is registered
@@ -167,6 +242,9 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
    ORDER BY 1
 $$;
 
+-- The privilege block as extension/sql/privileges.sql has it in 0.3.0 (the positions sequence
+-- is gone). Kept last among the sections so it is the version every object above gets.
+
 CREATE OR REPLACE FUNCTION supabash._assert_privileges() RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -181,7 +259,6 @@ BEGIN
   REVOKE ALL ON ALL FUNCTIONS IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
   GRANT USAGE ON SCHEMA supabash TO supabash_owner;
   GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA supabash TO supabash_owner;
-  GRANT USAGE ON SEQUENCE supabash.positions TO supabash_owner;
   GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA supabash TO supabash_owner;
   -- The install's own helpers are for the installing superuser only.
   REVOKE ALL ON FUNCTION supabash._assert_privileges(), supabash._check_install(), supabash._trust_report()

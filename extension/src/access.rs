@@ -16,6 +16,8 @@ use supabash_core::Marker;
 /// A workspace the caller may use, with its head as read (after the lock, when locked).
 pub struct Workspace {
     pub id: String,
+    /// The workspace owner's user id.
+    pub owner: String,
     pub head: Option<String>,
     pub head_position: Option<i64>,
     /// Set when the caller is a job holding a delegated grant.
@@ -53,7 +55,7 @@ fn delegate(grant: &str, workspace: &str, need: &[Operation]) -> Outcome<Delegat
         return Err(refused());
     };
     let need: Vec<String> = need.iter().map(|o| o.as_str().to_owned()).collect();
-    let (owner, delegation) = db::row(
+    let (owner, delegation) = db::query_row(
         "SELECT g.owner_id::text, g.actor_subject, g.correlation_id, g.key_id, g.operations
            FROM supabash.grants g
            JOIN supabash.capability_verifiers v ON v.key_id = g.key_id AND v.generation = g.generation
@@ -157,13 +159,21 @@ pub fn caller() -> Outcome<String> {
 }
 
 fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspace>> {
-    let head = db::row(
-        "SELECT head_revision::text, head_position FROM supabash.workspaces WHERE id = $1::uuid",
+    let head = db::query_row(
+        "SELECT head_revision::text, head_position, owner_id::text FROM supabash.workspaces
+          WHERE id = $1::uuid",
         &[id.into()],
-        |r| Ok((db::opt::<String>(r, 1)?, db::opt::<i64>(r, 2)?)),
+        |r| {
+            Ok((
+                db::opt::<String>(r, 1)?,
+                db::opt::<i64>(r, 2)?,
+                db::get::<String>(r, 3)?,
+            ))
+        },
     )?;
-    Ok(head.map(|(head, head_position)| Workspace {
+    Ok(head.map(|(head, head_position, owner)| Workspace {
         id: id.to_owned(),
+        owner,
         head,
         head_position,
         delegation,
@@ -181,12 +191,20 @@ pub fn open(request: &impl WorkspaceRequest, need: &[Operation]) -> Outcome<Work
     })
 }
 
-/// Opens a workspace and takes its transaction-scoped advisory lock. The SQL wrappers bound
-/// the wait with `lock_timeout` (1 s) and turn a timeout into `SUPABASH_COMMIT_COORDINATION`.
+/// Opens a workspace and locks its row until the transaction ends. Row locks need the UPDATE
+/// privilege and pass the workspace's row-level security, so only the workspace's authorised
+/// callers (through these RPCs) can take this lock: no other session can hold a workspace's
+/// commits hostage (an advisory lock on a guessable key could be taken by any login). The SQL
+/// wrappers bound the wait with `lock_timeout` (1 s) and turn a timeout into
+/// `SUPABASH_COMMIT_COORDINATION`. The head is read again after the lock, on a new snapshot.
 pub fn open_locked(request: &impl WorkspaceRequest, need: &[Operation]) -> Outcome<Workspace> {
-    let ws = open(request, need)?;
+    lock(open(request, need)?)
+}
+
+/// Locks an opened workspace (see [`open_locked`]) and reads its head again.
+pub fn lock(ws: Workspace) -> Outcome<Workspace> {
     db::exec(
-        "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('supabash:' || $1, 0))",
+        "SELECT 1 FROM supabash.workspaces WHERE id = $1::uuid FOR NO KEY UPDATE",
         &[ws.id.as_str().into()],
     )?;
     read_head(&ws.id, ws.delegation)?.ok_or_else(|| denied("workspace vanished"))
@@ -194,7 +212,7 @@ pub fn open_locked(request: &impl WorkspaceRequest, need: &[Operation]) -> Outco
 
 /// The position of a revision of this workspace.
 pub fn revision_position(ws: &str, revision: &str) -> Outcome<i64> {
-    db::row(
+    db::query_row(
         "SELECT position FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
         &[ws.into(), revision.into()],
         |r| db::get::<i64>(r, 1),

@@ -2,6 +2,7 @@
 //! as deltas against the previous version of their file where that is smaller, and loading
 //! plain bytes back through any chain of deltas. `stored` owns the byte format.
 
+use crate::budget;
 use crate::db;
 use crate::fail::{Fail, Outcome};
 use crate::stored;
@@ -23,9 +24,10 @@ pub struct Body {
     pub depth: usize,
 }
 
-/// A stored row: its stored form and the hash of its base when it is a delta.
+/// A stored row: its stored form, plain size, and the hash of its base when it is a delta.
 struct Row {
     stored: Vec<u8>,
+    size: i64,
     base: Option<Vec<u8>>,
 }
 
@@ -37,13 +39,13 @@ fn corrupt(message: &str) -> Fail {
 /// corruption, reported when decoding).
 const CHAIN_SQL: &str = "
 WITH RECURSIVE chain AS (
-  SELECT hash, body, base_hash, 0 AS depth FROM supabash.bodies
+  SELECT hash, body, size, base_hash, 0 AS depth FROM supabash.bodies
    WHERE workspace_id = $1::uuid AND hash = ANY($2)
   UNION ALL
-  SELECT b.hash, b.body, b.base_hash, c.depth + 1 FROM chain c
+  SELECT b.hash, b.body, b.size, b.base_hash, c.depth + 1 FROM chain c
     JOIN supabash.bodies b ON b.workspace_id = $1::uuid AND b.hash = c.base_hash
    WHERE c.depth < $3)
-SELECT hash, body, base_hash FROM chain";
+SELECT hash, body, size, base_hash FROM chain";
 
 thread_local! {
     /// `CHAIN_SQL`, prepared once per backend (SPI_keepplan): planning this recursive query
@@ -72,8 +74,9 @@ fn fetch_chains(ws: &str, mut hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, 
             for row in table {
                 let hash: Vec<u8> = db::get(&row, 1)?;
                 let stored = db::get(&row, 2)?;
-                let base = db::opt(&row, 3)?;
-                out.entry(hash).or_insert(Row { stored, base });
+                let size = db::get(&row, 3)?;
+                let base = db::opt(&row, 4)?;
+                out.entry(hash).or_insert(Row { stored, size, base });
             }
             Ok::<_, Fail>(out)
         })
@@ -136,9 +139,17 @@ fn resolve(
 }
 
 /// The plain bytes of every body in `hashes` (and of the bases they sit on), by hash. A body
-/// or base that is missing or unreadable is HISTORY_CORRUPTION.
-pub fn load(ws: &str, hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, Body>> {
+/// or base that is missing or unreadable is HISTORY_CORRUPTION. The caller has charged the
+/// call's budget for `hashes` (see [`load_charged`]); the bases under deltas, at most
+/// `stored::MAX_DELTA_BODY` each, are charged here.
+fn load(ws: &str, hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, Body>> {
     let rows = fetch_chains(ws, hashes.clone())?;
+    let bases: u64 = rows
+        .iter()
+        .filter(|(h, _)| !hashes.contains(h))
+        .map(|(_, r)| r.size.max(0) as u64)
+        .sum();
+    budget::charge(bases)?;
     let mut done = HashMap::with_capacity(rows.len());
     for hash in &hashes {
         if !done.contains_key(hash) {
@@ -146,6 +157,108 @@ pub fn load(ws: &str, hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, Body>> {
         }
     }
     Ok(done)
+}
+
+/// [`load`] for bodies whose plain sizes are `(hash, size)`: charges the call's budget for
+/// them (each body once) before anything is fetched.
+pub fn load_charged(ws: &str, wanted: &[(Vec<u8>, i64)]) -> Outcome<HashMap<Vec<u8>, Body>> {
+    let mut hashes: Vec<Vec<u8>> = Vec::with_capacity(wanted.len());
+    let mut total = 0u64;
+    let mut seen = std::collections::HashSet::with_capacity(wanted.len());
+    for (hash, size) in wanted {
+        if seen.insert(hash) {
+            total += (*size).max(0) as u64;
+            hashes.push(hash.clone());
+        }
+    }
+    budget::charge(total)?;
+    load(ws, hashes)
+}
+
+/// The first `max` plain bytes of each body in `wanted` (`(hash, size)`), by hash. Whole bodies
+/// are fetched only as far as `stored::prefix_needed(max)` and decoded only that far; deltas
+/// (at most `stored::MAX_DELTA_BODY`) are decoded whole, charged to the call's budget.
+pub fn prefixes(
+    ws: &str,
+    wanted: &[(Vec<u8>, i64)],
+    max: usize,
+) -> Outcome<HashMap<Vec<u8>, Vec<u8>>> {
+    let hashes: Vec<Vec<u8>> = wanted.iter().map(|(h, _)| h.clone()).collect();
+    budget::charge(
+        wanted
+            .iter()
+            .map(|(_, s)| (*s).max(0) as u64)
+            .map(|s| s.min(max as u64))
+            .sum(),
+    )?;
+    let rows = db::query(
+        "SELECT hash, substring(body FROM 1 FOR $3), base_hash IS NOT NULL FROM supabash.bodies
+          WHERE workspace_id = $1::uuid AND hash = ANY($2)",
+        &[
+            ws.into(),
+            hashes.into(),
+            (stored::prefix_needed(max) as i32).into(),
+        ],
+        |r| {
+            Ok((
+                db::get::<Vec<u8>>(r, 1)?,
+                db::get::<Vec<u8>>(r, 2)?,
+                db::get::<bool>(r, 3)?,
+            ))
+        },
+    )?;
+    let mut out = HashMap::with_capacity(rows.len());
+    let mut deltas = Vec::new();
+    for (hash, stored_prefix, delta) in rows {
+        if delta {
+            let size = wanted
+                .iter()
+                .find(|(h, _)| *h == hash)
+                .map_or(0, |(_, s)| *s);
+            deltas.push((hash, size));
+        } else {
+            out.insert(hash, stored::decode_prefix(&stored_prefix, max)?);
+        }
+    }
+    for (hash, body) in load_charged(ws, &deltas)? {
+        if deltas.iter().any(|(h, _)| *h == hash) {
+            let mut bytes = body.bytes;
+            bytes.truncate(max);
+            out.insert(hash, bytes);
+        }
+    }
+    if out.len() < wanted.len() {
+        return Err(corrupt("a stored body is missing"));
+    }
+    Ok(out)
+}
+
+/// Whether the stored bodies under the hashes of `bodies` hold exactly their bytes (the
+/// collision check), decoding whole bodies a block at a time.
+fn stored_equal(ws: &str, bodies: &[&New]) -> Outcome<bool> {
+    let hashes: Vec<Vec<u8>> = bodies.iter().map(|b| b.hash.clone()).collect();
+    let stored: HashMap<Vec<u8>, Vec<u8>> = db::query(
+        "SELECT hash, body FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
+        &[ws.into(), hashes.into()],
+        |r| Ok((db::get::<Vec<u8>>(r, 1)?, db::get::<Vec<u8>>(r, 2)?)),
+    )?
+    .into_iter()
+    .collect();
+    for b in bodies {
+        let form = stored
+            .get(&b.hash)
+            .ok_or_else(|| corrupt("a stored body is missing"))?;
+        let same = match stored::same_bytes(form, &b.bytes)? {
+            Some(same) => same,
+            None => load(ws, vec![b.hash.clone()])?
+                .get(&b.hash)
+                .is_some_and(|d| d.bytes == b.bytes),
+        };
+        if !same {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// A body to store: its hash, plain bytes, and the hash and plain size of the body it
@@ -173,18 +286,21 @@ impl New {
 /// and the delta is the smallest form. Arrays are unnested in the select list (lock-step,
 /// streamed) rather than in FROM, where a function scan would first copy every body into a
 /// tuplestore that spills past `work_mem`.
-pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<()> {
+/// Returns the plain bytes of the bodies it added (not counting ones already stored).
+pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<i64> {
     if bodies.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
-    let wanted: Vec<Vec<u8>> = bodies
+    let wanted: Vec<(Vec<u8>, i64)> = bodies
         .iter()
-        .filter_map(|b| b.candidate_base().cloned())
+        .filter_map(|b| Some((b.candidate_base()?.clone(), b.previous.as_ref()?.1 as i64)))
         .collect();
-    let bases = if wanted.is_empty() {
-        HashMap::new()
-    } else {
-        load(ws, wanted)?
+    // Deltas only save space: when decoding the bases would pass the call's budget, the new
+    // bodies are stored whole instead.
+    let bases = match load_charged(ws, &wanted) {
+        Ok(bases) => bases,
+        Err(f) if f.marker == Marker::Quota => HashMap::new(),
+        Err(f) => return Err(f),
     };
     let mut encoded = Vec::with_capacity(bodies.len());
     let mut base_hashes: Vec<Option<Vec<u8>>> = Vec::with_capacity(bodies.len());
@@ -199,37 +315,39 @@ pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<()> {
     }
     let sizes: Vec<i64> = bodies.iter().map(|b| b.bytes.len() as i64).collect();
     let hashes: Vec<Vec<u8>> = bodies.iter().map(|b| b.hash.clone()).collect();
-    let inserted = db::row(
-        "WITH ins AS (
-           INSERT INTO supabash.bodies (workspace_id, hash, size, body, base_hash)
-           SELECT $1::uuid, unnest($2::bytea[]), unnest($3::bigint[]), unnest($4::bytea[]),
-                  unnest($5::bytea[])
-           ON CONFLICT (workspace_id, hash) DO NOTHING
-           RETURNING hash)
-         SELECT count(*) FROM ins",
+    let inserted: std::collections::HashSet<Vec<u8>> = db::rows(
+        "INSERT INTO supabash.bodies (workspace_id, hash, size, body, base_hash)
+         SELECT $1::uuid, unnest($2::bytea[]), unnest($3::bigint[]), unnest($4::bytea[]),
+                unnest($5::bytea[])
+         ON CONFLICT (workspace_id, hash) DO NOTHING
+         RETURNING hash",
         &[
             ws.into(),
-            hashes.clone().into(),
+            hashes.into(),
             sizes.into(),
             encoded.into(),
             base_hashes.into(),
         ],
-        |r| db::get::<i64>(r, 1),
+        |r| db::get::<Vec<u8>>(r, 1),
     )?
-    .expect("an aggregate query returns one row");
-    if inserted as usize == hashes.len() {
-        return Ok(());
-    }
-    // Some hashes were already stored: their bytes must be the ones we were given.
-    let existing = load(ws, hashes)?;
-    let collides = bodies
+    .into_iter()
+    .collect();
+    // Bodies already stored under these hashes must hold the bytes we were given (their
+    // stored forms are no larger than the request's bytes), compared a block at a time.
+    let existing: Vec<&New> = bodies
         .iter()
-        .any(|b| existing.get(&b.hash).is_some_and(|e| e.bytes != b.bytes));
+        .filter(|b| !inserted.contains(&b.hash))
+        .collect();
+    let collides = !existing.is_empty() && !stored_equal(ws, &existing)?;
     if collides {
         return Err(Fail::new(
             Marker::BodyHashCollision,
             "stored bytes differ from new bytes with the same SHA-256",
         ));
     }
-    Ok(())
+    Ok(bodies
+        .iter()
+        .filter(|b| inserted.contains(&b.hash))
+        .map(|b| b.bytes.len() as i64)
+        .sum())
 }

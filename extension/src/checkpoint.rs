@@ -87,7 +87,7 @@ pub fn checkpoint(req: rq::Checkpoint) -> Outcome<Checkpoint> {
 /// `supabash_checkpoints`: all checkpoints, oldest first.
 pub fn checkpoints(req: rq::Checkpoints) -> Outcome<Vec<Checkpoint>> {
     let ws = access::open(&req, &[Operation::Checkpoint])?;
-    db::rows(
+    db::query(
         &format!(
             "SELECT {COLUMNS} FROM supabash.checkpoints WHERE workspace_id = $1::uuid
               ORDER BY created_at, checkpoint_id"

@@ -6,6 +6,7 @@ use crate::args;
 use crate::bodies;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
+use crate::quota;
 use crate::receipts;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -167,7 +168,7 @@ fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Commit
         ],
     )?;
     let Some(found) = found.into_iter().next() else {
-        return Ok(None);
+        return spent_by_purged(ws, ctx).map(|()| None);
     };
     if found.request_hash == request_hash {
         return Ok(Some(CommitResult {
@@ -182,6 +183,37 @@ fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Commit
     .with_detail(
         json!({ "transactionId": ctx.transaction_id, "idempotencyKey": ctx.idempotency_key }),
     ))
+}
+
+/// Refuses a transaction id or idempotency key that committed a revision purge has since
+/// removed: its receipt is gone, but it must not commit a second time.
+fn spent_by_purged(ws: &str, ctx: &Context) -> Outcome<()> {
+    if !crate::schema::has_table(c"purged_commits") {
+        return Ok(());
+    }
+    let purged = db::query_row(
+        "SELECT revision_id::text FROM supabash.purged_commits
+          WHERE workspace_id = $1::uuid AND (transaction_id = $2::uuid OR idempotency_key = $3)
+          LIMIT 1",
+        &[
+            ws.into(),
+            ctx.transaction_id.as_str().into(),
+            ctx.idempotency_key.clone().into(),
+        ],
+        |r| db::get::<String>(r, 1),
+    )?;
+    match purged {
+        None => Ok(()),
+        Some(revision) => Err(Fail::new(
+            Marker::IdempotencyConflict,
+            "this transaction id or idempotency key already committed a revision that purge has since removed; it is not committed again",
+        )
+        .with_detail(json!({
+            "purgedRevision": revision,
+            "transactionId": ctx.transaction_id,
+            "idempotencyKey": ctx.idempotency_key,
+        }))),
+    }
 }
 
 fn current_versions(ws: &str, paths: Vec<String>) -> Outcome<BTreeMap<String, Version>> {
@@ -397,7 +429,9 @@ fn check_restore(
 
 /// `supabash_commit`: see docs/sql-contract.md.
 pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
-    let ws = args::uuid("workspace_id", &req.workspace_id)?;
+    // Authorise first: a caller who may not commit here costs no decoding or hashing.
+    let opened = access::open(&req, &[Operation::Commit])?;
+    let ws = opened.id.clone();
     let changes = parse_changes(std::mem::take(&mut req.changes)).map_err(change_error)?;
     let mut ctx = context(&mut req)?;
     let (changes, mut new_bytes) = hash_changes(changes);
@@ -405,8 +439,9 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         head,
         head_position,
         delegation,
+        owner,
         ..
-    } = access::open_locked(&req, &[Operation::Commit])?;
+    } = access::lock(opened)?;
     // A delegated commit is recorded under the grant's subject, correlation id and key id,
     // whatever the caller sent; the reserved actor prefix is the database's alone.
     let restore_only = match &delegation {
@@ -483,13 +518,13 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         check_restore(&ws, ctx.source_revision.as_deref(), &state)?;
     }
 
-    let (position, committed_at) = db::row(
-        "SELECT nextval('supabash.positions'), supabash.utc_text(now())",
-        &[],
-        |r| Ok((db::get::<i64>(r, 1)?, db::get::<String>(r, 2)?)),
-    )?
+    // Positions count each workspace's own commits (taken under its lock, so order = commit
+    // order), revealing nothing about other tenants' commit rates.
+    let position = head_position.unwrap_or(0) + 1;
+    let committed_at = db::query_row("SELECT supabash.utc_text(now())", &[], |r| {
+        db::get::<String>(r, 1)
+    })?
     .expect("a SELECT without FROM returns one row");
-    debug_assert!(head_position.is_none_or(|h| h < position));
 
     let plan = plan(&initial, &state);
     // A new body's candidate delta base is the body its path held before this commit.
@@ -510,7 +545,8 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
             })
         })
         .collect();
-    bodies::store(&ws, new_bodies)?;
+    let added = bodies::store(&ws, new_bodies)?;
+    quota::add_bytes(&ws, &owner, added)?;
     write_entries(&ws, position, plan)?;
 
     let receipt = Receipt {

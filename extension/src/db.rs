@@ -1,5 +1,11 @@
 //! Thin SPI helpers. Every statement is parameterised; arguments travel as `DatumWithOid`;
 //! results are read as typed columns by position ([`get`], [`opt`]), never rebuilt as JSON.
+//!
+//! Reads ([`query`], [`query_row`]) never ask for a transaction id: in a transaction that has
+//! written nothing, SPI runs them read-only on the calling statement's snapshot, so every
+//! statement of one read RPC sees the same committed state, and they work on a hot standby.
+//! Only statements that write go through [`rows`], [`row`] and [`exec`], which assign the
+//! transaction id (pgrx's `update`).
 
 use crate::fail::{Fail, Outcome};
 use pgrx::datum::{DatumWithOid, FromDatum, IntoDatum};
@@ -36,7 +42,16 @@ pub fn query<T>(
     })?
 }
 
-/// Runs a statement and maps its first row, if any.
+/// Runs a read-only query and maps its first row, if any.
+pub fn query_row<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    map: impl FnMut(&Row) -> Outcome<T>,
+) -> Outcome<Option<T>> {
+    Ok(query(sql, args, map)?.into_iter().next())
+}
+
+/// Runs a statement (it may write) and maps its first row, if any.
 pub fn row<T>(
     sql: &str,
     args: &[DatumWithOid],

@@ -23,6 +23,7 @@ use supabash_core::Marker;
 struct SideFile {
     content_hash: Vec<u8>,
     body_hash: Vec<u8>,
+    body_size: i64,
     metadata: Value,
     body: Option<Vec<u8>>,
 }
@@ -50,6 +51,7 @@ fn staged_side(staged: Option<&[StagedDocument]>) -> Outcome<Side> {
         let file = SideFile {
             content_hash: v.content_hash,
             body_hash: v.body_hash,
+            body_size: v.body_size,
             metadata: v.metadata,
             body: Some(content.body),
         };
@@ -71,6 +73,7 @@ fn stored_side(ws: &Workspace, revision: &str) -> Outcome<Side> {
             let f = SideFile {
                 content_hash: r.content_hash,
                 body_hash: r.body_hash,
+                body_size: r.body_size,
                 metadata: r.metadata,
                 body: None,
             };
@@ -88,7 +91,7 @@ fn side(ws: &Workspace, reference: &DiffRef, staged: Option<&[StagedDocument]>) 
         DiffRef::Revision(r) => stored_side(ws, &args::uuid("revision", r)?),
         DiffRef::Checkpoint(c) => {
             let checkpoint = args::uuid("checkpoint", c)?;
-            let revision = db::row(
+            let revision = db::query_row(
                 "SELECT revision_id::text FROM supabash.checkpoints
                   WHERE workspace_id = $1::uuid AND checkpoint_id = $2::uuid",
                 &[ws.id.as_str().into(), checkpoint.as_str().into()],
@@ -123,10 +126,21 @@ fn in_scope(filter: &[String], path: &str) -> bool {
         })
 }
 
-fn preview_text(file: &SideFile, bodies: &HashMap<Vec<u8>, Vec<u8>>) -> Option<String> {
+/// The rendered text of a file's first `max` body bytes (its frontmatter comes first, so that
+/// is all a preview of `max` bytes can show), or `None` when that prefix is not text. A
+/// character cut at the end of the prefix is dropped, not taken for binary.
+fn preview_text(file: &SideFile, bodies: &HashMap<Vec<u8>, Vec<u8>>, max: usize) -> Option<String> {
     let body = file.body.as_ref().or_else(|| bodies.get(&file.body_hash))?;
+    let mut prefix = &body[..body.len().min(max)];
+    if (prefix.len() as i64) < file.body_size {
+        if let Err(e) = std::str::from_utf8(prefix) {
+            if e.error_len().is_none() {
+                prefix = &prefix[..e.valid_up_to()];
+            }
+        }
+    }
     let metadata: Metadata = metadata_from_json(&file.metadata).unwrap_or_default();
-    supabash_core::rpc::body::as_text(render(body, &metadata)).ok()
+    supabash_core::rpc::body::as_text(render(prefix, &metadata)).ok()
 }
 
 fn cut(text: &str, max: usize) -> String {
@@ -202,18 +216,21 @@ pub fn diff(req: rq::Diff) -> Outcome<Diff> {
     });
     entries.sort_by(|a, b| a.0.path.cmp(&b.0.path));
 
-    let bodies = if preview_bytes > 0 {
-        preview_bodies(&ws, &entries)?
+    let max = preview_bytes as usize;
+    // A preview shows `max` bytes and says whether there are more: decode one whole UTF-8
+    // character beyond it.
+    let decoded = max + 4;
+    let bodies = if max > 0 {
+        preview_bodies(&ws, &entries, decoded)?
     } else {
         HashMap::new()
     };
-    let max = preview_bytes as usize;
     let entries = entries
         .into_iter()
         .map(|(mut e, before, after)| {
             if max > 0 && e.kind != DiffKind::Moved {
-                let b = before.map(|f| preview_text(f, &bodies));
-                let a = after.map(|f| preview_text(f, &bodies));
+                let b = before.map(|f| preview_text(f, &bodies, decoded));
+                let a = after.map(|f| preview_text(f, &bodies, decoded));
                 match (b, a) {
                     (Some(None), _) | (_, Some(None)) => e.binary = true,
                     (None, Some(Some(a))) => e.preview = Some(cut(&a, max)),
@@ -252,25 +269,24 @@ fn entry(
     }
 }
 
-/// Loads the bodies the previews need.
+/// The first `max` plain bytes of every stored body the previews need.
 fn preview_bodies(
     ws: &Workspace,
     entries: &[(DiffEntry, Option<&SideFile>, Option<&SideFile>)],
+    max: usize,
 ) -> Outcome<HashMap<Vec<u8>, Vec<u8>>> {
-    let mut wanted: Vec<Vec<u8>> = entries
+    let mut wanted: Vec<(Vec<u8>, i64)> = entries
         .iter()
+        .filter(|(e, _, _)| e.kind != DiffKind::Moved)
         .flat_map(|(_, b, a)| [b, a])
         .flatten()
         .filter(|f| f.body.is_none())
-        .map(|f| f.body_hash.clone())
+        .map(|f| (f.body_hash.clone(), f.body_size))
         .collect();
     wanted.sort();
     wanted.dedup();
     if wanted.is_empty() {
         return Ok(HashMap::new());
     }
-    Ok(bodies::load(&ws.id, wanted)?
-        .into_iter()
-        .map(|(hash, body)| (hash, body.bytes))
-        .collect())
+    bodies::prefixes(&ws.id, &wanted, max)
 }

@@ -42,6 +42,7 @@ impl Fail {
             "54000" => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
             "0A000" => PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
             "XX001" => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+            "25006" => PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
             _ => PgSqlErrorCode::ERRCODE_RAISE_EXCEPTION,
         };
         let mut report = ErrorReport::new(

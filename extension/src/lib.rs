@@ -7,6 +7,7 @@ use pgrx::prelude::*;
 mod access;
 mod args;
 mod bodies;
+mod budget;
 mod capability;
 mod checkpoint;
 mod commit;
@@ -15,12 +16,21 @@ mod diff;
 mod fail;
 mod identity;
 mod purge;
+mod quota;
 mod read;
 mod receipts;
+mod schema;
 mod scope;
 mod stored;
 
 ::pgrx::pg_module_magic!(name, version);
+
+/// Registers the extension's settings when a backend loads the library.
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    budget::define();
+    quota::define();
+}
 
 // The SQL layer, by concern (extension/sql/schema.sql lists the files). The policies ask the
 // native identity functions, so they come after them; everything else only needs to come
@@ -52,13 +62,17 @@ mod supabash {
 
     /// Dispatches one RPC. `args` is `json` (text), not `jsonb`: large arguments such as a
     /// commit's changes are parsed once, here, instead of being built into jsonb and printed
-    /// back to text; then decoded into the RPC's request type. Errors leave as Postgres ERRORs
+    /// back to text; then decoded into the RPC's request type. It runs SQL, so, like every such
+    /// function of the extension, it pins its own `search_path` whoever calls it (the native
+    /// identity and scope functions run none). Errors leave as Postgres ERRORs
     /// with a `SUPABASH_*` marker; a panic is caught by pgrx and becomes an ERROR too, never a
     /// crashed backend.
     #[pg_extern(name = "_call")]
+    #[search_path(pg_catalog, pg_temp)]
     fn call(op: &str, args: Json) -> JsonB {
         use supabash_core::rpc::requests as rq;
         let _scope = scope::Guard::new();
+        crate::budget::start();
         let a = args.0;
         let result = match op {
             "create_workspace" => serve::<rq::CreateWorkspace>(op, a, read::create_workspace),
@@ -101,8 +115,25 @@ mod supabash {
             Some(op),
             "dispatch table and contract disagree"
         );
+        if R::MUTATES && read_only() {
+            return Err(fail::Fail::new(
+                supabash_core::Marker::ReadOnly,
+                format!(
+                    "{} writes, and this server is a hot standby (read replica) or the transaction is read-only: send it to the primary",
+                    R::NAME
+                ),
+            ));
+        }
         let answer = handler(args::decode::<R>(args)?)?;
         Ok(serde_json::to_value(answer).expect("answers serialise"))
+    }
+
+    /// Whether this transaction cannot write: the server is in recovery (a hot standby) or the
+    /// transaction was declared read-only.
+    fn read_only() -> bool {
+        // SAFETY: RecoveryInProgress reads shared state and may be called in any backend;
+        // XactReadOnly is the backend's own flag, read on the backend's only thread.
+        unsafe { pgrx::pg_sys::RecoveryInProgress() || pgrx::pg_sys::XactReadOnly }
     }
 
     /// The request's claims (see `identity`).

@@ -6,6 +6,7 @@ use crate::access;
 use crate::args;
 use crate::db;
 use crate::fail::{invalid, Outcome};
+use crate::quota;
 use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
 use supabash_core::rpc::requests as rq;
@@ -105,10 +106,19 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
         revisions: plan.revisions.clone(),
     };
     if !dry_run {
-        db::exec(
-            "DELETE FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])",
-            &[ws.id.as_str().into(), plan.revisions.into()],
-        )?;
+        // A purged commit's transaction id and idempotency key stay spent (see commit's replay).
+        let delete = "DELETE FROM supabash.revisions
+                       WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])";
+        let sql = if crate::schema::has_table(c"purged_commits") {
+            format!(
+                "WITH gone AS ({delete} RETURNING workspace_id, transaction_id, idempotency_key, revision_id)
+                 INSERT INTO supabash.purged_commits (workspace_id, transaction_id, idempotency_key, revision_id)
+                 SELECT * FROM gone"
+            )
+        } else {
+            delete.to_owned()
+        };
+        db::exec(&sql, &[ws.id.as_str().into(), plan.revisions.into()])?;
         db::exec(
             "DELETE FROM supabash.entries e USING unnest($2::text[], $3::bigint[]) AS d(path, valid_from)
               WHERE e.workspace_id = $1::uuid AND e.path = d.path AND e.valid_from = d.valid_from",
@@ -123,6 +133,7 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
             "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
             &[ws.id.as_str().into(), hashes.into()],
         )?;
+        quota::add_bytes(&ws.id, &ws.owner, -plan.bytes)?;
     }
     Ok(report)
 }

@@ -6,6 +6,7 @@ use crate::args;
 use crate::bodies;
 use crate::db::{self, FileRow};
 use crate::fail::{Fail, Outcome};
+use crate::quota;
 use crate::receipts;
 use serde_json::json;
 use std::collections::HashMap;
@@ -20,10 +21,11 @@ use supabash_core::Marker;
 /// `supabash_create_workspace`: a new, empty workspace owned by the caller.
 pub fn create_workspace(_: rq::CreateWorkspace) -> Outcome<WorkspaceCreated> {
     let owner = access::caller()?;
-    db::row(
+    quota::check_new_workspace(&owner)?;
+    let created = db::row(
         "INSERT INTO supabash.workspaces (owner_id) VALUES ($1::uuid)
          RETURNING id::text, supabash.utc_text(created_at)",
-        &[owner.into()],
+        &[owner.as_str().into()],
         |r| {
             Ok(WorkspaceCreated {
                 workspace_id: db::get(r, 1)?,
@@ -32,7 +34,9 @@ pub fn create_workspace(_: rq::CreateWorkspace) -> Outcome<WorkspaceCreated> {
             })
         },
     )?
-    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the workspace was not created"))
+    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the workspace was not created"))?;
+    quota::open_usage(&created.workspace_id, &owner)?;
+    Ok(created)
 }
 
 /// The wire form of a file row (with its body when the row carries one).
@@ -89,8 +93,11 @@ pub fn files_at(
         ],
     )?;
     if bodies {
-        let hashes = rows.iter().map(|r| r.body_hash.clone()).collect();
-        let mut loaded = bodies::load(&ws.id, hashes)?;
+        let wanted: Vec<(Vec<u8>, i64)> = rows
+            .iter()
+            .map(|r| (r.body_hash.clone(), r.body_size))
+            .collect();
+        let mut loaded = bodies::load_charged(&ws.id, &wanted)?;
         let mut uses: HashMap<Vec<u8>, usize> = HashMap::new();
         for row in &rows {
             *uses.entry(row.body_hash.clone()).or_default() += 1;

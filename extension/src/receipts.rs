@@ -28,9 +28,9 @@ fn corrupt(e: impl std::fmt::Display) -> Fail {
     )
 }
 
-/// Runs a query selecting [`COLUMNS`] and rebuilds each receipt.
+/// Runs a read-only query selecting [`COLUMNS`] and rebuilds each receipt.
 pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
-    db::rows(sql, args, |r| {
+    db::query(sql, args, |r| {
         let lines: Vec<u8> = db::get(r, 13)?;
         Ok(Stored {
             receipt: Receipt {

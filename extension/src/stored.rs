@@ -95,6 +95,67 @@ pub fn decode(stored: &[u8], base: Option<&[u8]>) -> Outcome<Vec<u8>> {
     }
 }
 
+/// The largest block of plain bytes a zstd frame holds, and what a block costs at most stored.
+const ZSTD_BLOCK: usize = 128 * 1024;
+const ZSTD_BLOCK_STORED: usize = ZSTD_BLOCK + 3;
+/// The largest zstd frame header.
+const ZSTD_HEADER: usize = 18;
+
+/// How many leading bytes of a whole (not delta) stored body suffice to decode its first `max`
+/// plain bytes: the codec byte, the frame header, and every block that starts before `max`
+/// (a stored block is at most 3 bytes larger than its plain bytes, and holds at most 128 KiB).
+pub const fn prefix_needed(max: usize) -> usize {
+    1 + ZSTD_HEADER + max + 2 * ZSTD_BLOCK_STORED
+}
+
+fn zstd_reader(frame: &[u8]) -> Outcome<zstd::stream::read::Decoder<'_, &[u8]>> {
+    zstd::stream::read::Decoder::with_buffer(frame).map_err(|_| corrupt())
+}
+
+/// The first `max` plain bytes of a whole stored body, from at least its first
+/// [`prefix_needed`]`(max)` stored bytes (or all of them), without decoding the rest.
+pub fn decode_prefix(stored: &[u8], max: usize) -> Outcome<Vec<u8>> {
+    use std::io::Read;
+    match stored.split_first() {
+        Some((&PLAIN, rest)) => Ok(rest[..rest.len().min(max)].to_vec()),
+        Some((&ZSTD, frame)) => {
+            let mut out = Vec::with_capacity(max.min(MAX_BODY));
+            zstd_reader(frame)?
+                .take(max as u64)
+                .read_to_end(&mut out)
+                .map_err(|_| corrupt())?;
+            Ok(out)
+        }
+        _ => Err(corrupt()),
+    }
+}
+
+/// Whether a whole stored body holds exactly `expected`, decoded a block at a time (never the
+/// whole body at once); `None` for a delta, whose base must be decoded first.
+pub fn same_bytes(stored: &[u8], expected: &[u8]) -> Outcome<Option<bool>> {
+    use std::io::Read;
+    match stored.split_first() {
+        Some((&PLAIN, rest)) => Ok(Some(rest == expected)),
+        Some((&ZSTD, frame)) => {
+            let mut reader = zstd_reader(frame)?;
+            let mut chunk = vec![0u8; ZSTD_BLOCK];
+            let mut at = 0;
+            loop {
+                let n = reader.read(&mut chunk).map_err(|_| corrupt())?;
+                if n == 0 {
+                    return Ok(Some(at == expected.len()));
+                }
+                if expected.get(at..at + n) != Some(&chunk[..n]) {
+                    return Ok(Some(false));
+                }
+                at += n;
+            }
+        }
+        Some((&DELTA, _)) => Ok(None),
+        _ => Err(corrupt()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +191,38 @@ mod tests {
             let _ = decode(&stored, None);
             let _ = decode(&stored, Some(&base));
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+        #[test]
+        fn prefixes_decode_from_their_needed_bytes(words in proptest::collection::vec("[a-z]{1,12}", 0..40_000), noise in proptest::collection::vec(any::<u8>(), 0..300_000), max in 0usize..70_000) {
+            for body in [words.join(" ").into_bytes(), noise] {
+                let (stored, _) = encode(&body, None);
+                let cut = &stored[..stored.len().min(prefix_needed(max))];
+                let want = &body[..body.len().min(max)];
+                let got = decode_prefix(cut, max).ok();
+                prop_assert_eq!(got.as_deref(), Some(want));
+                prop_assert_eq!(same_bytes(&stored, &body).ok(), Some(Some(true)));
+                let mut other = body.clone();
+                other.push(b'x');
+                prop_assert_eq!(same_bytes(&stored, &other).ok(), Some(Some(false)));
+                if let Some(last) = other.len().checked_sub(2) {
+                    other.truncate(last);
+                    prop_assert_eq!(same_bytes(&stored, &other).ok(), Some(Some(false)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_delta_is_never_compared_or_cut_without_its_base() {
+        let base = "the first version of a file, long enough to be compressed. ".repeat(40);
+        let edited = format!("{base}and one more line");
+        let (stored, delta) = encode(edited.as_bytes(), Some(base.as_bytes()));
+        assert!(delta);
+        assert_eq!(same_bytes(&stored, edited.as_bytes()).ok(), Some(None));
+        assert!(decode_prefix(&stored, 10).is_err());
     }
 
     #[test]

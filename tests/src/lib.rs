@@ -9,6 +9,7 @@
 pub mod capability;
 pub mod client;
 pub mod cluster;
+pub mod memory;
 pub mod sql_rpc;
 pub mod storage_server;
 pub mod storage_support;

@@ -85,3 +85,26 @@ pub async fn workspace_counts(admin: &Client, workspace: &str) -> (i64, i64, i64
         .expect("workspace counts");
     (row.get(0), row.get(1), row.get(2))
 }
+
+/// A login role like PostgREST's `authenticator` (NOINHERIT, may become anon, authenticated
+/// and service_role) whose sessions start with the given superuser-only settings, so one test
+/// can run under its own quotas and ceilings without touching the others. Returns its DSN.
+pub async fn authenticator_with(
+    cluster: &Cluster,
+    name: &str,
+    settings: &[(&str, &str)],
+) -> String {
+    let admin = admin(cluster).await;
+    let mut sql = format!(
+        "DROP ROLE IF EXISTS {name}; CREATE ROLE {name} LOGIN NOINHERIT;
+         GRANT anon, authenticated, service_role TO {name};"
+    );
+    for (k, v) in settings {
+        sql.push_str(&format!("ALTER ROLE {name} SET {k} = '{v}';"));
+    }
+    admin
+        .batch_execute(&sql)
+        .await
+        .expect("create the login role");
+    cluster.dsn(name)
+}

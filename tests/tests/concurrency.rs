@@ -1,6 +1,7 @@
 //! Real concurrent connections: a commit race has exactly one winner; a workspace lock held
-//! elsewhere makes a commit fail fast with the coordination error; a failure after the head
-//! moved rolls the whole commit back.
+//! by another request makes a commit fail fast with the coordination error, and no session
+//! outside the RPCs can take that lock; a failure after the head moved rolls the whole commit
+//! back.
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -166,15 +167,21 @@ async fn a_held_lock_gives_coordination_error_after_about_a_second() {
         )
         .await;
 
-    // Another session holds the workspace lock in an open transaction.
-    let mut holder = admin(cluster).await;
-    let tx = holder.transaction().await.unwrap();
+    // Another request of the owner holds the workspace lock: its transaction is still open.
+    let mut holder = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let tx = holder.client.transaction().await.unwrap();
     tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended('supabash:' || $1::text, 0))",
-        &[&ws],
+        "SELECT set_config('request.jwt.claims', $1, true)",
+        &[&json!({ "role": "authenticated", "sub": owner_sub(&owner) }).to_string()],
     )
     .await
     .unwrap();
+    tx.batch_execute("SET LOCAL ROLE authenticated")
+        .await
+        .unwrap();
+    tx.execute("SELECT supabash_checkpoint(workspace_id => $1)", &[&ws])
+        .await
+        .unwrap();
 
     let writes: Vec<(&str, Value)> = vec![
         (
@@ -219,6 +226,96 @@ async fn a_held_lock_gives_coordination_error_after_about_a_second() {
     .await
     .unwrap();
     assert_eq!(r["receipt"]["parentRevision"], json!(head));
+}
+
+fn owner_sub(owner: &Caller) -> String {
+    match owner {
+        Caller::User(sub) => sub.clone(),
+        other => panic!("not a user: {other:?}"),
+    }
+}
+
+/// Workspace ids are not secret (receipts, URLs, capability claims): no session outside the
+/// RPCs may be able to stall a workspace's commits by taking a lock on it.
+#[tokio::test]
+async fn no_foreign_session_can_block_a_workspace() {
+    let _serial = SERIAL.lock().await;
+    let cluster = Cluster::shared();
+    let owner = Caller::new_user();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let ws = rest.create_workspace(&owner).await;
+    let mut head = None::<String>;
+
+    // A login role holds every advisory lock key the workspace could be known by (the one
+    // 0.2.0 used among them), at session level.
+    let admin = admin(cluster).await;
+    admin
+        .batch_execute(
+            "DO $$ BEGIN
+               IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'lock_squatter') THEN
+                 CREATE ROLE lock_squatter LOGIN;
+               END IF;
+               IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'analytics_reader') THEN
+                 CREATE ROLE analytics_reader LOGIN BYPASSRLS;
+                 GRANT pg_read_all_data TO analytics_reader;
+               END IF;
+             END $$",
+        )
+        .await
+        .unwrap();
+    let (squatter, conn) =
+        tokio_postgres::connect(&cluster.dsn("lock_squatter"), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    for key in [
+        format!("SELECT pg_advisory_lock(hashtextextended('supabash:' || '{ws}', 0))"),
+        format!("SELECT pg_advisory_lock(hashtextextended('{ws}', 0))"),
+        format!("SELECT pg_advisory_lock(hashtext('{ws}'))"),
+    ] {
+        squatter.batch_execute(&key).await.unwrap();
+    }
+    for i in 0..3 {
+        let started = Instant::now();
+        let r = commit(
+            &mut rest,
+            &owner,
+            &ws,
+            head.as_deref(),
+            json!([{"op": "upsert", "path": "/a.md", "text": format!("v{i}")}]),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("commit {i} blocked by a foreign advisory lock: {e}"));
+        assert!(started.elapsed() < Duration::from_millis(800));
+        head = Some(r["receipt"]["revision"].as_str().unwrap().to_owned());
+    }
+
+    // The workspace row lock is out of reach: no API role may lock private rows, and neither
+    // may a read-all login that bypasses row-level security (locking needs UPDATE).
+    for role in ["lock_squatter", "analytics_reader"] {
+        let (c, conn) = tokio_postgres::connect(&cluster.dsn(role), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let e = c
+            .execute(
+                "SELECT 1 FROM supabash.workspaces WHERE id = $1::text::uuid FOR KEY SHARE",
+                &[&ws],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code().map(|c| c.code()), Some("42501"), "{role}: {e}");
+    }
+    for caller in [Caller::Anon, Caller::Service, owner.clone()] {
+        let e = rest
+            .sql_as(
+                &caller,
+                &format!("SELECT 1 FROM supabash.workspaces WHERE id = '{ws}' FOR KEY SHARE"),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, "42501", "{caller:?}: {e}");
+    }
 }
 
 #[tokio::test]

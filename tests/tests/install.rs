@@ -148,3 +148,35 @@ async fn install_requires_the_supabase_roles() {
         "{message}"
     );
 }
+
+/// Every function of the extension that runs SQL (SQL and PL/pgSQL bodies, and the native
+/// dispatcher `supabash._call`) pins its own `search_path`, so no caller's path can redirect
+/// an unqualified name inside it.
+#[tokio::test]
+async fn every_function_that_runs_sql_pins_its_search_path() {
+    let cluster = Cluster::shared();
+    let db = connect(cluster, "app").await;
+    let rows = db
+        .query(
+            "SELECT p.oid::regprocedure::text FROM pg_proc p
+               JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+               JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'supabash'
+               JOIN pg_language l ON l.oid = p.prolang
+              WHERE (l.lanname <> 'c' OR p.oid = 'supabash._call(text, json)'::regprocedure)
+                AND NOT coalesce(p.proconfig::text[] @> ARRAY['search_path=pg_catalog, pg_temp'], false)
+              ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let unpinned: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    assert!(unpinned.is_empty(), "no pinned search_path: {unpinned:?}");
+    let checked = count(
+        &db,
+        "SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
+          JOIN pg_extension x ON x.oid = d.refobjid AND x.extname = 'supabash'
+          WHERE p.prolang <> (SELECT oid FROM pg_language WHERE lanname = 'c')",
+    )
+    .await;
+    assert!(checked >= 15, "only {checked} SQL functions found");
+}

@@ -49,6 +49,21 @@ fn run_as_pg(tool: &str, args: &[&str]) -> std::process::Output {
     out
 }
 
+/// A new temporary directory for a cluster, owned by `postgres` when we are root.
+fn new_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("supabash-pg-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    if is_root() {
+        let ok = Command::new("chown")
+            .arg("postgres")
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "chown postgres {dir:?}");
+    }
+    dir
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -74,17 +89,7 @@ extern "C" fn stop_shared() {
 impl Cluster {
     /// Creates, starts and prepares a new cluster.
     pub fn start() -> Cluster {
-        let dir =
-            std::env::temp_dir().join(format!("supabash-pg-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).unwrap();
-        if is_root() {
-            let ok = Command::new("chown")
-                .arg("postgres")
-                .arg(&dir)
-                .status()
-                .unwrap();
-            assert!(ok.success(), "chown postgres {dir:?}");
-        }
+        let dir = new_dir();
         let data = dir.join("data");
         let data_s = data.to_str().unwrap();
         run_as_pg(
@@ -101,6 +106,17 @@ impl Cluster {
                 "--locale=C.UTF-8",
             ],
         );
+        let cluster = Cluster::run(dir);
+        cluster.psql("postgres", BOOTSTRAP_SQL);
+        cluster.psql("postgres", "CREATE DATABASE app");
+        cluster.psql("app", BOOTSTRAP_SQL);
+        cluster.psql("app", "CREATE EXTENSION supabash");
+        cluster
+    }
+
+    /// Starts the server on the data directory under `dir` on a free port.
+    fn run(dir: PathBuf) -> Cluster {
+        let data = dir.join("data");
         let port = free_port();
         let opts = format!(
             "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 -c shared_buffers=256MB",
@@ -111,7 +127,7 @@ impl Cluster {
             "pg_ctl",
             &[
                 "-D",
-                data_s,
+                data.to_str().unwrap(),
                 "-l",
                 log.to_str().unwrap(),
                 "-o",
@@ -120,12 +136,54 @@ impl Cluster {
                 "start",
             ],
         );
-        let cluster = Cluster { port, dir };
-        cluster.psql("postgres", BOOTSTRAP_SQL);
-        cluster.psql("postgres", "CREATE DATABASE app");
-        cluster.psql("app", BOOTSTRAP_SQL);
-        cluster.psql("app", "CREATE EXTENSION supabash");
-        cluster
+        Cluster { port, dir }
+    }
+
+    /// Starts a hot standby of this cluster (a streaming replica, as Supabase read replicas
+    /// are): a `pg_basebackup` with `standby.signal` and `primary_conninfo`, on its own port.
+    /// It serves reads only; see [`Cluster::wait_replayed`].
+    pub fn start_replica(&self) -> Cluster {
+        let dir = new_dir();
+        let data = dir.join("data");
+        run_as_pg(
+            "pg_basebackup",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+                "-D",
+                data.to_str().unwrap(),
+                "-R",
+                "-X",
+                "stream",
+                "--no-sync",
+            ],
+        );
+        let replica = Cluster::run(dir);
+        assert_eq!(
+            replica.psql("app", "SELECT pg_is_in_recovery()").trim(),
+            "t"
+        );
+        replica
+    }
+
+    /// Waits until `replica` has replayed everything this primary has written so far.
+    pub fn wait_replayed(&self, replica: &Cluster) {
+        let target = self.psql("app", "SELECT pg_current_wal_lsn()");
+        let sql = format!(
+            "SELECT pg_last_wal_replay_lsn() >= '{}'::pg_lsn",
+            target.trim()
+        );
+        for _ in 0..1000 {
+            if replica.psql("app", &sql).trim() == "t" {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the replica did not replay {} within 10 s", target.trim());
     }
 
     /// One cluster per test process, stopped when the process exits.

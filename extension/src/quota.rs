@@ -1,0 +1,112 @@
+//! Per-owner quotas, set by a superuser (cluster, database or role level; 0 means none):
+//! `supabash.max_workspaces_per_owner` and `supabash.max_bytes_per_owner` (MB of distinct file
+//! contents, plain size, across all of an owner's workspaces). Usage is kept per workspace in
+//! `supabash.usage` (one row per workspace, written under that workspace's lock, so commits to
+//! different workspaces never wait on each other); a commit that would pass the byte quota and a
+//! workspace beyond the count fail with `SUPABASH_QUOTA_EXCEEDED`, and nothing of them is kept.
+//! Two workspaces created at the same moment may pass the count by one each (no lock spans an
+//! owner's workspaces).
+
+use crate::db;
+use crate::fail::{Fail, Outcome};
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use serde_json::json;
+use supabash_core::Marker;
+
+static MAX_WORKSPACES: GucSetting<i32> = GucSetting::<i32>::new(0);
+static MAX_BYTES_MB: GucSetting<i32> = GucSetting::<i32>::new(0);
+
+/// Registers the settings (from `_PG_init`).
+pub fn define() {
+    GucRegistry::define_int_guc(
+        c"supabash.max_workspaces_per_owner",
+        c"Most workspaces one owner may have (0: no limit).",
+        c"supabash_create_workspace fails with SUPABASH_QUOTA_EXCEEDED beyond it.",
+        &MAX_WORKSPACES,
+        0,
+        i32::MAX,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"supabash.max_bytes_per_owner",
+        c"Most distinct file contents one owner may store, across workspaces (0: no limit).",
+        c"A commit that would store more fails with SUPABASH_QUOTA_EXCEEDED and is rolled back.",
+        &MAX_BYTES_MB,
+        0,
+        i32::MAX,
+        GucContext::Suset,
+        GucFlags::UNIT_MB,
+    );
+}
+
+/// Refuses a new workspace for `owner` once the count quota is reached.
+pub fn check_new_workspace(owner: &str) -> Outcome<()> {
+    let max = MAX_WORKSPACES.get();
+    if max == 0 {
+        return Ok(());
+    }
+    let have = db::query_row(
+        "SELECT count(*) FROM supabash.workspaces WHERE owner_id = $1::uuid",
+        &[owner.into()],
+        |r| db::get::<i64>(r, 1),
+    )?
+    .unwrap_or(0);
+    if have >= i64::from(max) {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("the owner already has {have} workspaces, the most supabash.max_workspaces_per_owner allows"),
+        )
+        .with_detail(json!({ "limit": max, "workspaces": have })));
+    }
+    Ok(())
+}
+
+/// Whether usage is kept (not on a schema older than 0.3.0, whose upgrade computes it).
+fn kept() -> bool {
+    crate::schema::has_table(c"usage")
+}
+
+/// Starts the usage record of a new workspace.
+pub fn open_usage(workspace: &str, owner: &str) -> Outcome<()> {
+    if !kept() {
+        return Ok(());
+    }
+    db::exec(
+        "INSERT INTO supabash.usage (workspace_id, owner_id) VALUES ($1::uuid, $2::uuid)",
+        &[workspace.into(), owner.into()],
+    )
+}
+
+/// Adds `bytes` (negative when purge reclaimed them) to the workspace's usage, then, when the
+/// byte quota is set and `bytes` grew it, refuses usage past it across the owner's workspaces.
+pub fn add_bytes(workspace: &str, owner: &str, bytes: i64) -> Outcome<()> {
+    if bytes == 0 || !kept() {
+        return Ok(());
+    }
+    db::exec(
+        "INSERT INTO supabash.usage AS u (workspace_id, owner_id, body_bytes)
+         VALUES ($1::uuid, $2::uuid, greatest($3, 0))
+         ON CONFLICT (workspace_id) DO UPDATE SET body_bytes = greatest(u.body_bytes + $3, 0)",
+        &[workspace.into(), owner.into(), bytes.into()],
+    )?;
+    let max_mb = MAX_BYTES_MB.get();
+    if max_mb == 0 || bytes < 0 {
+        return Ok(());
+    }
+    let max = i64::from(max_mb) * 1024 * 1024;
+    let used = db::query_row(
+        "SELECT coalesce(sum(body_bytes), 0)::bigint FROM supabash.usage WHERE owner_id = $1::uuid",
+        &[owner.into()],
+        |r| db::get::<i64>(r, 1),
+    )?
+    .unwrap_or(0);
+    if used > max {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("this commit would bring the owner's stored file contents to {used} bytes, over supabash.max_bytes_per_owner ({max_mb} MB); nothing was committed"),
+        )
+        .with_detail(json!({ "limitBytes": max, "usedBytes": used, "addedBytes": bytes })));
+    }
+    Ok(())
+}
