@@ -55,12 +55,20 @@ fn delegate(grant: &str, workspace: &str, need: &[Operation]) -> Outcome<Delegat
         return Err(refused());
     };
     let need: Vec<String> = need.iter().map(|o| o.as_str().to_owned()).collect();
+    // On a schema older than 0.3.0 (see `schema`) grants have no generation: revocation
+    // deleted them, as it did then.
+    let current = if crate::schema::has_column(c"grants", c"generation") {
+        "JOIN supabash.capability_verifiers v ON v.key_id = g.key_id AND v.generation = g.generation"
+    } else {
+        ""
+    };
     let (owner, delegation) = db::query_row(
-        "SELECT g.owner_id::text, g.actor_subject, g.correlation_id, g.key_id, g.operations
-           FROM supabash.grants g
-           JOIN supabash.capability_verifiers v ON v.key_id = g.key_id AND v.generation = g.generation
-          WHERE g.grant_hash = $1 AND g.workspace_id = $2::uuid
-            AND g.expires_at > clock_timestamp() AND g.operations && $3",
+        &format!(
+            "SELECT g.owner_id::text, g.actor_subject, g.correlation_id, g.key_id, g.operations
+               FROM supabash.grants g {current}
+              WHERE g.grant_hash = $1 AND g.workspace_id = $2::uuid
+                AND g.expires_at > clock_timestamp() AND g.operations && $3"
+        ),
         &[hash.into(), workspace.into(), need.into()],
         |r| {
             let owner: String = db::get(r, 1)?;

@@ -115,6 +115,12 @@ pub fn exchange(req: rq::ExchangeCapability) -> Outcome<Grant> {
     if req.capability.len() > MAX_TOKEN_BYTES {
         return Err(invalid());
     }
+    if !crate::schema::has_column(c"capability_verifiers", c"public_key") {
+        return Err(Fail::new(
+            Marker::InvalidCapability,
+            "this database still has a supabash schema older than its library, which verified HS256 capabilities: run ALTER EXTENSION supabash UPDATE, then register the verifier again",
+        ));
+    }
     let compact = parse_compact(&req.capability, ALGORITHM).map_err(refused)?;
     let verifier = db::row(
         "SELECT issuer, audience, origin, clock_skew_seconds::bigint, max_lifetime_seconds::bigint,

@@ -159,7 +159,7 @@ fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Commit
               WHERE workspace_id = $1::uuid
                 AND (transaction_id = $2::uuid OR idempotency_key = $3)
               ORDER BY position LIMIT 1",
-            receipts::COLUMNS
+            receipts::columns()
         ),
         &[
             ws.into(),

@@ -181,7 +181,7 @@ fn receipt(ws: &str, revision: &str) -> Outcome<Receipt> {
     let found = receipts::rows(
         &format!(
             "SELECT {} FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
-            receipts::COLUMNS
+            receipts::columns()
         ),
         &[ws.into(), revision.into()],
     )?;
@@ -234,7 +234,7 @@ pub fn history(req: rq::History) -> Outcome<HistoryPage> {
         &format!(
             "SELECT {} FROM supabash.revisions
               WHERE workspace_id = $1::uuid AND position > $2 ORDER BY position LIMIT $3",
-            receipts::COLUMNS
+            receipts::columns()
         ),
         &[ws.id.as_str().into(), after.into(), (limit + 1).into()],
     )?

@@ -10,10 +10,29 @@ use supabash_core::rpc::Receipt;
 use supabash_core::Marker;
 
 /// The select list [`rows`] expects, in order, for `supabash.revisions`.
-pub const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
+const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
     transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
     source_revision::text, supabash.utc_text(committed_at),
     lines, request_hash, delegation_key_id";
+/// The same on a schema older than 0.3.0, which records no delegation key id.
+const COLUMNS_BEFORE_0_3: &str = "workspace_id::text, revision_id::text, parent_revision::text,
+    position, transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
+    source_revision::text, supabash.utc_text(committed_at),
+    lines, request_hash, NULL::text";
+
+/// Whether revisions record the grant's key id (0.3.0 on; see `schema`).
+fn records_key_id() -> bool {
+    crate::schema::has_column(c"revisions", c"delegation_key_id")
+}
+
+/// The select list [`rows`] expects, for the installed schema.
+pub fn columns() -> &'static str {
+    if records_key_id() {
+        COLUMNS
+    } else {
+        COLUMNS_BEFORE_0_3
+    }
+}
 
 /// A stored receipt and the hash of the request that made it.
 pub struct Stored {
@@ -57,13 +76,21 @@ pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
 /// Stores the receipt of a new revision.
 pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
     let lines = receipt_lines::encode(&receipt.changes).map_err(corrupt)?;
+    // An older schema has no key id column (a delegated commit there has none to record).
+    let (key_column, key_value) = if records_key_id() {
+        (", delegation_key_id", ", $14")
+    } else {
+        ("", "")
+    };
     crate::db::exec(
-        "INSERT INTO supabash.revisions
-                (workspace_id, revision_id, position, parent_revision, transaction_id,
-                 idempotency_key, request_hash, committed_at, actor, correlation_id, cause,
-                 metadata, source_revision, lines, delegation_key_id)
-         VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8, $9, $10, $11,
-                 $12::uuid, $13, $14)",
+        &format!(
+            "INSERT INTO supabash.revisions
+                    (workspace_id, revision_id, position, parent_revision, transaction_id,
+                     idempotency_key, request_hash, committed_at, actor, correlation_id, cause,
+                     metadata, source_revision, lines{key_column})
+             VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8, $9, $10, $11,
+                     $12::uuid, $13{key_value})"
+        ),
         &[
             receipt.workspace_id.as_str().into(),
             receipt.revision.as_str().into(),

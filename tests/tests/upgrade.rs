@@ -432,17 +432,32 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
         )
         .trim()
         .to_owned();
-    // Versions before 0.3.0 verify HS256 under a secret the database returned.
+    // Versions before 0.3.0 verified HS256 under a secret the database returned; the current
+    // library (which serves the old schema until it is updated) verifies Ed25519 only and
+    // refuses the exchange with a clear "update first". So the grant the old library minted
+    // for such a token is stored as it stored it: the SHA-256 of 32 random bytes.
     let token = hs256_token(kid, &secret, &b, "job-7");
-    let exchanged = rest
-        .call(
-            &Caller::Service,
-            "supabash_exchange_capability",
-            json!({ "capability": token }),
-        )
+    let refused = rest
+        .call(&Caller::Service, "supabash_exchange_capability", json!({ "capability": token }))
         .await
-        .unwrap_or_else(|e| panic!("exchange: {e}"));
-    let grant = exchanged["delegatedGrant"].as_str().unwrap().to_owned();
+        .expect_err("the library verifies no HS256 token");
+    assert!(refused.message.contains("ALTER EXTENSION supabash UPDATE"), "{refused}");
+    let raw: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(73).wrapping_add(11));
+    let grant = {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+    };
+    let Caller::User(bob_id) = &bob else { unreachable!() };
+    cluster.psql(
+        db,
+        &format!(
+            "INSERT INTO supabash.grants (grant_hash, key_id, workspace_id, owner_id, actor_subject,
+                                          operations, correlation_id, expires_at)
+             VALUES (sha256('\\x{}'::bytea), '{kid}', '{b}', '{bob_id}', 'job-7',
+                     ARRAY['read', 'write', 'commit', 'history'], 'cid-job', now() + interval '15 minutes')",
+            hex::encode(raw)
+        ),
+    );
     commit(
         rest,
         &Caller::Service,
