@@ -146,13 +146,6 @@ fn database(cluster: &Cluster, db: &str) {
 const PLAIN_TABLE: &str = "CREATE TABLE IF NOT EXISTS public.plain_bodies (id bigint, body bytea);
      GRANT SELECT, INSERT ON public.plain_bodies TO authenticator";
 
-/// Whether this process runs as root (then the server runs as `postgres`).
-#[allow(unsafe_code)]
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Restarts the server with pg_stat_statements preloaded (tracking top-level statements only
 /// until the profile at the end switches to nested ones).
 fn preload_pg_stat_statements(cluster: &Cluster) {
@@ -160,20 +153,8 @@ fn preload_pg_stat_statements(cluster: &Cluster) {
         "postgres",
         "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'",
     );
-    let data = cluster.dir.join("data");
-    let log = cluster.dir.join("server.log");
-    let pg_ctl = "/usr/lib/postgresql/15/bin/pg_ctl";
-    let args = ["-D", data.to_str().unwrap(), "-l", log.to_str().unwrap()];
-    let mut cmd = if is_root() {
-        let mut c = std::process::Command::new("runuser");
-        c.args(["-u", "postgres", "--", pg_ctl]);
-        c
-    } else {
-        std::process::Command::new(pg_ctl)
-    };
-    let status = cmd.args(args).args(["-w", "-m", "fast", "restart"]);
-    let status = status.stdout(std::process::Stdio::null()).status().unwrap();
-    assert!(status.success(), "pg_ctl restart failed");
+    // Through PG_BIN, like every server tool the harness runs.
+    cluster.restart();
     cluster.psql("app", "CREATE EXTENSION pg_stat_statements");
 }
 

@@ -170,6 +170,25 @@ impl Cluster {
         replica
     }
 
+    /// Restarts the server (for settings that need a restart, such as preloaded libraries).
+    pub fn restart(&self) {
+        let data = self.dir.join("data");
+        let log = self.dir.join("server.log");
+        run_as_pg(
+            "pg_ctl",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-l",
+                log.to_str().unwrap(),
+                "-w",
+                "-m",
+                "fast",
+                "restart",
+            ],
+        );
+    }
+
     /// Waits until `replica` has replayed everything this primary has written so far.
     pub fn wait_replayed(&self, replica: &Cluster) {
         let target = self.psql("app", "SELECT pg_current_wal_lsn()");
