@@ -464,8 +464,11 @@ mod tests {
     #[test]
     fn prefixes_leave_room_for_every_key() {
         assert!(check_prefix_room("u1/").is_ok());
-        assert!(check_prefix_room(&format!("{}/", "p".repeat(MAX_PREFIX_BYTES - 1))).is_ok());
-        let e = check_prefix_room(&format!("{}/", "p".repeat(MAX_PREFIX_BYTES))).unwrap_err();
+        // 4 segments of 223 bytes and their slashes: exactly the longest prefix.
+        let longest = format!("{}/", "p".repeat(223)).repeat(4);
+        assert_eq!(longest.len(), MAX_PREFIX_BYTES);
+        assert!(check_prefix_room(&longest).is_ok());
+        let e = check_prefix_room(&format!("q{longest}")).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidArgument);
         assert!(check_prefix_room(&format!("{}/x/", "p".repeat(256))).is_err());
     }
