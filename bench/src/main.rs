@@ -1060,7 +1060,7 @@ async fn storage_backend(cluster: &Cluster, r: &mut Report) {
     ]);
     for (concurrency, s) in &by_concurrency {
         r.row(&[
-            format!("first commit, 1,000 files, {concurrency} uploads at a time"),
+            format!("first commit, 1,000 files, upload concurrency {concurrency}"),
             "3".into(),
             f2(s.median),
             f2(s.p90),
