@@ -940,11 +940,14 @@ async fn storage_backend(cluster: &Cluster, r: &mut Report) {
     cluster.psql("app", include_str!("../../sql/storage.sql"));
     let server = StorageServer::start(&cluster.dsn("postgres")).await;
     let config = StorageConfig::new(server.url.clone(), "workspaces");
-    let user_id = uuid::Uuid::new_v4().to_string();
-    let session = Session {
-        access_token: StorageServer::user_token(&user_id),
-        user_id,
+    let new_session = || {
+        let user_id = uuid::Uuid::new_v4().to_string();
+        Session {
+            access_token: StorageServer::user_token(&user_id),
+            user_id,
+        }
     };
+    let session = new_session();
     let open = || StorageWorkspace::open_for_session(&config, &session, Limits::default());
     let ws = open().await.expect("open");
     for d in 0..50 {
@@ -979,13 +982,39 @@ async fn storage_backend(cluster: &Cluster, r: &mut Report) {
             .expect("commit");
         commits.push(ms(t));
     }
+    // What upload concurrency buys: first commits of 1,000 files, fresh users, 3 runs each.
+    let mut by_concurrency = Vec::new();
+    for concurrency in [1, 4, 8, 16] {
+        let config = config.clone().with_upload_concurrency(concurrency);
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let session = new_session();
+            let ws = StorageWorkspace::open_for_session(&config, &session, Limits::default())
+                .await
+                .expect("open");
+            for d in 0..10 {
+                ws.fs().mkdir(&format!("/d{d}"), false).await.unwrap();
+            }
+            for i in 0..1_000 {
+                let path = format!("/d{}/f{i}.md", i % 10);
+                ws.fs().write(&path, text(i, 512)).await.unwrap();
+            }
+            let t = Instant::now();
+            ws.commit(CommitOptions::new("bench"))
+                .await
+                .expect("first commit");
+            runs.push(ms(t));
+        }
+        by_concurrency.push((concurrency, stats(&runs)));
+    }
     r.section("Storage backend (Storage API test server)");
     r.line(
         "The Storage backend (`client/src/storage/`) against the Storage API test server \
          (`tests/src/storage_server.rs`: axum on loopback, object rows in `storage.objects` of \
          the same cluster under the row-level-security policies of `sql/storage.sql`, bodies \
          on local disk). A fresh user's workspace gets 5,000 files of 512 B in 50 folders in \
-         one commit (every body and record is its own HTTP request, 8 at a time); then the \
+         one commit (every body and record is its own HTTP request, 4 at a time, the default \
+         `StorageConfig::upload_concurrency`); then the \
          workspace is opened 5 times (listing, head, manifest; bodies stay lazy) and one \
          file is edited and committed 20 times (intent, upload, records, head). These figures \
          are bound by the test server on this machine, not by the real Storage API.",
@@ -1010,6 +1039,14 @@ async fn storage_backend(cluster: &Cluster, r: &mut Report) {
         f2(commit.median),
         f2(commit.p90),
     ]);
+    for (concurrency, s) in &by_concurrency {
+        r.row(&[
+            format!("first commit, 1,000 files, upload concurrency {concurrency}"),
+            "3".into(),
+            f2(s.median),
+            f2(s.p90),
+        ]);
+    }
     r.summary(
         "Storage backend, 5,000 files: open / single-file commit (test server)",
         format!("{} / {} ms", f2(open.median), f2(commit.median)),

@@ -14,9 +14,18 @@
 //! Not implemented (the backend does not use them): `Range` requests, signed URLs, the v1
 //! `list` endpoint, `?download=`, bucket listing and deletion, multipart form uploads.
 //!
+//! Like the real server (reference: supabase-storage-api.md), it refuses an upload whose key
+//! has a segment over 255 bytes with HTTP 500 and an `InternalError` body that does not name
+//! the cause (the file backend fails with `ENAMETOOLONG`, seen only in the server log); answers
+//! an expired token with 403 `AccessDenied` `"exp" claim timestamp check failed`; and enforces a
+//! bucket's `file_size_limit` (413 `EntityTooLarge`) and `allowed_mime_types` (415
+//! `InvalidMimeType`; `type/*` entries match any subtype).
+//!
 //! Paths have no `/storage/v1` prefix (as the real server without Kong). Tests can make the
-//! N-th mutating request fail before it is applied (HTTP 503), after (HTTP 504: the change
-//! happened but the answer is lost), wait until released, or never answer, see [`Fault`].
+//! N-th mutating request fail before it is applied (HTTP 503, or 500 as an internal failure),
+//! after (HTTP 504: the change happened but the answer is lost), wait until released, or never
+//! answer, see [`Fault`]. [`StorageServer::peak_mutations`] reports how many mutating requests
+//! ran at once.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -39,6 +48,8 @@ pub const STORAGE_JWT_SECRET: &str = "storage-test-server-secret-at-least-32-cha
 pub enum Fault {
     /// Answer HTTP 503 without applying the request.
     Before(usize),
+    /// Answer HTTP 500 (the real server's `InternalError` body) without applying the request.
+    Internal(usize),
     /// Apply the request, then answer HTTP 504 (the caller cannot know it happened).
     After(usize),
     /// Never answer (the request is not applied): for callers that give up.
@@ -52,6 +63,9 @@ struct Inner {
     dir: PathBuf,
     pool: Mutex<Vec<Client>>,
     mutations: AtomicUsize,
+    /// Mutating requests running now, and the most seen at once since the last `inject`.
+    running: AtomicUsize,
+    peak: AtomicUsize,
     fault: Mutex<Option<Fault>>,
     release: tokio::sync::Notify,
 }
@@ -89,6 +103,14 @@ fn api_error(status: u16, error: &'static str, code: &'static str, message: &str
         code,
     }
 }
+
+/// The real server's answer to a failure it has no error code for (the cause stays in its log).
+fn internal() -> ApiError {
+    api_error(500, "internal", "InternalError", "Internal Server Error")
+}
+
+/// Longest key segment the real server's file backend stores (a file name).
+const MAX_SEGMENT_BYTES: usize = 255;
 
 fn not_found() -> ApiError {
     api_error(404, "not_found", "NoSuchKey", "Object not found")
@@ -163,12 +185,24 @@ fn caller(headers: &HeaderMap) -> ApiResult<Caller> {
     let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
     validation.validate_aud = false;
     validation.required_spec_claims.clear();
+    // The real server allows no clock tolerance.
+    validation.leeway = 0;
     let claims = jsonwebtoken::decode::<Value>(
         token,
         &jsonwebtoken::DecodingKey::from_secret(STORAGE_JWT_SECRET.as_bytes()),
         &validation,
     )
-    .map_err(|e| api_error(403, "Unauthorized", "AccessDenied", &e.to_string()))?
+    .map_err(|e| {
+        use jsonwebtoken::errors::ErrorKind;
+        // The real server's messages (from its JWT library).
+        let message = match e.kind() {
+            ErrorKind::ExpiredSignature => "\"exp\" claim timestamp check failed",
+            ErrorKind::ImmatureSignature => "\"nbf\" claim timestamp check failed",
+            ErrorKind::InvalidSignature => "signature verification failed",
+            _ => "JWS Protected Header is invalid",
+        };
+        api_error(403, "Unauthorized", "AccessDenied", message)
+    })?
     .claims;
     let role = match claims["role"].as_str() {
         Some("service_role") => "service_role",
@@ -253,6 +287,8 @@ impl StorageServer {
             dir,
             pool: Mutex::default(),
             mutations: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
             fault: Mutex::default(),
             release: tokio::sync::Notify::new(),
         });
@@ -268,6 +304,7 @@ impl StorageServer {
     /// Arms one injected failure (replacing any armed one) and resets the mutation counter.
     pub fn inject(&self, fault: Option<Fault>) {
         self.inner.mutations.store(0, Ordering::SeqCst);
+        self.inner.peak.store(0, Ordering::SeqCst);
         *self.inner.fault.lock().unwrap() = fault;
     }
 
@@ -279,6 +316,11 @@ impl StorageServer {
     /// Mutating requests (uploads, deletes, copies, moves) seen since the last [`Self::inject`].
     pub fn mutations(&self) -> usize {
         self.inner.mutations.load(Ordering::SeqCst)
+    }
+
+    /// The most mutating requests that ran at once since the last [`Self::inject`].
+    pub fn peak_mutations(&self) -> usize {
+        self.inner.peak.load(Ordering::SeqCst)
     }
 
     /// A signed access token for a user (`role: authenticated`).
@@ -348,6 +390,7 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
         return Ok(Response::new(Body::empty()));
     }
     let mutation = is_mutation(&call);
+    let _running = mutation.then(|| Running::start(inner));
     let mut after_fault = false;
     if mutation {
         let n = inner.mutations.fetch_add(1, Ordering::SeqCst);
@@ -361,6 +404,7 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
                     "injected",
                 ))
             }
+            Some(Fault::Internal(k)) if k == n => return Err(internal()),
             Some(Fault::After(k)) if k == n => after_fault = true,
             Some(Fault::Stall(k)) if k == n => std::future::pending::<()>().await,
             Some(Fault::Hold(k)) if k == n => inner.release.notified().await,
@@ -376,6 +420,23 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
         return Err(api_error(504, "timeout", "GatewayTimeout", "injected"));
     }
     Ok(response)
+}
+
+/// Counts one mutating request as running until dropped, keeping the peak.
+struct Running<'a>(&'a Inner);
+
+impl<'a> Running<'a> {
+    fn start(inner: &'a Inner) -> Self {
+        let now = inner.running.fetch_add(1, Ordering::SeqCst) + 1;
+        inner.peak.fetch_max(now, Ordering::SeqCst);
+        Running(inner)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Inner {
@@ -516,6 +577,55 @@ async fn create_bucket(client: &mut Client, who: &Caller, body: &[u8]) -> ApiRes
     Ok(json_response(StatusCode::OK, &json!({ "name": name })))
 }
 
+/// Whether `allowed` (a bucket's `allowed_mime_types` entry) admits `mimetype`, as the real
+/// server matches: the same type and subtype, or the same type and a `*` subtype.
+fn mime_allowed(allowed: &str, mimetype: &str) -> bool {
+    let essence = mimetype.split(';').next().unwrap_or_default().trim();
+    match (allowed.split_once('/'), essence.split_once('/')) {
+        (Some((at, asub)), Some((t, sub))) => at == t && (asub == "*" || asub == sub),
+        _ => false,
+    }
+}
+
+/// A bucket's restrictions on uploads (looked up with the server's own rights, as the real
+/// server does): `file_size_limit` (413) and `allowed_mime_types` (415).
+async fn check_bucket_rules(
+    client: &Client,
+    bucket: &str,
+    mimetype: &str,
+    size: usize,
+) -> ApiResult<()> {
+    let Some(row) = client
+        .query_opt(
+            "SELECT file_size_limit, allowed_mime_types FROM storage.buckets WHERE id = $1",
+            &[&bucket],
+        )
+        .await?
+    else {
+        return Ok(());
+    };
+    let (limit, allowed): (Option<i64>, Option<Vec<String>>) = (row.get(0), row.get(1));
+    if limit.is_some_and(|l| size as i64 > l) {
+        return Err(api_error(
+            413,
+            "Payload too large",
+            "EntityTooLarge",
+            "The object exceeded the maximum allowed size",
+        ));
+    }
+    if let Some(allowed) = allowed.filter(|a| !a.is_empty()) {
+        if !allowed.iter().any(|a| mime_allowed(a, mimetype)) {
+            return Err(api_error(
+                415,
+                "invalid_mime_type",
+                "InvalidMimeType",
+                &format!("mime type {mimetype} is not supported"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn system_metadata(etag: &str, size: usize, mimetype: &str, cache_control: &str) -> Value {
     json!({
         "eTag": etag,
@@ -547,6 +657,11 @@ async fn upload(
     let header = |name: &str| call.headers.get(name).and_then(|v| v.to_str().ok());
     let upsert = call.method == Method::PUT || header("x-upsert") == Some("true");
     let mimetype = header("content-type").unwrap_or("application/octet-stream");
+    check_bucket_rules(client, bucket, mimetype, call.body.len()).await?;
+    if key.split('/').any(|s| s.len() > MAX_SEGMENT_BYTES) {
+        // The file backend cannot create the file (ENAMETOOLONG); the body names no cause.
+        return Err(internal());
+    }
     let cache_control = match header("cache-control") {
         Some(c) if c.chars().all(|c| c.is_ascii_digit()) => format!("max-age={c}"),
         Some(c) => c.to_owned(),
@@ -1003,6 +1118,19 @@ mod tests {
         assert!(!valid_key("u/été.md"));
         assert!(!valid_key("u/a~b"));
         assert!(!valid_key(""));
+    }
+
+    #[test]
+    fn mime_types_match_as_the_real_server_does() {
+        assert!(mime_allowed("application/json", "application/json"));
+        assert!(mime_allowed(
+            "application/*",
+            "application/vnd.supabash.symlink"
+        ));
+        assert!(mime_allowed("text/plain", "text/plain; charset=utf-8"));
+        assert!(!mime_allowed("text/*", "application/json"));
+        assert!(!mime_allowed("*/*", "application/json"));
+        assert!(!mime_allowed("application", "application/json"));
     }
 
     #[test]

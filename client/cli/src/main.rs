@@ -39,7 +39,8 @@ enum Command {
     /// Sets a project up for the Storage backend: creates the private bucket with the service
     /// key (when missing), then checks in the database that row-level security confines every
     /// user to their own first folder (the four policies of sql/storage.sql) and that no other
-    /// policy widens it. Exits with status 2 when a check fails.
+    /// policy widens it, and that the bucket's file_size_limit and allowed_mime_types admit what
+    /// the backend uploads (with the default limits). Exits with status 2 when a check fails.
     StorageSetup(StorageSetupArgs),
 }
 
@@ -60,9 +61,9 @@ struct StorageSetupArgs {
     bucket: String,
 }
 
-/// `supabash storage-setup`; `Ok(false)` when a policy check failed.
+/// `supabash storage-setup`; `Ok(false)` when a policy or bucket check failed.
 async fn storage_setup(args: StorageSetupArgs) -> Result<bool, Box<dyn std::error::Error>> {
-    use supabash::storage::setup::{check_policies, create_bucket};
+    use supabash::storage::setup::{check_bucket, check_policies, create_bucket};
     let created = create_bucket(&args.storage_url, &args.service_key, &args.bucket).await?;
     println!(
         "bucket {}: {}",
@@ -89,7 +90,12 @@ async fn storage_setup(args: StorageSetupArgs) -> Result<bool, Box<dyn std::erro
         println!("widening: policy {policy:?} reaches the bucket without the folder limit");
     }
     println!("policies: {}", mark(report.ok()));
-    Ok(report.ok())
+    let bucket = check_bucket(&client, &args.bucket, &supabash::Limits::default()).await?;
+    for advice in bucket.advice(&args.bucket) {
+        println!("bucket restriction: {advice}");
+    }
+    println!("bucket restrictions: {}", mark(bucket.ok()));
+    Ok(report.ok() && bucket.ok())
 }
 
 /// Stops the cluster however the demo ends.

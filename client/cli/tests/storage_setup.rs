@@ -94,4 +94,25 @@ async fn cli_creates_the_bucket_and_reports_the_policies() {
         out.contains("missing: a SELECT policy") && out.contains("policies: FAILED"),
         "{out}"
     );
+    assert!(out.contains("bucket restrictions: ok"), "{out}");
+
+    // A bucket whose restrictions refuse the backend's uploads: named, with what to change.
+    let admin = supabash_tests::support::admin(cluster()).await;
+    admin
+        .batch_execute(&format!(
+            "UPDATE storage.buckets SET allowed_mime_types = '{{image/*}}', file_size_limit = 1024
+              WHERE id = '{name}'"
+        ))
+        .await
+        .unwrap();
+    let restricted = run(&name);
+    let out = String::from_utf8_lossy(&restricted.stdout);
+    assert_eq!(restricted.status.code(), Some(2), "{out}");
+    assert!(out.contains("bucket restrictions: FAILED"), "{out}");
+    assert!(
+        out.contains("file_size_limit is 1024 bytes")
+            && out
+                .contains("allowed_mime_types refuses application/octet-stream, application/json"),
+        "{out}"
+    );
 }

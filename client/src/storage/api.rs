@@ -4,9 +4,11 @@
 //! Errors: Storage answers nearly every failure with HTTP 400 and the real status as a string
 //! in the body (`{"statusCode":"404","code":"NoSuchKey",...}`), so the status and code are read
 //! from the body and go through the client's one error table (`SupabashError::from_rpc`);
-//! `InvalidKey` is `INVALID_PATH` and `InvalidJWT` is `AUTHENTICATION`. A request that never
-//! left is retryable; a mutation whose answer was lost (or a gateway timeout) is retryable and
-//! `outcome_unknown`.
+//! `InvalidKey` is `INVALID_PATH`; `InvalidJWT`, and an `AccessDenied` about the token itself
+//! (the real server's answer to an expired session: `"exp" claim timestamp check failed`), are
+//! `AUTHENTICATION`. Every message names the status and the server's code and message (a 5xx
+//! included). A request that never left is retryable; a mutation whose answer was lost (or a
+//! gateway timeout) is retryable and `outcome_unknown`.
 
 use crate::error::{Result, SupabashError};
 use crate::transport::{Delivery, RpcError};
@@ -14,6 +16,7 @@ use base64::Engine;
 use reqwest::header::HeaderValue;
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{json, Value};
+use std::num::NonZeroUsize;
 use supabash_core::capability::prefix_covers;
 use supabash_core::ErrorCode;
 
@@ -29,6 +32,7 @@ pub struct StorageApi {
     prefix: String,
     token: String,
     api_key: Option<String>,
+    upload_concurrency: NonZeroUsize,
 }
 
 impl std::fmt::Debug for StorageApi {
@@ -41,8 +45,17 @@ impl std::fmt::Debug for StorageApi {
     }
 }
 
-/// Uploads run at most this many at a time by [`StorageApi::upload_all`].
-pub const UPLOAD_CONCURRENCY: usize = 8;
+/// How many uploads [`StorageApi::upload_all`] runs at a time unless told otherwise.
+pub const DEFAULT_UPLOAD_CONCURRENCY: NonZeroUsize = NonZeroUsize::new(4).expect("not zero");
+
+/// Messages of an `AccessDenied` answer that are about the bearer token itself (expired, not yet
+/// valid, malformed, badly signed) rather than a policy: a new login helps, new rights do not.
+const TOKEN_FAILURES: [&str; 4] = [
+    "claim timestamp check failed",
+    "JWS",
+    "JWT",
+    "signature verification failed",
+];
 
 /// One upsert for [`StorageApi::upload_all`].
 #[derive(Debug, Clone)]
@@ -94,20 +107,23 @@ pub fn answer_error(http: u16, body: &[u8], mutation: bool) -> SupabashError {
     }
     .unwrap_or(http);
     let code = v["code"].as_str().unwrap_or_default();
-    let message = v["message"]
-        .as_str()
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("storage answered HTTP {http}"));
+    let message = match v["message"].as_str() {
+        Some(m) => format!("storage answered {status} {code}: {m}"),
+        None => format!("storage answered HTTP {http}"),
+    };
     let special = match code {
         "InvalidKey" => Some(ErrorCode::InvalidPath),
         "InvalidJWT" => Some(ErrorCode::Authentication),
+        "AccessDenied" if TOKEN_FAILURES.iter().any(|t| message.contains(t)) => {
+            Some(ErrorCode::Authentication)
+        }
         _ => None,
     };
     let mut e = SupabashError::from_rpc(
         RpcError {
             status: Some(status),
             code: None,
-            message: format!("{code}: {message}"),
+            message,
             details: None,
             hint: None,
             delivery: Delivery::Answered,
@@ -157,7 +173,15 @@ impl StorageApi {
             prefix: prefix.to_owned(),
             token: token.to_owned(),
             api_key: api_key.map(str::to_owned),
+            upload_concurrency: DEFAULT_UPLOAD_CONCURRENCY,
         })
+    }
+
+    /// Runs at most `n` uploads at a time in [`Self::upload_all`] (default
+    /// [`DEFAULT_UPLOAD_CONCURRENCY`]).
+    pub fn with_upload_concurrency(mut self, n: NonZeroUsize) -> StorageApi {
+        self.upload_concurrency = n;
+        self
     }
 
     /// The bucket.
@@ -170,10 +194,11 @@ impl StorageApi {
         &self.prefix
     }
 
-    /// Refuses a key outside the prefix (`AUTHORIZATION`): a second barrier after the policies.
+    /// Refuses a key outside the prefix (`AUTHORIZATION`): a second barrier after the policies;
+    /// and one over Storage's size limits (`INVALID_PATH`, see [`super::keys::check_key`]).
     fn guard(&self, key: &str) -> Result<()> {
         if prefix_covers(&self.prefix, key) {
-            Ok(())
+            super::keys::check_key(key)
         } else {
             Err(SupabashError::new(
                 ErrorCode::Authorization,
@@ -249,13 +274,13 @@ impl StorageApi {
         }
     }
 
-    /// Upserts every upload, [`UPLOAD_CONCURRENCY`] at a time. On the first failure the rest
+    /// Upserts every upload, [`Self::with_upload_concurrency`] at a time. On the first failure the rest
     /// are abandoned (some may have been applied) and that failure is returned.
     pub async fn upload_all(&self, uploads: Vec<Upload>) -> Result<()> {
         let mut pending = uploads.into_iter();
         let mut running = tokio::task::JoinSet::new();
         loop {
-            while running.len() < UPLOAD_CONCURRENCY {
+            while running.len() < self.upload_concurrency.get() {
                 let Some(u) = pending.next() else { break };
                 let api = self.clone();
                 running.spawn(async move {
@@ -312,7 +337,7 @@ impl StorageApi {
         self.upload(
             key,
             value.to_string().into_bytes(),
-            "application/json",
+            super::model::RECORD_TYPE,
             &json!({}),
             upsert,
         )
@@ -457,6 +482,31 @@ mod tests {
             true,
         );
         assert_eq!(e.code, ErrorCode::InvalidPath);
+        // The real server's answer to an expired session: re-login, not a permission problem.
+        let e = answer_error(
+            400,
+            br#"{"statusCode":"403","error":"Unauthorized","message":"\"exp\" claim timestamp check failed","code":"AccessDenied"}"#,
+            false,
+        );
+        assert_eq!(e.code, ErrorCode::Authentication);
+        let e = answer_error(
+            400,
+            br#"{"statusCode":"403","error":"Unauthorized","message":"Access denied","code":"AccessDenied"}"#,
+            true,
+        );
+        assert_eq!(e.code, ErrorCode::Authorization);
+        // A 5xx names its status and the server's message.
+        let e = answer_error(
+            500,
+            br#"{"statusCode":"500","error":"internal","message":"Internal Server Error","code":"InternalError"}"#,
+            true,
+        );
+        assert_eq!(e.code, ErrorCode::Backend);
+        assert!(
+            e.to_string()
+                .contains("500 InternalError: Internal Server Error"),
+            "{e}"
+        );
         let e = answer_error(504, b"gateway timeout", true);
         assert!(e.retryable && e.outcome_unknown);
         let e = answer_error(503, br#"{"statusCode":"503","code":"x"}"#, true);

@@ -124,8 +124,10 @@ fn partial(mut e: SupabashError) -> SupabashError {
     let retryable = e.retryable;
     let mut p = SupabashError::new(
         ErrorCode::PartialCommit,
-        "the commit stopped after its intent; the previous revision stays readable and the next \
-         open, commit or discard resolves it",
+        format!(
+            "the commit stopped after its intent ({e}); the previous revision stays readable \
+             and the next open, commit or discard resolves it"
+        ),
     )
     .with_source(e);
     p.retryable = retryable;
@@ -138,7 +140,7 @@ impl StorageWorkspace {
         Upload {
             key: self.keys.object(hash),
             body,
-            content_type: "application/octet-stream",
+            content_type: super::model::FILE_TYPE,
             metadata: json!({}),
         }
     }
@@ -348,8 +350,11 @@ impl StorageWorkspace {
             touched: touched.clone(),
             created_at: now.clone(),
             created_ms: super::model::to_ms(SystemTime::now()),
+            host: Some(recover::host_id().to_owned()),
             schema_version: SCHEMA_VERSION,
         };
+        // Until this commit returns, this process's recovery leaves its intent alone.
+        let _running = recover::InFlight::start(&tx);
         // An intent that may have been written counts as written.
         match write(&self.api, &self.keys.intent(&tx), &intent, true).await {
             Err(e) if !e.outcome_unknown => return Err(e),
@@ -447,7 +452,7 @@ impl StorageWorkspace {
                 key: self.keys.of_entry(&t.path, e),
                 body,
                 content_type: e.content_type(),
-                metadata: e.object_metadata(),
+                metadata: self.keys.metadata(&t.path, e),
             });
         }
         self.api.upload_all(visible).await?;

@@ -63,8 +63,12 @@ pub struct StorageConfig {
     /// Serialises commits and recovery per prefix across hosts (see [`coordinator`]).
     pub coordinator: Option<Arc<dyn CommitCoordinator>>,
     /// Without a coordinator, how old another host's unfinished commit must be before
-    /// recovery treats it as abandoned ([`DEFAULT_STALE_INTENT`]; see `recover.rs`).
+    /// recovery treats it as abandoned ([`DEFAULT_STALE_INTENT`]; see `recover.rs`). This
+    /// process's own failed commits are resolved at once.
     pub stale_intent_after: Duration,
+    /// How many uploads a commit runs at a time (at least 1; default
+    /// [`api::DEFAULT_UPLOAD_CONCURRENCY`], 4).
+    pub upload_concurrency: usize,
 }
 
 crate::setters! {
@@ -74,6 +78,7 @@ crate::setters! {
         with_api_key(api_key: some into String),
         with_coordinator(coordinator: some Arc<dyn CommitCoordinator>),
         with_stale_intent_after(stale_intent_after: Duration),
+        with_upload_concurrency(upload_concurrency: usize),
     }
 }
 
@@ -82,7 +87,8 @@ pub const DEFAULT_STALE_INTENT: Duration = Duration::from_secs(300);
 
 impl StorageConfig {
     /// The Storage API at `url` (hosted: `https://<ref>.supabase.co/storage/v1`) with
-    /// workspaces in `bucket`: no API key, no coordinator, [`DEFAULT_STALE_INTENT`].
+    /// workspaces in `bucket`: no API key, no coordinator, [`DEFAULT_STALE_INTENT`], 4 uploads
+    /// at a time.
     pub fn new(url: impl Into<String>, bucket: impl Into<String>) -> Self {
         StorageConfig {
             url: url.into(),
@@ -90,7 +96,23 @@ impl StorageConfig {
             api_key: None,
             coordinator: None,
             stale_intent_after: DEFAULT_STALE_INTENT,
+            upload_concurrency: api::DEFAULT_UPLOAD_CONCURRENCY.get(),
         }
+    }
+
+    /// The Storage API of this configuration for `bucket` and `prefix` with `token`.
+    fn api(&self, bucket: &str, prefix: &str, token: &str) -> Result<StorageApi> {
+        let concurrency =
+            std::num::NonZeroUsize::new(self.upload_concurrency).ok_or_else(|| {
+                SupabashError::new(
+                    ErrorCode::InvalidArgument,
+                    "upload concurrency must be at least 1",
+                )
+            })?;
+        Ok(
+            StorageApi::new(&self.url, bucket, prefix, token, self.api_key.as_deref())?
+                .with_upload_concurrency(concurrency),
+        )
     }
 }
 
@@ -100,6 +122,7 @@ impl std::fmt::Debug for StorageConfig {
             .field("url", &self.url)
             .field("bucket", &self.bucket)
             .field("coordinated", &self.coordinator.is_some())
+            .field("upload_concurrency", &self.upload_concurrency)
             .finish_non_exhaustive()
     }
 }
@@ -155,12 +178,10 @@ impl StorageWorkspace {
                 "the verified user id cannot name a Storage folder",
             ));
         }
-        let api = StorageApi::new(
-            &config.url,
+        let api = config.api(
             &config.bucket,
             &format!("{}/", session.user_id),
             &session.access_token,
-            config.api_key.as_deref(),
         )?;
         Self::open_with(
             api,
@@ -209,13 +230,7 @@ impl StorageWorkspace {
                             "the capability does not grant read",
                         ));
                     }
-                    let api = StorageApi::new(
-                        &config.url,
-                        &binding.bucket,
-                        &binding.prefix,
-                        token,
-                        config.api_key.as_deref(),
-                    )?;
+                    let api = config.api(&binding.bucket, &binding.prefix, token)?;
                     let mut ws = Self::open_with(
                         api,
                         limits,
@@ -247,6 +262,7 @@ impl StorageWorkspace {
         supabash_core::capability::check_prefix(api.prefix()).map_err(|_| {
             SupabashError::new(ErrorCode::InvalidArgument, "not a valid Storage prefix")
         })?;
+        keys::check_prefix_room(api.prefix())?;
         let keys = Keys::new(api.prefix());
         let bodies = Arc::new(Bodies::new(api.clone(), keys.clone()));
         let tree = Arc::new(StagedTree::from_base(
@@ -342,19 +358,29 @@ impl StorageWorkspace {
     }
 
     /// The tree the visible objects describe (nothing published yet): entries from their
-    /// metadata; objects without supabash metadata are files whose bytes are hashed here.
+    /// metadata; objects without supabash metadata are files whose bytes are hashed here. A key
+    /// that does not spell its path counts only when its metadata names a path stored there.
     async fn read_visible(&self) -> Result<Manifest> {
         let mut manifest = Manifest::new();
         for listed in self.api.list(self.keys.prefix()).await? {
             let Some(visible) = self.keys.classify(&listed.name) else {
                 continue;
             };
+            let Some(info) = self.api.info(&listed.name).await? else {
+                continue;
+            };
             let (p, is_dir) = match visible {
                 Visible::Entry(p) => (p, false),
                 Visible::Directory(p) => (p, true),
-            };
-            let Some(info) = self.api.info(&listed.name).await? else {
-                continue;
+                Visible::Named { directory } => {
+                    match self
+                        .keys
+                        .named_path(&listed.name, directory, &info.metadata)
+                    {
+                        Some(p) => (p, directory),
+                        None => continue,
+                    }
+                }
             };
             let size = info.size.or(listed.size).unwrap_or(0);
             let entry = match Entry::from_object_metadata(&info.metadata, size) {

@@ -23,6 +23,12 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const DIRECTORY_TYPE: &str = "application/vnd.supabash.directory";
 /// Content type of symbolic links (the body is the target).
 pub const SYMLINK_TYPE: &str = "application/vnd.supabash.symlink";
+/// Content type of file bodies (visible and content-addressed).
+pub const FILE_TYPE: &str = "application/octet-stream";
+/// Content type of the records in the reserved area.
+pub const RECORD_TYPE: &str = "application/json";
+/// Every content type the backend uploads: a bucket's `allowed_mime_types` must allow each.
+pub const CONTENT_TYPES: [&str; 4] = [FILE_TYPE, RECORD_TYPE, DIRECTORY_TYPE, SYMLINK_TYPE];
 
 /// What an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,7 +92,7 @@ impl Entry {
     /// Content type of the visible object.
     pub fn content_type(&self) -> &'static str {
         match self.kind {
-            EntryKind::File => "application/octet-stream",
+            EntryKind::File => FILE_TYPE,
             EntryKind::Directory => DIRECTORY_TYPE,
             EntryKind::Symlink => SYMLINK_TYPE,
         }
@@ -141,6 +147,10 @@ pub struct Intent {
     /// written before this field existed: stale).
     #[serde(default)]
     pub created_ms: i64,
+    /// The process that wrote it (see `recover::host_id`; `None` in older records: another
+    /// host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub schema_version: u32,
 }
 

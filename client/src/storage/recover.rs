@@ -14,7 +14,9 @@
 //! So a foreign intent is resolved only under the coordinator's lease (no other host can be
 //! committing) or once it is older than the stale window (its host is presumed dead); until
 //! then an opener or discard leaves it alone (readers read the published head) and a commit
-//! fails with a retryable `COMMIT_COORDINATION`.
+//! fails with a retryable `COMMIT_COORDINATION`. An intent this process wrote (its [`host_id`])
+//! whose commit is no longer running here ([`InFlight`]) is resolved at once: a host that opens
+//! a fresh workspace per request is never blocked by its own failed commit.
 
 use super::api::StorageApi;
 use super::keys::Keys;
@@ -24,8 +26,51 @@ use crate::error::{Result, SupabashError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 use supabash_core::ErrorCode;
+
+/// This process's host id, recorded in every intent it writes (random per process).
+pub fn host_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| uuid::Uuid::new_v4().to_string())
+}
+
+/// The transactions whose commits are running in this process.
+fn running() -> &'static Mutex<BTreeSet<String>> {
+    static RUNNING: OnceLock<Mutex<BTreeSet<String>>> = OnceLock::new();
+    RUNNING.get_or_init(Mutex::default)
+}
+
+/// Marks a transaction as running in this process until dropped (however the commit ends).
+pub struct InFlight(String);
+
+impl InFlight {
+    /// Marks `tx` as running.
+    pub fn start(tx: &str) -> InFlight {
+        running()
+            .lock()
+            .expect("running lock")
+            .insert(tx.to_owned());
+        InFlight(tx.to_owned())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        running().lock().expect("running lock").remove(&self.0);
+    }
+}
+
+/// Whether `intent` was written by this process for a commit that is no longer running.
+fn ended_here(intent: &Intent) -> bool {
+    intent.host.as_deref() == Some(host_id())
+        && !running()
+            .lock()
+            .expect("running lock")
+            .contains(&intent.transaction_id)
+}
 
 /// Reads a record; `None` when absent, `HISTORY_CORRUPTION` when malformed.
 pub async fn read<T: DeserializeOwned>(api: &StorageApi, key: &str) -> Result<Option<T>> {
@@ -107,7 +152,7 @@ pub async fn put_visible(api: &StorageApi, keys: &Keys, p: &str, e: &Entry) -> R
         &keys.of_entry(p, e),
         body,
         e.content_type(),
-        &e.object_metadata(),
+        &keys.metadata(p, e),
         true,
     )
     .await
@@ -163,6 +208,7 @@ impl Policy<'_> {
         let age_ms = to_ms(SystemTime::now()).saturating_sub(intent.created_ms);
         if self.leased
             || self.own == Some(intent.transaction_id.as_str())
+            || ended_here(intent)
             || age_ms >= self.stale_after.as_millis() as i64
         {
             return Ok(true);

@@ -1,9 +1,13 @@
 //! Setting a project up for the Storage backend (what a CLI command runs): create the private
-//! bucket with the service key, and check in the database that row-level security confines
-//! each user to their own first folder (the four policies of `sql/storage.sql`).
+//! bucket with the service key, check in the database that row-level security confines each
+//! user to their own first folder (the four policies of `sql/storage.sql`), and that the
+//! bucket's upload restrictions (`file_size_limit`, `allowed_mime_types`) admit everything the
+//! backend uploads.
 
 use super::api::answer_error;
+use super::model::CONTENT_TYPES;
 use crate::error::{Result, SupabashError};
+use crate::limits::Limits;
 use serde_json::{json, Value};
 use supabash_core::ErrorCode;
 
@@ -140,4 +144,150 @@ pub async fn check_policies(client: &tokio_postgres::Client, bucket: &str) -> Re
         }
     }
     Ok(report)
+}
+
+/// Bytes a revision record or intent may need per entry of the tree (an entry of about 150
+/// bytes in the manifest, a receipt line, before and after entries in the intent), for sizing
+/// the bucket's `file_size_limit`.
+pub const RECORD_BYTES_PER_ENTRY: u64 = 512;
+
+/// What [`check_bucket`] found about the bucket's upload restrictions.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BucketReport {
+    /// The bucket exists.
+    pub exists: bool,
+    /// Its `file_size_limit` in bytes, when set.
+    pub file_size_limit: Option<i64>,
+    /// The largest object the backend may upload under the limits checked: the largest file,
+    /// or the records of the largest tree, whichever is bigger.
+    pub largest_upload: u64,
+    /// Content types the backend uploads that the bucket's `allowed_mime_types` refuses.
+    pub refused_types: Vec<&'static str>,
+}
+
+impl BucketReport {
+    /// True when the bucket exists and admits every upload of the backend.
+    pub fn ok(&self) -> bool {
+        self.exists && !self.too_small() && self.refused_types.is_empty()
+    }
+
+    fn too_small(&self) -> bool {
+        self.file_size_limit
+            .is_some_and(|l| u64::try_from(l).unwrap_or(0) < self.largest_upload)
+    }
+
+    /// What to change, one sentence per problem (empty when [`Self::ok`]).
+    pub fn advice(&self, bucket: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.exists {
+            out.push(format!("bucket {bucket} does not exist"));
+            return out;
+        }
+        if let (true, Some(limit)) = (self.too_small(), self.file_size_limit) {
+            out.push(format!(
+                "file_size_limit is {limit} bytes, below the {} bytes the backend may upload \
+                 (Limits::max_file_bytes, or the revision records of Limits::max_files entries): \
+                 raise it (update storage.buckets set file_size_limit = {} where id = '{bucket}'), \
+                 clear it (= null), or lower those limits",
+                self.largest_upload, self.largest_upload
+            ));
+        }
+        if !self.refused_types.is_empty() {
+            out.push(format!(
+                "allowed_mime_types refuses {}, which the backend uploads: add them (or \
+                 application/*) to the list, or clear it (update storage.buckets set \
+                 allowed_mime_types = null where id = '{bucket}')",
+                self.refused_types.join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// Whether an `allowed_mime_types` entry admits `content_type` as Storage matches: the same
+/// type and subtype, or the same type and `*`.
+fn mime_allowed(allowed: &str, content_type: &str) -> bool {
+    match (allowed.split_once('/'), content_type.split_once('/')) {
+        (Some((at, asub)), Some((t, sub))) => at == t && (asub == "*" || asub == sub),
+        _ => false,
+    }
+}
+
+/// Checks, in the database `client` is connected to, that `bucket` exists and that its
+/// `file_size_limit` and `allowed_mime_types` admit every object the backend uploads under
+/// `limits` (its content types are [`CONTENT_TYPES`]). The Storage server's own
+/// `FILE_SIZE_LIMIT` (default 50 MB) is not visible here and applies too.
+pub async fn check_bucket(
+    client: &tokio_postgres::Client,
+    bucket: &str,
+    limits: &Limits,
+) -> Result<BucketReport> {
+    let row = client
+        .query_opt(
+            "SELECT file_size_limit, allowed_mime_types FROM storage.buckets WHERE id = $1",
+            &[&bucket],
+        )
+        .await
+        .map_err(|e| SupabashError::new(ErrorCode::Backend, format!("bucket check failed: {e}")))?;
+    let largest_upload =
+        (limits.max_file_bytes as u64).max(limits.max_files as u64 * RECORD_BYTES_PER_ENTRY);
+    let Some(row) = row else {
+        return Ok(BucketReport {
+            largest_upload,
+            ..Default::default()
+        });
+    };
+    let allowed: Option<Vec<String>> = row.get(1);
+    let refused_types = match allowed.filter(|a| !a.is_empty()) {
+        Some(allowed) => CONTENT_TYPES
+            .into_iter()
+            .filter(|t| !allowed.iter().any(|a| mime_allowed(a, t)))
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(BucketReport {
+        exists: true,
+        file_size_limit: row.get(0),
+        largest_upload,
+        refused_types,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mime_types_match_like_storage() {
+        assert!(mime_allowed(
+            "application/*",
+            "application/vnd.supabash.directory"
+        ));
+        assert!(mime_allowed("application/json", "application/json"));
+        assert!(!mime_allowed(
+            "application/json",
+            "application/octet-stream"
+        ));
+        assert!(!mime_allowed("*/*", "application/json"));
+    }
+
+    #[test]
+    fn advice_names_what_to_change() {
+        let report = BucketReport {
+            exists: true,
+            file_size_limit: Some(1000),
+            largest_upload: 10 * 1024 * 1024,
+            refused_types: vec!["application/json"],
+        };
+        assert!(!report.ok());
+        let advice = report.advice("workspaces").join("\n");
+        assert!(advice.contains("file_size_limit is 1000 bytes"), "{advice}");
+        assert!(advice.contains("refuses application/json"), "{advice}");
+        let fine = BucketReport {
+            file_size_limit: None,
+            refused_types: Vec::new(),
+            ..report
+        };
+        assert!(fine.ok() && fine.advice("workspaces").is_empty());
+    }
 }
