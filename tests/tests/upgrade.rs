@@ -438,16 +438,25 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
     // for such a token is stored as it stored it: the SHA-256 of 32 random bytes.
     let token = hs256_token(kid, &secret, &b, "job-7");
     let refused = rest
-        .call(&Caller::Service, "supabash_exchange_capability", json!({ "capability": token }))
+        .call(
+            &Caller::Service,
+            "supabash_exchange_capability",
+            json!({ "capability": token }),
+        )
         .await
         .expect_err("the library verifies no HS256 token");
-    assert!(refused.message.contains("ALTER EXTENSION supabash UPDATE"), "{refused}");
+    assert!(
+        refused.message.contains("ALTER EXTENSION supabash UPDATE"),
+        "{refused}"
+    );
     let raw: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(73).wrapping_add(11));
     let grant = {
         use base64::Engine;
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
     };
-    let Caller::User(bob_id) = &bob else { unreachable!() };
+    let Caller::User(bob_id) = &bob else {
+        unreachable!()
+    };
     cluster.psql(
         db,
         &format!(
