@@ -244,7 +244,38 @@ fn check_text(s: &str) -> Result<(), CapabilityError> {
     Ok(())
 }
 
-/// Splits `token` and checks its header: `alg` must be `expected_alg` exactly.
+/// Reads a token part as a JSON object whose keys are unique and whose values are not null: a
+/// duplicate key may be read differently by another parser (the issuer's, say), and a null
+/// where a string is optional (`typ`, `cid`) would pass for an absent one.
+fn strict_object(bytes: &[u8]) -> Option<Map<String, Value>> {
+    use serde::de::{Deserializer as _, Error, MapAccess, Visitor};
+    struct Strict;
+    impl<'de> Visitor<'de> for Strict {
+        type Value = Map<String, Value>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON object without duplicate keys or null values")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+            let mut map = Map::new();
+            while let Some((key, value)) = access.next_entry::<String, Value>()? {
+                if value.is_null() {
+                    return Err(A::Error::custom(format!("{key} is null")));
+                }
+                if map.insert(key, value).is_some() {
+                    return Err(A::Error::custom("duplicate key"));
+                }
+            }
+            Ok(map)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let map = (&mut de).deserialize_map(Strict).ok()?;
+    de.end().ok()?;
+    Some(map)
+}
+
+/// Splits `token` and checks its header: `alg` must be `expected_alg` exactly. Header and
+/// claims must be JSON objects without duplicate keys or null values.
 pub fn parse_compact<'a>(
     token: &'a str,
     expected_alg: &str,
@@ -258,7 +289,9 @@ pub fn parse_compact<'a>(
     else {
         return Err(Reason::Malformed.into());
     };
-    let header: Header = serde_json::from_slice(&b64_decode(h)?).map_err(|_| Reason::Header)?;
+    let header = strict_object(&b64_decode(h)?).ok_or(Reason::Header)?;
+    let header: Header =
+        serde_json::from_value(Value::Object(header)).map_err(|_| Reason::Header)?;
     if header.alg != expected_alg
         || header
             .typ
@@ -268,10 +301,7 @@ pub fn parse_compact<'a>(
         return Err(Reason::Header.into());
     }
     check_text(&header.kid).map_err(|_| Reason::Header)?;
-    let claims = match serde_json::from_slice(&b64_decode(c)?) {
-        Ok(Value::Object(map)) => map,
-        _ => return Err(Reason::Malformed.into()),
-    };
+    let claims = strict_object(&b64_decode(c)?).ok_or(Reason::Malformed)?;
     Ok(Compact {
         header,
         claims,

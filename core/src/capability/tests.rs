@@ -171,6 +171,45 @@ fn compact_round_trip_and_header_rules() {
     );
 }
 
+#[test]
+fn duplicate_keys_and_nulls_are_refused_in_header_and_claims() {
+    let token = |header: &str, claims: &str| {
+        format!(
+            "{}.{}.{}",
+            b64_encode(header.as_bytes()),
+            b64_encode(claims.as_bytes()),
+            b64_encode(b"sig")
+        )
+    };
+    let good_claims = claims(1_800_000_000).to_json().to_string();
+    let good = r#"{"alg":"EdDSA","kid":"k1","typ":"JWT"}"#;
+    assert!(parse_compact(&token(good, &good_claims), "EdDSA").is_ok());
+    for header in [
+        r#"{"alg":"EdDSA","kid":"k1","kid":"k2"}"#,
+        r#"{"alg":"none","alg":"EdDSA","kid":"k1"}"#,
+        r#"{"alg":"EdDSA","kid":"k1","typ":null}"#,
+    ] {
+        assert_eq!(
+            parse_compact(&token(header, &good_claims), "EdDSA").unwrap_err(),
+            CapabilityError::Invalid(Reason::Header),
+            "{header}"
+        );
+    }
+    let body = good_claims.trim_end_matches('}');
+    for claims in [
+        format!(r#"{body},"sub":"someone-else"}}"#),
+        format!(r#"{body},"exp":1}}"#),
+        good_claims.replace(r#""cid":"req-1""#, r#""cid":null"#),
+    ] {
+        assert_ne!(claims, good_claims);
+        assert_eq!(
+            parse_compact(&token(good, &claims), "EdDSA").unwrap_err(),
+            CapabilityError::Invalid(Reason::Malformed),
+            "{claims}"
+        );
+    }
+}
+
 proptest! {
     #[test]
     fn parser_never_panics(token in ".{0,400}") {
