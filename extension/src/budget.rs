@@ -3,9 +3,9 @@
 //! are decoded in Rust heap, outside PostgreSQL's memory accounting, and a highly compressible
 //! body costs almost nothing to store, so every read charges the plain size of what it is about
 //! to decode (known from the stored rows) *before* fetching or decoding it, and fails with
-//! `SUPABASH_QUOTA_EXCEEDED` instead. What one call holds at its peak is a small multiple of the
-//! ceiling (the stored form, the decoded bytes and the encoded answer); BENCHMARKS.md has the
-//! measured figure.
+//! `SUPABASH_QUOTA_EXCEEDED` instead. What one call holds at its peak is several times what it
+//! decodes (the stored form, the decoded bytes, the answer's JSON and its `jsonb`);
+//! BENCHMARKS.md has the measured figure.
 
 use crate::fail::{Fail, Outcome};
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
