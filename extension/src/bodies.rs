@@ -171,6 +171,9 @@ pub fn load_charged(ws: &str, wanted: &[(Vec<u8>, i64)]) -> Outcome<HashMap<Vec<
             hashes.push(hash.clone());
         }
     }
+    if hashes.is_empty() {
+        return Ok(HashMap::new());
+    }
     budget::charge(total)?;
     load(ws, hashes)
 }
@@ -207,21 +210,20 @@ pub fn prefixes(
             ))
         },
     )?;
+    let sizes: HashMap<&[u8], i64> = wanted.iter().map(|(h, s)| (h.as_slice(), *s)).collect();
     let mut out = HashMap::with_capacity(rows.len());
     let mut deltas = Vec::new();
     for (hash, stored_prefix, delta) in rows {
         if delta {
-            let size = wanted
-                .iter()
-                .find(|(h, _)| *h == hash)
-                .map_or(0, |(_, s)| *s);
+            let size = sizes.get(hash.as_slice()).copied().unwrap_or(0);
             deltas.push((hash, size));
         } else {
             out.insert(hash, stored::decode_prefix(&stored_prefix, max)?);
         }
     }
-    for (hash, body) in load_charged(ws, &deltas)? {
-        if deltas.iter().any(|(h, _)| *h == hash) {
+    let mut loaded = load_charged(ws, &deltas)?;
+    for (hash, _) in deltas {
+        if let Some(body) = loaded.remove(&hash) {
             let mut bytes = body.bytes;
             bytes.truncate(max);
             out.insert(hash, bytes);

@@ -216,12 +216,19 @@ fn spent_by_purged(ws: &str, ctx: &Context) -> Outcome<()> {
     }
 }
 
-fn current_versions(ws: &str, paths: Vec<String>) -> Outcome<BTreeMap<String, Version>> {
+/// The stored versions of `paths` at position `at` (`None`: the head).
+fn versions(ws: &str, at: Option<i64>, paths: Vec<String>) -> Outcome<BTreeMap<String, Version>> {
+    let interval = match at {
+        None => "valid_until IS NULL",
+        Some(_) => "valid_from <= $3 AND (valid_until IS NULL OR valid_until > $3)",
+    };
     let rows = db::file_rows(
-        "SELECT path, body_hash, body_size, content_hash, content_size, metadata
-           FROM supabash.entries
-          WHERE workspace_id = $1::uuid AND valid_until IS NULL AND path = ANY($2)",
-        &[ws.into(), paths.into()],
+        &format!(
+            "SELECT path, body_hash, body_size, content_hash, content_size, metadata
+               FROM supabash.entries
+              WHERE workspace_id = $1::uuid AND path = ANY($2) AND {interval}"
+        ),
+        &[ws.into(), paths.into(), at.unwrap_or(0).into()],
     )?;
     Ok(rows
         .into_iter()
@@ -399,28 +406,10 @@ fn check_restore(
     if differing.iter().any(|p| !state.contains_key(p)) {
         return Err(refused("the changes leave part of the tree unrestored"));
     }
-    let touched: Vec<String> = state.keys().cloned().collect();
-    let source_versions = db::file_rows(
-        "SELECT path, body_hash, body_size, content_hash, content_size, metadata
-           FROM supabash.entries
-          WHERE workspace_id = $1::uuid AND valid_from <= $2
-            AND (valid_until IS NULL OR valid_until > $2) AND path = ANY($3)",
-        &[ws.into(), position.into(), touched.into()],
-    )?;
-    let mut source_state: BTreeMap<&str, Version> = BTreeMap::new();
-    for r in &source_versions {
-        let v = Version {
-            body_hash: r.body_hash.clone(),
-            body_size: r.body_size,
-            content_hash: r.content_hash.clone(),
-            content_size: r.content_size,
-            metadata: r.metadata.clone(),
-        };
-        source_state.insert(r.path.as_str(), v);
-    }
+    let source_state = versions(ws, Some(position), state.keys().cloned().collect())?;
     if state
         .iter()
-        .any(|(path, fin)| fin.as_ref() != source_state.get(path.as_str()))
+        .any(|(path, fin)| fin.as_ref() != source_state.get(path))
     {
         return Err(refused("a change differs from the source revision"));
     }
@@ -505,7 +494,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     }
     touched.sort();
     touched.dedup();
-    let initial = current_versions(&ws, touched.clone())?;
+    let initial = versions(&ws, None, touched.clone())?;
     let mut state: BTreeMap<String, Option<Version>> = touched
         .into_iter()
         .map(|p| {

@@ -9,16 +9,21 @@ use supabash_core::receipt_lines;
 use supabash_core::rpc::Receipt;
 use supabash_core::Marker;
 
-/// The select list [`rows`] expects, in order, for `supabash.revisions`.
-const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
-    transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
-    source_revision::text, supabash.utc_text(committed_at),
-    lines, request_hash, delegation_key_id";
+/// The select list [`rows`] expects, in order, for `supabash.revisions`, ending with the
+/// column that gives the delegation key id.
+macro_rules! columns_with_key_id {
+    ($key_id:literal) => {
+        concat!(
+            "workspace_id::text, revision_id::text, parent_revision::text, position,
+             transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
+             source_revision::text, supabash.utc_text(committed_at), lines, request_hash, ",
+            $key_id
+        )
+    };
+}
+const COLUMNS: &str = columns_with_key_id!("delegation_key_id");
 /// The same on a schema older than 0.3.0, which records no delegation key id.
-const COLUMNS_BEFORE_0_3: &str = "workspace_id::text, revision_id::text, parent_revision::text,
-    position, transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
-    source_revision::text, supabash.utc_text(committed_at),
-    lines, request_hash, NULL::text";
+const COLUMNS_BEFORE_0_3: &str = columns_with_key_id!("NULL::text");
 
 /// Whether revisions record the grant's key id (0.3.0 on; see `schema`).
 fn records_key_id() -> bool {
