@@ -4,10 +4,12 @@
 //! - [`devcluster`]: a throwaway local PostgreSQL with the Supabase bootstrap and the installed
 //!   extension, which `supabash demo`, the end-to-end tests (`supabash-tests`) and the
 //!   benchmarks start;
+//! - [`connect`]: the connection arguments every command that opens a workspace takes;
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
 //!   `supabash_agent::mcp` over stdio or streamable HTTP.
 
 #![deny(unsafe_code)]
 
+pub mod connect;
 pub mod devcluster;
 pub mod mcp;

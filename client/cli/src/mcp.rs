@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use supabash::workspace::CommitOptions;
-use supabash::{PostgresTransport, PostgrestTransport, Transport, Workspace};
+use supabash::Workspace;
 use supabash_agent::mcp::{McpServer, Session};
 use supabash_agent::redact::Redactor;
 use supabash_agent::shell::{Shell, ShellConfig};
@@ -25,26 +25,8 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Arguments of `supabash mcp`.
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
-    /// Direct Postgres connection string (trusted hosts), acting as the user given by --sub.
-    #[arg(
-        long,
-        env = "SUPABASH_DSN",
-        hide_env_values = true,
-        conflicts_with = "url"
-    )]
-    pub dsn: Option<String>,
-    /// The user id a direct connection acts as (claims: sub, role authenticated).
-    #[arg(long, env = "SUPABASH_SUB")]
-    pub sub: Option<String>,
-    /// PostgREST base URL (Supabase: https://<project>.supabase.co/rest/v1).
-    #[arg(long, env = "SUPABASH_URL")]
-    pub url: Option<String>,
-    /// The user's access token, sent as `Authorization: Bearer`.
-    #[arg(long, env = "SUPABASH_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    /// The publishable key, sent as `apikey`.
-    #[arg(long, env = "SUPABASH_APIKEY", hide_env_values = true)]
-    pub apikey: Option<String>,
+    #[command(flatten)]
+    pub connect: crate::connect::ConnectArgs,
     /// A workspace to serve: ID, or LABEL=ID. With several, each is mounted at /LABEL
     /// (default label: the id).
     #[arg(long = "workspace", value_name = "[LABEL=]ID")]
@@ -76,31 +58,15 @@ pub struct McpArgs {
     pub receipts: Option<PathBuf>,
 }
 
-async fn connect(args: &McpArgs) -> Result<Arc<dyn Transport>, BoxError> {
-    if let Some(dsn) = &args.dsn {
-        let sub = args.sub.as_deref().ok_or("--dsn needs --sub")?;
-        let claims = json!({ "role": "authenticated", "sub": sub, "aud": "authenticated" });
-        return Ok(Arc::new(PostgresTransport::connect(dsn, claims).await?));
-    }
-    let url = args
-        .url
-        .as_deref()
-        .ok_or("give --dsn (with --sub) or --url (with --token and --apikey)")?;
-    let token = args.token.as_deref().ok_or("--url needs --token")?;
-    let apikey = args.apikey.as_deref().ok_or("--url needs --apikey")?;
-    Ok(Arc::new(PostgrestTransport::new(url, apikey, token)))
-}
-
 /// The literal secrets of the command line, redacted from everything the tools return.
 fn redactor(args: &McpArgs) -> Redactor {
-    [&args.dsn, &args.token, &args.apikey]
-        .into_iter()
-        .flatten()
+    args.connect
+        .secrets()
         .fold(Redactor::default(), |r, s| r.with_literal(s.clone()))
 }
 
 async fn open(args: &McpArgs) -> Result<Vec<(String, Workspace)>, BoxError> {
-    let transport = connect(args).await?;
+    let transport = args.connect.connect().await?;
     let mut out = Vec::new();
     if args.create {
         let ws = Workspace::builder(transport.clone()).create().await?;
