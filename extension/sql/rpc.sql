@@ -58,10 +58,10 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
   SELECT supabash._call('list_workspaces', json_build_object('cursor', cursor, 'page_size', page_size))
 $$;
 
-CREATE FUNCTION public.supabash_load_manifest(workspace_id text, delegated_grant text DEFAULT NULL) RETURNS jsonb
-LANGUAGE sql STABLE SECURITY DEFINER
+CREATE FUNCTION public.supabash_load_manifest(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_manifest', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
+  SELECT supabash._call('load_manifest', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_load_document(workspace_id text, path text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)

@@ -64,6 +64,14 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
   SELECT supabash._write('create_workspace', json_build_object('label', label))
 $$;
 
+-- supabash_load_manifest reads any retained revision (a merge starts from the fork point).
+DROP FUNCTION public.supabash_load_manifest(text, text);
+CREATE FUNCTION public.supabash_load_manifest(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._call('load_manifest', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
+$$;
+
 CREATE FUNCTION public.supabash_fork(
   workspace_id text, revision text DEFAULT NULL, label text DEFAULT NULL, actor text DEFAULT NULL,
   cause text DEFAULT NULL, delegated_grant text DEFAULT NULL)

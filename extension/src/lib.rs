@@ -41,7 +41,13 @@ extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
 extension_sql_file!(
     "../sql/policies.sql",
     name = "policies",
-    requires = [request_owner, request_role, scope_workspace, scope_owner, scope_store]
+    requires = [
+        request_owner,
+        request_role,
+        scope_workspace,
+        scope_owner,
+        scope_store
+    ]
 );
 extension_sql_file!("../sql/rpc.sql", name = "rpc");
 extension_sql_file!("../sql/privileges.sql", name = "privileges");

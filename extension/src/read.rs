@@ -94,14 +94,15 @@ fn pinned(ws: &Workspace, revision: Option<&str>) -> Outcome<(Option<String>, Op
     }
 }
 
-/// `supabash_load_manifest`: the head tree without bodies.
+/// `supabash_load_manifest`: the tree without bodies at a pinned revision (default: head).
 pub fn load_manifest(req: rq::LoadManifest) -> Outcome<Tree> {
     let ws = access::open(&req, &[Operation::Read])?;
+    let (revision, position) = pinned(&ws, req.revision.as_deref())?;
     Ok(Tree {
-        files: files(files_at(&ws, None, None, false)?),
+        files: files(files_at(&ws, position, None, false)?),
         workspace_id: ws.id,
-        revision: ws.head,
-        position: ws.head_position,
+        revision,
+        position,
     })
 }
 

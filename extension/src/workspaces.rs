@@ -190,22 +190,50 @@ pub fn fork(req: rq::Fork) -> Outcome<WorkspaceForked> {
 pub fn delete_workspace(req: rq::DeleteWorkspace) -> Outcome<WorkspaceDeleted> {
     needs_forks()?;
     let ws = access::lock_family(access::open(&req, &[])?)?;
-    let kept_for_forks = remove(&ws.id, ws.sources.first().map(|s| s.workspace.clone()))?;
-    let (bodies, bytes) = bodies::collect_garbage(&ws.store)?;
-    quota::add_bytes(&ws.store, &ws.owner, -bytes)?;
     quota::count_fork(&ws.store, -1)?;
+    let mut reclaimed = Reclaimed {
+        store: ws.store.clone(),
+        owner: ws.owner.clone(),
+        bodies: 0,
+        bytes: 0,
+    };
+    let kept_for_forks = remove(
+        &ws.id,
+        ws.sources.first().map(|s| s.workspace.clone()),
+        &mut reclaimed,
+    )?;
     Ok(WorkspaceDeleted {
         workspace_id: ws.id,
-        bodies,
-        bytes,
+        bodies: reclaimed.bodies,
+        bytes: reclaimed.bytes,
         kept_for_forks,
     })
+}
+
+/// What a deletion gave back, in its family's store.
+struct Reclaimed {
+    store: String,
+    owner: String,
+    bodies: i64,
+    bytes: i64,
+}
+
+impl Reclaimed {
+    /// Deletes the store's bodies nothing references now and gives their bytes back. Runs
+    /// while a workspace of the store still exists: bodies and usage are visible only then.
+    fn collect(&mut self) -> Outcome<()> {
+        let (bodies, bytes) = bodies::collect_garbage(&self.store)?;
+        quota::add_bytes(&self.store, &self.owner, -bytes)?;
+        self.bodies += bodies;
+        self.bytes += bytes;
+        Ok(())
+    }
 }
 
 /// Removes workspace `id` (whose source, if a fork, is `source`), or hides it and keeps what
 /// its forks read; then a deleted source left without forks goes too. Answers whether `id`
 /// was kept for its forks.
-fn remove(id: &str, source: Option<String>) -> Outcome<bool> {
+fn remove(id: &str, source: Option<String>, reclaimed: &mut Reclaimed) -> Outcome<bool> {
     let has_forks = db::query_row(
         "SELECT EXISTS (SELECT 1 FROM supabash.workspaces WHERE fork_of = $1::uuid)",
         &[id.into()],
@@ -228,12 +256,14 @@ fn remove(id: &str, source: Option<String>) -> Outcome<bool> {
             &[id.into()],
         )?;
         keep_only_fork_points(id, source.is_some())?;
+        reclaimed.collect()?;
         return Ok(true);
     }
     db::exec(
         "DELETE FROM supabash.entries WHERE workspace_id = $1::uuid",
         &[id.into()],
     )?;
+    reclaimed.collect()?;
     db::exec(
         "DELETE FROM supabash.workspaces WHERE id = $1::uuid",
         &[id.into()],
@@ -247,7 +277,7 @@ fn remove(id: &str, source: Option<String>) -> Outcome<bool> {
         .ok_or_else(|| Fail::new(Marker::HistoryCorruption, "a fork's source is missing"))?;
         if hidden {
             // A deleted source keeps only what its remaining forks read, or goes.
-            remove(&source, its_source)?;
+            remove(&source, its_source, reclaimed)?;
         }
     }
     Ok(false)

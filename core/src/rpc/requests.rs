@@ -110,9 +110,10 @@ request! {
 
 request! {
     "supabash_load_manifest", mutates = false, answers::Tree, workspace;
-    /// `supabash_load_manifest`: the head tree without bodies.
+    /// `supabash_load_manifest`: the tree without bodies at a revision (default: the head).
     pub struct LoadManifest {
         pub workspace_id: String,
+        pub revision: Option<String>,
         pub delegated_grant: Option<String>,
     }
 }
