@@ -636,3 +636,42 @@ async fn nobody_but_the_owner_forks_deletes_or_lists() {
     );
     assert!(u.rest.alive().await);
 }
+
+#[tokio::test]
+async fn the_client_forks_lists_and_deletes_over_both_transports() {
+    use supabash::workspace::{CommitOptions, ForkOptions};
+    use supabash::Workspace;
+    use supabash_tests::client::{new_user, transport, workspace_with, BOTH};
+    for via in BOTH {
+        let user = new_user();
+        let ws = workspace_with(via, &user, &[("/notes/a.md", "a"), ("/b.md", "b")]).await;
+        // Staged edits of the source stay in the source.
+        ws.fs().write("/staged.md", "only here").await.unwrap();
+        let mut options = ForkOptions::new("host");
+        options.label = Some("attempt 1".into());
+        let fork = ws.fork(options).await.unwrap();
+        assert!(!fork.fs().exists("/staged.md").await, "{via:?}");
+        assert_eq!(fork.fs().read("/notes/a.md").await.unwrap(), b"a", "{via:?}");
+        assert!(fork.base_revision().is_some());
+        fork.fs().write("/b.md", "b in the fork").await.unwrap();
+        let committed = fork.commit(CommitOptions::new("agent")).await.unwrap();
+        assert_eq!(committed.receipt.position, 2, "{via:?}");
+        ws.commit(CommitOptions::new("host")).await.unwrap();
+        assert_eq!(ws.fs().read("/b.md").await.unwrap(), b"b", "{via:?}");
+        let t = transport(via, &user).await;
+        let page = Workspace::list(t.as_ref(), None, None).await.unwrap();
+        let labels: Vec<Option<String>> =
+            page.workspaces.iter().map(|w| w.label.clone()).collect();
+        assert_eq!(labels, vec![None, Some("attempt 1".to_owned())], "{via:?}");
+        assert_eq!(
+            page.workspaces[1].forked_from.as_ref().unwrap().workspace_id,
+            ws.id()
+        );
+        let fork_id = fork.id().to_owned();
+        let deleted = fork.delete().await.unwrap();
+        assert_eq!(deleted.workspace_id, fork_id);
+        assert!(!deleted.kept_for_forks);
+        let page = Workspace::list(t.as_ref(), None, None).await.unwrap();
+        assert_eq!(page.workspaces.len(), 1, "{via:?}");
+    }
+}
