@@ -18,7 +18,7 @@ use supabash_core::ErrorCode;
 
 pub use supabash_core::rpc::requests::DiffRef;
 pub use supabash_core::rpc::{
-    Checkpoint, Diff, DiffEntry, DiffKind, HistoryPage, PurgeReport, WorkspaceDeleted,
+    Checkpoint, Diff, DiffEntry, DiffKind, ForkedFrom, HistoryPage, PurgeReport, WorkspaceDeleted,
     WorkspaceInfo, WorkspacePage,
 };
 
@@ -61,6 +61,12 @@ impl ForkOptions {
             ..Default::default()
         }
     }
+}
+
+/// A fork made by [`Workspace::fork`], opened, and where it came from.
+pub struct Forked {
+    pub workspace: Workspace,
+    pub forked_from: ForkedFrom,
 }
 
 /// Who commits and why. Only `actor` is required.
@@ -474,7 +480,7 @@ impl Workspace {
     /// Forks the workspace: a new workspace of the same owner whose first revision's tree is
     /// this one's at `options.revision` (default: the head), made without copying any bytes,
     /// and opens it (same transport, limits and codec). Staged edits here stay here.
-    pub async fn fork(&self, options: ForkOptions) -> Result<Workspace> {
+    pub async fn fork(&self, options: ForkOptions) -> Result<Forked> {
         let forked = self
             .rpc(&rq::Fork {
                 workspace_id: self.id.clone(),
@@ -491,7 +497,10 @@ impl Workspace {
             self.limits.clone(),
         )
         .await?;
-        Ok(ws.with_codec(self.codec.clone()))
+        Ok(Forked {
+            workspace: ws.with_codec(self.codec.clone()),
+            forked_from: forked.forked_from,
+        })
     }
 
     /// Deletes the workspace with its history and every body nothing else needs (its forks

@@ -649,9 +649,15 @@ async fn the_client_forks_lists_and_deletes_over_both_transports() {
         ws.fs().write("/staged.md", "only here").await.unwrap();
         let mut options = ForkOptions::new("host");
         options.label = Some("attempt 1".into());
-        let fork = ws.fork(options).await.unwrap();
+        let forked = ws.fork(options).await.unwrap();
+        assert_eq!(forked.forked_from.revision, ws.base_revision().unwrap());
+        let fork = forked.workspace;
         assert!(!fork.fs().exists("/staged.md").await, "{via:?}");
-        assert_eq!(fork.fs().read("/notes/a.md").await.unwrap(), b"a", "{via:?}");
+        assert_eq!(
+            fork.fs().read("/notes/a.md").await.unwrap(),
+            b"a",
+            "{via:?}"
+        );
         assert!(fork.base_revision().is_some());
         fork.fs().write("/b.md", "b in the fork").await.unwrap();
         let committed = fork.commit(CommitOptions::new("agent")).await.unwrap();
@@ -660,11 +666,14 @@ async fn the_client_forks_lists_and_deletes_over_both_transports() {
         assert_eq!(ws.fs().read("/b.md").await.unwrap(), b"b", "{via:?}");
         let t = transport(via, &user).await;
         let page = Workspace::list(t.as_ref(), None, None).await.unwrap();
-        let labels: Vec<Option<String>> =
-            page.workspaces.iter().map(|w| w.label.clone()).collect();
+        let labels: Vec<Option<String>> = page.workspaces.iter().map(|w| w.label.clone()).collect();
         assert_eq!(labels, vec![None, Some("attempt 1".to_owned())], "{via:?}");
         assert_eq!(
-            page.workspaces[1].forked_from.as_ref().unwrap().workspace_id,
+            page.workspaces[1]
+                .forked_from
+                .as_ref()
+                .unwrap()
+                .workspace_id,
             ws.id()
         );
         let fork_id = fork.id().to_owned();
