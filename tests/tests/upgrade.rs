@@ -289,8 +289,8 @@ struct Filled {
     bob: Caller,
     /// (owner, workspace id)
     workspaces: Vec<(Caller, String)>,
-    /// Bob's workspace's grant (read, history, write, commit), and the key id and HS256 secret
-    /// of the old version's verifier.
+    /// Bob's workspace's grant (read, history, write, commit), and the key id and secret of
+    /// the old version's verifier (HS256 before 0.3.0, an Ed25519 private key from 0.3.0 on).
     grant: String,
     kid: String,
     old_secret: String,
@@ -315,7 +315,7 @@ async fn commit(rest: &mut SqlRpc, who: &Caller, ws: &str, args: Value) -> Strin
 }
 
 /// Fills database `db` (which has the old version) through the RPCs.
-async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
+async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc, hs256: bool) -> Filled {
     let alice = Caller::new_user();
     let bob = Caller::new_user();
     let a = rest.create_workspace(&alice).await;
@@ -432,41 +432,36 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
         )
         .trim()
         .to_owned();
-    // Versions before 0.3.0 verified HS256 under a secret the database returned; the current
-    // library (which serves the old schema until it is updated) verifies Ed25519 only and
-    // refuses the exchange with a clear "update first". So the grant the old library minted
-    // for such a token is stored as it stored it: the SHA-256 of 32 random bytes.
-    let token = hs256_token(kid, &secret, &b, "job-7");
-    let refused = rest
-        .call(
+    let grant = if hs256 {
+        old_grant(cluster, db, rest, kid, &secret, &b, &bob).await
+    } else {
+        // 0.3.0 on: the database generated an Ed25519 pair and returned the private key.
+        let token = PostgresSigner::new(kid, &secret, ISS, AUD, ORIGIN)
+            .unwrap()
+            .mint(
+                "job-7",
+                &b,
+                &ops(&[
+                    Operation::Read,
+                    Operation::Write,
+                    Operation::Commit,
+                    Operation::History,
+                ]),
+                900,
+                Some("cid-job"),
+            )
+            .unwrap();
+        rest.call(
             &Caller::Service,
             "supabash_exchange_capability",
             json!({ "capability": token }),
         )
         .await
-        .expect_err("the library verifies no HS256 token");
-    assert!(
-        refused.message.contains("ALTER EXTENSION supabash UPDATE"),
-        "{refused}"
-    );
-    let raw: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(73).wrapping_add(11));
-    let grant = {
-        use base64::Engine;
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+        .unwrap_or_else(|e| panic!("exchange on the old version: {e}"))["delegatedGrant"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     };
-    let Caller::User(bob_id) = &bob else {
-        unreachable!()
-    };
-    cluster.psql(
-        db,
-        &format!(
-            "INSERT INTO supabash.grants (grant_hash, key_id, workspace_id, owner_id, actor_subject,
-                                          operations, correlation_id, expires_at)
-             VALUES (sha256('\\x{}'::bytea), '{kid}', '{b}', '{bob_id}', 'job-7',
-                     ARRAY['read', 'write', 'commit', 'history'], 'cid-job', now() + interval '15 minutes')",
-            hex::encode(raw)
-        ),
-    );
     commit(
         rest,
         &Caller::Service,
@@ -486,6 +481,53 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
         old_secret: secret,
         purged: r1,
     }
+}
+
+/// A grant for Bob's workspace on a version before 0.3.0, which verified HS256 under a secret
+/// the database returned. The current library (serving the old schema until it is updated)
+/// verifies Ed25519 only and refuses the exchange with a clear "update first", so the grant the
+/// old library minted for such a token is stored as it stored it: the SHA-256 of 32 random bytes.
+async fn old_grant(
+    cluster: &Cluster,
+    db: &str,
+    rest: &mut SqlRpc,
+    kid: &str,
+    secret: &str,
+    b: &str,
+    bob: &Caller,
+) -> String {
+    let token = hs256_token(kid, secret, b, "job-7");
+    let refused = rest
+        .call(
+            &Caller::Service,
+            "supabash_exchange_capability",
+            json!({ "capability": token }),
+        )
+        .await
+        .expect_err("the library verifies no HS256 token");
+    assert!(
+        refused.message.contains("ALTER EXTENSION supabash UPDATE"),
+        "{refused}"
+    );
+    let raw: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(73).wrapping_add(11));
+    let grant = {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+    };
+    let Caller::User(bob_id) = bob else {
+        unreachable!()
+    };
+    cluster.psql(
+        db,
+        &format!(
+            "INSERT INTO supabash.grants (grant_hash, key_id, workspace_id, owner_id, actor_subject,
+                                          operations, correlation_id, expires_at)
+             VALUES (sha256('\\x{}'::bytea), '{kid}', '{b}', '{bob_id}', 'job-7',
+                     ARRAY['read', 'write', 'commit', 'history'], 'cid-job', now() + interval '15 minutes')",
+            hex::encode(raw)
+        ),
+    );
+    grant
 }
 
 fn base64_encode(bytes: &[u8]) -> String {
@@ -734,7 +776,8 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
                 panic!("CREATE EXTENSION supabash VERSION '{version}' (is it installed? `just install`): {e}")
             });
         let mut rest = SqlRpc::connect(&dsn(cluster, "authenticator", &name)).await;
-        let filled = fill(cluster, &name, &mut rest).await;
+        let hs256 = parse_version(&version) < parse_version("0.3.0");
+        let filled = fill(cluster, &name, &mut rest, hs256).await;
         let mut before = reads(&mut rest, &filled).await;
         assert!(before.len() > 30, "{} reads", before.len());
         // Before 0.3.0, positions came from one sequence for all workspaces; the upgrade
@@ -847,19 +890,21 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             ]}),
         )
         .await;
-        let old = hs256_token(&filled.kid, &filled.old_secret, bob_ws, "job-8");
-        let refused = rest
-            .call(
-                &Caller::Service,
-                "supabash_exchange_capability",
-                json!({ "capability": old }),
-            )
-            .await
-            .expect_err("an HS256 token after the upgrade");
-        assert!(
-            refused.message.starts_with("SUPABASH_INVALID_CAPABILITY"),
-            "{refused}"
-        );
+        if hs256 {
+            let old = hs256_token(&filled.kid, &filled.old_secret, bob_ws, "job-8");
+            let refused = rest
+                .call(
+                    &Caller::Service,
+                    "supabash_exchange_capability",
+                    json!({ "capability": old }),
+                )
+                .await
+                .expect_err("an HS256 token after the upgrade");
+            assert!(
+                refused.message.starts_with("SUPABASH_INVALID_CAPABILITY"),
+                "{refused}"
+            );
+        }
         let key = cluster
             .psql(
                 &name,
