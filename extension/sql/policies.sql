@@ -35,6 +35,13 @@ BEGIN
 END
 $$;
 
+-- Leases: visible exactly when their workspace is (like workspace contents).
+ALTER TABLE supabash.leases ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.leases FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.leases TO supabash_owner
+  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
+  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+
 -- Usage: the owner's (all of their workspaces, for the per-owner quota), also within a call a
 -- grant scoped to one of them (the sum of sizes is all such a call reads). Written only for a
 -- visible workspace.

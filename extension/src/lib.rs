@@ -15,6 +15,7 @@ mod db;
 mod diff;
 mod fail;
 mod identity;
+mod lease;
 mod purge;
 mod quota;
 mod read;
@@ -54,7 +55,9 @@ pub(crate) fn clip(s: &str) -> &str {
 /// The private schema (created by sql/schema.sql); pgrx only needs to know its name.
 #[pg_schema]
 mod supabash {
-    use crate::{args, capability, checkpoint, clip, commit, diff, fail, purge, read, scope};
+    use crate::{
+        args, capability, checkpoint, clip, commit, diff, fail, lease, purge, read, scope,
+    };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
     use serde_json::Value;
@@ -90,6 +93,10 @@ mod supabash {
             }
             "purge" => serve::<rq::Purge>(op, a, purge::purge),
             "exchange_capability" => serve::<rq::ExchangeCapability>(op, a, capability::exchange),
+            "acquire_lease" => serve::<rq::AcquireLease>(op, a, lease::acquire),
+            "renew_lease" => serve::<rq::RenewLease>(op, a, lease::renew),
+            "release_lease" => serve::<rq::ReleaseLease>(op, a, lease::release),
+            "lease" => serve::<rq::LeaseInfo>(op, a, lease::lease),
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),
             other => Err(fail::invalid(format!(
