@@ -253,6 +253,10 @@ impl Workspace {
         let guard = InFlight(&self.tree);
         self.tree.check_limits()?;
         let planned = self.tree.wire_changes(self.codec.as_ref()).await?;
+        let (source_revision, lease) = {
+            let pending = self.pending();
+            (pending.restore_source.clone(), pending.lease.clone())
+        };
         let mut request = rq::Commit {
             workspace_id: self.id.clone(),
             changes: planned.wire,
@@ -263,9 +267,9 @@ impl Workspace {
             idempotency_key: options.idempotency_key,
             cause: options.cause,
             metadata: Some(metadata),
-            source_revision: self.pending().restore_source.clone(),
+            source_revision,
             delegated_grant: None,
-            lease: self.pending().lease.clone(),
+            lease,
         };
         request.check_fields().map_err(SupabashError::field)?;
         let fingerprint = sha256_hex(
