@@ -269,14 +269,17 @@ impl Workspace {
             metadata: Some(metadata),
             source_revision,
             delegated_grant: None,
-            lease,
+            lease: None,
         };
         request.check_fields().map_err(SupabashError::field)?;
+        // The lease is not part of what is committed: a retry under a renewed or new lease
+        // is the same request.
         let fingerprint = sha256_hex(
             serde_json::to_string(&request)
                 .expect("requests serialise")
                 .as_bytes(),
         );
+        request.lease = lease;
         let transaction_id = match &self.pending().unknown {
             Some((fp, tx)) if *fp == fingerprint => tx.clone(),
             _ => uuid::Uuid::new_v4().to_string(),

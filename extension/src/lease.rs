@@ -117,8 +117,8 @@ pub fn acquire(req: rq::AcquireLease) -> Outcome<Lease> {
 /// `supabash_renew_lease`: LEASE_LOST unless `token` is the live lease.
 pub fn renew(req: rq::RenewLease) -> Outcome<Lease> {
     req.check_fields().map_err(|e| invalid(e.to_string()))?;
-    let token = args::uuid("token", &req.token)?;
     let Workspace { id, head, .. } = access::open_locked(&req, WRITE)?;
+    let token = args::uuid("token", &req.token)?;
     if !has_leases() {
         return Err(needs_upgrade());
     }
@@ -141,8 +141,8 @@ pub fn renew(req: rq::RenewLease) -> Outcome<Lease> {
 
 /// `supabash_release_lease`: removes the lease `token` names, live or expired.
 pub fn release(req: rq::ReleaseLease) -> Outcome<LeaseReleased> {
-    let token = args::uuid("token", &req.token)?;
     let Workspace { id, .. } = access::open_locked(&req, WRITE)?;
+    let token = args::uuid("token", &req.token)?;
     if !has_leases() {
         return Ok(LeaseReleased { released: false });
     }
