@@ -1,6 +1,6 @@
 //! The host's workspace API (never model tools): open or create a workspace, let an agent edit
 //! its staged tree, then commit, inspect history, diff, read old revisions, restore forward,
-//! checkpoint and purge.
+//! checkpoint, purge, fork and delete.
 
 use crate::codec::{DocumentCodec, PlainCodec};
 use crate::documents::StoredFile;
@@ -19,7 +19,8 @@ use supabash_core::ErrorCode;
 
 pub use supabash_core::rpc::requests::DiffRef;
 pub use supabash_core::rpc::{
-    Checkpoint, Diff, DiffEntry, DiffKind, HistoryPage, Lease, LeaseState, PurgeReport,
+    Checkpoint, Diff, DiffEntry, DiffKind, ForkedFrom, HistoryPage, Lease, LeaseState, PurgeReport,
+    WorkspaceDeleted, WorkspaceInfo, WorkspacePage,
 };
 
 /// One opened workspace: a staged tree pinned to a base revision, and a transport.
@@ -42,6 +43,35 @@ struct Pending {
     /// failed renewal, so a commit after the lease lapsed fails LEASE_LOST instead of slipping
     /// through unleased; cleared by a release.
     lease: Option<String>,
+}
+
+/// How [`Workspace::fork`] forks. Only `actor` is required.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ForkOptions {
+    /// Recorded on the fork's first revision.
+    pub actor: String,
+    /// The revision to fork (default: the head).
+    pub revision: Option<String>,
+    /// A name for people, shown by [`Workspace::list`].
+    pub label: Option<String>,
+    pub cause: Option<String>,
+}
+
+impl ForkOptions {
+    /// Options for `actor`.
+    pub fn new(actor: impl Into<String>) -> Self {
+        ForkOptions {
+            actor: actor.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// A fork made by [`Workspace::fork`], opened, and where it came from.
+pub struct Forked {
+    pub workspace: Workspace,
+    pub forked_from: ForkedFrom,
 }
 
 /// Who commits and why. Only `actor` is required.
@@ -149,7 +179,7 @@ impl Drop for InFlight<'_> {
 impl Workspace {
     /// Creates a new, empty workspace owned by the caller and opens it.
     pub(crate) async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
-        let created = call(transport.as_ref(), &rq::CreateWorkspace {}).await?;
+        let created = call(transport.as_ref(), &rq::CreateWorkspace { label: None }).await?;
         Self::open(transport, &created.workspace_id, limits).await
     }
 
@@ -159,8 +189,19 @@ impl Workspace {
         workspace_id: &str,
         limits: Limits,
     ) -> Result<Self> {
+        Self::open_at(transport, workspace_id, None, limits).await
+    }
+
+    /// Opens a workspace with its staged tree based on `revision` (default: the head).
+    pub(crate) async fn open_at(
+        transport: Arc<dyn Transport>,
+        workspace_id: &str,
+        revision: Option<&str>,
+        limits: Limits,
+    ) -> Result<Self> {
         let request = rq::LoadManifest {
             workspace_id: workspace_id.to_owned(),
+            revision: revision.map(str::to_owned),
             delegated_grant: None,
         };
         let manifest = call(transport.as_ref(), &request).await?;
@@ -446,6 +487,57 @@ impl Workspace {
             dry_run: Some(options.dry_run),
             delegated_grant: None,
         })
+        .await
+    }
+
+    /// Forks the workspace: a new workspace of the same owner whose first revision's tree is
+    /// this one's at `options.revision` (default: the head), made without copying any bytes,
+    /// and opens it (same transport, limits and codec). Staged edits here stay here.
+    pub async fn fork(&self, options: ForkOptions) -> Result<Forked> {
+        let forked = self
+            .rpc(&rq::Fork {
+                workspace_id: self.id.clone(),
+                revision: options.revision,
+                label: options.label,
+                actor: Some(options.actor),
+                cause: options.cause,
+                delegated_grant: None,
+            })
+            .await?;
+        let ws = Workspace::open(
+            self.transport.clone(),
+            &forked.workspace_id,
+            self.limits.clone(),
+        )
+        .await?;
+        Ok(Forked {
+            workspace: ws.with_codec(self.codec.clone()),
+            forked_from: forked.forked_from,
+        })
+    }
+
+    /// Deletes the workspace with its history and every body nothing else needs (its forks
+    /// keep working: what they read stays, hidden). Owner only.
+    pub async fn delete(self) -> Result<WorkspaceDeleted> {
+        self.rpc(&rq::DeleteWorkspace {
+            workspace_id: self.id.clone(),
+        })
+        .await
+    }
+
+    /// A page of the caller's workspaces, oldest first, after `cursor` (a workspace id).
+    pub async fn list(
+        transport: &dyn Transport,
+        cursor: Option<&str>,
+        page_size: Option<i32>,
+    ) -> Result<WorkspacePage> {
+        call(
+            transport,
+            &rq::ListWorkspaces {
+                cursor: cursor.map(str::to_owned),
+                page_size,
+            },
+        )
         .await
     }
 

@@ -16,6 +16,7 @@ mod diff;
 mod fail;
 mod identity;
 mod lease;
+mod lineage;
 mod purge;
 mod quota;
 mod read;
@@ -23,6 +24,7 @@ mod receipts;
 mod schema;
 mod scope;
 mod stored;
+mod workspaces;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -40,7 +42,13 @@ extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
 extension_sql_file!(
     "../sql/policies.sql",
     name = "policies",
-    requires = [request_owner, request_role, scope_workspace, scope_owner]
+    requires = [
+        request_owner,
+        request_role,
+        scope_workspace,
+        scope_owner,
+        scope_store
+    ]
 );
 extension_sql_file!("../sql/rpc.sql", name = "rpc");
 extension_sql_file!("../sql/privileges.sql", name = "privileges");
@@ -57,6 +65,7 @@ pub(crate) fn clip(s: &str) -> &str {
 mod supabash {
     use crate::{
         args, capability, checkpoint, clip, commit, diff, fail, lease, purge, read, scope,
+        workspaces,
     };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
@@ -78,7 +87,10 @@ mod supabash {
         crate::budget::start();
         let a = args.0;
         let result = match op {
-            "create_workspace" => serve::<rq::CreateWorkspace>(op, a, read::create_workspace),
+            "create_workspace" => serve::<rq::CreateWorkspace>(op, a, workspaces::create_workspace),
+            "fork" => serve::<rq::Fork>(op, a, workspaces::fork),
+            "delete_workspace" => serve::<rq::DeleteWorkspace>(op, a, workspaces::delete_workspace),
+            "list_workspaces" => serve::<rq::ListWorkspaces>(op, a, workspaces::list_workspaces),
             "load_manifest" => serve::<rq::LoadManifest>(op, a, read::load_manifest),
             "load_document" => serve::<rq::LoadDocument>(op, a, read::load_document),
             "load_snapshot" => serve::<rq::LoadSnapshot>(op, a, read::load_snapshot),
@@ -171,6 +183,12 @@ mod supabash {
     #[pg_extern(name = "_scope_owner", stable, parallel_unsafe)]
     fn scope_owner() -> Option<String> {
         scope::owner()
+    }
+
+    /// The body store of that workspace, once known: its fork family (row-level security).
+    #[pg_extern(name = "_scope_store", stable, parallel_unsafe)]
+    fn scope_store() -> Option<String> {
+        scope::store()
     }
 
     /// HMAC-SHA256 of `input` under `secret` equals `signature` (constant time). Only the frozen

@@ -401,6 +401,11 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             json!({ "workspace_id": id, "token": LIVE_LEASE }),
             &[Commit],
         ),
+        c(
+            "supabash_fork",
+            json!({ "workspace_id": id, "actor": "forker", "label": "by a test" }),
+            &[Fork],
+        ),
     ]
 }
 
