@@ -94,6 +94,8 @@ CREATE FUNCTION public.supabash_lease(workspace_id text, delegated_grant text DE
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
   SELECT supabash._call('lease', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
+$$;
+
 -- Forks (supabash_fork, supabash_delete_workspace, supabash_list_workspaces; extension/src/
 -- lineage.rs and workspaces.rs). Every existing workspace is its own body store (bodies and
 -- usage were keyed by workspace id already) and nobody's fork; workspaces get labels.
