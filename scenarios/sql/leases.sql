@@ -12,14 +12,15 @@
 -- SUPABASH_LEASE_LOST. Both are retryable. Without a lease, commits work as before.
 \pset tuples_only on
 \pset format unaligned
-\set alice '{"role":"authenticated","sub":"a11ce000-0000-4000-8000-00000000000a","aud":"authenticated"}'
-\set bob '{"role":"authenticated","sub":"b0b00000-0000-4000-8000-00000000000b","aud":"authenticated"}'
+-- Its own users (carol owns, dave is another user), so no other scenario sees its workspace.
+\set carol '{"role":"authenticated","sub":"ca401000-0000-4000-8000-00000000000c","aud":"authenticated"}'
+\set dave '{"role":"authenticated","sub":"da7e0000-0000-4000-8000-00000000000d","aud":"authenticated"}'
 
 BEGIN;
-SET LOCAL request.jwt.claims = :'alice';
+SET LOCAL request.jwt.claims = :'carol';
 SET LOCAL ROLE authenticated;
 SELECT pgt.show(pgt.keep('ws', supabash_create_workspace(), 'workspaceId')) IS NOT NULL AS created;
-SELECT pgt.keep('r1', supabash_commit(workspace_id => pgt.id('ws'), actor => 'alice',
+SELECT pgt.keep('r1', supabash_commit(workspace_id => pgt.id('ws'), actor => 'carol',
   changes => '[{"op": "upsert", "path": "/a.md", "text": "one"}]'), 'receipt', 'revision') IS NOT NULL AS r1;
 -- No lease yet.
 SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws'))) AS no_lease;
@@ -31,7 +32,7 @@ SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws')));
 COMMIT;
 
 BEGIN;
-SET LOCAL request.jwt.claims = :'alice';
+SET LOCAL request.jwt.claims = :'carol';
 SET LOCAL ROLE authenticated;
 -- Host B is refused while A's lease lives.
 SELECT pgt.try($$SELECT supabash_acquire_lease(workspace_id => pgt.id('ws'), holder => 'host-b', ttl_seconds => 30)$$) AS held;
@@ -54,7 +55,7 @@ COMMIT;
 -- The 1 s lease lapses. Its token can no longer commit, even though nobody took over.
 SELECT pg_sleep(1.2) IS NOT NULL AS waited;
 BEGIN;
-SET LOCAL request.jwt.claims = :'alice';
+SET LOCAL request.jwt.claims = :'carol';
 SET LOCAL ROLE authenticated;
 SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws'))) AS expired;
 SELECT pgt.try($$SELECT supabash_commit(workspace_id => pgt.id('ws'), actor => 'a', base_revision => pgt.id('r2'),
@@ -78,10 +79,10 @@ COMMIT;
 
 -- Another user reaches none of it.
 BEGIN;
-SET LOCAL request.jwt.claims = :'bob';
+SET LOCAL request.jwt.claims = :'dave';
 SET LOCAL ROLE authenticated;
 SELECT rpc, pgt.try(call) FROM (VALUES
-  ('acquire', $$SELECT supabash_acquire_lease(workspace_id => pgt.id('ws'), holder => 'bob', ttl_seconds => 30)$$),
+  ('acquire', $$SELECT supabash_acquire_lease(workspace_id => pgt.id('ws'), holder => 'dave', ttl_seconds => 30)$$),
   ('renew',   $$SELECT supabash_renew_lease(workspace_id => pgt.id('ws'), token => pgt.id('tok_b'), ttl_seconds => 30)$$),
   ('release', $$SELECT supabash_release_lease(workspace_id => pgt.id('ws'), token => pgt.id('tok_b'))$$),
   ('lease',   $$SELECT supabash_lease(workspace_id => pgt.id('ws'))$$)
