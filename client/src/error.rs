@@ -169,6 +169,8 @@ fn classify(err: &RpcError) -> Classified {
         Some(403) => known(ErrorCode::Authorization),
         Some(404) => known(ErrorCode::NotFound),
         Some(409) => known(ErrorCode::CommitConflict),
+        Some(412) => known(ErrorCode::LeaseLost),
+        Some(423) => known(ErrorCode::LeaseHeld),
         Some(413) => known(ErrorCode::QuotaExceeded),
         // A gateway error: the database may have run the request behind it.
         Some(502 | 504) => Classified {
@@ -202,6 +204,8 @@ fn code_of(code: &str) -> Option<ErrorCode> {
         "42501" => ErrorCode::Authorization,
         "28000" | "28P01" => ErrorCode::Authentication,
         "PT409" => ErrorCode::CommitConflict,
+        "PT423" => ErrorCode::LeaseHeld,
+        "PT412" => ErrorCode::LeaseLost,
         "55P03" | "40001" | "40P01" => ErrorCode::CommitCoordination,
         "23505" => ErrorCode::IdempotencyConflict,
         "54000" => ErrorCode::QuotaExceeded,
@@ -253,6 +257,11 @@ mod tests {
             true,
         );
         assert!(e.retryable && !e.outcome_unknown);
+        let e = SupabashError::from_rpc(
+            answered(Some(423), Some("PT423"), "SUPABASH_LEASE_HELD: leased"),
+            true,
+        );
+        assert!(e.code == ErrorCode::LeaseHeld && e.retryable && !e.outcome_unknown);
     }
 
     #[test]
@@ -266,6 +275,10 @@ mod tests {
             (Some(413), None, ErrorCode::QuotaExceeded),
             (Some(418), None, ErrorCode::InvalidArgument),
             (Some(500), Some("XX000"), ErrorCode::Backend),
+            (None, Some("PT423"), ErrorCode::LeaseHeld),
+            (None, Some("PT412"), ErrorCode::LeaseLost),
+            (Some(423), None, ErrorCode::LeaseHeld),
+            (Some(412), None, ErrorCode::LeaseLost),
         ];
         for (status, code, want) in cases {
             assert_eq!(

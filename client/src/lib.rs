@@ -1,6 +1,7 @@
 //! supabash client: the staged tree an agent edits, the transports that reach the supabash
 //! RPCs (PostgREST over HTTP, or Postgres directly for trusted hosts), and the host's
-//! workspace API (commit, history, diff, restore, checkpoints, purge).
+//! workspace API (commit, history, diff, restore, checkpoints, purge, leases), and the
+//! [`manager`] that hands leased workspaces out to a host's sessions.
 //!
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
@@ -13,6 +14,7 @@ pub mod delegated;
 pub mod documents;
 pub mod error;
 pub mod limits;
+pub mod manager;
 pub mod open;
 mod options;
 mod rpc_error;
@@ -30,6 +32,7 @@ pub use codec::{DocumentCodec, PlainCodec};
 pub use delegated::{DelegatedWorkspace, Delegation};
 pub use error::{Result, SupabashError};
 pub use limits::Limits;
+pub use manager::{ManagerEvent, ManagerOptions, WorkspaceHandle, WorkspaceManager};
 pub use open::{Request, WorkspaceBuilder};
 pub use supabash_core::ErrorCode;
 pub use transport::{PostgresTransport, PostgrestTransport, Transport};

@@ -86,6 +86,11 @@ impl<S> WorkspaceBuilder<S> {
 }
 
 impl WorkspaceBuilder {
+    /// The transport workspaces are opened over.
+    pub(crate) fn transport(&self) -> &Arc<dyn Transport> {
+        &self.source
+    }
+
     /// Creates a new, empty workspace owned by the caller and opens it.
     pub async fn create(self) -> Result<Workspace> {
         let ws = Workspace::create(self.source.clone(), self.limits.clone()).await?;

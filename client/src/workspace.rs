@@ -11,6 +11,7 @@ use crate::tree::{BaseEntry, BodySource, StagedChange, StagedTree};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use supabash_core::hash::sha256_hex;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{CommitResult, File, Receipt};
@@ -18,8 +19,8 @@ use supabash_core::ErrorCode;
 
 pub use supabash_core::rpc::requests::DiffRef;
 pub use supabash_core::rpc::{
-    Checkpoint, Diff, DiffEntry, DiffKind, ForkedFrom, HistoryPage, PurgeReport, WorkspaceDeleted,
-    WorkspaceInfo, WorkspacePage,
+    Checkpoint, Diff, DiffEntry, DiffKind, ForkedFrom, HistoryPage, Lease, LeaseState, PurgeReport,
+    WorkspaceDeleted, WorkspaceInfo, WorkspacePage,
 };
 
 /// One opened workspace: a staged tree pinned to a base revision, and a transport.
@@ -38,6 +39,10 @@ struct Pending {
     restore_source: Option<String>,
     /// The last commit whose outcome is unknown: (request fingerprint, transaction id).
     unknown: Option<(String, String)>,
+    /// The token of the lease this workspace took; every commit presents it. Kept after a
+    /// failed renewal, so a commit after the lease lapsed fails LEASE_LOST instead of slipping
+    /// through unleased; cleared by a release.
+    lease: Option<String>,
 }
 
 /// How [`Workspace::fork`] forks. Only `actor` is required.
@@ -289,6 +294,10 @@ impl Workspace {
         let guard = InFlight(&self.tree);
         self.tree.check_limits()?;
         let planned = self.tree.wire_changes(self.codec.as_ref()).await?;
+        let (source_revision, lease) = {
+            let pending = self.pending();
+            (pending.restore_source.clone(), pending.lease.clone())
+        };
         let mut request = rq::Commit {
             workspace_id: self.id.clone(),
             changes: planned.wire,
@@ -299,15 +308,19 @@ impl Workspace {
             idempotency_key: options.idempotency_key,
             cause: options.cause,
             metadata: Some(metadata),
-            source_revision: self.pending().restore_source.clone(),
+            source_revision,
             delegated_grant: None,
+            lease: None,
         };
         request.check_fields().map_err(SupabashError::field)?;
+        // The lease is not part of what is committed: a retry under a renewed or new lease
+        // is the same request.
         let fingerprint = sha256_hex(
             serde_json::to_string(&request)
                 .expect("requests serialise")
                 .as_bytes(),
         );
+        request.lease = lease;
         let transaction_id = match &self.pending().unknown {
             Some((fp, tx)) if *fp == fingerprint => tx.clone(),
             _ => uuid::Uuid::new_v4().to_string(),
@@ -527,4 +540,111 @@ impl Workspace {
         )
         .await
     }
+
+    /// Takes the workspace's single-writer lease for `holder` (a host id) for `ttl` (1 s to
+    /// 1 h, whole seconds), or fails `LEASE_HELD` (retryable) while another holder's lease
+    /// lives. Every later commit of this workspace presents the lease; renew it before it ends.
+    pub async fn acquire_lease(&self, holder: &str, ttl: Duration) -> Result<Lease> {
+        let lease = acquire_lease(self.transport.as_ref(), &self.id, holder, ttl).await?;
+        self.adopt_lease(&lease);
+        Ok(lease)
+    }
+
+    /// Makes commits present `lease` (one the manager took for this workspace).
+    pub(crate) fn adopt_lease(&self, lease: &Lease) {
+        self.pending().lease = Some(lease.token.clone());
+    }
+
+    /// Extends the lease this workspace holds by `ttl` from now; `LEASE_LOST` (retryable: take
+    /// a new lease, reload, retry) when it expired, was released or was taken over.
+    pub async fn renew_lease(&self, ttl: Duration) -> Result<Lease> {
+        let token = self.pending().lease.clone().ok_or_else(no_lease)?;
+        let request = rq::RenewLease {
+            workspace_id: self.id.clone(),
+            token,
+            ttl_seconds: lease_seconds(ttl)?,
+            delegated_grant: None,
+        };
+        request.check_fields().map_err(lease_field)?;
+        self.rpc(&request).await
+    }
+
+    /// Releases the lease this workspace holds; answers whether it was still live. Later
+    /// commits present no lease.
+    pub async fn release_lease(&self) -> Result<bool> {
+        let token = self.pending().lease.clone().ok_or_else(no_lease)?;
+        let released = release_lease(self.transport.as_ref(), &self.id, &token).await?;
+        let mut pending = self.pending();
+        if pending.lease.as_deref() == Some(token.as_str()) {
+            pending.lease = None;
+        }
+        Ok(released)
+    }
+
+    /// The workspace's live lease, whoever holds it (never its token), or `None`. A read: it
+    /// works on a read replica.
+    pub async fn lease(&self) -> Result<Option<LeaseState>> {
+        self.rpc(&rq::LeaseInfo {
+            workspace_id: self.id.clone(),
+            delegated_grant: None,
+        })
+        .await
+    }
+
+    /// Whether this workspace presents a lease with its commits.
+    pub fn holds_lease(&self) -> bool {
+        self.pending().lease.is_some()
+    }
+
+    /// Whether nothing is staged: no changes against the base and no pending restore.
+    pub fn is_clean(&self) -> Result<bool> {
+        Ok(self.pending().restore_source.is_none() && self.tree.changes()?.is_empty())
+    }
+}
+
+/// `supabash_acquire_lease` for `workspace_id` over `transport`.
+pub(crate) async fn acquire_lease(
+    transport: &dyn Transport,
+    workspace_id: &str,
+    holder: &str,
+    ttl: Duration,
+) -> Result<Lease> {
+    let request = rq::AcquireLease {
+        workspace_id: workspace_id.to_owned(),
+        holder: holder.to_owned(),
+        ttl_seconds: lease_seconds(ttl)?,
+        delegated_grant: None,
+    };
+    request.check_fields().map_err(lease_field)?;
+    call(transport, &request).await
+}
+
+/// `supabash_release_lease` of `token`; whether it was still live.
+pub(crate) async fn release_lease(
+    transport: &dyn Transport,
+    workspace_id: &str,
+    token: &str,
+) -> Result<bool> {
+    let request = rq::ReleaseLease {
+        workspace_id: workspace_id.to_owned(),
+        token: token.to_owned(),
+        delegated_grant: None,
+    };
+    Ok(call(transport, &request).await?.released)
+}
+
+fn lease_field(e: rq::LeaseFieldError) -> SupabashError {
+    SupabashError::new(ErrorCode::InvalidArgument, e.to_string())
+}
+
+fn no_lease() -> SupabashError {
+    SupabashError::new(
+        ErrorCode::InvalidArgument,
+        "this workspace holds no lease (acquire_lease first)",
+    )
+}
+
+/// A lease TTL in whole seconds (the bounds are checked with the request).
+fn lease_seconds(ttl: Duration) -> Result<i32> {
+    i32::try_from(ttl.as_secs()).map_err(|_| lease_field(rq::LeaseFieldError::Ttl(i32::MAX)))
 }

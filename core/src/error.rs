@@ -18,6 +18,11 @@ pub enum ErrorCode {
     InvalidCapability,
     InvalidPatch,
     InvalidPath,
+    /// Another holder has a live single-writer lease on the workspace (retry when it expires).
+    LeaseHeld,
+    /// The lease token presented is not the live one: it expired, was released or taken over
+    /// (acquire a new lease, reload, and retry).
+    LeaseLost,
     NotFound,
     PartialCommit,
     PolicyDenied,
@@ -49,6 +54,8 @@ impl ErrorCode {
             ErrorCode::InvalidCapability => "INVALID_CAPABILITY",
             ErrorCode::InvalidPatch => "INVALID_PATCH",
             ErrorCode::InvalidPath => "INVALID_PATH",
+            ErrorCode::LeaseHeld => "LEASE_HELD",
+            ErrorCode::LeaseLost => "LEASE_LOST",
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::PartialCommit => "PARTIAL_COMMIT",
             ErrorCode::PolicyDenied => "POLICY_DENIED",
@@ -63,7 +70,13 @@ impl ErrorCode {
 
     /// Whether an immediate retry may succeed.
     pub fn retryable(self) -> bool {
-        matches!(self, ErrorCode::CommitCoordination | ErrorCode::Backend)
+        matches!(
+            self,
+            ErrorCode::CommitCoordination
+                | ErrorCode::Backend
+                | ErrorCode::LeaseHeld
+                | ErrorCode::LeaseLost
+        )
     }
 }
 
@@ -93,10 +106,12 @@ pub enum Marker {
     InvalidCapability,
     ExpiredCapability,
     ReadOnly,
+    LeaseHeld,
+    LeaseLost,
 }
 
 /// Every marker, for lookups and documentation.
-pub const MARKERS: [Marker; 17] = [
+pub const MARKERS: [Marker; 19] = [
     Marker::AuthenticationRequired,
     Marker::WorkspaceDenied,
     Marker::InvalidArgument,
@@ -114,6 +129,8 @@ pub const MARKERS: [Marker; 17] = [
     Marker::InvalidCapability,
     Marker::ExpiredCapability,
     Marker::ReadOnly,
+    Marker::LeaseHeld,
+    Marker::LeaseLost,
 ];
 
 impl Marker {
@@ -137,10 +154,14 @@ impl Marker {
             Marker::InvalidCapability => "SUPABASH_INVALID_CAPABILITY",
             Marker::ExpiredCapability => "SUPABASH_EXPIRED_CAPABILITY",
             Marker::ReadOnly => "SUPABASH_READ_ONLY",
+            Marker::LeaseHeld => "SUPABASH_LEASE_HELD",
+            Marker::LeaseLost => "SUPABASH_LEASE_LOST",
         }
     }
 
-    /// The SQLSTATE the caller receives. `PT409` is raised by the SQL wrapper (PostgREST: 409).
+    /// The SQLSTATE the caller receives. The `PT` codes are raised by the SQL wrapper
+    /// (PostgREST answers `PTnnn` with HTTP status nnn): 409 conflict, 423 lease held, 412
+    /// lease lost.
     pub fn sqlstate(self) -> &'static str {
         match self {
             Marker::AuthenticationRequired
@@ -159,6 +180,8 @@ impl Marker {
             Marker::UnsupportedContent => "0A000",
             Marker::BodyHashCollision | Marker::HistoryCorruption => "XX001",
             Marker::ReadOnly => "25006",
+            Marker::LeaseHeld => "PT423",
+            Marker::LeaseLost => "PT412",
         }
     }
 
@@ -180,6 +203,8 @@ impl Marker {
             Marker::InvalidCapability => ErrorCode::InvalidCapability,
             Marker::ExpiredCapability => ErrorCode::ExpiredCapability,
             Marker::ReadOnly => ErrorCode::ReadOnly,
+            Marker::LeaseHeld => ErrorCode::LeaseHeld,
+            Marker::LeaseLost => ErrorCode::LeaseLost,
         }
     }
 
@@ -205,5 +230,12 @@ mod tests {
         }
         assert_eq!(Marker::from_message("SUPABASH_INVALID_PATHX"), None);
         assert_eq!(Marker::from_message("permission denied"), None);
+    }
+
+    #[test]
+    fn lease_errors_are_retryable() {
+        assert!(Marker::LeaseHeld.code().retryable());
+        assert!(Marker::LeaseLost.code().retryable());
+        assert!(!ErrorCode::CommitConflict.retryable());
     }
 }

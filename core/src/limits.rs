@@ -27,6 +27,12 @@ pub const MAX_DIFF_PREVIEW_BYTES: i64 = 64 * 1024;
 pub const DEFAULT_DIFF_PREVIEW_BYTES: i64 = 8 * 1024;
 /// Revisions purge keeps when the caller names no rule.
 pub const DEFAULT_PURGE_KEEP: i64 = 50;
+/// Shortest lease, in seconds.
+pub const MIN_LEASE_TTL_SECONDS: i32 = 1;
+/// Longest lease, in seconds (a holder renews before it ends).
+pub const MAX_LEASE_TTL_SECONDS: i32 = 3600;
+/// Longest lease holder id, in bytes.
+pub const MAX_LEASE_HOLDER_BYTES: usize = 256;
 /// Marker appended to a cut preview.
 pub const TRUNCATED_MARKER: &str = "\n[truncated]\n";
 

@@ -41,6 +41,13 @@ BEGIN
 END
 $$;
 
+-- Leases: visible exactly when their workspace is (like workspace contents).
+ALTER TABLE supabash.leases ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.leases FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.leases TO supabash_owner
+  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
+  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+
 -- Bodies: visible exactly when a workspace of their store is.
 ALTER TABLE supabash.bodies ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.bodies FORCE ROW LEVEL SECURITY;

@@ -10,7 +10,9 @@
 
 -- Writes go through one wrapper that shapes coordination and conflict errors for PostgREST:
 -- lock timeouts, deadlocks and serialization failures become 55P03 SUPABASH_COMMIT_COORDINATION
--- (retryable); SUPABASH_COMMIT_CONFLICT becomes PT409, which PostgREST answers with HTTP 409.
+-- (retryable); SUPABASH_COMMIT_CONFLICT becomes PT409, which PostgREST answers with HTTP 409;
+-- SUPABASH_LEASE_HELD becomes PT423 (423 Locked) and SUPABASH_LEASE_LOST PT412 (412
+-- Precondition Failed), both retryable.
 -- (A custom SQLSTATE raised from Rust would arrive as XX000, hence this PL/pgSQL layer.)
 CREATE FUNCTION supabash._write(op text, args json) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
@@ -26,6 +28,10 @@ EXCEPTION WHEN OTHERS THEN
       MESSAGE = 'SUPABASH_COMMIT_COORDINATION: the workspace is busy (lock not granted within 1 s); retry';
   ELSIF msg LIKE 'SUPABASH\_COMMIT\_CONFLICT%' THEN
     RAISE EXCEPTION USING ERRCODE = 'PT409', MESSAGE = msg, DETAIL = coalesce(det, '{}');
+  ELSIF msg LIKE 'SUPABASH\_LEASE\_HELD%' THEN
+    RAISE EXCEPTION USING ERRCODE = 'PT423', MESSAGE = msg, DETAIL = coalesce(det, '{}');
+  ELSIF msg LIKE 'SUPABASH\_LEASE\_LOST%' THEN
+    RAISE EXCEPTION USING ERRCODE = 'PT412', MESSAGE = msg, DETAIL = coalesce(det, '{}');
   END IF;
   RAISE;
 END
@@ -96,14 +102,16 @@ CREATE FUNCTION public.supabash_commit(
   workspace_id text, changes json, actor text DEFAULT NULL,
   base_revision text DEFAULT NULL, transaction_id text DEFAULT NULL,
   correlation_id text DEFAULT NULL, idempotency_key text DEFAULT NULL,
-  cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+  cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL, delegated_grant text DEFAULT NULL,
+  lease text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('commit', json_build_object(
     'workspace_id', workspace_id, 'changes', changes, 'actor', actor,
     'base_revision', base_revision, 'transaction_id', transaction_id,
     'correlation_id', correlation_id, 'idempotency_key', idempotency_key,
-    'cause', cause, 'metadata', metadata, 'source_revision', source_revision, 'delegated_grant', delegated_grant))
+    'cause', cause, 'metadata', metadata, 'source_revision', source_revision, 'delegated_grant', delegated_grant,
+    'lease', lease))
 $$;
 
 CREATE FUNCTION public.supabash_diff(
@@ -145,6 +153,37 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
   SELECT supabash._write('purge', json_build_object('workspace_id', workspace_id,
     'keep_revisions', keep_revisions, 'max_age_seconds', max_age_seconds,
     'floor_revision', floor_revision, 'dry_run', dry_run, 'delegated_grant', delegated_grant))
+$$;
+
+-- Single-writer leases (extension/src/lease.rs). Writes take the workspace lock (bounded like a
+-- commit's); the read works on a hot standby and never shows the token.
+CREATE FUNCTION public.supabash_acquire_lease(
+  workspace_id text, holder text, ttl_seconds integer, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('acquire_lease', json_build_object('workspace_id', workspace_id,
+    'holder', holder, 'ttl_seconds', ttl_seconds, 'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_renew_lease(
+  workspace_id text, token text, ttl_seconds integer, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('renew_lease', json_build_object('workspace_id', workspace_id,
+    'token', token, 'ttl_seconds', ttl_seconds, 'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_release_lease(workspace_id text, token text, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('release_lease', json_build_object('workspace_id', workspace_id,
+    'token', token, 'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_lease(workspace_id text, delegated_grant text DEFAULT NULL) RETURNS jsonb
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._call('lease', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
 $$;
 
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its

@@ -197,6 +197,20 @@ CREATE TABLE supabash.checkpoints (
   FOREIGN KEY (workspace_id, revision_id) REFERENCES supabash.revisions (workspace_id, revision_id)
 );
 
+-- Single-writer leases (extension/src/lease.rs): at most one row per workspace, naming the host
+-- that holds it and the random token it presents to renew, release and commit. Every time is
+-- the database's clock (clock_timestamp()); a row whose expires_at has passed is no lease.
+-- Written only under the workspace's row lock, so lease changes serialise with commits.
+CREATE TABLE supabash.leases (
+  workspace_id uuid PRIMARY KEY REFERENCES supabash.workspaces ON DELETE CASCADE,
+  holder       text NOT NULL CHECK (octet_length(holder) BETWEEN 1 AND 256),
+  token        uuid NOT NULL,
+  acquired_at  timestamptz NOT NULL,
+  renewed_at   timestamptz NOT NULL,
+  expires_at   timestamptz NOT NULL,
+  CHECK (acquired_at <= renewed_at AND renewed_at < expires_at)
+);
+
 -- Delegated capabilities (docs/capabilities.md, "Trust model"). Verifiers: what a key id's
 -- tokens must say, and its Ed25519 public key: nothing here can mint. The generation changes on
 -- every registration; a grant works only while its verifier still has the generation it was

@@ -509,6 +509,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
         return Ok(replayed);
     }
+    crate::lease::check_commit(&ws, req.lease.as_deref())?;
     if head != ctx.base {
         return Err(Fail::new(
             Marker::CommitConflict,

@@ -15,6 +15,7 @@ mod db;
 mod diff;
 mod fail;
 mod identity;
+mod lease;
 mod lineage;
 mod purge;
 mod quota;
@@ -63,7 +64,8 @@ pub(crate) fn clip(s: &str) -> &str {
 #[pg_schema]
 mod supabash {
     use crate::{
-        args, capability, checkpoint, clip, commit, diff, fail, purge, read, scope, workspaces,
+        args, capability, checkpoint, clip, commit, diff, fail, lease, purge, read, scope,
+        workspaces,
     };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
@@ -103,6 +105,10 @@ mod supabash {
             }
             "purge" => serve::<rq::Purge>(op, a, purge::purge),
             "exchange_capability" => serve::<rq::ExchangeCapability>(op, a, capability::exchange),
+            "acquire_lease" => serve::<rq::AcquireLease>(op, a, lease::acquire),
+            "renew_lease" => serve::<rq::RenewLease>(op, a, lease::renew),
+            "release_lease" => serve::<rq::ReleaseLease>(op, a, lease::release),
+            "lease" => serve::<rq::LeaseInfo>(op, a, lease::lease),
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),
             other => Err(fail::invalid(format!(

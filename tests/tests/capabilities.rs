@@ -382,6 +382,26 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             &[Purge],
         ),
         c(
+            "supabash_lease",
+            json!({ "workspace_id": id }),
+            &[Read, Commit],
+        ),
+        c(
+            "supabash_acquire_lease",
+            json!({ "workspace_id": id, "holder": LEASE_HOLDER, "ttl_seconds": 30 }),
+            &[Commit],
+        ),
+        c(
+            "supabash_renew_lease",
+            json!({ "workspace_id": id, "token": LIVE_LEASE, "ttl_seconds": 30 }),
+            &[Commit],
+        ),
+        c(
+            "supabash_release_lease",
+            json!({ "workspace_id": id, "token": LIVE_LEASE }),
+            &[Commit],
+        ),
+        c(
             "supabash_fork",
             json!({ "workspace_id": id, "actor": "forker", "label": "by a test" }),
             &[Fork],
@@ -389,10 +409,36 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
     ]
 }
 
+/// The lease holder of [`calls`], and the token [`call_now`] replaces with its live lease.
+const LEASE_HOLDER: &str = "matrix-host";
+const LIVE_LEASE: &str = "00000000-0000-4000-8000-00000000cafe";
+
+/// The token of a live lease on `ws`, taken by the owner as [`LEASE_HOLDER`] (a fresh one).
+async fn live_lease(rest: &mut SqlRpc, ws: &Ws) -> String {
+    let args = json!({ "workspace_id": ws.id, "holder": LEASE_HOLDER, "ttl_seconds": 30 });
+    let lease = rest
+        .call(&ws.owner, "supabash_acquire_lease", args)
+        .await
+        .unwrap();
+    lease["token"].as_str().unwrap().to_owned()
+}
+
 /// Call `i` of [`calls`] with the current head and checkpoint of `ws`.
+/// A lease call gets the token of a live lease; a commit runs with no lease left (a lease call
+/// the grant was refused may have left one).
 async fn call_now(rest: &mut SqlRpc, ws: &Ws, i: usize) -> Call {
     let (head, cp) = current(rest, ws).await;
-    calls(ws, &head, &cp).swap_remove(i)
+    let mut call = calls(ws, &head, &cp).swap_remove(i);
+    if call.args.get("token").is_some() {
+        call.args["token"] = json!(live_lease(rest, ws).await);
+    } else if call.rpc == "supabash_commit" {
+        let token = live_lease(rest, ws).await;
+        let args = json!({ "workspace_id": ws.id, "token": token });
+        rest.call(&ws.owner, "supabash_release_lease", args)
+            .await
+            .unwrap();
+    }
+    call
 }
 
 fn with_grant(args: &Value, grant: &str) -> Value {

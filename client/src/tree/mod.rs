@@ -209,6 +209,51 @@ impl StagedTree {
         self.lock().base_revision.clone()
     }
 
+    /// An estimate of the memory the tree holds, in bytes: every body in memory (a buffer
+    /// shared by several paths or by the verified-body cache counts once) plus the manifest
+    /// (paths and hashes of the staged nodes and of the base, with a fixed cost per entry).
+    /// For a cache's budget, not an exact accounting.
+    pub fn memory_bytes(&self) -> usize {
+        /// Map node, key and value headers per entry, roughly.
+        const PER_ENTRY: usize = 96;
+        let inner = self.lock();
+        let mut seen = std::collections::HashSet::new();
+        let mut bytes = 0;
+        let mut body = |b: &Arc<Vec<u8>>| {
+            if seen.insert(Arc::as_ptr(b)) {
+                bytes += b.len();
+            }
+        };
+        for node in inner.nodes.values() {
+            if let Node::File {
+                body: Body::Bytes(b),
+                ..
+            } = node
+            {
+                body(b);
+            }
+        }
+        inner.loaded.values().for_each(&mut body);
+        let manifest: usize = inner
+            .nodes
+            .keys()
+            .map(|p| p.len() + PER_ENTRY)
+            .chain(
+                inner
+                    .base
+                    .iter()
+                    .map(|(p, f)| p.len() + f.content_hash.len() + PER_ENTRY),
+            )
+            .chain(
+                inner
+                    .loaded
+                    .keys()
+                    .map(|l| l.path.len() + l.revision.len() + PER_ENTRY),
+            )
+            .sum();
+        bytes + manifest
+    }
+
     /// Fails with `COMMIT_IN_PROGRESS` while a commit is in flight.
     pub(crate) fn check_idle(inner: &Inner) -> Result<()> {
         if inner.committing {

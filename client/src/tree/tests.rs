@@ -383,3 +383,20 @@ fn concurrent_lazy_reads_share_one_fetch() {
         assert_eq!(loads(), 2);
     });
 }
+
+#[tokio::test]
+async fn the_memory_estimate_counts_loaded_and_staged_bodies_once() {
+    let base: BTreeMap<String, Vec<u8>> = [("/big.txt".to_owned(), vec![b'x'; 10_000])].into();
+    let tree = tree_over(&base, Limits::default());
+    let lazy = tree.memory_bytes();
+    assert!(lazy < 1_000, "nothing loaded yet: {lazy}");
+    tree.read("/big.txt").await.unwrap();
+    let loaded = tree.memory_bytes();
+    assert!((10_000..11_000).contains(&loaded), "{loaded}");
+    // A staged body adds its bytes.
+    tree.write("/new.txt", vec![b'y'; 5_000]).await.unwrap();
+    let staged = tree.memory_bytes();
+    assert!((15_000..16_000).contains(&staged), "{staged}");
+    tree.discard().unwrap();
+    assert!(tree.memory_bytes() < staged);
+}

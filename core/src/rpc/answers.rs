@@ -240,3 +240,40 @@ pub struct Grant {
     pub correlation_id: Option<String>,
     pub expires_at: String,
 }
+
+/// `supabash_acquire_lease` and `supabash_renew_lease`: the caller's live lease. Times are the
+/// database's clock (UTC, as receipts print them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    pub holder: String,
+    /// The lease's secret: present it to renew, release and commit. Never logged.
+    pub token: String,
+    pub acquired_at: String,
+    pub renewed_at: String,
+    pub expires_at: String,
+    /// True when this acquisition replaced an expired lease (of any holder).
+    #[serde(default)]
+    pub taken_over: bool,
+    /// The workspace head when the lease was written (under the workspace lock): while the
+    /// lease lives no one else commits, so a staged tree at this revision is current.
+    pub head_revision: Option<String>,
+}
+
+/// `supabash_lease`: a live lease as anyone allowed to read the workspace sees it (no token).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseState {
+    pub holder: String,
+    pub acquired_at: String,
+    pub renewed_at: String,
+    pub expires_at: String,
+}
+
+/// `supabash_release_lease`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseReleased {
+    /// Whether the token named the live lease until this call.
+    pub released: bool,
+}

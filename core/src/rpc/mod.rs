@@ -77,6 +77,10 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<ExchangeCapability>(),
         RpcInfo::of::<RegisterCapabilityVerifier>(),
         RpcInfo::of::<RevokeCapabilityVerifier>(),
+        RpcInfo::of::<AcquireLease>(),
+        RpcInfo::of::<RenewLease>(),
+        RpcInfo::of::<ReleaseLease>(),
+        RpcInfo::of::<LeaseInfo>(),
     ]
 }
 
@@ -100,6 +104,8 @@ mod tests {
         assert!(mutates("supabash_commit"));
         assert!(mutates("supabash_unknown"));
         assert!(!mutates("supabash_history"));
+        assert!(mutates("supabash_acquire_lease") && mutates("supabash_release_lease"));
+        assert!(!mutates("supabash_lease"));
     }
 
     #[test]

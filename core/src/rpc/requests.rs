@@ -7,6 +7,7 @@ use super::changes::{StagedDocument, WireChange};
 use super::Rpc;
 use crate::limits::{check_object, check_texts, FieldError};
 use crate::limits::{MAX_CAUSE_BYTES, MAX_COMMIT_METADATA_BYTES, MAX_LABEL_BYTES};
+use crate::limits::{MAX_LEASE_HOLDER_BYTES, MAX_LEASE_TTL_SECONDS, MIN_LEASE_TTL_SECONDS};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -180,6 +181,8 @@ request! {
         /// The revision a forward restore came from.
         pub source_revision: Option<String>,
         pub delegated_grant: Option<String>,
+        /// The token of the caller's live lease; required while the workspace is leased.
+        pub lease: Option<String>,
     }
 }
 
@@ -378,5 +381,146 @@ request! {
     /// grants; answers whether it existed.
     pub struct RevokeCapabilityVerifier {
         pub key_id: String,
+    }
+}
+
+request! {
+    "supabash_acquire_lease", mutates = true, answers::Lease, workspace;
+    /// `supabash_acquire_lease`: takes the workspace's single-writer lease for `holder`, or
+    /// replaces an expired one; the same holder acquiring again gets a fresh token.
+    pub struct AcquireLease {
+        pub workspace_id: String,
+        pub holder: String,
+        pub ttl_seconds: i32,
+        pub delegated_grant: Option<String>,
+    }
+}
+
+impl AcquireLease {
+    /// The holder and TTL rules (both sides check them).
+    pub fn check_fields(&self) -> Result<(), LeaseFieldError> {
+        check_holder(&self.holder)?;
+        check_ttl(self.ttl_seconds)
+    }
+}
+
+request! {
+    "supabash_renew_lease", mutates = true, answers::Lease, workspace;
+    /// `supabash_renew_lease`: extends the live lease `token` names by `ttl_seconds` from now.
+    pub struct RenewLease {
+        pub workspace_id: String,
+        pub token: String,
+        pub ttl_seconds: i32,
+        pub delegated_grant: Option<String>,
+    }
+}
+
+impl RenewLease {
+    /// The TTL rule (both sides check it).
+    pub fn check_fields(&self) -> Result<(), LeaseFieldError> {
+        check_ttl(self.ttl_seconds)
+    }
+}
+
+request! {
+    "supabash_release_lease", mutates = true, answers::LeaseReleased, workspace;
+    /// `supabash_release_lease`: ends the lease `token` names (a no-op for any other token).
+    pub struct ReleaseLease {
+        pub workspace_id: String,
+        pub token: String,
+        pub delegated_grant: Option<String>,
+    }
+}
+
+request! {
+    "supabash_lease", mutates = false, Option<answers::LeaseState>, workspace;
+    /// `supabash_lease`: the live lease (holder and times, never its token), or null.
+    pub struct LeaseInfo {
+        pub workspace_id: String,
+        pub delegated_grant: Option<String>,
+    }
+}
+
+/// A lease field outside its bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseFieldError {
+    /// The holder id is empty, longer than [`MAX_LEASE_HOLDER_BYTES`] or holds a control
+    /// character.
+    Holder,
+    /// The TTL is outside [`MIN_LEASE_TTL_SECONDS`]..=[`MAX_LEASE_TTL_SECONDS`].
+    Ttl(i32),
+}
+
+impl std::fmt::Display for LeaseFieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeaseFieldError::Holder => write!(
+                f,
+                "holder must be 1 to {MAX_LEASE_HOLDER_BYTES} bytes without control characters"
+            ),
+            LeaseFieldError::Ttl(t) => write!(
+                f,
+                "ttl_seconds must be {MIN_LEASE_TTL_SECONDS} to {MAX_LEASE_TTL_SECONDS}, not {t}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LeaseFieldError {}
+
+fn check_holder(holder: &str) -> Result<(), LeaseFieldError> {
+    let ok = !holder.is_empty()
+        && holder.len() <= MAX_LEASE_HOLDER_BYTES
+        && !holder.chars().any(char::is_control);
+    ok.then_some(()).ok_or(LeaseFieldError::Holder)
+}
+
+fn check_ttl(ttl: i32) -> Result<(), LeaseFieldError> {
+    (MIN_LEASE_TTL_SECONDS..=MAX_LEASE_TTL_SECONDS)
+        .contains(&ttl)
+        .then_some(())
+        .ok_or(LeaseFieldError::Ttl(ttl))
+}
+
+#[cfg(test)]
+mod lease_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn acquire(holder: &str, ttl: i32) -> AcquireLease {
+        AcquireLease {
+            workspace_id: "w".into(),
+            holder: holder.into(),
+            ttl_seconds: ttl,
+            delegated_grant: None,
+        }
+    }
+
+    #[test]
+    fn bounds() {
+        assert!(acquire("host-1", 1).check_fields().is_ok());
+        assert!(acquire("host-1", 3600).check_fields().is_ok());
+        assert_eq!(acquire("h", 0).check_fields(), Err(LeaseFieldError::Ttl(0)));
+        assert_eq!(
+            acquire("h", 3601).check_fields(),
+            Err(LeaseFieldError::Ttl(3601))
+        );
+        assert_eq!(acquire("", 10).check_fields(), Err(LeaseFieldError::Holder));
+        assert_eq!(
+            acquire("a\nb", 10).check_fields(),
+            Err(LeaseFieldError::Holder)
+        );
+        assert!(acquire(&"x".repeat(256), 10).check_fields().is_ok());
+        assert!(acquire(&"x".repeat(257), 10).check_fields().is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn holder_rule_is_length_and_control_characters(h in "\\PC{0,300}", ttl in any::<i32>()) {
+            let ok = !h.is_empty() && h.len() <= 256;
+            let ttl_ok = (1..=3600).contains(&ttl);
+            let got = acquire(&h, ttl).check_fields();
+            prop_assert_eq!(got.is_ok(), ok && ttl_ok);
+        }
     }
 }

@@ -1,0 +1,479 @@
+//! The workspace manager: one host process handing out workspaces to sessions. `acquire(id)`
+//! takes the workspace's single-writer lease in the database (so two hosts, or two processes
+//! of one, never write one workspace at once) and returns a handle that derefs to the
+//! [`Workspace`]; a background heartbeat renews the leases of the handles that are out;
+//! `release(handle)` ends the lease and keeps the workspace cached, so the next acquire is
+//! *warm* (no reload) when the cached staged tree is clean and still at the head. Idle cached
+//! workspaces are evicted after `idle_ttl`, and the least recently used ones whenever the
+//! cache's memory estimate passes `memory_budget_bytes`. Typed [`ManagerEvent`]s report all
+//! of it for metrics and logs; they carry workspace ids, never paths, contents or tokens.
+//!
+//! ```no_run
+//! # async fn demo(transport: std::sync::Arc<dyn supabash::Transport>) -> supabash::Result<()> {
+//! use supabash::manager::{ManagerOptions, WorkspaceManager};
+//! use supabash::workspace::CommitOptions;
+//! use supabash::Workspace;
+//! let manager = WorkspaceManager::new(Workspace::builder(transport), ManagerOptions::new("host-a"))?;
+//! let ws = manager.acquire("4b1f0a4e-0000-4000-8000-000000000000").await?;
+//! ws.fs().write("/notes.md", "# session 1").await?;
+//! ws.commit(CommitOptions::new("agent")).await?;
+//! manager.release(ws).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The manager needs a tokio runtime (its heartbeat is a task); dropping it stops the
+//! heartbeat, after which leases of handles still out expire on their own.
+
+use crate::error::{Result, SupabashError};
+use crate::open::WorkspaceBuilder;
+use crate::workspace::{acquire_lease, release_lease, Lease, Workspace};
+use std::collections::{HashMap, HashSet};
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+use supabash_core::limits::{MAX_LEASE_TTL_SECONDS, MIN_LEASE_TTL_SECONDS};
+use supabash_core::ErrorCode;
+use tokio::sync::broadcast;
+
+/// How a [`WorkspaceManager`] leases, renews and caches.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ManagerOptions {
+    /// This host's id, recorded as the lease holder (1 to 256 bytes).
+    pub host_id: String,
+    /// How long a lease lives without renewal (whole seconds, 1 s to 1 h). Default 30 s.
+    pub lease_ttl: Duration,
+    /// How often the leases of handles that are out are renewed; shorter than `lease_ttl`.
+    /// Default 10 s.
+    pub heartbeat: Duration,
+    /// A released workspace idle this long is evicted (at the next acquire or sweep).
+    /// Default 30 min.
+    pub idle_ttl: Duration,
+    /// The memory estimate (see [`crate::StagedTree::memory_bytes`]) of all managed
+    /// workspaces above which cached ones are evicted, least recently used first.
+    /// Default 256 MiB.
+    pub memory_budget_bytes: usize,
+}
+
+impl ManagerOptions {
+    /// The defaults, for host `host_id`.
+    pub fn new(host_id: impl Into<String>) -> Self {
+        ManagerOptions {
+            host_id: host_id.into(),
+            lease_ttl: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(10),
+            idle_ttl: Duration::from_secs(30 * 60),
+            memory_budget_bytes: 256 << 20,
+        }
+    }
+
+    /// Sets the lease TTL.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// Sets the heartbeat interval.
+    pub fn heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = every;
+        self
+    }
+
+    /// Sets the idle TTL of cached workspaces.
+    pub fn idle_ttl(mut self, ttl: Duration) -> Self {
+        self.idle_ttl = ttl;
+        self
+    }
+
+    /// Sets the memory budget.
+    pub fn memory_budget_bytes(mut self, bytes: usize) -> Self {
+        self.memory_budget_bytes = bytes;
+        self
+    }
+
+    fn check(&self) -> Result<()> {
+        let secs = self.lease_ttl.as_secs();
+        let whole = self.lease_ttl.subsec_nanos() == 0;
+        let bounds = (MIN_LEASE_TTL_SECONDS as u64)..=(MAX_LEASE_TTL_SECONDS as u64);
+        if !whole || !bounds.contains(&secs) {
+            return Err(invalid(format!(
+                "lease_ttl must be whole seconds, {MIN_LEASE_TTL_SECONDS} to {MAX_LEASE_TTL_SECONDS}"
+            )));
+        }
+        if self.heartbeat.is_zero() || self.heartbeat >= self.lease_ttl {
+            return Err(invalid(
+                "heartbeat must be shorter than lease_ttl, and not zero",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn invalid(message: impl Into<String>) -> SupabashError {
+    SupabashError::new(ErrorCode::InvalidArgument, message)
+}
+
+/// Why a cached workspace left the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvictReason {
+    /// Idle longer than `idle_ttl`.
+    Ttl,
+    /// The memory budget was exceeded (least recently used first).
+    Budget,
+    /// [`WorkspaceManager::evict`].
+    Explicit,
+}
+
+/// What the manager did, for metrics and logs: ids, counts and durations only.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ManagerEvent {
+    /// A handle was handed out; `warm` when the cached workspace was reused without a reload.
+    Acquire {
+        workspace_id: String,
+        warm: bool,
+        duration: Duration,
+    },
+    /// A handle came back and its lease was released.
+    Release { workspace_id: String },
+    /// A cached workspace was dropped.
+    Evict {
+        workspace_id: String,
+        reason: EvictReason,
+    },
+    /// A sweep ended: how many cached workspaces it evicted and how many stay.
+    Sweep { evicted: usize, kept: usize },
+    /// The heartbeat found a handle's lease gone (expired or taken over): its commits fail
+    /// `LEASE_LOST` until the handle is released and the workspace acquired again.
+    LeaseLost { workspace_id: String },
+}
+
+struct Cached {
+    ws: Arc<Workspace>,
+    last_used: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    cached: HashMap<String, Cached>,
+    /// Handles that are out, by workspace id (the heartbeat renews their leases).
+    out: HashMap<String, Arc<Workspace>>,
+    /// Acquires under way.
+    pending: HashSet<String>,
+}
+
+struct Shared {
+    builder: WorkspaceBuilder,
+    options: ManagerOptions,
+    state: Mutex<State>,
+    events: broadcast::Sender<ManagerEvent>,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("manager state lock")
+    }
+
+    fn emit(&self, event: ManagerEvent) {
+        // Nobody listening is fine.
+        let _ = self.events.send(event);
+    }
+
+    /// Evicts cached workspaces idle past the TTL, then the least recently used ones while
+    /// the memory estimate exceeds the budget; emits an event per eviction and returns the
+    /// count.
+    fn evict(&self, state: &mut State) -> usize {
+        let now = Instant::now();
+        let ttl = self.options.idle_ttl;
+        let mut gone: Vec<(String, EvictReason)> = state
+            .cached
+            .iter()
+            .filter(|(_, c)| now.duration_since(c.last_used) >= ttl)
+            .map(|(id, _)| (id.clone(), EvictReason::Ttl))
+            .collect();
+        for (id, _) in &gone {
+            state.cached.remove(id);
+        }
+        let size = |ws: &Workspace| ws.fs().memory_bytes();
+        let mut total: usize = state.cached.values().map(|c| size(&c.ws)).sum::<usize>()
+            + state.out.values().map(|ws| size(ws)).sum::<usize>();
+        let mut by_age: Vec<(Instant, String, usize)> = state
+            .cached
+            .iter()
+            .map(|(id, c)| (c.last_used, id.clone(), size(&c.ws)))
+            .collect();
+        by_age.sort();
+        for (_, id, bytes) in by_age {
+            if total <= self.options.memory_budget_bytes {
+                break;
+            }
+            state.cached.remove(&id);
+            total -= bytes;
+            gone.push((id, EvictReason::Budget));
+        }
+        let n = gone.len();
+        for (workspace_id, reason) in gone {
+            self.emit(ManagerEvent::Evict {
+                workspace_id,
+                reason,
+            });
+        }
+        n
+    }
+
+    /// Renews the lease of every handle that is out.
+    async fn heartbeat(&self) {
+        let out: Vec<(String, Arc<Workspace>)> = self
+            .state()
+            .out
+            .iter()
+            .map(|(id, ws)| (id.clone(), ws.clone()))
+            .collect();
+        for (workspace_id, ws) in out {
+            if !ws.holds_lease() {
+                continue;
+            }
+            // Other failures (a network blip) are retried at the next beat.
+            if let Err(e) = ws.renew_lease(self.options.lease_ttl).await {
+                if e.code() == ErrorCode::LeaseLost {
+                    self.emit(ManagerEvent::LeaseLost { workspace_id });
+                }
+            }
+        }
+    }
+}
+
+/// Hands out leased workspaces and caches released ones (see the module docs).
+pub struct WorkspaceManager {
+    shared: Arc<Shared>,
+    heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for WorkspaceManager {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+    }
+}
+
+/// A workspace handed out by [`WorkspaceManager::acquire`]; derefs to the [`Workspace`].
+/// Give it back with [`WorkspaceManager::release`]. Dropped without a release, its lease is
+/// no longer renewed (it expires) and the workspace is not cached.
+pub struct WorkspaceHandle {
+    ws: Arc<Workspace>,
+    shared: Weak<Shared>,
+    lease: Lease,
+    returned: bool,
+}
+
+impl WorkspaceHandle {
+    /// The lease this handle holds as it was acquired (holder and times; its token is
+    /// presented by every commit of the workspace).
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+}
+
+impl std::fmt::Debug for WorkspaceHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkspaceHandle")
+            .field("workspace_id", &self.ws.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Deref for WorkspaceHandle {
+    type Target = Workspace;
+    fn deref(&self) -> &Workspace {
+        &self.ws
+    }
+}
+
+impl Drop for WorkspaceHandle {
+    fn drop(&mut self) {
+        if self.returned {
+            return;
+        }
+        if let Some(shared) = self.shared.upgrade() {
+            shared.state().out.remove(self.ws.id());
+        }
+    }
+}
+
+/// Clears an acquire's pending mark however the acquire ends (even if its future is dropped).
+struct PendingMark<'a> {
+    shared: &'a Shared,
+    id: &'a str,
+}
+
+impl Drop for PendingMark<'_> {
+    fn drop(&mut self) {
+        self.shared.state().pending.remove(self.id);
+    }
+}
+
+impl WorkspaceManager {
+    /// A manager opening workspaces with `builder` (its transport, limits and codec). Must be
+    /// called inside a tokio runtime. Fails on options out of bounds.
+    pub fn new(builder: WorkspaceBuilder, options: ManagerOptions) -> Result<Self> {
+        options.check()?;
+        let every = options.heartbeat;
+        let shared = Arc::new(Shared {
+            builder,
+            options,
+            state: Mutex::default(),
+            events: broadcast::channel(1024).0,
+        });
+        let weak = Arc::downgrade(&shared);
+        let heartbeat = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(shared) = weak.upgrade() else { break };
+                shared.heartbeat().await;
+            }
+        });
+        Ok(WorkspaceManager { shared, heartbeat })
+    }
+
+    /// Receives every event from now on (a slow receiver loses the oldest, see
+    /// [`broadcast`]).
+    pub fn subscribe(&self) -> broadcast::Receiver<ManagerEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// Takes workspace `id`'s lease for this host and hands out a handle: warm (the cached
+    /// workspace, no reload) when its staged tree is clean and still at the head, cold (opened
+    /// anew) otherwise. Fails `LEASE_HELD` (retryable) while another holder's lease lives, and
+    /// also while a handle for `id` is already out in this process or being acquired.
+    /// Evicts idle cached workspaces first.
+    pub async fn acquire(&self, id: &str) -> Result<WorkspaceHandle> {
+        let started = Instant::now();
+        let shared = &self.shared;
+        let cached = {
+            let mut state = shared.state();
+            if state.out.contains_key(id) || !state.pending.insert(id.to_owned()) {
+                return Err(SupabashError::new(
+                    ErrorCode::LeaseHeld,
+                    format!("workspace {id} is already acquired in this process: release its handle first"),
+                ));
+            }
+            shared.evict(&mut state);
+            state.cached.remove(id)
+        };
+        let _mark = PendingMark { shared, id };
+        let o = &shared.options;
+        let lease = match acquire_lease(
+            shared.builder.transport().as_ref(),
+            id,
+            &o.host_id,
+            o.lease_ttl,
+        )
+        .await
+        {
+            Ok(lease) => lease,
+            Err(e) => {
+                if let Some(c) = cached {
+                    shared.state().cached.insert(id.to_owned(), c);
+                }
+                return Err(e);
+            }
+        };
+        let (ws, warm) = match self.leased(id, cached, &lease).await {
+            Ok(opened) => opened,
+            Err(e) => {
+                // Best effort: otherwise the lease expires by itself.
+                let transport = shared.builder.transport();
+                let _ = release_lease(transport.as_ref(), id, &lease.token).await;
+                return Err(e);
+            }
+        };
+        ws.adopt_lease(&lease);
+        shared.state().out.insert(id.to_owned(), ws.clone());
+        shared.emit(ManagerEvent::Acquire {
+            workspace_id: id.to_owned(),
+            warm,
+            duration: started.elapsed(),
+        });
+        Ok(WorkspaceHandle {
+            ws,
+            shared: Arc::downgrade(shared),
+            lease,
+            returned: false,
+        })
+    }
+
+    /// The workspace under a fresh `lease`: the cached one when its tree is clean and at the
+    /// lease's head (warm), else opened anew (cold). While the lease lives nobody else
+    /// commits, so the head a cold open reads is the lease's.
+    async fn leased(
+        &self,
+        id: &str,
+        cached: Option<Cached>,
+        lease: &Lease,
+    ) -> Result<(Arc<Workspace>, bool)> {
+        if let Some(c) = cached {
+            if c.ws.base_revision() == lease.head_revision && c.ws.is_clean()? {
+                return Ok((c.ws, true));
+            }
+        }
+        let ws = self.shared.builder.clone().open(id).await?;
+        Ok((Arc::new(ws), false))
+    }
+
+    /// Gives a handle back: releases its lease and keeps the workspace cached (then evicts
+    /// over budget). The workspace is cached even when the release fails (the lease then
+    /// expires by itself); the error is returned.
+    pub async fn release(&self, mut handle: WorkspaceHandle) -> Result<()> {
+        handle.returned = true;
+        let ws = handle.ws.clone();
+        drop(handle);
+        let released = ws.release_lease().await;
+        let id = ws.id().to_owned();
+        {
+            let mut state = self.shared.state();
+            state.out.remove(&id);
+            state.cached.insert(
+                id.clone(),
+                Cached {
+                    ws,
+                    last_used: Instant::now(),
+                },
+            );
+            self.shared.emit(ManagerEvent::Release { workspace_id: id });
+            self.shared.evict(&mut state);
+        }
+        released.map(|_| ())
+    }
+
+    /// Evicts cached workspaces idle past the TTL and, while over the memory budget, the
+    /// least recently used; emits [`ManagerEvent::Sweep`] and returns how many went.
+    pub fn sweep(&self) -> usize {
+        let mut state = self.shared.state();
+        let evicted = self.shared.evict(&mut state);
+        let kept = state.cached.len();
+        self.shared.emit(ManagerEvent::Sweep { evicted, kept });
+        evicted
+    }
+
+    /// Drops cached workspace `id`; false when it is not cached (a handle that is out is
+    /// never evicted).
+    pub fn evict(&self, id: &str) -> bool {
+        let gone = self.shared.state().cached.remove(id).is_some();
+        if gone {
+            self.shared.emit(ManagerEvent::Evict {
+                workspace_id: id.to_owned(),
+                reason: EvictReason::Explicit,
+            });
+        }
+        gone
+    }
+
+    /// The ids of the cached (released) workspaces, sorted.
+    pub fn cached(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.shared.state().cached.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+}
