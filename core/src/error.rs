@@ -26,6 +26,11 @@ pub enum ErrorCode {
     /// read-only transaction: send writes to the primary.
     ReadOnly,
     Redacted,
+    /// The workspace was redacted since the staged tree was loaded: reopen it (nothing of the
+    /// commit was written, so redacted content cannot come back through a stale tree).
+    RedactionInvalidated,
+    /// A restore from a revision before a path redaction's boundary.
+    RestoreCrossesRedaction,
     RevisionNotFound,
     /// A backend (PostgreSQL, PostgREST, Supabase Auth or Storage) failed, was unreachable, or
     /// answered something the contract does not describe.
@@ -55,6 +60,8 @@ impl ErrorCode {
             ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
             ErrorCode::ReadOnly => "READ_ONLY",
             ErrorCode::Redacted => "REDACTED",
+            ErrorCode::RedactionInvalidated => "REDACTION_INVALIDATED",
+            ErrorCode::RestoreCrossesRedaction => "RESTORE_CROSSES_REDACTION",
             ErrorCode::RevisionNotFound => "REVISION_NOT_FOUND",
             ErrorCode::Backend => "BACKEND",
             ErrorCode::UnsupportedContent => "UNSUPPORTED_CONTENT",
@@ -93,10 +100,13 @@ pub enum Marker {
     InvalidCapability,
     ExpiredCapability,
     ReadOnly,
+    RedactionInvalidated,
+    RestoreCrossesRedaction,
+    RedactionCurrentBody,
 }
 
 /// Every marker, for lookups and documentation.
-pub const MARKERS: [Marker; 17] = [
+pub const MARKERS: [Marker; 20] = [
     Marker::AuthenticationRequired,
     Marker::WorkspaceDenied,
     Marker::InvalidArgument,
@@ -114,6 +124,9 @@ pub const MARKERS: [Marker; 17] = [
     Marker::InvalidCapability,
     Marker::ExpiredCapability,
     Marker::ReadOnly,
+    Marker::RedactionInvalidated,
+    Marker::RestoreCrossesRedaction,
+    Marker::RedactionCurrentBody,
 ];
 
 impl Marker {
@@ -137,6 +150,9 @@ impl Marker {
             Marker::InvalidCapability => "SUPABASH_INVALID_CAPABILITY",
             Marker::ExpiredCapability => "SUPABASH_EXPIRED_CAPABILITY",
             Marker::ReadOnly => "SUPABASH_READ_ONLY",
+            Marker::RedactionInvalidated => "SUPABASH_REDACTION_INVALIDATED",
+            Marker::RestoreCrossesRedaction => "SUPABASH_RESTORE_CROSSES_REDACTION",
+            Marker::RedactionCurrentBody => "SUPABASH_REDACTION_CURRENT_BODY",
         }
     }
 
@@ -159,6 +175,9 @@ impl Marker {
             Marker::UnsupportedContent => "0A000",
             Marker::BodyHashCollision | Marker::HistoryCorruption => "XX001",
             Marker::ReadOnly => "25006",
+            Marker::RedactionInvalidated
+            | Marker::RestoreCrossesRedaction
+            | Marker::RedactionCurrentBody => "55000",
         }
     }
 
@@ -180,6 +199,10 @@ impl Marker {
             Marker::InvalidCapability => ErrorCode::InvalidCapability,
             Marker::ExpiredCapability => ErrorCode::ExpiredCapability,
             Marker::ReadOnly => ErrorCode::ReadOnly,
+            Marker::RedactionInvalidated => ErrorCode::RedactionInvalidated,
+            Marker::RestoreCrossesRedaction => ErrorCode::RestoreCrossesRedaction,
+            // The content is still in use at the head: redacting it is refused, not wrong input.
+            Marker::RedactionCurrentBody => ErrorCode::PolicyDenied,
         }
     }
 

@@ -20,6 +20,8 @@ pub struct Workspace {
     pub owner: String,
     pub head: Option<String>,
     pub head_position: Option<i64>,
+    /// How many redactions the workspace has seen (0 on a schema without redaction).
+    pub redaction_epoch: i64,
     /// Set when the caller is a job holding a delegated grant.
     pub delegation: Option<Delegation>,
 }
@@ -167,25 +169,36 @@ pub fn caller() -> Outcome<String> {
 }
 
 fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspace>> {
+    let epoch = if crate::redact::supported() {
+        "redaction_epoch"
+    } else {
+        "0::bigint"
+    };
     let head = db::query_row(
-        "SELECT head_revision::text, head_position, owner_id::text FROM supabash.workspaces
-          WHERE id = $1::uuid",
+        &format!(
+            "SELECT head_revision::text, head_position, owner_id::text, {epoch}
+               FROM supabash.workspaces WHERE id = $1::uuid"
+        ),
         &[id.into()],
         |r| {
             Ok((
                 db::opt::<String>(r, 1)?,
                 db::opt::<i64>(r, 2)?,
                 db::get::<String>(r, 3)?,
+                db::get::<i64>(r, 4)?,
             ))
         },
     )?;
-    Ok(head.map(|(head, head_position, owner)| Workspace {
-        id: id.to_owned(),
-        owner,
-        head,
-        head_position,
-        delegation,
-    }))
+    Ok(
+        head.map(|(head, head_position, owner, redaction_epoch)| Workspace {
+            id: id.to_owned(),
+            owner,
+            head,
+            head_position,
+            redaction_epoch,
+            delegation,
+        }),
+    )
 }
 
 /// Opens the workspace a request names for a caller allowed one of `need`. Another user's

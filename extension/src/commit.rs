@@ -130,6 +130,7 @@ struct Context {
     cause: Option<String>,
     metadata: Value,
     source_revision: Option<String>,
+    redaction_epoch: Option<i64>,
 }
 
 /// Checks the request's fields (the shared limits, UUIDs) and gives its context.
@@ -147,6 +148,7 @@ fn context(req: &mut rq::Commit) -> Outcome<Context> {
         cause: req.cause.take(),
         metadata: req.metadata.take().unwrap_or_else(|| json!({})),
         source_revision: args::uuid_opt("source_revision", req.source_revision.as_deref())?,
+        redaction_epoch: req.redaction_epoch,
     })
 }
 
@@ -224,9 +226,10 @@ fn versions(ws: &str, at: Option<i64>, paths: Vec<String>) -> Outcome<BTreeMap<S
     };
     let rows = db::file_rows(
         &format!(
-            "SELECT path, body_hash, body_size, content_hash, content_size, metadata
-               FROM supabash.entries
-              WHERE workspace_id = $1::uuid AND path = ANY($2) AND {interval}"
+            "SELECT e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, {}
+               FROM supabash.entries e
+              WHERE e.workspace_id = $1::uuid AND e.path = ANY($2) AND {interval}",
+            db::redacted_column("e")
         ),
         &[ws.into(), paths.into(), at.unwrap_or(0).into()],
     )?;
@@ -262,6 +265,7 @@ fn line(
         after_size: after.map(|v| v.content_size),
         replaced_hash: None,
         replaced_size: None,
+        redacted: false,
     }
 }
 
@@ -416,6 +420,26 @@ fn check_restore(
     Ok(())
 }
 
+/// Refuses, before anything is written or replayed, a commit from a tree loaded before the
+/// workspace's latest redaction (an absent epoch counts as 0: callers that never saw a
+/// redaction keep working) and a restore from before a path redaction's boundary.
+fn check_redaction(ws: &str, ctx: &Context, epoch: i64) -> Outcome<()> {
+    if ctx.redaction_epoch.unwrap_or(0) != epoch {
+        return Err(Fail::new(
+            Marker::RedactionInvalidated,
+            "the workspace was redacted since this tree was loaded: reopen it and stage the changes again",
+        )
+        .with_detail(json!({ "expectedEpoch": ctx.redaction_epoch, "actualEpoch": epoch })));
+    }
+    if let Some(source) = &ctx.source_revision {
+        // A missing source is reported after the replay check, as before.
+        if let Ok(position) = access::revision_position(ws, source) {
+            crate::redact::check_restore_source(ws, source, position)?;
+        }
+    }
+    Ok(())
+}
+
 /// `supabash_commit`: see docs/sql-contract.md.
 pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     // Authorise first: a caller who may not commit here costs no decoding or hashing.
@@ -429,8 +453,10 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         head_position,
         delegation,
         owner,
+        redaction_epoch,
         ..
     } = access::lock(opened)?;
+    check_redaction(&ws, &ctx, redaction_epoch)?;
     // A delegated commit is recorded under the grant's subject, correlation id and key id,
     // whatever the caller sent; the reserved actor prefix is the database's alone.
     let restore_only = match &delegation {

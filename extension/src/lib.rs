@@ -19,6 +19,7 @@ mod purge;
 mod quota;
 mod read;
 mod receipts;
+mod redact;
 mod schema;
 mod scope;
 mod stored;
@@ -54,7 +55,9 @@ pub(crate) fn clip(s: &str) -> &str {
 /// The private schema (created by sql/schema.sql); pgrx only needs to know its name.
 #[pg_schema]
 mod supabash {
-    use crate::{args, capability, checkpoint, clip, commit, diff, fail, purge, read, scope};
+    use crate::{
+        args, capability, checkpoint, clip, commit, diff, fail, purge, read, redact, scope,
+    };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
     use serde_json::Value;
@@ -89,6 +92,7 @@ mod supabash {
                 serve::<rq::DeleteCheckpoint>(op, a, checkpoint::delete_checkpoint)
             }
             "purge" => serve::<rq::Purge>(op, a, purge::purge),
+            "redact" => serve::<rq::Redact>(op, a, redact::redact),
             "exchange_capability" => serve::<rq::ExchangeCapability>(op, a, capability::exchange),
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),

@@ -50,6 +50,7 @@ pub fn file(row: FileRow) -> File {
         metadata: row.metadata,
         text: None,
         base64: None,
+        redacted: row.redacted,
     };
     match row.body {
         Some(body) => file.with_body(body),
@@ -80,9 +81,10 @@ pub fn files_at(
         "e.valid_from <= $2 AND (e.valid_until IS NULL OR e.valid_until > $2)"
     };
     let sql = format!(
-        "SELECT {FILE_COLUMNS} FROM supabash.entries e
+        "SELECT {FILE_COLUMNS}, {} FROM supabash.entries e
           WHERE e.workspace_id = $1::uuid AND {interval} AND ($3::text IS NULL OR e.path = $3)
-          ORDER BY e.path"
+          ORDER BY e.path",
+        db::redacted_column("e")
     );
     let mut rows = db::file_rows(
         &sql,
@@ -93,16 +95,18 @@ pub fn files_at(
         ],
     )?;
     if bodies {
+        // Tombstones name no body.
         let wanted: Vec<(Vec<u8>, i64)> = rows
             .iter()
+            .filter(|r| !r.redacted)
             .map(|r| (r.body_hash.clone(), r.body_size))
             .collect();
         let mut loaded = bodies::load_charged(&ws.id, &wanted)?;
         let mut uses: HashMap<Vec<u8>, usize> = HashMap::new();
-        for row in &rows {
+        for row in rows.iter().filter(|r| !r.redacted) {
             *uses.entry(row.body_hash.clone()).or_default() += 1;
         }
-        for row in &mut rows {
+        for row in rows.iter_mut().filter(|r| !r.redacted) {
             // Files that share a body share its bytes: the last of them takes them.
             let left = uses.get_mut(&row.body_hash).expect("counted");
             *left -= 1;
@@ -132,6 +136,8 @@ pub fn load_manifest(req: rq::LoadManifest) -> Outcome<Tree> {
     let ws = access::open(&req, &[Operation::Read])?;
     Ok(Tree {
         files: files(files_at(&ws, None, None, false)?),
+        restore_floor: crate::redact::restore_floor(&ws.id)?,
+        redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision: ws.head,
         position: ws.head_position,
@@ -169,6 +175,8 @@ pub fn load_snapshot(req: rq::LoadSnapshot) -> Outcome<Tree> {
         files(files_at(&ws, position, None, true)?)
     };
     Ok(Tree {
+        restore_floor: crate::redact::restore_floor(&ws.id)?,
+        redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,
         position,

@@ -42,6 +42,12 @@ enum Command {
     /// policy widens it, and that the bucket's file_size_limit and allowed_mime_types admit what
     /// the backend uploads (with the default limits). Exits with status 2 when a check fails.
     StorageSetup(StorageSetupArgs),
+    /// Removes content from a workspace's history for good: the versions before a boundary
+    /// (default: the head, exclusive) at the given paths or with the given body hashes become
+    /// tombstones and their bytes leave the database; metadata keys and causes of the selected
+    /// revisions can be scrubbed. A dry run unless --apply. WAL, replicas' copies and backups
+    /// are beyond its reach.
+    Redact(Box<supabash_cli::redact::RedactArgs>),
 }
 
 /// Arguments of `supabash storage-setup`.
@@ -317,6 +323,9 @@ fn main() {
             Ok(false) => std::process::exit(2),
             Err(e) => Err(e),
         },
+        Command::Redact(args) => runtime
+            .block_on(supabash_cli::redact::run(*args))
+            .map_err(|e| e as _),
         Command::Mcp(args) => runtime
             .block_on(supabash_cli::mcp::run(*args))
             .map_err(|e| e as _),
