@@ -356,6 +356,10 @@ impl Workspace {
         let guard = InFlight(&self.tree);
         self.tree.check_limits()?;
         let planned = self.tree.wire_changes(self.codec.as_ref()).await?;
+        let (source_revision, epoch) = {
+            let pending = self.pending();
+            (pending.restore_source.clone(), pending.redaction_epoch)
+        };
         let mut request = rq::Commit {
             workspace_id: self.id.clone(),
             changes: planned.wire,
@@ -366,10 +370,10 @@ impl Workspace {
             idempotency_key: options.idempotency_key,
             cause: options.cause,
             metadata: Some(metadata),
-            source_revision: self.pending().restore_source.clone(),
+            source_revision,
             delegated_grant: None,
             // 0 travels as absent: servers without redaction do not know the parameter.
-            redaction_epoch: Some(self.pending().redaction_epoch).filter(|e| *e > 0),
+            redaction_epoch: Some(epoch).filter(|e| *e > 0),
         };
         request.check_fields().map_err(SupabashError::field)?;
         let fingerprint = sha256_hex(
