@@ -171,7 +171,12 @@ fn write_tombstones(ws: &str, boundary: i64, matched: &[Match]) -> Outcome<()> {
             "UPDATE supabash.entries e SET valid_until = $2
                FROM unnest($3::text[], $4::bigint[]) AS m(path, valid_from)
               WHERE e.workspace_id = $1::uuid AND e.path = m.path AND e.valid_from = m.valid_from",
-            &[ws.into(), boundary.into(), paths.clone().into(), froms.clone().into()],
+            &[
+                ws.into(),
+                boundary.into(),
+                paths.clone().into(),
+                froms.clone().into(),
+            ],
         )?;
         db::exec(
             "INSERT INTO supabash.entries (workspace_id, path, valid_from, valid_until, body_hash,
@@ -262,8 +267,12 @@ struct Selection {
 fn selection(req: &rq::Redact) -> Outcome<Selection> {
     req.check_fields().map_err(args::field)?;
     let too_many = |name: &str, n: usize| {
-        (n > MAX_SELECTORS)
-            .then(|| Fail::new(Marker::Quota, format!("{name} names {n} items; at most {MAX_SELECTORS}")))
+        (n > MAX_SELECTORS).then(|| {
+            Fail::new(
+                Marker::Quota,
+                format!("{name} names {n} items; at most {MAX_SELECTORS}"),
+            )
+        })
     };
     let lists = [
         ("paths", req.paths.as_ref()),
@@ -290,12 +299,13 @@ fn selection(req: &rq::Redact) -> Outcome<Selection> {
         .flatten()
         .map(|h| {
             let ok = h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
-            ok.then(|| hex::decode(h).expect("checked hex")).ok_or_else(|| {
-                invalid(format!(
-                    "body_hashes: {:?} is not a SHA-256 in hex (64 hex digits)",
-                    crate::clip(h)
-                ))
-            })
+            ok.then(|| hex::decode(h).expect("checked hex"))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "body_hashes: {:?} is not a SHA-256 in hex (64 hex digits)",
+                        crate::clip(h)
+                    ))
+                })
         })
         .collect::<Outcome<_>>()?;
     hashes.sort();
@@ -334,7 +344,11 @@ fn check_not_current(ws: &str, sel: &Selection) -> Outcome<()> {
           WHERE workspace_id = $1::uuid AND valid_until IS NULL AND body_hash = ANY($2)
             AND path <> ALL($3)
           ORDER BY path LIMIT 1",
-        &[ws.into(), sel.hashes.clone().into(), sel.paths.clone().into()],
+        &[
+            ws.into(),
+            sel.hashes.clone().into(),
+            sel.paths.clone().into(),
+        ],
         |r| Ok((db::get::<String>(r, 1)?, db::get::<String>(r, 2)?)),
     )?;
     match current {

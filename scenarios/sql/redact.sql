@@ -36,7 +36,10 @@ COMMIT;
 SELECT count(*) AS bodies FROM supabash.bodies WHERE workspace_id = pgt.id('ws')::uuid;
 SELECT redaction_epoch FROM supabash.workspaces WHERE id = pgt.id('ws')::uuid;
 
--- Applied, with the metadata key and the cause scrubbed from r1.
+-- Applied, with the metadata key and the cause scrubbed from r1. The boundary is the head (r3),
+-- so both versions of /key.md before it go: the secret [r1, r2) and the clean one from r2 up to
+-- r3; the clean one keeps its content from r3 on (2 tombstones, 3 rows). To keep r2's version,
+-- pass before_revision => r2.
 BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;

@@ -2005,28 +2005,47 @@ async fn only_a_grant_with_redact_redacts() {
                 "delegated_grant": g })
     };
     // Every other operation together, history, purge and restore included, does not imply it.
-    let others = ops(
-        &Operation::ALL
-            .into_iter()
-            .filter(|o| *o != Operation::Redact)
-            .collect::<Vec<_>>(),
-    );
+    let others = ops(&Operation::ALL
+        .into_iter()
+        .filter(|o| *o != Operation::Redact)
+        .collect::<Vec<_>>());
     let g = grant(&mut rest, &mut tally, &v, &ws.id, &others, None).await;
     let before = fingerprint(&admin, &ws.id).await;
-    let r = rest.call(&Caller::Service, "supabash_redact", apply(&g)).await;
+    let r = rest
+        .call(&Caller::Service, "supabash_redact", apply(&g))
+        .await;
     tally.deny("redact with every operation but redact", r, Some(DENIED));
     assert_eq!(fingerprint(&admin, &ws.id).await, before, "nothing changed");
     // A grant for another workspace does not reach this one.
     let other = workspace(&mut rest).await;
-    let g = grant(&mut rest, &mut tally, &v, &other.id, &ops(&[Operation::Redact]), None).await;
-    let r = rest.call(&Caller::Service, "supabash_redact", apply(&g)).await;
+    let g = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &other.id,
+        &ops(&[Operation::Redact]),
+        None,
+    )
+    .await;
+    let r = rest
+        .call(&Caller::Service, "supabash_redact", apply(&g))
+        .await;
     tally.deny("redact with another workspace's grant", r, Some(DENIED));
     // With redact it is applied, and recorded under the grant's subject.
-    let g = grant(&mut rest, &mut tally, &v, &ws.id, &ops(&[Operation::Redact]), None).await;
+    let g = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::Redact]),
+        None,
+    )
+    .await;
     let report = tally
         .allow(
             "redact with redact",
-            rest.call(&Caller::Service, "supabash_redact", apply(&g)).await,
+            rest.call(&Caller::Service, "supabash_redact", apply(&g))
+                .await,
         )
         .expect("redacted");
     assert_eq!(report["dryRun"], json!(false), "{report}");

@@ -81,7 +81,12 @@ fn upsert(path: &str, text: &str) -> Value {
 /// Text long enough to be compressed, so that edits of it are stored as deltas.
 fn filler() -> String {
     (0..60)
-        .map(|i| format!("line {i}: notes about the project, item {}\n", (i * 7919) % 1000))
+        .map(|i| {
+            format!(
+                "line {i}: notes about the project, item {}\n",
+                (i * 7919) % 1000
+            )
+        })
         .collect()
 }
 
@@ -192,7 +197,10 @@ async fn a_secret_leaves_every_table_and_kept_versions_stay_whole() {
         .collect();
     // The setup exercises both delta cases: a secret version that is a delta against another
     // body, and a kept version (the head's) that is a delta against a secret one.
-    assert_eq!(base_of(&admin, &ws.id, &hashes[1]).await, Some(hashes[0].clone()));
+    assert_eq!(
+        base_of(&admin, &ws.id, &hashes[1]).await,
+        Some(hashes[0].clone())
+    );
     assert_eq!(
         base_of(&admin, &ws.id, &sha256(v4.as_bytes())).await,
         Some(hashes[3].clone())
@@ -264,7 +272,10 @@ async fn a_secret_leaves_every_table_and_kept_versions_stay_whole() {
         assert!(!bodies.contains_key(h), "body {} remains", hex::encode(h));
     }
     assert!(bodies.values().all(|b| !contains(b, b"sk-live")));
-    assert_eq!(bodies.get(sha256(v4.as_bytes()).as_slice()), Some(&v4.clone().into_bytes()));
+    assert_eq!(
+        bodies.get(sha256(v4.as_bytes()).as_slice()),
+        Some(&v4.clone().into_bytes())
+    );
     let raw: i64 = admin
         .query_one(
             "SELECT count(*) FROM supabash.bodies WHERE workspace_id = $1::text::uuid
@@ -319,7 +330,10 @@ async fn a_secret_leaves_every_table_and_kept_versions_stay_whole() {
     assert_eq!(audit.get::<_, String>(0), r5);
     assert_eq!(audit.get::<_, Vec<String>>(1), ["/config.md"]);
     assert_eq!(audit.get::<_, i32>(2), 0);
-    assert_eq!(audit.get::<_, Option<String>>(3).as_deref(), Some("leaked key"));
+    assert_eq!(
+        audit.get::<_, Option<String>>(3).as_deref(),
+        Some("leaked key")
+    );
 
     // The epoch: manifests carry it; a commit without it, or with the old one, is refused
     // before anything, even before an idempotent replay of an earlier commit.
@@ -340,12 +354,19 @@ async fn a_secret_leaves_every_table_and_kept_versions_stay_whole() {
     replay["redaction_epoch"] = json!(1);
     let replayed = ws.call("supabash_commit", replay).await.unwrap();
     assert_eq!(replayed["replayed"], json!(true));
-    assert_eq!(fingerprint(&admin, &ws.id).await, before, "nothing was written");
+    assert_eq!(
+        fingerprint(&admin, &ws.id).await,
+        before,
+        "nothing was written"
+    );
     ws.epoch = Some(1);
 
     // The fence: a restore from before the boundary is refused; from the boundary it is not.
     let r = ws
-        .try_commit(upsert("/config.md", "restored"), json!({ "source_revision": r4 }))
+        .try_commit(
+            upsert("/config.md", "restored"),
+            json!({ "source_revision": r4 }),
+        )
         .await;
     expect_err(r, "55000", Some("SUPABASH_RESTORE_CROSSES_REDACTION"));
     ws.try_commit(upsert("/new.md", "after"), json!({ "source_revision": r5 }))
@@ -399,7 +420,11 @@ async fn by_hash_the_current_body_and_a_dry_run() {
         v.as_object_mut().unwrap().remove("epoch");
         v
     };
-    assert_eq!(strip(applied.clone()), strip(dry), "the dry run told the truth");
+    assert_eq!(
+        strip(applied.clone()),
+        strip(dry),
+        "the dry run told the truth"
+    );
     let bodies = decoded_bodies(&admin, &ws.id).await;
     assert!(bodies.values().all(|b| !contains(b, b"sk-live")));
     // A hash redaction sets no restore fence.
@@ -441,7 +466,10 @@ async fn metadata_keys_and_causes_are_scrubbed_from_the_selected_revisions() {
     // r2 showed /x.md's first version too.
     assert_eq!(r[1]["metadata"], json!({}));
     assert!(r[1].get("cause").is_none());
-    assert_eq!(r[2]["metadata"], head["metadata"], "the head is never touched");
+    assert_eq!(
+        r[2]["metadata"], head["metadata"],
+        "the head is never touched"
+    );
     assert_eq!(r[2]["cause"], json!("the head"));
 
     // Only scrubbing: every revision before the boundary, no version touched.
@@ -466,13 +494,22 @@ async fn wrong_callers_and_malformed_input_are_refused() {
         .call(&Caller::new_user(), "supabash_redact", args.clone())
         .await;
     expect_err(r, "42501", Some("SUPABASH_WORKSPACE_DENIED"));
-    let r = ws.rest.call(&Caller::Anon, "supabash_redact", args.clone()).await;
+    let r = ws
+        .rest
+        .call(&Caller::Anon, "supabash_redact", args.clone())
+        .await;
     expect_err(r, "42501", None);
-    let r = ws.rest.call(&Caller::Service, "supabash_redact", args.clone()).await;
+    let r = ws
+        .rest
+        .call(&Caller::Service, "supabash_redact", args.clone())
+        .await;
     expect_err(r, "42501", Some("SUPABASH_WORKSPACE_DENIED"));
     let mut forged = args.clone();
     forged["delegated_grant"] = json!("sbg_forged");
-    let r = ws.rest.call(&Caller::Service, "supabash_redact", forged).await;
+    let r = ws
+        .rest
+        .call(&Caller::Service, "supabash_redact", forged)
+        .await;
     expect_err(r, "42501", Some("SUPABASH_WORKSPACE_DENIED"));
 
     let invalid = "SUPABASH_INVALID_ARGUMENT";
@@ -480,9 +517,14 @@ async fn wrong_callers_and_malformed_input_are_refused() {
         (json!({ "body_hashes": ["xyz"] }), invalid),
         (json!({ "body_hashes": ["a".repeat(63)] }), invalid),
         (json!({ "paths": ["relative.md"] }), "SUPABASH_INVALID_PATH"),
-        (json!({ "paths": ["/a.md"], "before_revision": uuid::Uuid::new_v4().to_string() }),
-         "SUPABASH_REVISION_NOT_FOUND"),
-        (json!({ "paths": ["/a.md"], "before_revision": "not-a-uuid" }), invalid),
+        (
+            json!({ "paths": ["/a.md"], "before_revision": uuid::Uuid::new_v4().to_string() }),
+            "SUPABASH_REVISION_NOT_FOUND",
+        ),
+        (
+            json!({ "paths": ["/a.md"], "before_revision": "not-a-uuid" }),
+            invalid,
+        ),
         (json!({}), invalid),
         (json!({ "paths": [], "body_hashes": [] }), invalid),
         (json!({ "metadata_keys": [""] }), invalid),
@@ -490,16 +532,28 @@ async fn wrong_callers_and_malformed_input_are_refused() {
         let r = ws.redact(bad.clone()).await;
         expect_err(r, "22023", Some(marker));
     }
-    assert_eq!(fingerprint(&admin, &ws.id).await, before, "nothing was written");
+    assert_eq!(
+        fingerprint(&admin, &ws.id).await,
+        before,
+        "nothing was written"
+    );
 }
 
 #[tokio::test]
 async fn the_client_reloads_after_a_redaction_and_stale_trees_cannot_commit() {
     for via in BOTH {
         let user = uuid::Uuid::new_v4().to_string();
-        let ws = workspace_with(via, &user, &[("/notes/key.md", "token=abc123\n"), ("/keep.md", "keep\n")]).await;
+        let ws = workspace_with(
+            via,
+            &user,
+            &[("/notes/key.md", "token=abc123\n"), ("/keep.md", "keep\n")],
+        )
+        .await;
         let r1 = ws.base_revision().unwrap();
-        ws.fs().write("/notes/key.md", "token=REMOVED\n").await.unwrap();
+        ws.fs()
+            .write("/notes/key.md", "token=REMOVED\n")
+            .await
+            .unwrap();
         ws.commit(CommitOptions::new("host")).await.unwrap();
         let stale = reopen(via, &user, ws.id()).await;
         stale.fs().write("/stale.md", "from before").await.unwrap();
@@ -514,18 +568,29 @@ async fn the_client_reloads_after_a_redaction_and_stale_trees_cannot_commit() {
         assert_eq!(ws.changes().unwrap().len(), 1);
 
         let report = ws
-            .redact(RedactOptions::new().path("/notes/key.md").reason("leak").apply())
+            .redact(
+                RedactOptions::new()
+                    .path("/notes/key.md")
+                    .reason("leak")
+                    .apply(),
+            )
             .await
             .unwrap();
         assert_eq!((report.versions, report.epoch), (1, 1), "{via:?}");
-        assert!(ws.changes().unwrap().is_empty(), "staged changes are discarded");
+        assert!(
+            ws.changes().unwrap().is_empty(),
+            "staged changes are discarded"
+        );
         assert_eq!(
             ws.fs().read("/notes/key.md").await.unwrap(),
             b"token=REMOVED\n"
         );
         let old = ws.read_revision(&r1).await.unwrap();
         assert_eq!(old.redacted, ["/notes/key.md"]);
-        assert_eq!(old.files.get("/keep.md").map(Vec::as_slice), Some(&b"keep\n"[..]));
+        assert_eq!(
+            old.files.get("/keep.md").map(Vec::as_slice),
+            Some(&b"keep\n"[..])
+        );
         let e = ws.restore(&r1).await.unwrap_err();
         assert_eq!(e.code(), ErrorCode::RestoreCrossesRedaction, "{via:?}: {e}");
         // A tree loaded before the redaction cannot commit.

@@ -221,7 +221,11 @@ impl StagedTree {
 
     /// Makes the tree the base `revision` holding `entries` again, forgetting every staged
     /// edit and every cached body (after a redaction, whose removed bytes must not linger).
-    pub(crate) fn reset_base(&self, revision: Option<String>, entries: Vec<BaseEntry>) -> Result<()> {
+    pub(crate) fn reset_base(
+        &self,
+        revision: Option<String>,
+        entries: Vec<BaseEntry>,
+    ) -> Result<()> {
         let mut inner = self.lock();
         Self::check_idle(&inner)?;
         inner.rebase(revision, entries);
