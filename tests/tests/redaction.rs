@@ -90,6 +90,9 @@ fn filler() -> String {
         .collect()
 }
 
+/// Stored bodies by hash: the stored form and the base's hash.
+type StoredBodies = HashMap<Vec<u8>, (Vec<u8>, Option<Vec<u8>>)>;
+
 /// Every stored body of the workspace, decoded to its plain bytes (deltas against their
 /// bases), each checked against its hash, by hash.
 async fn decoded_bodies(admin: &Client, ws: &str) -> HashMap<Vec<u8>, Vec<u8>> {
@@ -100,15 +103,11 @@ async fn decoded_bodies(admin: &Client, ws: &str) -> HashMap<Vec<u8>, Vec<u8>> {
         )
         .await
         .unwrap();
-    let stored: HashMap<Vec<u8>, (Vec<u8>, Option<Vec<u8>>)> = rows
+    let stored: StoredBodies = rows
         .iter()
         .map(|r| (r.get(0), (r.get(1), r.get(2))))
         .collect();
-    fn decode(
-        hash: &[u8],
-        stored: &HashMap<Vec<u8>, (Vec<u8>, Option<Vec<u8>>)>,
-        done: &mut HashMap<Vec<u8>, Vec<u8>>,
-    ) -> Vec<u8> {
+    fn decode(hash: &[u8], stored: &StoredBodies, done: &mut HashMap<Vec<u8>, Vec<u8>>) -> Vec<u8> {
         if let Some(d) = done.get(hash) {
             return d.clone();
         }
