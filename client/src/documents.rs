@@ -26,11 +26,24 @@ fn corrupt(path: &str, what: impl Into<String>) -> SupabashError {
     SupabashError::new(ErrorCode::HistoryCorruption, what).with_path(path)
 }
 
+/// The error for reading a version that redaction removed.
+pub(crate) fn redacted(path: &str) -> SupabashError {
+    SupabashError::new(
+        ErrorCode::Redacted,
+        "this version was redacted: its content is gone",
+    )
+    .with_path(path)
+}
+
 impl TryFrom<File> for StoredFile {
     type Error = SupabashError;
 
-    /// A file as an RPC answered it; its body, when sent, decoded from the wire encoding.
+    /// A file as an RPC answered it; its body, when sent, decoded from the wire encoding. A
+    /// tombstone (a version redaction removed) is `REDACTED`: there is nothing to read.
     fn try_from(f: File) -> Result<Self> {
+        if f.redacted {
+            return Err(redacted(&f.path));
+        }
         let body = f.body().map_err(|e| corrupt(&f.path, e))?;
         let size = |n: i64, what: &str| {
             u64::try_from(n).map_err(|_| corrupt(&f.path, format!("negative {what}")))

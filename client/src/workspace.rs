@@ -20,7 +20,7 @@ use supabash_core::ErrorCode;
 pub use supabash_core::rpc::requests::DiffRef;
 pub use supabash_core::rpc::{
     Checkpoint, Diff, DiffEntry, DiffKind, ForkedFrom, HistoryPage, Lease, LeaseState, PurgeReport,
-    WorkspaceDeleted, WorkspaceInfo, WorkspacePage,
+    RedactReport, WorkspaceDeleted, WorkspaceInfo, WorkspacePage,
 };
 
 /// One opened workspace: a staged tree pinned to a base revision, and a transport.
@@ -43,6 +43,13 @@ struct Pending {
     /// failed renewal, so a commit after the lease lapsed fails LEASE_LOST instead of slipping
     /// through unleased; cleared by a release.
     lease: Option<String>,
+    /// The workspace's redaction epoch when the tree was loaded; commits send it.
+    redaction_epoch: i64,
+    /// The restore fence (a position) when the tree was loaded.
+    restore_floor: Option<i64>,
+    /// A redaction's outcome is unknown (or the reload after it failed): the tree may hold
+    /// redacted content, so commits are refused until the workspace is opened again.
+    stale: bool,
 }
 
 /// How [`Workspace::fork`] forks. Only `actor` is required.
@@ -117,6 +124,76 @@ pub struct PurgeOptions {
     pub dry_run: bool,
 }
 
+/// Options of [`Workspace::redact`]: what to remove from history. Name paths and/or body
+/// hashes, or only metadata keys / cause clearing to scrub revisions. It is a dry run (a
+/// report, nothing changed) unless [`RedactOptions::apply`] is set.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct RedactOptions {
+    /// Exact paths whose versions before the boundary are redacted.
+    pub paths: Vec<String>,
+    /// Body hashes (hex SHA-256 of the bytes) whose versions before the boundary are redacted.
+    pub body_hashes: Vec<String>,
+    /// The exclusive boundary revision (default: the head).
+    pub before_revision: Option<String>,
+    pub reason: Option<String>,
+    /// Keys removed from the metadata of the selected revisions.
+    pub metadata_keys: Vec<String>,
+    /// Clears the cause of the selected revisions.
+    pub clear_cause: bool,
+    /// Apply the redaction (default: a dry run).
+    pub apply: bool,
+}
+
+impl RedactOptions {
+    /// Empty options (a dry run that still needs a selector).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Redacts the versions at `path`.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.paths.push(path.into());
+        self
+    }
+
+    /// Redacts the versions whose body has this hex SHA-256.
+    pub fn body_hash(mut self, hash: impl Into<String>) -> Self {
+        self.body_hashes.push(hash.into());
+        self
+    }
+
+    /// Sets the exclusive boundary revision.
+    pub fn before(mut self, revision: impl Into<String>) -> Self {
+        self.before_revision = Some(revision.into());
+        self
+    }
+
+    /// Records why.
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Removes `key` from the selected revisions' metadata.
+    pub fn strip_metadata(mut self, key: impl Into<String>) -> Self {
+        self.metadata_keys.push(key.into());
+        self
+    }
+
+    /// Clears the selected revisions' cause.
+    pub fn clear_cause(mut self) -> Self {
+        self.clear_cause = true;
+        self
+    }
+
+    /// Applies the redaction instead of reporting it.
+    pub fn apply(mut self) -> Self {
+        self.apply = true;
+        self
+    }
+}
+
 /// A full tree at one revision, every file verified: path → rendered bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
@@ -130,6 +207,8 @@ pub struct Snapshot {
 pub struct RevisionTree {
     pub receipt: Receipt,
     pub files: BTreeMap<String, Vec<u8>>,
+    /// Paths whose version at this revision was redacted (tombstones: no content).
+    pub redacted: Vec<String>,
 }
 
 /// What a restore staged: the revision it came from and the staged changes it makes.
@@ -176,6 +255,48 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// The head manifest a staged tree is based on.
+struct Base {
+    revision: Option<String>,
+    entries: Vec<BaseEntry>,
+    redaction_epoch: i64,
+    restore_floor: Option<i64>,
+}
+
+impl Base {
+    /// The tree at `revision` (default: the head), without bodies.
+    async fn load(
+        transport: &dyn Transport,
+        workspace_id: &str,
+        revision: Option<&str>,
+    ) -> Result<Self> {
+        let request = rq::LoadManifest {
+            workspace_id: workspace_id.to_owned(),
+            revision: revision.map(str::to_owned),
+            delegated_grant: None,
+        };
+        let manifest = call(transport, &request).await?;
+        let entries = manifest
+            .files
+            .into_iter()
+            .map(|f| {
+                let f = StoredFile::try_from(f)?;
+                Ok(BaseEntry {
+                    path: f.path,
+                    content_hash: f.content_hash,
+                    size: f.size,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Base {
+            revision: manifest.revision,
+            entries,
+            redaction_epoch: manifest.redaction_epoch,
+            restore_floor: manifest.restore_floor,
+        })
+    }
+}
+
 impl Workspace {
     /// Creates a new, empty workspace owned by the caller and opens it.
     pub(crate) async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
@@ -199,37 +320,23 @@ impl Workspace {
         revision: Option<&str>,
         limits: Limits,
     ) -> Result<Self> {
-        let request = rq::LoadManifest {
-            workspace_id: workspace_id.to_owned(),
-            revision: revision.map(str::to_owned),
-            delegated_grant: None,
-        };
-        let manifest = call(transport.as_ref(), &request).await?;
-        let entries = manifest
-            .files
-            .into_iter()
-            .map(|f| {
-                let f = StoredFile::try_from(f)?;
-                Ok(BaseEntry {
-                    path: f.path,
-                    content_hash: f.content_hash,
-                    size: f.size,
-                })
-            })
-            .collect::<Result<_>>()?;
-        let revision = manifest.revision;
+        let base = Base::load(transport.as_ref(), workspace_id, revision).await?;
         let source = Arc::new(RemoteSource {
             transport: transport.clone(),
             workspace_id: workspace_id.to_owned(),
         });
-        let tree = StagedTree::from_base(revision, entries, Some(source), limits.clone());
+        let tree = StagedTree::from_base(base.revision, base.entries, Some(source), limits.clone());
         Ok(Workspace {
             transport,
             id: workspace_id.to_owned(),
             tree: Arc::new(tree),
             limits,
             codec: Arc::new(PlainCodec),
-            pending: Mutex::default(),
+            pending: Mutex::new(Pending {
+                redaction_epoch: base.redaction_epoch,
+                restore_floor: base.restore_floor,
+                ..Pending::default()
+            }),
         })
     }
 
@@ -290,13 +397,23 @@ impl Workspace {
             self.limits.max_transaction_metadata_bytes,
         )
         .map_err(SupabashError::field)?;
+        if self.pending().stale {
+            return Err(SupabashError::new(
+                ErrorCode::RedactionInvalidated,
+                "a redaction of this workspace may have happened and the tree was not reloaded: open the workspace again",
+            ));
+        }
         self.tree.begin_commit()?;
         let guard = InFlight(&self.tree);
         self.tree.check_limits()?;
         let planned = self.tree.wire_changes(self.codec.as_ref()).await?;
-        let (source_revision, lease) = {
+        let (source_revision, lease, epoch) = {
             let pending = self.pending();
-            (pending.restore_source.clone(), pending.lease.clone())
+            (
+                pending.restore_source.clone(),
+                pending.lease.clone(),
+                pending.redaction_epoch,
+            )
         };
         let mut request = rq::Commit {
             workspace_id: self.id.clone(),
@@ -311,6 +428,8 @@ impl Workspace {
             source_revision,
             delegated_grant: None,
             lease: None,
+            // 0 travels as absent: servers without redaction do not know the parameter.
+            redaction_epoch: Some(epoch).filter(|e| *e > 0),
         };
         request.check_fields().map_err(SupabashError::field)?;
         // The lease is not part of what is committed: a retry under a renewed or new lease
@@ -401,16 +520,32 @@ impl Workspace {
                 delegated_grant: None,
             })
             .await?;
+        let (tombstones, files): (Vec<File>, Vec<File>) =
+            answer.files.into_iter().partition(|f| f.redacted);
         Ok(RevisionTree {
             receipt: answer.receipt,
-            files: verified_files(answer.files)?,
+            files: verified_files(files)?,
+            redacted: tombstones.into_iter().map(|f| f.path).collect(),
         })
     }
 
     /// Restores forward: stages the tree of `revision` over the current base (shell-owned
     /// paths stay). The next commit makes a new revision recording `revision` as its source.
+    /// A revision before a path redaction's boundary, or one holding redacted versions, cannot
+    /// be restored (`RESTORE_CROSSES_REDACTION`, `REDACTED`).
     pub async fn restore(&self, revision: &str) -> Result<Restored> {
         let old = self.read_revision(revision).await?;
+        if let Some(floor) = self.pending().restore_floor {
+            if old.receipt.position < floor {
+                return Err(SupabashError::new(
+                    ErrorCode::RestoreCrossesRedaction,
+                    "this revision is older than a path redaction's boundary: restoring it would bring redacted paths back",
+                ));
+            }
+        }
+        if let Some(path) = old.redacted.first() {
+            return Err(crate::documents::redacted(path));
+        }
         self.tree.stage_files(old.files.into_iter().collect())?;
         self.pending().restore_source = Some(revision.to_owned());
         Ok(Restored {
@@ -594,6 +729,48 @@ impl Workspace {
     /// Whether this workspace presents a lease with its commits.
     pub fn holds_lease(&self) -> bool {
         self.pending().lease.is_some()
+    }
+
+    /// Removes content from history for good (see [`RedactOptions`]; a dry run unless
+    /// applied). After an applied redaction every staged change and cached body is discarded
+    /// and the tree reloads at the head, with the new redaction epoch. When the outcome is
+    /// unknown, commits are refused until the workspace is opened again.
+    pub async fn redact(&self, options: RedactOptions) -> Result<RedactReport> {
+        let list = |v: Vec<String>| (!v.is_empty()).then_some(v);
+        let request = rq::Redact {
+            workspace_id: self.id.clone(),
+            paths: list(options.paths),
+            body_hashes: list(options.body_hashes),
+            before_revision: options.before_revision,
+            dry_run: Some(!options.apply),
+            reason: options.reason,
+            metadata_keys: list(options.metadata_keys),
+            clear_cause: Some(options.clear_cause),
+            delegated_grant: None,
+        };
+        request.check_fields().map_err(SupabashError::field)?;
+        let report = match self.rpc(&request).await {
+            Ok(report) => report,
+            Err(e) => {
+                if e.outcome_unknown && options.apply {
+                    self.pending().stale = true;
+                }
+                return Err(e);
+            }
+        };
+        if !report.dry_run {
+            self.pending().stale = true;
+            let base = Base::load(self.transport.as_ref(), &self.id, None).await?;
+            self.tree.reset_base(base.revision, base.entries)?;
+            let mut pending = self.pending();
+            *pending = Pending {
+                redaction_epoch: base.redaction_epoch,
+                restore_floor: base.restore_floor,
+                lease: pending.lease.take(),
+                ..Pending::default()
+            };
+        }
+        Ok(report)
     }
 
     /// Whether nothing is staged: no changes against the base and no pending restore.

@@ -31,6 +31,11 @@ pub enum ErrorCode {
     /// read-only transaction: send writes to the primary.
     ReadOnly,
     Redacted,
+    /// The workspace was redacted since the staged tree was loaded: reopen it (nothing of the
+    /// commit was written, so redacted content cannot come back through a stale tree).
+    RedactionInvalidated,
+    /// A restore from a revision before a path redaction's boundary.
+    RestoreCrossesRedaction,
     RevisionNotFound,
     /// A backend (PostgreSQL, PostgREST, Supabase Auth or Storage) failed, was unreachable, or
     /// answered something the contract does not describe.
@@ -62,6 +67,8 @@ impl ErrorCode {
             ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
             ErrorCode::ReadOnly => "READ_ONLY",
             ErrorCode::Redacted => "REDACTED",
+            ErrorCode::RedactionInvalidated => "REDACTION_INVALIDATED",
+            ErrorCode::RestoreCrossesRedaction => "RESTORE_CROSSES_REDACTION",
             ErrorCode::RevisionNotFound => "REVISION_NOT_FOUND",
             ErrorCode::Backend => "BACKEND",
             ErrorCode::UnsupportedContent => "UNSUPPORTED_CONTENT",
@@ -108,10 +115,13 @@ pub enum Marker {
     ReadOnly,
     LeaseHeld,
     LeaseLost,
+    RedactionInvalidated,
+    RestoreCrossesRedaction,
+    RedactionCurrentBody,
 }
 
 /// Every marker, for lookups and documentation.
-pub const MARKERS: [Marker; 19] = [
+pub const MARKERS: [Marker; 22] = [
     Marker::AuthenticationRequired,
     Marker::WorkspaceDenied,
     Marker::InvalidArgument,
@@ -131,6 +141,9 @@ pub const MARKERS: [Marker; 19] = [
     Marker::ReadOnly,
     Marker::LeaseHeld,
     Marker::LeaseLost,
+    Marker::RedactionInvalidated,
+    Marker::RestoreCrossesRedaction,
+    Marker::RedactionCurrentBody,
 ];
 
 impl Marker {
@@ -156,6 +169,9 @@ impl Marker {
             Marker::ReadOnly => "SUPABASH_READ_ONLY",
             Marker::LeaseHeld => "SUPABASH_LEASE_HELD",
             Marker::LeaseLost => "SUPABASH_LEASE_LOST",
+            Marker::RedactionInvalidated => "SUPABASH_REDACTION_INVALIDATED",
+            Marker::RestoreCrossesRedaction => "SUPABASH_RESTORE_CROSSES_REDACTION",
+            Marker::RedactionCurrentBody => "SUPABASH_REDACTION_CURRENT_BODY",
         }
     }
 
@@ -182,6 +198,9 @@ impl Marker {
             Marker::ReadOnly => "25006",
             Marker::LeaseHeld => "PT423",
             Marker::LeaseLost => "PT412",
+            Marker::RedactionInvalidated
+            | Marker::RestoreCrossesRedaction
+            | Marker::RedactionCurrentBody => "55000",
         }
     }
 
@@ -205,6 +224,10 @@ impl Marker {
             Marker::ReadOnly => ErrorCode::ReadOnly,
             Marker::LeaseHeld => ErrorCode::LeaseHeld,
             Marker::LeaseLost => ErrorCode::LeaseLost,
+            Marker::RedactionInvalidated => ErrorCode::RedactionInvalidated,
+            Marker::RestoreCrossesRedaction => ErrorCode::RestoreCrossesRedaction,
+            // The content is still in use at the head: redacting it is refused, not wrong input.
+            Marker::RedactionCurrentBody => ErrorCode::PolicyDenied,
         }
     }
 

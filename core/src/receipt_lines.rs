@@ -3,7 +3,8 @@
 //! identical every time.
 //!
 //! Layout: version byte `1`, line count (LEB128), then per line: op (0 upsert, 1 delete,
-//! 2 move), a flag byte (1 from, 2 before, 4 after, 8 replaced), the path, then what the flags
+//! 2 move), a flag byte (1 from, 2 before, 4 after, 8 replaced, 16 redacted: hashes of redacted
+//! content were removed), the path, then what the flags
 //! say in that order. Strings are LEB128 length + UTF-8; a version is 32 raw hash bytes + its
 //! size (LEB128).
 
@@ -14,6 +15,7 @@ const FROM: u8 = 1;
 const BEFORE: u8 = 2;
 const AFTER: u8 = 4;
 const REPLACED: u8 = 8;
+const REDACTED: u8 = 16;
 const OPS: [&str; 3] = ["upsert", "delete", "move"];
 
 /// Why lines could not be encoded or decoded.
@@ -42,6 +44,9 @@ pub fn encode(lines: &[ReceiptLine]) -> Result<Vec<u8>, CodecError> {
             (&l.replaced_hash, l.replaced_size, REPLACED),
         ];
         let mut flags = if l.from.is_some() { FROM } else { 0 };
+        if l.redacted {
+            flags |= REDACTED;
+        }
         for (hash, size, bit) in &versions {
             match (hash, size) {
                 (Some(_), Some(_)) => flags |= bit,
@@ -86,7 +91,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<ReceiptLine>, CodecError> {
             .get(r.byte()? as usize)
             .ok_or(CodecError::Malformed("unknown op"))?;
         let flags = r.byte()?;
-        if flags & !(FROM | BEFORE | AFTER | REPLACED) != 0 {
+        if flags & !(FROM | BEFORE | AFTER | REPLACED | REDACTED) != 0 {
             return Err(CodecError::Malformed("unknown flag"));
         }
         let path = r.string()?;
@@ -117,6 +122,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<ReceiptLine>, CodecError> {
             after_size,
             replaced_hash,
             replaced_size,
+            redacted: flags & REDACTED != 0,
         });
     }
     if !r.0.is_empty() {
@@ -197,8 +203,9 @@ mod tests {
             version(),
             version(),
             version(),
+            any::<bool>(),
         )
-            .prop_map(|(op, path, from, b, a, r)| ReceiptLine {
+            .prop_map(|(op, path, from, b, a, r, redacted)| ReceiptLine {
                 op: OPS[op].to_owned(),
                 path,
                 from,
@@ -208,6 +215,7 @@ mod tests {
                 after_size: a.map(|v| v.1),
                 replaced_hash: r.as_ref().map(|v| v.0.clone()),
                 replaced_size: r.map(|v| v.1),
+                redacted,
             })
     }
 
@@ -243,6 +251,7 @@ mod tests {
             after_size: Some(1),
             replaced_hash: None,
             replaced_size: None,
+            redacted: false,
         };
         assert_eq!(
             encode(&[l.clone()]),
@@ -279,6 +288,7 @@ mod tests {
             after_size: Some(8200),
             replaced_hash: None,
             replaced_size: None,
+            redacted: false,
         };
         assert!(encode(&[l]).unwrap().len() < 90);
     }

@@ -31,7 +31,7 @@ CREATE POLICY owner ON supabash.workspaces TO supabash_owner
 DO $$
 DECLARE t text;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['revisions', 'entries', 'checkpoints', 'purged_commits'] LOOP
+  FOREACH t IN ARRAY ARRAY['revisions', 'entries', 'checkpoints', 'purged_commits', 'redactions'] LOOP
     EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
     EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
     EXECUTE format('CREATE POLICY owner ON supabash.%I TO supabash_owner

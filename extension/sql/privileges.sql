@@ -35,6 +35,8 @@ BEGIN
   -- The install's own helpers are for the installing superuser only.
   REVOKE ALL ON FUNCTION supabash._assert_privileges(), supabash._check_install(), supabash._trust_report()
     FROM supabash_owner;
+  -- Redactions are an append-only audit trail.
+  REVOKE UPDATE, DELETE ON supabash.redactions FROM supabash_owner;
   -- Capability verifiers: written only by supabash_keeper (through the register and revoke
   -- functions); supabash_owner reads them. Row locks need UPDATE privilege, so the exchange's
   -- cleanup (FOR UPDATE SKIP LOCKED) gets it on one column of nonces and grants.

@@ -103,7 +103,7 @@ CREATE FUNCTION public.supabash_commit(
   base_revision text DEFAULT NULL, transaction_id text DEFAULT NULL,
   correlation_id text DEFAULT NULL, idempotency_key text DEFAULT NULL,
   cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL, delegated_grant text DEFAULT NULL,
-  lease text DEFAULT NULL)
+  lease text DEFAULT NULL, redaction_epoch bigint DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('commit', json_build_object(
@@ -111,7 +111,7 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'base_revision', base_revision, 'transaction_id', transaction_id,
     'correlation_id', correlation_id, 'idempotency_key', idempotency_key,
     'cause', cause, 'metadata', metadata, 'source_revision', source_revision, 'delegated_grant', delegated_grant,
-    'lease', lease))
+    'lease', lease, 'redaction_epoch', redaction_epoch))
 $$;
 
 CREATE FUNCTION public.supabash_diff(
@@ -184,6 +184,18 @@ CREATE FUNCTION public.supabash_lease(workspace_id text, delegated_grant text DE
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
   SELECT supabash._call('lease', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_redact(
+  workspace_id text, paths text[] DEFAULT NULL, body_hashes text[] DEFAULT NULL,
+  before_revision text DEFAULT NULL, dry_run boolean DEFAULT false, reason text DEFAULT NULL,
+  metadata_keys text[] DEFAULT NULL, clear_cause boolean DEFAULT false, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('redact', json_build_object('workspace_id', workspace_id,
+    'paths', to_json(paths), 'body_hashes', to_json(body_hashes), 'before_revision', before_revision,
+    'dry_run', dry_run, 'reason', reason, 'metadata_keys', to_json(metadata_keys),
+    'clear_cause', clear_cause, 'delegated_grant', delegated_grant))
 $$;
 
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its

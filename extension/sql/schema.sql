@@ -80,6 +80,9 @@ CREATE TABLE supabash.workspaces (
   fork_revision uuid,
   fork_position bigint CHECK (fork_position > 0),
   deleted_at    timestamptz,
+  -- Counts applied redactions (extension/src/redact.rs). A commit must send the epoch its
+  -- staged tree was loaded at, so a tree loaded before a redaction cannot commit again.
+  redaction_epoch bigint NOT NULL DEFAULT 0 CONSTRAINT workspaces_redaction_epoch_check CHECK (redaction_epoch >= 0),
   CHECK ((head_revision IS NULL) = (head_position IS NULL)),
   CHECK ((fork_of IS NULL) = (fork_position IS NULL) AND (fork_of IS NULL) = (fork_revision IS NULL))
 );
@@ -179,9 +182,31 @@ CREATE TABLE supabash.entries (
   metadata     jsonb CHECK (metadata <> '{}'),
   CHECK ((content_hash IS NULL) = (content_size IS NULL)
          AND (content_hash IS NULL) = (metadata IS NULL)),
-  PRIMARY KEY (workspace_id, path, valid_from)
+  PRIMARY KEY (workspace_id, path, valid_from),
+  -- A tombstone (redaction removed the version's content): an explicit flag, never a content
+  -- value a user could write, with an empty body hash (no body is named) and no metadata.
+  redacted     boolean NOT NULL DEFAULT false,
+  CONSTRAINT entries_tombstone_check CHECK (CASE WHEN redacted
+    THEN octet_length(body_hash) = 0 AND body_size = 0 AND content_hash IS NULL
+    ELSE octet_length(body_hash) = 32 END)
 );
 CREATE UNIQUE INDEX entries_open_idx ON supabash.entries (workspace_id, path) WHERE valid_until IS NULL;
+
+-- Applied redactions, append-only (supabash_owner may only insert and read; rows go with their
+-- workspace). A path redaction's boundary is also the restore fence: a restore from a revision
+-- before it is refused. No foreign key to revisions, so purge cannot remove a fence.
+CREATE TABLE supabash.redactions (
+  workspace_id      uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  redaction_id      uuid NOT NULL,
+  boundary_position bigint NOT NULL,
+  boundary_revision uuid NOT NULL,
+  paths             text[] NOT NULL,
+  hash_count        integer NOT NULL CHECK (hash_count >= 0),
+  reason            text,
+  actor             text NOT NULL,
+  created_at        timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (workspace_id, redaction_id)
+);
 
 CREATE TABLE supabash.checkpoints (
   workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,

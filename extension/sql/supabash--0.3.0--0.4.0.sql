@@ -138,13 +138,42 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- Redaction (extension/src/redact.rs): a redaction epoch per workspace, tombstones as an
+-- explicit flag on entries, the append-only redactions table (audit trail and restore fence),
+-- supabash_redact, and supabash_commit's redaction_epoch parameter.
+ALTER TABLE supabash.workspaces
+  ADD COLUMN redaction_epoch bigint NOT NULL DEFAULT 0 CONSTRAINT workspaces_redaction_epoch_check CHECK (redaction_epoch >= 0);
+ALTER TABLE supabash.entries
+  ADD COLUMN redacted boolean NOT NULL DEFAULT false,
+  ADD CONSTRAINT entries_tombstone_check CHECK (CASE WHEN redacted
+    THEN octet_length(body_hash) = 0 AND body_size = 0 AND content_hash IS NULL
+    ELSE octet_length(body_hash) = 32 END);
+
+CREATE TABLE supabash.redactions (
+  workspace_id      uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  redaction_id      uuid NOT NULL,
+  boundary_position bigint NOT NULL,
+  boundary_revision uuid NOT NULL,
+  paths             text[] NOT NULL,
+  hash_count        integer NOT NULL CHECK (hash_count >= 0),
+  reason            text,
+  actor             text NOT NULL,
+  created_at        timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (workspace_id, redaction_id)
+);
+ALTER TABLE supabash.redactions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.redactions FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.redactions TO supabash_owner
+  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
+  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+
 DROP FUNCTION public.supabash_commit(text, json, text, text, text, text, text, text, jsonb, text, text);
 CREATE FUNCTION public.supabash_commit(
   workspace_id text, changes json, actor text DEFAULT NULL,
   base_revision text DEFAULT NULL, transaction_id text DEFAULT NULL,
   correlation_id text DEFAULT NULL, idempotency_key text DEFAULT NULL,
   cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL, delegated_grant text DEFAULT NULL,
-  lease text DEFAULT NULL)
+  lease text DEFAULT NULL, redaction_epoch bigint DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('commit', json_build_object(
@@ -152,7 +181,7 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'base_revision', base_revision, 'transaction_id', transaction_id,
     'correlation_id', correlation_id, 'idempotency_key', idempotency_key,
     'cause', cause, 'metadata', metadata, 'source_revision', source_revision, 'delegated_grant', delegated_grant,
-    'lease', lease))
+    'lease', lease, 'redaction_epoch', redaction_epoch))
 $$;
 
 CREATE FUNCTION public.supabash_acquire_lease(
@@ -182,6 +211,81 @@ CREATE FUNCTION public.supabash_lease(workspace_id text, delegated_grant text DE
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
   SELECT supabash._call('lease', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_redact(
+  workspace_id text, paths text[] DEFAULT NULL, body_hashes text[] DEFAULT NULL,
+  before_revision text DEFAULT NULL, dry_run boolean DEFAULT false, reason text DEFAULT NULL,
+  metadata_keys text[] DEFAULT NULL, clear_cause boolean DEFAULT false, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('redact', json_build_object('workspace_id', workspace_id,
+    'paths', to_json(paths), 'body_hashes', to_json(body_hashes), 'before_revision', before_revision,
+    'dry_run', dry_run, 'reason', reason, 'metadata_keys', to_json(metadata_keys),
+    'clear_cause', clear_cause, 'delegated_grant', delegated_grant))
+$$;
+
+-- The privileges gain the redactions table's append-only rule (sql/privileges.sql).
+CREATE OR REPLACE FUNCTION supabash._assert_privileges() RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  r record;
+BEGIN
+  -- Owners first: a grant made while creating or updating the extension is recorded, with
+  -- the owner it names, as the object's initial privileges (pg_init_privs, what pg_dump
+  -- compares against), and ALTER ... OWNER does not update that record.
+  REVOKE ALL ON SCHEMA supabash FROM PUBLIC;
+  REVOKE ALL ON ALL TABLES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
+  REVOKE ALL ON ALL SEQUENCES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
+  REVOKE ALL ON ALL FUNCTIONS IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
+  GRANT USAGE ON SCHEMA supabash TO supabash_owner;
+  GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA supabash TO supabash_owner;
+  GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA supabash TO supabash_owner;
+  -- The install's own helpers are for the installing superuser only.
+  REVOKE ALL ON FUNCTION supabash._assert_privileges(), supabash._check_install(), supabash._trust_report()
+    FROM supabash_owner;
+  -- Redactions are an append-only audit trail.
+  REVOKE UPDATE, DELETE ON supabash.redactions FROM supabash_owner;
+  -- Capability verifiers: written only by supabash_keeper (through the register and revoke
+  -- functions); supabash_owner reads them. Row locks need UPDATE privilege, so the exchange's
+  -- cleanup (FOR UPDATE SKIP LOCKED) gets it on one column of nonces and grants.
+  REVOKE UPDATE ON supabash.capability_verifiers, supabash.capability_nonces, supabash.grants FROM supabash_owner;
+  REVOKE INSERT, DELETE ON supabash.capability_verifiers FROM supabash_owner;
+  GRANT UPDATE (expires_at) ON supabash.capability_nonces, supabash.grants TO supabash_owner;
+  GRANT USAGE ON SCHEMA supabash TO supabash_keeper;
+  GRANT SELECT, INSERT, UPDATE, DELETE ON supabash.capability_verifiers TO supabash_keeper;
+  GRANT SELECT, DELETE ON supabash.grants TO supabash_keeper;
+  GRANT EXECUTE ON FUNCTION supabash._ed25519_key_pair(), supabash._ed25519_public_key_valid(bytea),
+    supabash.request_claims(), supabash.request_role() TO supabash_keeper;
+
+  -- The public RPCs: every public.supabash_* function that belongs to the extension.
+  FOR r IN SELECT p.oid::regprocedure AS f, p.proname::text AS name FROM pg_catalog.pg_proc p
+            WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'supabash\_%'
+              AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                           WHERE d.classid = 'pg_catalog.pg_proc'::regclass
+                             AND d.objid = p.oid AND d.deptype = 'e'
+                             AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'supabash'))
+  LOOP
+    EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC, anon', r.f);
+    IF r.name IN ('supabash_register_capability_verifier', 'supabash_revoke_capability_verifier') THEN
+      -- The database owner's: owned by supabash_keeper, executable by whoever installed.
+      EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_keeper', r.f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated, service_role', r.f);
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r.f, session_user);
+      CONTINUE;
+    END IF;
+    EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_owner', r.f);
+    IF r.name = 'supabash_exchange_capability' THEN
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO service_role', r.f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated', r.f);
+    ELSIF r.name = 'supabash_create_workspace' THEN
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO authenticated', r.f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM service_role', r.f);
+    ELSE
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO authenticated, service_role', r.f);
+    END IF;
+  END LOOP;
+END
 $$;
 
 -- Every upgrade ends like the install (extension/sql/finalize.sql).

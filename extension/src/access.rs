@@ -24,6 +24,8 @@ pub struct Workspace {
     pub store: String,
     /// For a fork: the workspaces it reads from, nearest first (see `lineage`).
     pub sources: Vec<crate::lineage::Source>,
+    /// How many redactions the workspace has seen (0 on a schema without redaction).
+    pub redaction_epoch: i64,
     /// Set when the caller is a job holding a delegated grant.
     pub delegation: Option<Delegation>,
 }
@@ -175,21 +177,24 @@ fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspa
         return read_head_before_forks(id, delegation);
     }
     let found = db::query_row(
-        "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
-                fork_of IS NOT NULL
-           FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL",
+        &format!(
+            "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
+                    fork_of IS NOT NULL, {}
+               FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL",
+            epoch_column()
+        ),
         &[id.into()],
         |r| {
             Ok((
-                db::opt::<String>(r, 1)?,
-                db::opt::<i64>(r, 2)?,
+                (db::opt::<String>(r, 1)?, db::opt::<i64>(r, 2)?),
                 db::get::<String>(r, 3)?,
                 db::get::<String>(r, 4)?,
                 db::get::<bool>(r, 5)?,
+                db::get::<i64>(r, 6)?,
             ))
         },
     )?;
-    let Some((head, head_position, owner, store, forked)) = found else {
+    let Some(((head, head_position), owner, store, forked, redaction_epoch)) = found else {
         return Ok(None);
     };
     if delegation.is_some() {
@@ -203,8 +208,18 @@ fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspa
         head_position,
         store,
         sources,
+        redaction_epoch,
         delegation,
     }))
+}
+
+/// The select expression of a workspace's redaction epoch for the installed schema.
+fn epoch_column() -> &'static str {
+    if crate::redact::supported() {
+        "redaction_epoch"
+    } else {
+        "0::bigint"
+    }
 }
 
 /// A fork's sources, nearest first, each with the position it is read at (the fork point of
@@ -257,6 +272,7 @@ fn read_head_before_forks(id: &str, delegation: Option<Delegation>) -> Outcome<O
         head_position,
         store: id.to_owned(),
         sources: Vec::new(),
+        redaction_epoch: 0,
         delegation,
     }))
 }

@@ -131,6 +131,7 @@ struct Context {
     cause: Option<String>,
     metadata: Value,
     source_revision: Option<String>,
+    redaction_epoch: Option<i64>,
 }
 
 /// Checks the request's fields (the shared limits, UUIDs) and gives its context.
@@ -148,6 +149,7 @@ fn context(req: &mut rq::Commit) -> Outcome<Context> {
         cause: req.cause.take(),
         metadata: req.metadata.take().unwrap_or_else(|| json!({})),
         source_revision: args::uuid_opt("source_revision", req.source_revision.as_deref())?,
+        redaction_epoch: req.redaction_epoch,
     })
 }
 
@@ -223,18 +225,21 @@ fn versions(
     at: Option<i64>,
     paths: Vec<String>,
 ) -> Outcome<BTreeMap<String, Version>> {
-    let sql = lineage::visible_sql(
-        ws,
-        at.is_none(),
-        "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata",
-        "e.path = ANY($5)",
-    );
+    let sql = lineage::visible_sql(ws, at.is_none(), &version_columns(), "e.path = ANY($5)");
     let mut args = lineage::visible_args(ws, at);
     args.push(paths.into());
     Ok(db::file_rows(&sql, &args)?
         .into_iter()
         .map(version)
         .collect())
+}
+
+/// The columns [`db::file_rows`] reads, over the alias `e`.
+fn version_columns() -> String {
+    format!(
+        "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, {}",
+        db::redacted_column("e")
+    )
 }
 
 /// A stored file row as a path and its version.
@@ -266,6 +271,7 @@ fn line(
         after_size: after.map(|v| v.content_size),
         replaced_hash: None,
         replaced_size: None,
+        redacted: false,
     }
 }
 
@@ -339,13 +345,9 @@ fn plan(initial: &BTreeMap<String, Version>, state: &BTreeMap<String, Option<Ver
 }
 
 /// Closes the open interval of every changed path and opens the new ones, set-based. In a
-/// fork, a closed path that was still inherited first gets its copy row (see `lineage`).
-fn write_entries(
-    ws: &Workspace,
-    position: i64,
-    plan: Plan,
-    initial: &BTreeMap<String, Version>,
-) -> Outcome<()> {
+/// fork, a closed path that was still inherited first gets its copy row (see `lineage`): the
+/// inherited row as it is, tombstone or not, valid from the fork's first position to this one.
+fn write_entries(ws: &Workspace, position: i64, plan: Plan) -> Outcome<()> {
     if !plan.close.is_empty() {
         let closed: HashSet<String> = db::rows(
             "UPDATE supabash.entries SET valid_until = $2
@@ -360,15 +362,30 @@ fn write_entries(
         )?
         .into_iter()
         .collect();
-        if !ws.sources.is_empty() {
-            let inherited: Vec<&String> =
-                plan.close.iter().filter(|p| !closed.contains(*p)).collect();
-            let versions: Vec<&Version> = inherited.iter().map(|p| &initial[*p]).collect();
-            insert_rows(
-                &ws.id,
-                (lineage::FIRST_POSITION, Some(position)),
-                &inherited,
-                &versions,
+        let inherited: Vec<String> = plan
+            .close
+            .iter()
+            .filter(|p| !closed.contains(*p))
+            .cloned()
+            .collect();
+        if !ws.sources.is_empty() && !inherited.is_empty() {
+            let visible = lineage::visible_sql(ws, true, &version_columns(), "e.path = ANY($5)");
+            let mut args = lineage::visible_args(ws, None);
+            args.extend([
+                inherited.into(),
+                lineage::FIRST_POSITION.into(),
+                position.into(),
+            ]);
+            db::exec(
+                &format!(
+                    "INSERT INTO supabash.entries
+                            (workspace_id, path, valid_from, valid_until, body_hash, body_size,
+                             content_hash, content_size, metadata, redacted)
+                     SELECT $1::uuid, v.path, $6, $7, v.body_hash, v.body_size,
+                            v.content_hash, v.content_size, v.metadata, v.redacted
+                       FROM ({visible}) AS v (path, body_hash, body_size, content_hash, content_size, metadata, redacted)"
+                ),
+                &args,
             )?;
         }
     }
@@ -455,6 +472,26 @@ fn check_restore(
     Ok(())
 }
 
+/// Refuses, before anything is written or replayed, a commit from a tree loaded before the
+/// workspace's latest redaction (an absent epoch counts as 0: callers that never saw a
+/// redaction keep working) and a restore from before a path redaction's boundary.
+fn check_redaction(ws: &str, ctx: &Context, epoch: i64) -> Outcome<()> {
+    if ctx.redaction_epoch.unwrap_or(0) != epoch {
+        return Err(Fail::new(
+            Marker::RedactionInvalidated,
+            "the workspace was redacted since this tree was loaded: reopen it and stage the changes again",
+        )
+        .with_detail(json!({ "expectedEpoch": ctx.redaction_epoch, "actualEpoch": epoch })));
+    }
+    if let Some(source) = &ctx.source_revision {
+        // A missing source is reported after the replay check, as before.
+        if let Ok(position) = access::revision_position(ws, source) {
+            crate::redact::check_restore_source(ws, source, position)?;
+        }
+    }
+    Ok(())
+}
+
 /// `supabash_commit`: see docs/sql-contract.md.
 pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     // Authorise first: a caller who may not commit here costs no decoding or hashing.
@@ -464,6 +501,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     let mut ctx = context(&mut req)?;
     let (changes, mut new_bytes) = hash_changes(changes);
     let locked = access::lock(opened)?;
+    check_redaction(&ws, &ctx, locked.redaction_epoch)?;
     let (head, head_position) = (locked.head.clone(), locked.head_position);
     let delegation = locked.delegation.clone();
     // A delegated commit is recorded under the grant's subject, correlation id and key id,
@@ -572,7 +610,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         .collect();
     let added = bodies::store(&locked.store, new_bodies)?;
     quota::add_bytes(&locked.store, &locked.owner, added)?;
-    write_entries(&locked, position, plan, &initial)?;
+    write_entries(&locked, position, plan)?;
 
     let receipt = Receipt {
         workspace_id: ws.clone(),

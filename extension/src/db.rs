@@ -96,10 +96,22 @@ pub struct FileRow {
     pub content_size: i64,
     pub metadata: Value,
     pub body: Option<Vec<u8>>,
+    /// A tombstone (see `redact`): no body to load.
+    pub redacted: bool,
+}
+
+/// The select-list expression of `entries.redacted` for table alias `alias` (`false` on a
+/// schema without redaction), the seventh column of a [`file_rows`] query.
+pub fn redacted_column(alias: &str) -> String {
+    if crate::redact::supported() {
+        format!("{alias}.redacted")
+    } else {
+        "false".to_owned()
+    }
 }
 
 /// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,
-/// metadata` and collects the rows. NULL content columns (a file without metadata, see
+/// metadata, redacted` (see [`redacted_column`]) and collects the rows. NULL content columns (a file without metadata, see
 /// `supabash.entries`) read as the body's hash and size and `{}`.
 pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
     query(sql, args, |row| {
@@ -113,6 +125,7 @@ pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
             body_hash,
             body_size,
             body: None,
+            redacted: get(row, 7)?,
         })
     })
 }

@@ -20,12 +20,18 @@ use supabash_core::rpc::requests::{self as rq, DiffRef};
 use supabash_core::rpc::{parse_changes, Change, Diff, DiffEntry, DiffKind, StagedDocument};
 use supabash_core::Marker;
 
+/// What a preview shows for a tombstone.
+const REDACTED_PREVIEW: &str = "[redacted]";
+
 struct SideFile {
     content_hash: Vec<u8>,
     body_hash: Vec<u8>,
     body_size: i64,
     metadata: Value,
     body: Option<Vec<u8>>,
+    /// A tombstone: its `content_hash` is a per-path stand-in (equal only to the same path's
+    /// tombstone, never to content), and it has no body and no hash to show.
+    redacted: bool,
 }
 
 struct Side {
@@ -54,6 +60,7 @@ fn staged_side(staged: Option<&[StagedDocument]>) -> Outcome<Side> {
             body_size: v.body_size,
             metadata: v.metadata,
             body: Some(content.body),
+            redacted: false,
         };
         if files.insert(path.clone(), file).is_some() {
             return Err(invalid(format!("staged lists {path:?} twice")));
@@ -70,12 +77,18 @@ fn stored_side(ws: &Workspace, revision: &str) -> Outcome<Side> {
     let files = files_at(ws, Some(position), None, false)?
         .into_iter()
         .map(|r| {
+            let content_hash = if r.redacted {
+                [b"\0redacted\0".as_slice(), r.path.as_bytes()].concat()
+            } else {
+                r.content_hash
+            };
             let f = SideFile {
-                content_hash: r.content_hash,
+                content_hash,
                 body_hash: r.body_hash,
                 body_size: r.body_size,
                 metadata: r.metadata,
                 body: None,
+                redacted: r.redacted,
             };
             (r.path, f)
         })
@@ -130,6 +143,9 @@ fn in_scope(filter: &[String], path: &str) -> bool {
 /// is all a preview of `max` bytes can show), or `None` when that prefix is not text. A
 /// character cut at the end of the prefix is dropped, not taken for binary.
 fn preview_text(file: &SideFile, bodies: &HashMap<Vec<u8>, Vec<u8>>, max: usize) -> Option<String> {
+    if file.redacted {
+        return Some(REDACTED_PREVIEW.to_owned());
+    }
     let body = file.body.as_ref().or_else(|| bodies.get(&file.body_hash))?;
     let mut prefix = &body[..body.len().min(max)];
     if (prefix.len() as i64) < file.body_size {
@@ -262,8 +278,12 @@ fn entry(
         kind,
         path: path.to_owned(),
         from: from.map(str::to_owned),
-        before_hash: before.map(|f| hex::encode(&f.content_hash)),
-        after_hash: after.map(|f| hex::encode(&f.content_hash)),
+        before_hash: before
+            .filter(|f| !f.redacted)
+            .map(|f| hex::encode(&f.content_hash)),
+        after_hash: after
+            .filter(|f| !f.redacted)
+            .map(|f| hex::encode(&f.content_hash)),
         preview: None,
         binary: false,
     }
@@ -280,7 +300,7 @@ fn preview_bodies(
         .filter(|(e, _, _)| e.kind != DiffKind::Moved)
         .flat_map(|(_, b, a)| [b, a])
         .flatten()
-        .filter(|f| f.body.is_none())
+        .filter(|f| f.body.is_none() && !f.redacted)
         .map(|f| (f.body_hash.clone(), f.body_size))
         .collect();
     wanted.sort();

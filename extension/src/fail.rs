@@ -43,6 +43,7 @@ impl Fail {
             "0A000" => PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
             "XX001" => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
             "25006" => PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "55000" => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             _ => PgSqlErrorCode::ERRCODE_RAISE_EXCEPTION,
         };
         let mut report = ErrorReport::new(

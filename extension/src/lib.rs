@@ -21,6 +21,7 @@ mod purge;
 mod quota;
 mod read;
 mod receipts;
+mod redact;
 mod schema;
 mod scope;
 mod stored;
@@ -64,7 +65,7 @@ pub(crate) fn clip(s: &str) -> &str {
 #[pg_schema]
 mod supabash {
     use crate::{
-        args, capability, checkpoint, clip, commit, diff, fail, lease, purge, read, scope,
+        args, capability, checkpoint, clip, commit, diff, fail, lease, purge, read, redact, scope,
         workspaces,
     };
     use pgrx::prelude::*;
@@ -104,6 +105,7 @@ mod supabash {
                 serve::<rq::DeleteCheckpoint>(op, a, checkpoint::delete_checkpoint)
             }
             "purge" => serve::<rq::Purge>(op, a, purge::purge),
+            "redact" => serve::<rq::Redact>(op, a, redact::redact),
             "exchange_capability" => serve::<rq::ExchangeCapability>(op, a, capability::exchange),
             "acquire_lease" => serve::<rq::AcquireLease>(op, a, lease::acquire),
             "renew_lease" => serve::<rq::RenewLease>(op, a, lease::renew),

@@ -27,6 +27,7 @@ pub fn file(row: FileRow) -> File {
         metadata: row.metadata,
         text: None,
         base64: None,
+        redacted: row.redacted,
     };
     match row.body {
         Some(body) => file.with_body(body),
@@ -54,22 +55,29 @@ pub fn files_at(
     let at_head = position.is_none() || position == ws.head_position;
     let sql = format!(
         "SELECT * FROM ({}) e ORDER BY 1",
-        lineage::visible_sql(ws, at_head, FILE_COLUMNS, "$5::text IS NULL OR e.path = $5")
+        lineage::visible_sql(
+            ws,
+            at_head,
+            &format!("{FILE_COLUMNS}, {}", db::redacted_column("e")),
+            "$5::text IS NULL OR e.path = $5"
+        )
     );
     let mut args = lineage::visible_args(ws, position);
     args.push(only.into());
     let mut rows = db::file_rows(&sql, &args)?;
     if bodies {
+        // Tombstones name no body.
         let wanted: Vec<(Vec<u8>, i64)> = rows
             .iter()
+            .filter(|r| !r.redacted)
             .map(|r| (r.body_hash.clone(), r.body_size))
             .collect();
         let mut loaded = bodies::load_charged(&ws.store, &wanted)?;
         let mut uses: HashMap<Vec<u8>, usize> = HashMap::new();
-        for row in &rows {
+        for row in rows.iter().filter(|r| !r.redacted) {
             *uses.entry(row.body_hash.clone()).or_default() += 1;
         }
-        for row in &mut rows {
+        for row in rows.iter_mut().filter(|r| !r.redacted) {
             // Files that share a body share its bytes: the last of them takes them.
             let left = uses.get_mut(&row.body_hash).expect("counted");
             *left -= 1;
@@ -100,6 +108,8 @@ pub fn load_manifest(req: rq::LoadManifest) -> Outcome<Tree> {
     let (revision, position) = pinned(&ws, req.revision.as_deref())?;
     Ok(Tree {
         files: files(files_at(&ws, position, None, false)?),
+        restore_floor: crate::redact::restore_floor(&ws.id)?,
+        redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,
         position,
@@ -137,6 +147,8 @@ pub fn load_snapshot(req: rq::LoadSnapshot) -> Outcome<Tree> {
         files(files_at(&ws, position, None, true)?)
     };
     Ok(Tree {
+        restore_floor: crate::redact::restore_floor(&ws.id)?,
+        redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,
         position,

@@ -352,13 +352,13 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
         c(
             "supabash_diff",
             json!({ "workspace_id": id, "from_ref": {"head": true}, "to_ref": {"staged": true},
-                    "staged": [] }),
+                        "staged": [] }),
             &[History],
         ),
         c(
             "supabash_commit",
             json!({ "workspace_id": id, "actor": "intruder", "base_revision": head,
-                    "changes": [{"op": "upsert", "path": "/written.md", "text": new_nonce()}] }),
+                        "changes": [{"op": "upsert", "path": "/written.md", "text": new_nonce()}] }),
             &[Commit],
         ),
         c(
@@ -405,6 +405,11 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             "supabash_fork",
             json!({ "workspace_id": id, "actor": "forker", "label": "by a test" }),
             &[Fork],
+        ),
+        c(
+            "supabash_redact",
+            json!({ "workspace_id": id, "paths": ["/secret.md"], "dry_run": true }),
+            &[Redact],
         ),
     ]
 }
@@ -2035,4 +2040,75 @@ async fn supabase_roles_that_read_every_table_cannot_mint_or_use_a_capability() 
         }
     }
     tally.finish("Supabase reader roles", cluster);
+}
+
+#[tokio::test]
+async fn only_a_grant_with_redact_redacts() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "redaction");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let admin = admin(cluster).await;
+    let apply = |g: &str| {
+        json!({ "workspace_id": ws.id, "paths": ["/secret.md"], "reason": "leak",
+                "delegated_grant": g })
+    };
+    // Every other operation together, history, purge and restore included, does not imply it.
+    let others = ops(&Operation::ALL
+        .into_iter()
+        .filter(|o| *o != Operation::Redact)
+        .collect::<Vec<_>>());
+    let g = grant(&mut rest, &mut tally, &v, &ws.id, &others, None).await;
+    let before = fingerprint(&admin, &ws.id).await;
+    let r = rest
+        .call(&Caller::Service, "supabash_redact", apply(&g))
+        .await;
+    tally.deny("redact with every operation but redact", r, Some(DENIED));
+    assert_eq!(fingerprint(&admin, &ws.id).await, before, "nothing changed");
+    // A grant for another workspace does not reach this one.
+    let other = workspace(&mut rest).await;
+    let g = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &other.id,
+        &ops(&[Operation::Redact]),
+        None,
+    )
+    .await;
+    let r = rest
+        .call(&Caller::Service, "supabash_redact", apply(&g))
+        .await;
+    tally.deny("redact with another workspace's grant", r, Some(DENIED));
+    // With redact it is applied, and recorded under the grant's subject.
+    let g = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::Redact]),
+        None,
+    )
+    .await;
+    let report = tally
+        .allow(
+            "redact with redact",
+            rest.call(&Caller::Service, "supabash_redact", apply(&g))
+                .await,
+        )
+        .expect("redacted");
+    assert_eq!(report["dryRun"], json!(false), "{report}");
+    assert_eq!(report["epoch"], json!(1), "{report}");
+    let actor: String = admin
+        .query_one(
+            "SELECT actor FROM supabash.redactions WHERE workspace_id = $1::text::uuid",
+            &[&ws.id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(actor, "delegated:job-7");
+    tally.finish("redact grants", cluster);
 }

@@ -86,6 +86,7 @@ fn line(op: &str, path: &str) -> ReceiptLine {
         after_size: None,
         replaced_hash: None,
         replaced_size: None,
+        redacted: false,
     }
 }
 

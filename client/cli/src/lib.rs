@@ -7,11 +7,13 @@
 //! - [`connect`]: the connection arguments every command that opens a workspace takes;
 //! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
-//!   `supabash_agent::mcp` over stdio or streamable HTTP.
+//!   `supabash_agent::mcp` over stdio or streamable HTTP;
+//! - [`redact`]: `supabash redact`.
 
 #![deny(unsafe_code)]
 
 pub mod connect;
 pub mod devcluster;
 pub mod mcp;
+pub mod redact;
 pub mod workspaces;

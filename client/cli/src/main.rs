@@ -49,6 +49,12 @@ enum Command {
     Fork(supabash_cli::workspaces::ForkArgs),
     /// Deletes a workspace with its history (needs --yes); its forks keep working.
     DeleteWorkspace(supabash_cli::workspaces::DeleteArgs),
+    /// Removes content from a workspace's history for good: the versions before a boundary
+    /// (default: the head, exclusive) at the given paths or with the given body hashes become
+    /// tombstones and their bytes leave the database; metadata keys and causes of the selected
+    /// revisions can be scrubbed. A dry run unless --apply. WAL, replicas' copies and backups
+    /// are beyond its reach.
+    Redact(Box<supabash_cli::redact::RedactArgs>),
 }
 
 /// Arguments of `supabash storage-setup`.
@@ -324,6 +330,9 @@ fn main() {
             Ok(false) => std::process::exit(2),
             Err(e) => Err(e),
         },
+        Command::Redact(args) => runtime
+            .block_on(supabash_cli::redact::run(*args))
+            .map_err(|e| e as _),
         Command::Mcp(args) => runtime
             .block_on(supabash_cli::mcp::run(*args))
             .map_err(|e| e as _),

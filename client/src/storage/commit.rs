@@ -111,6 +111,7 @@ fn line(t: &Touched) -> ReceiptLine {
         after_size: size(&t.after),
         replaced_hash: None,
         replaced_size: None,
+        redacted: false,
     }
 }
 

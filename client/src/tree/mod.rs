@@ -173,20 +173,11 @@ impl StagedTree {
         let mut inner = Inner {
             nodes: BTreeMap::new(),
             base: BTreeMap::new(),
-            base_revision: revision,
+            base_revision: None,
             loaded: HashMap::new(),
             committing: false,
         };
-        for e in entries {
-            inner.base.insert(
-                e.path.clone(),
-                BaseFile {
-                    content_hash: e.content_hash,
-                    size: e.size,
-                },
-            );
-        }
-        inner.reset_to_base();
+        inner.rebase(revision, entries);
         StagedTree {
             inner: Mutex::new(inner),
             in_flight: Mutex::default(),
@@ -270,6 +261,19 @@ impl StagedTree {
         let mut inner = self.lock();
         Self::check_idle(&inner)?;
         inner.reset_to_base();
+        Ok(())
+    }
+
+    /// Makes the tree the base `revision` holding `entries` again, forgetting every staged
+    /// edit and every cached body (after a redaction, whose removed bytes must not linger).
+    pub(crate) fn reset_base(
+        &self,
+        revision: Option<String>,
+        entries: Vec<BaseEntry>,
+    ) -> Result<()> {
+        let mut inner = self.lock();
+        Self::check_idle(&inner)?;
+        inner.rebase(revision, entries);
         Ok(())
     }
 
@@ -391,6 +395,23 @@ impl StagedTree {
 }
 
 impl Inner {
+    /// Replaces the base and drops staged edits and cached bodies.
+    fn rebase(&mut self, revision: Option<String>, entries: Vec<BaseEntry>) {
+        self.base = entries
+            .into_iter()
+            .map(|e| {
+                let file = BaseFile {
+                    content_hash: e.content_hash,
+                    size: e.size,
+                };
+                (e.path, file)
+            })
+            .collect();
+        self.base_revision = revision;
+        self.loaded.clear();
+        self.reset_to_base();
+    }
+
     fn reset_to_base(&mut self) {
         self.nodes.clear();
         let revision = self.base_revision.clone().unwrap_or_default();

@@ -81,6 +81,10 @@ pub struct File {
     pub metadata: Value,
     pub text: Option<String>,
     pub base64: Option<String>,
+    /// A tombstone: redaction removed this version's content (its hashes are empty, its sizes
+    /// 0, and it never carries a body). A file's own metadata cannot set it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
 }
 
 impl File {
@@ -107,6 +111,13 @@ pub struct Tree {
     pub revision: Option<String>,
     pub position: Option<i64>,
     pub files: Vec<File>,
+    /// Counts the workspace's redactions; a commit sends the value its tree was loaded at.
+    #[serde(default)]
+    pub redaction_epoch: i64,
+    /// The position of the latest path redaction's boundary: a restore from a revision
+    /// before it is refused (`SUPABASH_RESTORE_CROSSES_REDACTION`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_floor: Option<i64>,
 }
 
 /// `supabash_load_document`: one file with its body, and the revision it was read at.
@@ -227,6 +238,26 @@ pub struct PurgeReport {
     pub entries: i64,
     pub bodies: i64,
     pub bytes: i64,
+}
+
+/// `supabash_redact`: what was (or, on a dry run, would be) redacted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RedactReport {
+    /// The audit record's id (also on a dry run, where nothing is recorded).
+    pub redaction_id: String,
+    pub dry_run: bool,
+    /// The revisions before the boundary that showed a redacted version (or, when only
+    /// metadata was scrubbed, every revision before it), oldest first.
+    pub revisions: Vec<String>,
+    /// How many stored versions became tombstones.
+    pub versions: i64,
+    /// The bodies removed from the database (hex SHA-256).
+    pub bodies: Vec<String>,
+    /// Their plain bytes, given back to the owner's usage.
+    pub bytes: i64,
+    /// The workspace's redaction epoch after the call.
+    pub epoch: i64,
 }
 
 /// `supabash_exchange_capability`: a grant a job presents as `delegated_grant`.

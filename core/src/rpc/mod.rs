@@ -74,6 +74,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<Checkpoints>(),
         RpcInfo::of::<DeleteCheckpoint>(),
         RpcInfo::of::<Purge>(),
+        RpcInfo::of::<Redact>(),
         RpcInfo::of::<ExchangeCapability>(),
         RpcInfo::of::<RegisterCapabilityVerifier>(),
         RpcInfo::of::<RevokeCapabilityVerifier>(),

@@ -20,6 +20,30 @@ pub struct ReceiptLine {
     pub replaced_hash: Option<String>,
     /// For a move onto an existing file: the size of the file it replaced.
     pub replaced_size: Option<i64>,
+    /// True when redaction removed the hashes and sizes of redacted content from this line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
+}
+
+impl ReceiptLine {
+    /// Removes every hash in `hashes` (lowercase hex) from the line, with its size, and marks
+    /// the line redacted; answers whether anything was removed.
+    pub fn redact(&mut self, hashes: &std::collections::HashSet<String>) -> bool {
+        let mut removed = false;
+        for (hash, size) in [
+            (&mut self.before_hash, &mut self.before_size),
+            (&mut self.after_hash, &mut self.after_size),
+            (&mut self.replaced_hash, &mut self.replaced_size),
+        ] {
+            if hash.as_ref().is_some_and(|h| hashes.contains(h)) {
+                *hash = None;
+                *size = None;
+                removed = true;
+            }
+        }
+        self.redacted |= removed;
+        removed
+    }
 }
 
 /// The record of one commit.

@@ -183,6 +183,10 @@ request! {
         pub delegated_grant: Option<String>,
         /// The token of the caller's live lease; required while the workspace is leased.
         pub lease: Option<String>,
+        /// The workspace's redaction epoch when the staged tree was loaded (manifest and
+        /// snapshot answers carry it); null is accepted only while the workspace was never
+        /// redacted.
+        pub redaction_epoch: Option<i64>,
     }
 }
 
@@ -343,6 +347,34 @@ request! {
         /// Report without removing anything (default false).
         pub dry_run: Option<bool>,
         pub delegated_grant: Option<String>,
+    }
+}
+
+request! {
+    "supabash_redact", mutates = true, answers::RedactReport, workspace;
+    /// `supabash_redact`: removes content from history for good: the versions before the
+    /// boundary (default: the head; exclusive) at `paths` (exact) or with `body_hashes` (hex
+    /// SHA-256 of the bytes) become tombstones, and the bytes leave the database.
+    pub struct Redact {
+        pub workspace_id: String,
+        pub paths: Option<Vec<String>>,
+        pub body_hashes: Option<Vec<String>>,
+        pub before_revision: Option<String>,
+        /// Report without changing anything (default false).
+        pub dry_run: Option<bool>,
+        pub reason: Option<String>,
+        /// Keys removed from the metadata of the selected revisions.
+        pub metadata_keys: Option<Vec<String>>,
+        /// Clears the cause of the selected revisions (default false).
+        pub clear_cause: Option<bool>,
+        pub delegated_grant: Option<String>,
+    }
+}
+
+impl Redact {
+    /// The database's ceilings on the labels (both sides check them).
+    pub fn check_fields(&self) -> Result<(), FieldError> {
+        check_texts(&[("reason", self.reason.as_deref(), MAX_CAUSE_BYTES)])
     }
 }
 

@@ -1,0 +1,508 @@
+//! `supabash_redact`: removes content from history for good. The versions visible before an
+//! exclusive boundary revision (default: the head) at the given paths or with the given body
+//! hashes become tombstones (`entries.redacted`); a version that is still visible at the
+//! boundary keeps its content from the boundary on. Bodies no entry references any more leave
+//! the database, after every kept body that was a delta against one of them is stored again
+//! whole; hashes of the redacted content leave the receipt lines; the workspace's redaction
+//! epoch moves, so a staged tree loaded before can no longer commit; and a path redaction's
+//! boundary becomes the restore fence. A dry run answers the same and writes nothing.
+//!
+//! Two functions carry what a zero-copy fork will have to extend: [`matched_entries`] (the
+//! entry rows to rewrite) and [`dead_bodies`] (garbage collection by body store key).
+
+use crate::access::{self, Workspace};
+use crate::args;
+use crate::bodies;
+use crate::db;
+use crate::fail::{invalid, Fail, Outcome};
+use crate::quota;
+use crate::stored;
+use serde_json::json;
+use std::collections::HashSet;
+use supabash_core::capability::{delegated_actor, Operation};
+use supabash_core::limits::MAX_LABEL_BYTES;
+use supabash_core::receipt_lines;
+use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::RedactReport;
+use supabash_core::Marker;
+
+/// Most paths, hashes or metadata keys one call may name (each list).
+const MAX_SELECTORS: usize = 10_000;
+
+/// Whether the installed schema knows redaction (0.4.0 on; see `schema`).
+pub fn supported() -> bool {
+    crate::schema::has_column(c"entries", c"redacted")
+}
+
+/// The position a restore's source must not be before: the boundary of the latest path
+/// redaction, if any (the restore fence).
+pub fn restore_floor(ws: &str) -> Outcome<Option<i64>> {
+    if !supported() {
+        return Ok(None);
+    }
+    Ok(db::query_row(
+        "SELECT max(boundary_position) FROM supabash.redactions
+          WHERE workspace_id = $1::uuid AND cardinality(paths) > 0",
+        &[ws.into()],
+        |r| db::opt::<i64>(r, 1),
+    )?
+    .flatten())
+}
+
+/// Refuses a restore from `source` (a position) when it lies before the restore fence.
+pub fn check_restore_source(ws: &str, source: &str, position: i64) -> Outcome<()> {
+    match restore_floor(ws)? {
+        Some(floor) if position < floor => Err(Fail::new(
+            Marker::RestoreCrossesRedaction,
+            "the source revision is older than a path redaction's boundary: restoring it would bring redacted paths back",
+        )
+        .with_detail(json!({ "sourceRevision": source, "sourcePosition": position, "floorPosition": floor }))),
+        _ => Ok(()),
+    }
+}
+
+/// One stored version a redaction turns into a tombstone.
+struct Match {
+    path: String,
+    valid_from: i64,
+    valid_until: Option<i64>,
+    /// The hash receipts and diffs name it by (its content hash, or its body's).
+    content_hash: Vec<u8>,
+}
+
+impl Match {
+    /// Whether the version is still visible at the boundary (its tail keeps the content).
+    fn straddles(&self, boundary: i64) -> bool {
+        self.valid_until.is_none_or(|u| u > boundary)
+    }
+}
+
+/// The entry rows of workspace `ws` a redaction rewrites: every version visible before
+/// `boundary` at one of `paths` or with one of `hashes` (body hashes), not yet a tombstone.
+fn matched_entries(
+    ws: &str,
+    boundary: i64,
+    paths: &[String],
+    hashes: &[Vec<u8>],
+) -> Outcome<Vec<Match>> {
+    db::query(
+        "SELECT path, valid_from, valid_until, coalesce(content_hash, body_hash)
+           FROM supabash.entries
+          WHERE workspace_id = $1::uuid AND NOT redacted AND valid_from < $2
+            AND (path = ANY($3) OR body_hash = ANY($4))
+          ORDER BY path, valid_from",
+        &[
+            ws.into(),
+            boundary.into(),
+            paths.to_vec().into(),
+            hashes.to_vec().into(),
+        ],
+        |r| {
+            Ok(Match {
+                path: db::get(r, 1)?,
+                valid_from: db::get(r, 2)?,
+                valid_until: db::opt(r, 3)?,
+                content_hash: db::get(r, 4)?,
+            })
+        },
+    )
+}
+
+/// The bodies of body store `store` (today: the workspace id) that no entry references once
+/// the entry rows `gone` (path, valid_from) stop referencing theirs, with their plain sizes.
+/// A body kept only as another's delta base counts as unreferenced: the caller stores its
+/// dependants again whole.
+fn dead_bodies(store: &str, gone: &[(String, i64)]) -> Outcome<Vec<(Vec<u8>, i64)>> {
+    let (paths, froms): (Vec<String>, Vec<i64>) = gone.iter().cloned().unzip();
+    db::query(
+        "WITH gone AS (SELECT * FROM unnest($2::text[], $3::bigint[]) AS g(path, valid_from)),
+              live AS (SELECT e.body_hash FROM supabash.entries e
+                        WHERE e.workspace_id = $1::uuid AND NOT e.redacted
+                          AND NOT EXISTS (SELECT 1 FROM gone g
+                                           WHERE g.path = e.path AND g.valid_from = e.valid_from))
+         SELECT b.hash, b.size FROM supabash.bodies b
+          WHERE b.workspace_id = $1::uuid AND b.hash NOT IN (SELECT body_hash FROM live)
+          ORDER BY b.hash",
+        &[store.into(), paths.into(), froms.into()],
+        |r| Ok((db::get::<Vec<u8>>(r, 1)?, db::get::<i64>(r, 2)?)),
+    )
+}
+
+/// Stores again whole (no base) every body of `store` that is a delta against one of `dead`
+/// and is not itself dead, so that no kept body depends on bytes about to be deleted.
+fn detach_dependants(store: &str, dead: &[Vec<u8>]) -> Outcome<()> {
+    let dependants: Vec<(Vec<u8>, i64)> = db::query(
+        "SELECT hash, size FROM supabash.bodies
+          WHERE workspace_id = $1::uuid AND base_hash = ANY($2) AND hash <> ALL($2)",
+        &[store.into(), dead.to_vec().into()],
+        |r| Ok((db::get::<Vec<u8>>(r, 1)?, db::get::<i64>(r, 2)?)),
+    )?;
+    if dependants.is_empty() {
+        return Ok(());
+    }
+    let mut loaded = bodies::load_charged(store, &dependants)?;
+    let mut hashes = Vec::with_capacity(dependants.len());
+    let mut forms = Vec::with_capacity(dependants.len());
+    for (hash, _) in dependants {
+        let body = loaded
+            .remove(&hash)
+            .ok_or_else(|| Fail::new(Marker::HistoryCorruption, "a stored body is missing"))?;
+        forms.push(stored::encode(&body.bytes, None).0);
+        hashes.push(hash);
+    }
+    db::exec(
+        "UPDATE supabash.bodies b SET body = n.body, base_hash = NULL
+           FROM unnest($2::bytea[], $3::bytea[]) AS n(hash, body)
+          WHERE b.workspace_id = $1::uuid AND b.hash = n.hash",
+        &[store.into(), hashes.into(), forms.into()],
+    )
+}
+
+/// Rewrites the matched rows: a version still visible at the boundary is split (its part from
+/// the boundary on keeps the content), then every matched row becomes a tombstone.
+fn write_tombstones(ws: &str, boundary: i64, matched: &[Match]) -> Outcome<()> {
+    let split: Vec<&Match> = matched.iter().filter(|m| m.straddles(boundary)).collect();
+    if !split.is_empty() {
+        let paths: Vec<String> = split.iter().map(|m| m.path.clone()).collect();
+        let froms: Vec<i64> = split.iter().map(|m| m.valid_from).collect();
+        let untils: Vec<Option<i64>> = split.iter().map(|m| m.valid_until).collect();
+        // Close first: the open-row index admits one open row per path.
+        db::exec(
+            "UPDATE supabash.entries e SET valid_until = $2
+               FROM unnest($3::text[], $4::bigint[]) AS m(path, valid_from)
+              WHERE e.workspace_id = $1::uuid AND e.path = m.path AND e.valid_from = m.valid_from",
+            &[
+                ws.into(),
+                boundary.into(),
+                paths.clone().into(),
+                froms.clone().into(),
+            ],
+        )?;
+        db::exec(
+            "INSERT INTO supabash.entries (workspace_id, path, valid_from, valid_until, body_hash,
+                                           body_size, content_hash, content_size, metadata)
+             SELECT e.workspace_id, e.path, $2, m.valid_until, e.body_hash, e.body_size,
+                    e.content_hash, e.content_size, e.metadata
+               FROM supabash.entries e
+               JOIN unnest($3::text[], $4::bigint[], $5::bigint[]) AS m(path, valid_from, valid_until)
+                 ON e.path = m.path AND e.valid_from = m.valid_from
+              WHERE e.workspace_id = $1::uuid",
+            &[ws.into(), boundary.into(), paths.into(), froms.into(), untils.into()],
+        )?;
+    }
+    let paths: Vec<String> = matched.iter().map(|m| m.path.clone()).collect();
+    let froms: Vec<i64> = matched.iter().map(|m| m.valid_from).collect();
+    db::exec(
+        "UPDATE supabash.entries e
+            SET redacted = true, body_hash = '\\x'::bytea, body_size = 0,
+                content_hash = NULL, content_size = NULL, metadata = NULL
+           FROM unnest($2::text[], $3::bigint[]) AS m(path, valid_from)
+          WHERE e.workspace_id = $1::uuid AND e.path = m.path AND e.valid_from = m.valid_from",
+        &[ws.into(), paths.into(), froms.into()],
+    )
+}
+
+/// Removes from every receipt line of the workspace the hashes (and sizes) of redacted
+/// content that no kept version still holds: a hash can betray a short secret.
+fn scrub_receipts(ws: &str, matched: &[Match]) -> Outcome<()> {
+    let mut hashes: Vec<Vec<u8>> = matched.iter().map(|m| m.content_hash.clone()).collect();
+    hashes.sort();
+    hashes.dedup();
+    let live: HashSet<Vec<u8>> = db::query(
+        "SELECT DISTINCT coalesce(content_hash, body_hash) FROM supabash.entries
+          WHERE workspace_id = $1::uuid AND NOT redacted
+            AND coalesce(content_hash, body_hash) = ANY($2)",
+        &[ws.into(), hashes.clone().into()],
+        |r| db::get::<Vec<u8>>(r, 1),
+    )?
+    .into_iter()
+    .collect();
+    hashes.retain(|h| !live.contains(h));
+    if hashes.is_empty() {
+        return Ok(());
+    }
+    let hex_hashes: HashSet<String> = hashes.iter().map(hex::encode).collect();
+    // Lines store hashes as raw bytes, so only revisions holding one are decoded.
+    let candidates = db::query(
+        "SELECT revision_id::text, lines FROM supabash.revisions r
+          WHERE workspace_id = $1::uuid
+            AND EXISTS (SELECT 1 FROM unnest($2::bytea[]) h WHERE position(h IN r.lines) > 0)",
+        &[ws.into(), hashes.into()],
+        |r| Ok((db::get::<String>(r, 1)?, db::get::<Vec<u8>>(r, 2)?)),
+    )?;
+    let unreadable = |e: receipt_lines::CodecError| {
+        Fail::new(
+            Marker::HistoryCorruption,
+            format!("a stored receipt is unreadable: {e}"),
+        )
+    };
+    let (mut ids, mut encoded) = (Vec::new(), Vec::new());
+    for (revision, bytes) in candidates {
+        let mut lines = receipt_lines::decode(&bytes).map_err(unreadable)?;
+        let mut changed = false;
+        for line in &mut lines {
+            changed |= line.redact(&hex_hashes);
+        }
+        if changed {
+            ids.push(revision);
+            encoded.push(receipt_lines::encode(&lines).map_err(unreadable)?);
+        }
+    }
+    db::exec(
+        "UPDATE supabash.revisions r SET lines = n.lines
+           FROM unnest($2::uuid[], $3::bytea[]) AS n(revision_id, lines)
+          WHERE r.workspace_id = $1::uuid AND r.revision_id = n.revision_id",
+        &[ws.into(), ids.into(), encoded.into()],
+    )
+}
+
+/// The request's selectors, checked.
+struct Selection {
+    paths: Vec<String>,
+    hashes: Vec<Vec<u8>>,
+    metadata_keys: Vec<String>,
+    clear_cause: bool,
+}
+
+fn selection(req: &rq::Redact) -> Outcome<Selection> {
+    req.check_fields().map_err(args::field)?;
+    let too_many = |name: &str, n: usize| {
+        (n > MAX_SELECTORS).then(|| {
+            Fail::new(
+                Marker::Quota,
+                format!("{name} names {n} items; at most {MAX_SELECTORS}"),
+            )
+        })
+    };
+    let lists = [
+        ("paths", req.paths.as_ref()),
+        ("body_hashes", req.body_hashes.as_ref()),
+        ("metadata_keys", req.metadata_keys.as_ref()),
+    ];
+    if let Some(f) = lists
+        .iter()
+        .find_map(|(name, l)| too_many(name, l.map_or(0, Vec::len)))
+    {
+        return Err(f);
+    }
+    let mut paths: Vec<String> = req
+        .paths
+        .iter()
+        .flatten()
+        .map(|p| args::checked_path(p))
+        .collect::<Outcome<_>>()?;
+    paths.sort();
+    paths.dedup();
+    let mut hashes: Vec<Vec<u8>> = req
+        .body_hashes
+        .iter()
+        .flatten()
+        .map(|h| {
+            let ok = h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
+            ok.then(|| hex::decode(h).expect("checked hex"))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "body_hashes: {:?} is not a SHA-256 in hex (64 hex digits)",
+                        crate::clip(h)
+                    ))
+                })
+        })
+        .collect::<Outcome<_>>()?;
+    hashes.sort();
+    hashes.dedup();
+    let metadata_keys = req.metadata_keys.clone().unwrap_or_default();
+    if let Some(k) = metadata_keys
+        .iter()
+        .find(|k| k.is_empty() || k.len() > MAX_LABEL_BYTES)
+    {
+        return Err(invalid(format!(
+            "metadata_keys: {:?} must be 1 to {MAX_LABEL_BYTES} bytes",
+            crate::clip(k)
+        )));
+    }
+    let clear_cause = req.clear_cause == Some(true);
+    if paths.is_empty() && hashes.is_empty() && metadata_keys.is_empty() && !clear_cause {
+        return Err(invalid(
+            "name paths or body_hashes to redact (or, to scrub revisions only, metadata_keys or clear_cause)",
+        ));
+    }
+    Ok(Selection {
+        paths,
+        hashes,
+        metadata_keys,
+        clear_cause,
+    })
+}
+
+/// Refuses to redact a selected body that the head still holds at a path not selected.
+fn check_not_current(ws: &str, sel: &Selection) -> Outcome<()> {
+    if sel.hashes.is_empty() {
+        return Ok(());
+    }
+    let current = db::query_row(
+        "SELECT path, encode(body_hash, 'hex') FROM supabash.entries
+          WHERE workspace_id = $1::uuid AND valid_until IS NULL AND body_hash = ANY($2)
+            AND path <> ALL($3)
+          ORDER BY path LIMIT 1",
+        &[
+            ws.into(),
+            sel.hashes.clone().into(),
+            sel.paths.clone().into(),
+        ],
+        |r| Ok((db::get::<String>(r, 1)?, db::get::<String>(r, 2)?)),
+    )?;
+    match current {
+        None => Ok(()),
+        Some((path, hash)) => Err(Fail::new(
+            Marker::RedactionCurrentBody,
+            format!("the body {hash} is still current at {path:?}: change or delete that file first, or name the path too"),
+        )
+        .with_detail(json!({ "path": path, "bodyHash": hash }))),
+    }
+}
+
+/// The revisions before the boundary a redaction names: those showing a matched version, or,
+/// when it only scrubs metadata, all of them.
+fn selected_revisions(
+    ws: &str,
+    boundary: i64,
+    matched: &[Match],
+    all: bool,
+) -> Outcome<Vec<String>> {
+    let froms: Vec<i64> = matched.iter().map(|m| m.valid_from).collect();
+    let untils: Vec<Option<i64>> = matched.iter().map(|m| m.valid_until).collect();
+    db::query(
+        "SELECT r.revision_id::text FROM supabash.revisions r
+          WHERE r.workspace_id = $1::uuid AND r.position < $2
+            AND ($3 OR EXISTS (SELECT 1 FROM unnest($4::bigint[], $5::bigint[]) AS m(f, u)
+                                WHERE r.position >= m.f AND (m.u IS NULL OR r.position < m.u)))
+          ORDER BY r.position",
+        &[
+            ws.into(),
+            boundary.into(),
+            all.into(),
+            froms.into(),
+            untils.into(),
+        ],
+        |r| db::get::<String>(r, 1),
+    )
+}
+
+/// `supabash_redact`: see docs/sql-contract.md.
+pub fn redact(req: rq::Redact) -> Outcome<RedactReport> {
+    let sel = selection(&req)?;
+    if !supported() {
+        return Err(invalid(
+            "redaction needs the 0.4.0 schema: run ALTER EXTENSION supabash UPDATE",
+        ));
+    }
+    let ws = access::open_locked(&req, &[Operation::Redact])?;
+    let (boundary_revision, boundary) =
+        match args::uuid_opt("before_revision", req.before_revision.as_deref())? {
+            Some(r) => {
+                let p = access::revision_position(&ws.id, &r)?;
+                (r, p)
+            }
+            None => match (&ws.head, ws.head_position) {
+                (Some(h), Some(p)) => (h.clone(), p),
+                _ => return Err(invalid("the workspace has no revisions to redact")),
+            },
+        };
+    check_not_current(&ws.id, &sel)?;
+    let only_metadata = sel.paths.is_empty() && sel.hashes.is_empty();
+    let matched = matched_entries(&ws.id, boundary, &sel.paths, &sel.hashes)?;
+    let revisions = selected_revisions(&ws.id, boundary, &matched, only_metadata)?;
+    let gone: Vec<(String, i64)> = matched
+        .iter()
+        .filter(|m| !m.straddles(boundary))
+        .map(|m| (m.path.clone(), m.valid_from))
+        .collect();
+    // Only a redaction that tombstones something frees bodies (a scrub of metadata, or one
+    // that matched nothing, leaves the store as it is).
+    let dead = if matched.is_empty() {
+        Vec::new()
+    } else {
+        dead_bodies(&ws.id, &gone)?
+    };
+    let bytes: i64 = dead.iter().map(|(_, s)| *s).sum();
+    let dead_hashes: Vec<Vec<u8>> = dead.into_iter().map(|(h, _)| h).collect();
+    let mut report = RedactReport {
+        redaction_id: uuid::Uuid::new_v4().to_string(),
+        dry_run: req.dry_run == Some(true),
+        revisions,
+        versions: matched.len() as i64,
+        bodies: dead_hashes.iter().map(hex::encode).collect(),
+        bytes,
+        epoch: ws.redaction_epoch,
+    };
+    if report.dry_run {
+        return Ok(report);
+    }
+    apply(&ws, &sel, boundary, &matched, &dead_hashes, &report)?;
+    report.epoch = db::row(
+        "UPDATE supabash.workspaces SET redaction_epoch = redaction_epoch + 1, updated_at = now()
+          WHERE id = $1::uuid RETURNING redaction_epoch",
+        &[ws.id.as_str().into()],
+        |r| db::get::<i64>(r, 1),
+    )?
+    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "workspace vanished"))?;
+    let actor = match &ws.delegation {
+        Some(d) => delegated_actor(&d.actor_subject),
+        None => ws.owner.clone(),
+    };
+    db::exec(
+        "INSERT INTO supabash.redactions (workspace_id, redaction_id, boundary_position,
+                                          boundary_revision, paths, hash_count, reason, actor)
+         VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5, $6, $7, $8)",
+        &[
+            ws.id.as_str().into(),
+            report.redaction_id.as_str().into(),
+            boundary.into(),
+            boundary_revision.as_str().into(),
+            sel.paths.clone().into(),
+            (sel.hashes.len() as i32).into(),
+            req.reason.clone().into(),
+            actor.into(),
+        ],
+    )?;
+    Ok(report)
+}
+
+/// The writes of an applied redaction, in an order that never leaves a kept body without
+/// its base: entries, receipts and revisions first, then bodies.
+fn apply(
+    ws: &Workspace,
+    sel: &Selection,
+    boundary: i64,
+    matched: &[Match],
+    dead: &[Vec<u8>],
+    report: &RedactReport,
+) -> Outcome<()> {
+    if !matched.is_empty() {
+        write_tombstones(&ws.id, boundary, matched)?;
+        scrub_receipts(&ws.id, matched)?;
+    }
+    if !sel.metadata_keys.is_empty() || sel.clear_cause {
+        db::exec(
+            "UPDATE supabash.revisions
+                SET metadata = metadata - $3::text[],
+                    cause = CASE WHEN $4 THEN NULL ELSE cause END
+              WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])",
+            &[
+                ws.id.as_str().into(),
+                report.revisions.clone().into(),
+                sel.metadata_keys.clone().into(),
+                sel.clear_cause.into(),
+            ],
+        )?;
+    }
+    if !dead.is_empty() {
+        detach_dependants(&ws.id, dead)?;
+        db::exec(
+            "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
+            &[ws.id.as_str().into(), dead.to_vec().into()],
+        )?;
+        quota::add_bytes(&ws.id, &ws.owner, -report.bytes)?;
+    }
+    Ok(())
+}
