@@ -47,6 +47,10 @@ pub struct CommitOptions {
     pub idempotency_key: Option<String>,
     /// A JSON object stored with the revision.
     pub metadata: Option<Value>,
+    /// When the head moved past the base, apply on top of it unless a path this commit
+    /// touches changed in between (default: fail with `COMMIT_CONFLICT` on any head move).
+    /// After a rebased commit the staged tree is the committed head, others' files included.
+    pub rebase: bool,
 }
 
 impl CommitOptions {
@@ -130,6 +134,21 @@ fn verified_files(files: Vec<File>) -> Result<BTreeMap<String, Vec<u8>>> {
         .collect()
 }
 
+/// A manifest's files as the entries of a staged tree's base.
+fn base_entries(files: Vec<File>) -> Result<Vec<BaseEntry>> {
+    files
+        .into_iter()
+        .map(|f| {
+            let f = StoredFile::try_from(f)?;
+            Ok(BaseEntry {
+                path: f.path,
+                content_hash: f.content_hash,
+                size: f.size,
+            })
+        })
+        .collect()
+}
+
 /// Clears the in-flight mark of the staged tree unless the commit succeeded.
 struct InFlight<'a>(&'a StagedTree);
 
@@ -157,18 +176,7 @@ impl Workspace {
             delegated_grant: None,
         };
         let manifest = call(transport.as_ref(), &request).await?;
-        let entries = manifest
-            .files
-            .into_iter()
-            .map(|f| {
-                let f = StoredFile::try_from(f)?;
-                Ok(BaseEntry {
-                    path: f.path,
-                    content_hash: f.content_hash,
-                    size: f.size,
-                })
-            })
-            .collect::<Result<_>>()?;
+        let entries = base_entries(manifest.files)?;
         let revision = manifest.revision;
         let source = Arc::new(RemoteSource {
             transport: transport.clone(),
@@ -257,6 +265,7 @@ impl Workspace {
             cause: options.cause,
             metadata: Some(metadata),
             source_revision: self.pending().restore_source.clone(),
+            rebase: options.rebase.then_some(true),
             delegated_grant: None,
         };
         request.check_fields().map_err(SupabashError::field)?;
@@ -272,9 +281,13 @@ impl Workspace {
         request.transaction_id = Some(transaction_id.clone());
         match self.rpc(&request).await {
             Ok(result) => {
-                std::mem::forget(guard);
                 self.tree.canonicalise(planned.canonical);
-                self.tree.end_commit(Some(result.receipt.revision.clone()));
+                if result.receipt.rebased_from.is_some() {
+                    self.end_rebased_commit(&result.receipt.revision).await;
+                } else {
+                    self.tree.end_commit(Some(result.receipt.revision.clone()));
+                }
+                std::mem::forget(guard);
                 let mut pending = self.pending();
                 pending.unknown = None;
                 pending.restore_source = None;
@@ -284,6 +297,25 @@ impl Workspace {
                 self.pending().unknown = e.outcome_unknown.then_some((fingerprint, transaction_id));
                 Err(e)
             }
+        }
+    }
+
+    /// Ends a rebased commit (`revision`): the staged tree becomes the committed head, which
+    /// holds what others committed before it (or after it, if the head moved on since) as well
+    /// as this commit's files. If the manifest cannot be read the tree ends at `revision`
+    /// holding this commit's files only; its next commit still changes only what it shows.
+    async fn end_rebased_commit(&self, revision: &str) {
+        let request = rq::LoadManifest {
+            workspace_id: self.id.clone(),
+            delegated_grant: None,
+        };
+        let manifest = self.rpc(&request).await.and_then(|m| {
+            let entries = base_entries(m.files)?;
+            Ok((m.revision, entries))
+        });
+        match manifest {
+            Ok((Some(head), entries)) => self.tree.end_commit_at(head, entries),
+            _ => self.tree.end_commit(Some(revision.to_owned())),
         }
     }
 

@@ -92,6 +92,9 @@ CREATE TABLE supabash.revisions (
   lines           bytea NOT NULL,
   -- Set by the database for a commit made with a delegated grant: its verifier's key id.
   delegation_key_id text,
+  -- Set for a commit made with rebase on an older base: that base (parent_revision is the
+  -- head it was applied on top of).
+  rebased_from    uuid,
   PRIMARY KEY (workspace_id, revision_id),
   UNIQUE (workspace_id, position),
   UNIQUE (workspace_id, transaction_id)

@@ -7,6 +7,7 @@ use crate::bodies;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
 use crate::quota;
+use crate::rebase;
 use crate::receipts;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -130,6 +131,7 @@ struct Context {
     cause: Option<String>,
     metadata: Value,
     source_revision: Option<String>,
+    rebase: bool,
 }
 
 /// Checks the request's fields (the shared limits, UUIDs) and gives its context.
@@ -147,6 +149,7 @@ fn context(req: &mut rq::Commit) -> Outcome<Context> {
         cause: req.cause.take(),
         metadata: req.metadata.take().unwrap_or_else(|| json!({})),
         source_revision: args::uuid_opt("source_revision", req.source_revision.as_deref())?,
+        rebase: req.rebase.unwrap_or(false),
     })
 }
 
@@ -461,28 +464,19 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         .clone()
         .ok_or_else(|| invalid("actor is required"))?;
     let digests: Vec<Value> = changes.iter().map(Hashed::digest).collect();
-    let request_hash = sha256(
-        json!({
-            "workspaceId": ws, "baseRevision": ctx.base, "changes": digests,
-            "actor": actor, "correlationId": ctx.correlation_id,
-            "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
-            "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
-        })
-        .to_string()
-        .as_bytes(),
-    );
+    let mut request = json!({
+        "workspaceId": ws, "baseRevision": ctx.base, "changes": digests,
+        "actor": actor, "correlationId": ctx.correlation_id,
+        "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
+        "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
+    });
+    // Only when set, so the requests of commits made before the flag existed hash as before.
+    if ctx.rebase {
+        request["rebase"] = json!(true);
+    }
+    let request_hash = sha256(request.to_string().as_bytes());
     if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
         return Ok(replayed);
-    }
-    if head != ctx.base {
-        return Err(Fail::new(
-            Marker::CommitConflict,
-            "the workspace head moved since the base revision",
-        )
-        .with_detail(json!({ "expectedRevision": ctx.base, "actualRevision": head })));
-    }
-    if let Some(source) = &ctx.source_revision {
-        access::revision_position(&ws, source)?;
     }
 
     let mut touched: Vec<String> = Vec::with_capacity(changes.len());
@@ -494,6 +488,30 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     }
     touched.sort();
     touched.dedup();
+    // The head moved: strictly a conflict, or with rebase one unless no touched path changed
+    // since the base (then the commit applies on the head, as if based on it).
+    let rebased_from = if head == ctx.base {
+        None
+    } else if ctx.rebase {
+        let head_position = head_position.unwrap_or(0);
+        rebase::check(
+            &ws,
+            ctx.base.as_deref(),
+            head.as_deref(),
+            head_position,
+            &touched,
+        )?;
+        ctx.base.clone()
+    } else {
+        return Err(Fail::new(
+            Marker::CommitConflict,
+            "the workspace head moved since the base revision",
+        )
+        .with_detail(json!({ "expectedRevision": ctx.base, "actualRevision": head })));
+    };
+    if let Some(source) = &ctx.source_revision {
+        access::revision_position(&ws, source)?;
+    }
     let initial = versions(&ws, None, touched.clone())?;
     let mut state: BTreeMap<String, Option<Version>> = touched
         .into_iter()
@@ -551,6 +569,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         metadata: ctx.metadata,
         source_revision: ctx.source_revision,
         delegation_key_id,
+        rebased_from,
         committed_at,
         changes: lines,
     };

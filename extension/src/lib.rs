@@ -18,6 +18,7 @@ mod identity;
 mod purge;
 mod quota;
 mod read;
+mod rebase;
 mod receipts;
 mod schema;
 mod scope;

@@ -41,6 +41,9 @@ pub struct Receipt {
     /// For a commit made with a delegated grant: the key id of the verifier whose capability
     /// was exchanged for it, recorded by the database (a caller cannot set it).
     pub delegation_key_id: Option<String>,
+    /// For a rebased commit: the base revision it was made on; `parent_revision` is the head
+    /// it was applied on top of.
+    pub rebased_from: Option<String>,
     pub committed_at: String,
     pub changes: Vec<ReceiptLine>,
 }
