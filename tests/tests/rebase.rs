@@ -245,6 +245,11 @@ async fn strict_is_the_default_and_the_base_must_be_retained() {
         .await;
     let e = expect_err(r, "PT409", Some("SUPABASH_COMMIT_CONFLICT"));
     assert!(e.message.contains("unknown or purged"), "{e:?}");
+    // A rebase flag that is not a boolean is refused.
+    let r = ws
+        .commit(&base, json!([up("/d.md", "d")]), json!({"rebase": "maybe"}))
+        .await;
+    assert!(r.is_err(), "{r:?}");
     // And an empty base under a non-empty head.
     let mut args = json!({"workspace_id": ws.id, "actor": "rebaser", "rebase": true,
                           "changes": [up("/d.md", "d")]});
