@@ -6,6 +6,7 @@
 
 #![deny(unsafe_code)]
 
+mod fork;
 mod report;
 
 use report::{ms, stats, Report};
@@ -1355,7 +1356,7 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
 }
 
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, bulk, history, writers, rebase, disk, storage, memory, profile; `latency` includes the
+/// (comma-separated: latency, bulk, history, writers, rebase, disk, storage, memory, fork, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1406,6 +1407,10 @@ async fn main() {
     if selected("memory") {
         eprintln!("bench: memory ceiling");
         memory_ceiling(&cluster, &mut r).await;
+    }
+    if selected("fork") {
+        eprintln!("bench: fork");
+        fork::fork_cost(&cluster, &mut rest, &mut r).await;
     }
     if selected("profile") {
         eprintln!("bench: profile");

@@ -1,6 +1,6 @@
 //! The host's workspace API (never model tools): open or create a workspace, let an agent edit
 //! its staged tree, then commit, inspect history, diff, read old revisions, restore forward,
-//! checkpoint and purge.
+//! checkpoint, purge, fork and delete.
 
 use crate::codec::{DocumentCodec, PlainCodec};
 use crate::documents::StoredFile;
@@ -17,7 +17,10 @@ use supabash_core::rpc::{CommitResult, File, Receipt};
 use supabash_core::ErrorCode;
 
 pub use supabash_core::rpc::requests::DiffRef;
-pub use supabash_core::rpc::{Checkpoint, Diff, DiffEntry, DiffKind, HistoryPage, PurgeReport};
+pub use supabash_core::rpc::{
+    Checkpoint, Diff, DiffEntry, DiffKind, ForkedFrom, HistoryPage, PurgeReport, WorkspaceDeleted,
+    WorkspaceInfo, WorkspacePage,
+};
 
 /// One opened workspace: a staged tree pinned to a base revision, and a transport.
 pub struct Workspace {
@@ -37,6 +40,35 @@ struct Pending {
     unknown: Option<(String, String)>,
 }
 
+/// How [`Workspace::fork`] forks. Only `actor` is required.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ForkOptions {
+    /// Recorded on the fork's first revision.
+    pub actor: String,
+    /// The revision to fork (default: the head).
+    pub revision: Option<String>,
+    /// A name for people, shown by [`Workspace::list`].
+    pub label: Option<String>,
+    pub cause: Option<String>,
+}
+
+impl ForkOptions {
+    /// Options for `actor`.
+    pub fn new(actor: impl Into<String>) -> Self {
+        ForkOptions {
+            actor: actor.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// A fork made by [`Workspace::fork`], opened, and where it came from.
+pub struct Forked {
+    pub workspace: Workspace,
+    pub forked_from: ForkedFrom,
+}
+
 /// Who commits and why. Only `actor` is required.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -49,7 +81,7 @@ pub struct CommitOptions {
     pub metadata: Option<Value>,
     /// When the head moved past the base, apply on top of it unless a path this commit
     /// touches changed in between (default: fail with `COMMIT_CONFLICT` on any head move).
-    /// After a rebased commit the staged tree is the committed head, others' files included.
+    /// After a rebased commit the staged tree is the new revision's, others' files included.
     pub rebase: bool,
 }
 
@@ -161,7 +193,7 @@ impl Drop for InFlight<'_> {
 impl Workspace {
     /// Creates a new, empty workspace owned by the caller and opens it.
     pub(crate) async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
-        let created = call(transport.as_ref(), &rq::CreateWorkspace {}).await?;
+        let created = call(transport.as_ref(), &rq::CreateWorkspace { label: None }).await?;
         Self::open(transport, &created.workspace_id, limits).await
     }
 
@@ -171,8 +203,19 @@ impl Workspace {
         workspace_id: &str,
         limits: Limits,
     ) -> Result<Self> {
+        Self::open_at(transport, workspace_id, None, limits).await
+    }
+
+    /// Opens a workspace with its staged tree based on `revision` (default: the head).
+    pub(crate) async fn open_at(
+        transport: Arc<dyn Transport>,
+        workspace_id: &str,
+        revision: Option<&str>,
+        limits: Limits,
+    ) -> Result<Self> {
         let request = rq::LoadManifest {
             workspace_id: workspace_id.to_owned(),
+            revision: revision.map(str::to_owned),
             delegated_grant: None,
         };
         let manifest = call(transport.as_ref(), &request).await?;
@@ -300,22 +343,19 @@ impl Workspace {
         }
     }
 
-    /// Ends a rebased commit (`revision`): the staged tree becomes the committed head, which
-    /// holds what others committed before it (or after it, if the head moved on since) as well
-    /// as this commit's files. If the manifest cannot be read the tree ends at `revision`
-    /// holding this commit's files only; its next commit still changes only what it shows.
+    /// Ends a rebased commit (`revision`): the staged tree becomes that revision's committed
+    /// tree, which also holds what others committed before it. If its manifest cannot be read
+    /// the tree ends at `revision` holding this commit's files only; its next commit still
+    /// changes only what it shows.
     async fn end_rebased_commit(&self, revision: &str) {
         let request = rq::LoadManifest {
             workspace_id: self.id.clone(),
+            revision: Some(revision.to_owned()),
             delegated_grant: None,
         };
-        let manifest = self.rpc(&request).await.and_then(|m| {
-            let entries = base_entries(m.files)?;
-            Ok((m.revision, entries))
-        });
-        match manifest {
-            Ok((Some(head), entries)) => self.tree.end_commit_at(head, entries),
-            _ => self.tree.end_commit(Some(revision.to_owned())),
+        match self.rpc(&request).await.and_then(|m| base_entries(m.files)) {
+            Ok(entries) => self.tree.end_commit_at(revision.to_owned(), entries),
+            Err(_) => self.tree.end_commit(Some(revision.to_owned())),
         }
     }
 
@@ -463,6 +503,57 @@ impl Workspace {
             dry_run: Some(options.dry_run),
             delegated_grant: None,
         })
+        .await
+    }
+
+    /// Forks the workspace: a new workspace of the same owner whose first revision's tree is
+    /// this one's at `options.revision` (default: the head), made without copying any bytes,
+    /// and opens it (same transport, limits and codec). Staged edits here stay here.
+    pub async fn fork(&self, options: ForkOptions) -> Result<Forked> {
+        let forked = self
+            .rpc(&rq::Fork {
+                workspace_id: self.id.clone(),
+                revision: options.revision,
+                label: options.label,
+                actor: Some(options.actor),
+                cause: options.cause,
+                delegated_grant: None,
+            })
+            .await?;
+        let ws = Workspace::open(
+            self.transport.clone(),
+            &forked.workspace_id,
+            self.limits.clone(),
+        )
+        .await?;
+        Ok(Forked {
+            workspace: ws.with_codec(self.codec.clone()),
+            forked_from: forked.forked_from,
+        })
+    }
+
+    /// Deletes the workspace with its history and every body nothing else needs (its forks
+    /// keep working: what they read stays, hidden). Owner only.
+    pub async fn delete(self) -> Result<WorkspaceDeleted> {
+        self.rpc(&rq::DeleteWorkspace {
+            workspace_id: self.id.clone(),
+        })
+        .await
+    }
+
+    /// A page of the caller's workspaces, oldest first, after `cursor` (a workspace id).
+    pub async fn list(
+        transport: &dyn Transport,
+        cursor: Option<&str>,
+        page_size: Option<i32>,
+    ) -> Result<WorkspacePage> {
+        call(
+            transport,
+            &rq::ListWorkspaces {
+                cursor: cursor.map(str::to_owned),
+                page_size,
+            },
+        )
         .await
     }
 }

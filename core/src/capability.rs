@@ -60,11 +60,12 @@ pub enum Operation {
     Restore,
     Purge,
     Redact,
+    Fork,
 }
 
 impl Operation {
     /// Every operation, in wire order.
-    pub const ALL: [Operation; 8] = [
+    pub const ALL: [Operation; 9] = [
         Operation::Read,
         Operation::Write,
         Operation::Commit,
@@ -73,6 +74,7 @@ impl Operation {
         Operation::Restore,
         Operation::Purge,
         Operation::Redact,
+        Operation::Fork,
     ];
 
     /// The wire name, e.g. `checkpoint`.
@@ -86,6 +88,7 @@ impl Operation {
             Operation::Restore => "restore",
             Operation::Purge => "purge",
             Operation::Redact => "redact",
+            Operation::Fork => "fork",
         }
     }
 

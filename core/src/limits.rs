@@ -7,6 +7,12 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_CHANGES_PER_COMMIT: usize = 100_000;
 /// Longest actor, correlation id or idempotency key, in bytes.
 pub const MAX_LABEL_BYTES: usize = 1024;
+/// Longest workspace label, in bytes.
+pub const MAX_WORKSPACE_LABEL_BYTES: usize = 256;
+/// Largest page of `supabash_list_workspaces`.
+pub const MAX_WORKSPACE_PAGE: i64 = 1000;
+/// Default page of `supabash_list_workspaces`.
+pub const DEFAULT_WORKSPACE_PAGE: i64 = 100;
 /// Longest commit cause or checkpoint label, in bytes.
 pub const MAX_CAUSE_BYTES: usize = 4096;
 /// Largest commit metadata object, as compact JSON bytes.

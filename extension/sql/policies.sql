@@ -9,23 +9,29 @@
 -- Who may reach the tables at all (grants) is sql/privileges.sql.
 
 -- The workspaces policy: the caller's own workspaces, or the one workspace a delegated grant
--- scoped the running native call to (supabash._scope_*: set only by the extension's Rust code,
--- for one call; see extension/src/access.rs). Child tables' policies defer to this one.
+-- scoped the running native call to and the other workspaces of its fork family (same body
+-- store, same owner), which a fork reads from and a purge must see (supabash._scope_*: set only
+-- by the extension's Rust code, for one call; see extension/src/access.rs). The grant itself
+-- still names one workspace: every RPC checks it before the scope opens. Child tables'
+-- policies defer to this one.
 ALTER TABLE supabash.workspaces ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.workspaces FORCE ROW LEVEL SECURITY;
 CREATE POLICY owner ON supabash.workspaces TO supabash_owner
   USING (owner_id = (SELECT supabash.request_owner())
          OR (id = (SELECT supabash._scope_workspace())::uuid
-             AND owner_id = coalesce((SELECT supabash._scope_owner())::uuid, owner_id)))
+             AND owner_id = coalesce((SELECT supabash._scope_owner())::uuid, owner_id))
+         OR (store_id = (SELECT supabash._scope_store())::uuid
+             AND owner_id = (SELECT supabash._scope_owner())::uuid))
   WITH CHECK (owner_id = (SELECT supabash.request_owner())
-         OR (id = (SELECT supabash._scope_workspace())::uuid
+         OR ((id = (SELECT supabash._scope_workspace())::uuid
+              OR store_id = (SELECT supabash._scope_store())::uuid)
              AND owner_id = (SELECT supabash._scope_owner())::uuid));
 
 -- Workspace contents: visible exactly when their workspace is.
 DO $$
 DECLARE t text;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['revisions', 'bodies', 'entries', 'checkpoints', 'purged_commits'] LOOP
+  FOREACH t IN ARRAY ARRAY['revisions', 'entries', 'checkpoints', 'purged_commits'] LOOP
     EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
     EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
     EXECUTE format('CREATE POLICY owner ON supabash.%I TO supabash_owner
@@ -35,6 +41,13 @@ BEGIN
 END
 $$;
 
+-- Bodies: visible exactly when a workspace of their store is.
+ALTER TABLE supabash.bodies ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.bodies FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.bodies TO supabash_owner
+  USING (workspace_id IN (SELECT store_id FROM supabash.workspaces))
+  WITH CHECK (workspace_id IN (SELECT store_id FROM supabash.workspaces));
+
 -- Usage: the owner's (all of their workspaces, for the per-owner quota), also within a call a
 -- grant scoped to one of them (the sum of sizes is all such a call reads). Written only for a
 -- visible workspace.
@@ -43,7 +56,7 @@ ALTER TABLE supabash.usage FORCE ROW LEVEL SECURITY;
 CREATE POLICY owner ON supabash.usage TO supabash_owner
   USING (owner_id = (SELECT supabash.request_owner())
          OR owner_id = (SELECT supabash._scope_owner())::uuid)
-  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+  WITH CHECK (workspace_id IN (SELECT store_id FROM supabash.workspaces));
 
 -- Delegated capabilities (docs/capabilities.md).
 DO $$

@@ -31,16 +31,37 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
-CREATE FUNCTION public.supabash_create_workspace() RETURNS jsonb
+CREATE FUNCTION public.supabash_create_workspace(label text DEFAULT NULL) RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._write('create_workspace', '{}'::json)
+  SELECT supabash._write('create_workspace', json_build_object('label', label))
 $$;
 
-CREATE FUNCTION public.supabash_load_manifest(workspace_id text, delegated_grant text DEFAULT NULL) RETURNS jsonb
-LANGUAGE sql STABLE SECURITY DEFINER
+CREATE FUNCTION public.supabash_fork(
+  workspace_id text, revision text DEFAULT NULL, label text DEFAULT NULL, actor text DEFAULT NULL,
+  cause text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('fork', json_build_object('workspace_id', workspace_id, 'revision', revision,
+    'label', label, 'actor', actor, 'cause', cause, 'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_delete_workspace(workspace_id text) RETURNS jsonb
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('delete_workspace', json_build_object('workspace_id', workspace_id))
+$$;
+
+CREATE FUNCTION public.supabash_list_workspaces(cursor text DEFAULT NULL, page_size integer DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_manifest', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
+  SELECT supabash._call('list_workspaces', json_build_object('cursor', cursor, 'page_size', page_size))
+$$;
+
+CREATE FUNCTION public.supabash_load_manifest(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._call('load_manifest', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_load_document(workspace_id text, path text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)

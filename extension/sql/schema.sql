@@ -62,6 +62,11 @@ $$;
 
 -- head_position counts the workspace's commits: a commit takes head_position + 1 under the
 -- workspace's row lock (extension/src/access.rs), so positions follow commit order.
+-- Forks (extension/src/lineage.rs): a fork stores only what changed since its fork point and
+-- reads every other file from fork_of's entries as they were at fork_position; a fork family
+-- shares one body store (bodies and usage are keyed by store_id, the id of the family's first
+-- workspace). A deleted workspace that a fork still reads from keeps its row, marked
+-- deleted_at, with only the entries its forks see (extension/src/workspaces.rs).
 CREATE TABLE supabash.workspaces (
   id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   owner_id      uuid NOT NULL,
@@ -69,9 +74,18 @@ CREATE TABLE supabash.workspaces (
   head_position bigint,
   created_at    timestamptz NOT NULL DEFAULT now(),
   updated_at    timestamptz NOT NULL DEFAULT now(),
-  CHECK ((head_revision IS NULL) = (head_position IS NULL))
+  store_id      uuid NOT NULL,
+  label         text CHECK (octet_length(label) BETWEEN 1 AND 256),
+  fork_of       uuid REFERENCES supabash.workspaces (id),
+  fork_revision uuid,
+  fork_position bigint CHECK (fork_position > 0),
+  deleted_at    timestamptz,
+  CHECK ((head_revision IS NULL) = (head_position IS NULL)),
+  CHECK ((fork_of IS NULL) = (fork_position IS NULL) AND (fork_of IS NULL) = (fork_revision IS NULL))
 );
 CREATE INDEX workspaces_owner_idx ON supabash.workspaces (owner_id, id);
+CREATE INDEX workspaces_fork_of_idx ON supabash.workspaces (fork_of) WHERE fork_of IS NOT NULL;
+CREATE INDEX workspaces_store_idx ON supabash.workspaces (store_id);
 
 -- One row per commit. The receipt is rebuilt from the row on read (so replays return it
 -- unchanged); its lines are stored in the compact binary form of supabash_core::receipt_lines.
@@ -92,6 +106,9 @@ CREATE TABLE supabash.revisions (
   lines           bytea NOT NULL,
   -- Set by the database for a commit made with a delegated grant: its verifier's key id.
   delegation_key_id text,
+  -- A fork's first revision: the workspace and revision it was forked from.
+  forked_from_workspace uuid,
+  forked_from_revision  uuid,
   -- Set for a commit made with rebase on an older base: that base (parent_revision is the
   -- head it was applied on top of).
   rebased_from    uuid,
@@ -102,12 +119,15 @@ CREATE TABLE supabash.revisions (
 CREATE UNIQUE INDEX revisions_idempotency_idx ON supabash.revisions (workspace_id, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
 
--- What each workspace stores: the plain size of its distinct bodies, for the per-owner byte
--- quota (extension/src/quota.rs). One row per workspace, written under that workspace's lock.
+-- What each body store holds: the plain size of its distinct bodies, for the per-owner byte
+-- quota (extension/src/quota.rs). One row per store (workspace_id holds the store id).
 CREATE TABLE supabash.usage (
   workspace_id uuid PRIMARY KEY REFERENCES supabash.workspaces ON DELETE CASCADE,
   owner_id     uuid NOT NULL,
-  body_bytes   bigint NOT NULL DEFAULT 0 CHECK (body_bytes >= 0)
+  body_bytes   bigint NOT NULL DEFAULT 0 CHECK (body_bytes >= 0),
+  -- The store's live workspaces (the per-owner count quota; a delegated call sees only its own
+  -- fork family's workspaces, but all of the owner's usage).
+  workspaces   integer NOT NULL DEFAULT 1 CHECK (workspaces >= 0)
 );
 CREATE INDEX usage_owner_idx ON supabash.usage (owner_id);
 
@@ -128,7 +148,8 @@ ALTER TABLE supabash.workspaces
   ADD FOREIGN KEY (id, head_revision) REFERENCES supabash.revisions (workspace_id, revision_id)
   DEFERRABLE INITIALLY DEFERRED;
 
--- Content-addressed bodies (SHA-256 of the bytes), stored once per workspace. No foreign
+-- Content-addressed bodies (SHA-256 of the bytes), stored once per body store (workspace_id
+-- holds the store id: the workspace's own id, shared by its forks). No foreign
 -- keys on bodies and entries: a per-row referential check would dominate bulk commits, and
 -- only the commit (under the workspace lock) and purge write these tables.
 CREATE TABLE supabash.bodies (

@@ -20,6 +20,10 @@ pub struct Workspace {
     pub owner: String,
     pub head: Option<String>,
     pub head_position: Option<i64>,
+    /// The body store its bodies live in (shared by a fork family; see `lineage`).
+    pub store: String,
+    /// For a fork: the workspaces it reads from, nearest first (see `lineage`).
+    pub sources: Vec<crate::lineage::Source>,
     /// Set when the caller is a job holding a delegated grant.
     pub delegation: Option<Delegation>,
 }
@@ -167,6 +171,73 @@ pub fn caller() -> Outcome<String> {
 }
 
 fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspace>> {
+    if !crate::schema::has_column(c"workspaces", c"store_id") {
+        return read_head_before_forks(id, delegation);
+    }
+    let found = db::query_row(
+        "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
+                fork_of IS NOT NULL
+           FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL",
+        &[id.into()],
+        |r| {
+            Ok((
+                db::opt::<String>(r, 1)?,
+                db::opt::<i64>(r, 2)?,
+                db::get::<String>(r, 3)?,
+                db::get::<String>(r, 4)?,
+                db::get::<bool>(r, 5)?,
+            ))
+        },
+    )?;
+    let Some((head, head_position, owner, store, forked)) = found else {
+        return Ok(None);
+    };
+    if delegation.is_some() {
+        crate::scope::widen_to_store(&store);
+    }
+    let sources = if forked { sources(id)? } else { Vec::new() };
+    Ok(Some(Workspace {
+        id: id.to_owned(),
+        owner,
+        head,
+        head_position,
+        store,
+        sources,
+        delegation,
+    }))
+}
+
+/// A fork's sources, nearest first, each with the position it is read at (the fork point of
+/// the workspace before it). Deleted sources count: a fork still reads what they kept for it.
+fn sources(id: &str) -> Outcome<Vec<crate::lineage::Source>> {
+    let chain: Vec<(String, i64)> = db::query(
+        "WITH RECURSIVE up (id, fork_of, fork_position, depth) AS (
+           SELECT id, fork_of, fork_position, 0 FROM supabash.workspaces WHERE id = $1::uuid
+           UNION ALL
+           SELECT w.id, w.fork_of, w.fork_position, up.depth + 1
+             FROM supabash.workspaces w JOIN up ON w.id = up.fork_of
+            WHERE up.depth <= $2)
+         SELECT fork_of::text, fork_position FROM up WHERE fork_of IS NOT NULL ORDER BY depth",
+        &[id.into(), (crate::lineage::MAX_DEPTH as i64).into()],
+        |r| Ok((db::get(r, 1)?, db::get(r, 2)?)),
+    )?;
+    if chain.len() > crate::lineage::MAX_DEPTH {
+        return Err(Fail::new(
+            Marker::HistoryCorruption,
+            "the fork chain is deeper than any fork can be",
+        ));
+    }
+    Ok(chain
+        .into_iter()
+        .map(|(workspace, position)| crate::lineage::Source {
+            workspace,
+            position,
+        })
+        .collect())
+}
+
+/// [`read_head`] on a schema older than 0.4.0: no forks, each workspace its own body store.
+fn read_head_before_forks(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspace>> {
     let head = db::query_row(
         "SELECT head_revision::text, head_position, owner_id::text FROM supabash.workspaces
           WHERE id = $1::uuid",
@@ -184,6 +255,8 @@ fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspa
         owner,
         head,
         head_position,
+        store: id.to_owned(),
+        sources: Vec::new(),
         delegation,
     }))
 }
@@ -214,6 +287,21 @@ pub fn lock(ws: Workspace) -> Outcome<Workspace> {
     db::exec(
         "SELECT 1 FROM supabash.workspaces WHERE id = $1::uuid FOR NO KEY UPDATE",
         &[ws.id.as_str().into()],
+    )?;
+    read_head(&ws.id, ws.delegation)?.ok_or_else(|| denied("workspace vanished"))
+}
+
+/// Locks every workspace of `ws`'s fork family (its body store) in id order and reads the head
+/// again: what an operation that deletes entries or bodies needs, so no commit anywhere in the
+/// family can reference a body while it goes. Take it instead of [`lock`], never after it
+/// (the id order is what keeps two such operations from deadlocking).
+pub fn lock_family(ws: Workspace) -> Outcome<Workspace> {
+    if !crate::schema::has_column(c"workspaces", c"store_id") {
+        return lock(ws);
+    }
+    db::exec(
+        "SELECT 1 FROM supabash.workspaces WHERE store_id = $1::uuid ORDER BY id FOR NO KEY UPDATE",
+        &[ws.store.as_str().into()],
     )?;
     read_head(&ws.id, ws.delegation)?.ok_or_else(|| denied("workspace vanished"))
 }

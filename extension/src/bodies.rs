@@ -353,3 +353,50 @@ pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<i64> {
         .map(|b| b.bytes.len() as i64)
         .sum())
 }
+
+/// Bodies of `store` that no entry of any workspace of the store references, directly or as a
+/// delta base down a chain: the SQL of their `(hash, size)`, with `$1` the store and `$2`..`$4`
+/// entries to count as gone already (workspace ids, paths, valid_from; see `purge`).
+pub fn garbage_sql() -> String {
+    // Before 0.4.0 each workspace was its own store.
+    let store = if crate::schema::has_column(c"workspaces", c"store_id") {
+        "w.store_id"
+    } else {
+        "w.id"
+    };
+    format!(
+        "
+WITH RECURSIVE gone (workspace_id, path, valid_from) AS (
+  SELECT * FROM unnest($2::uuid[], $3::text[], $4::bigint[])),
+live (hash) AS (
+  SELECT e.body_hash FROM supabash.entries e
+    JOIN supabash.workspaces w ON w.id = e.workspace_id AND {store} = $1::uuid
+   WHERE (e.workspace_id, e.path, e.valid_from) NOT IN (SELECT * FROM gone)
+  UNION
+  SELECT b.base_hash FROM live l
+    JOIN supabash.bodies b ON b.workspace_id = $1::uuid AND b.hash = l.hash
+   WHERE b.base_hash IS NOT NULL)
+SELECT b.hash, b.size FROM supabash.bodies b
+ WHERE b.workspace_id = $1::uuid AND b.hash NOT IN (SELECT hash FROM live)"
+    )
+}
+
+/// Deletes the bodies of `store` nothing references any more (see [`garbage_sql`]); answers
+/// how many went and their plain bytes. The caller holds the family's locks
+/// (`access::lock_family`), so no commit can reference one of them meanwhile.
+pub fn collect_garbage(store: &str) -> Outcome<(i64, i64)> {
+    let none: Vec<String> = Vec::new();
+    let froms: Vec<i64> = Vec::new();
+    let gone = db::rows(
+        &format!(
+            "WITH dead AS ({})
+             DELETE FROM supabash.bodies b USING dead
+              WHERE b.workspace_id = $1::uuid AND b.hash = dead.hash
+             RETURNING b.size",
+            garbage_sql()
+        ),
+        &[store.into(), none.clone().into(), none.into(), froms.into()],
+        |r| db::get::<i64>(r, 1),
+    )?;
+    Ok((gone.len() as i64, gone.iter().sum()))
+}

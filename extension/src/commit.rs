@@ -6,11 +6,12 @@ use crate::args;
 use crate::bodies;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
+use crate::lineage;
 use crate::quota;
 use crate::rebase;
 use crate::receipts;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
 use supabash_core::document::{metadata_to_json, render};
 use supabash_core::hash::sha256;
@@ -220,32 +221,35 @@ fn spent_by_purged(ws: &str, ctx: &Context) -> Outcome<()> {
 }
 
 /// The stored versions of `paths` at position `at` (`None`: the head).
-fn versions(ws: &str, at: Option<i64>, paths: Vec<String>) -> Outcome<BTreeMap<String, Version>> {
-    let interval = match at {
-        None => "valid_until IS NULL",
-        Some(_) => "valid_from <= $3 AND (valid_until IS NULL OR valid_until > $3)",
-    };
-    let rows = db::file_rows(
-        &format!(
-            "SELECT path, body_hash, body_size, content_hash, content_size, metadata
-               FROM supabash.entries
-              WHERE workspace_id = $1::uuid AND path = ANY($2) AND {interval}"
-        ),
-        &[ws.into(), paths.into(), at.unwrap_or(0).into()],
-    )?;
-    Ok(rows
+fn versions(
+    ws: &Workspace,
+    at: Option<i64>,
+    paths: Vec<String>,
+) -> Outcome<BTreeMap<String, Version>> {
+    let sql = lineage::visible_sql(
+        ws,
+        at.is_none(),
+        "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata",
+        "e.path = ANY($5)",
+    );
+    let mut args = lineage::visible_args(ws, at);
+    args.push(paths.into());
+    Ok(db::file_rows(&sql, &args)?
         .into_iter()
-        .map(|r| {
-            let v = Version {
-                body_hash: r.body_hash,
-                body_size: r.body_size,
-                content_hash: r.content_hash,
-                content_size: r.content_size,
-                metadata: r.metadata,
-            };
-            (r.path, v)
-        })
+        .map(version)
         .collect())
+}
+
+/// A stored file row as a path and its version.
+fn version(r: crate::db::FileRow) -> (String, Version) {
+    let v = Version {
+        body_hash: r.body_hash,
+        body_size: r.body_size,
+        content_hash: r.content_hash,
+        content_size: r.content_size,
+        metadata: r.metadata,
+    };
+    (r.path, v)
 }
 
 fn line(
@@ -337,41 +341,78 @@ fn plan(initial: &BTreeMap<String, Version>, state: &BTreeMap<String, Option<Ver
     plan
 }
 
-/// Closes the open interval of every changed path and opens the new ones, set-based.
-fn write_entries(ws: &str, position: i64, plan: Plan) -> Outcome<()> {
+/// Closes the open interval of every changed path and opens the new ones, set-based. In a
+/// fork, a closed path that was still inherited first gets its copy row (see `lineage`).
+fn write_entries(
+    ws: &Workspace,
+    position: i64,
+    plan: Plan,
+    initial: &BTreeMap<String, Version>,
+) -> Outcome<()> {
     if !plan.close.is_empty() {
-        db::exec(
+        let closed: HashSet<String> = db::rows(
             "UPDATE supabash.entries SET valid_until = $2
-              WHERE workspace_id = $1::uuid AND valid_until IS NULL AND path = ANY($3)",
-            &[ws.into(), position.into(), plan.close.into()],
-        )?;
+              WHERE workspace_id = $1::uuid AND valid_until IS NULL AND path = ANY($3)
+              RETURNING path",
+            &[
+                ws.id.as_str().into(),
+                position.into(),
+                plan.close.clone().into(),
+            ],
+            |r| db::get::<String>(r, 1),
+        )?
+        .into_iter()
+        .collect();
+        if !ws.sources.is_empty() {
+            let inherited: Vec<&String> =
+                plan.close.iter().filter(|p| !closed.contains(*p)).collect();
+            let versions: Vec<&Version> = inherited.iter().map(|p| &initial[*p]).collect();
+            insert_rows(
+                &ws.id,
+                (lineage::FIRST_POSITION, Some(position)),
+                &inherited,
+                &versions,
+            )?;
+        }
     }
-    if plan.paths.is_empty() {
+    let paths: Vec<&String> = plan.paths.iter().collect();
+    let versions: Vec<&Version> = plan.versions.iter().collect();
+    insert_rows(&ws.id, (position, None), &paths, &versions)
+}
+
+/// Inserts entry rows of `ws` valid over `[from, until)`, set-based.
+fn insert_rows(
+    ws: &str,
+    (from, until): (i64, Option<i64>),
+    paths: &[&String],
+    versions: &[&Version],
+) -> Outcome<()> {
+    if paths.is_empty() {
         return Ok(());
     }
-    let v = &plan.versions;
-    let bh: Vec<Vec<u8>> = v.iter().map(|v| v.body_hash.clone()).collect();
-    let bs: Vec<i64> = v.iter().map(|v| v.body_size).collect();
+    let paths: Vec<String> = paths.iter().map(|p| (*p).clone()).collect();
+    let bh: Vec<Vec<u8>> = versions.iter().map(|v| v.body_hash.clone()).collect();
+    let bs: Vec<i64> = versions.iter().map(|v| v.body_size).collect();
     // Without metadata the content is the body: NULL content columns (see supabash.entries).
     let plain = |v: &Version| v.metadata.as_object().is_none_or(|m| m.is_empty());
-    let ch: Vec<Option<Vec<u8>>> = v
+    let ch: Vec<Option<Vec<u8>>> = versions
         .iter()
         .map(|v| (!plain(v)).then(|| v.content_hash.clone()))
         .collect();
-    let cs: Vec<Option<i64>> = v
+    let cs: Vec<Option<i64>> = versions
         .iter()
         .map(|v| (!plain(v)).then_some(v.content_size))
         .collect();
-    let md: Vec<Option<pgrx::JsonB>> = v
+    let md: Vec<Option<pgrx::JsonB>> = versions
         .iter()
         .map(|v| (!plain(v)).then(|| pgrx::JsonB(v.metadata.clone())))
         .collect();
     db::exec(
         "INSERT INTO supabash.entries
-                (workspace_id, path, valid_from, body_hash, body_size, content_hash, content_size, metadata)
-         SELECT $1::uuid, unnest($3::text[]), $2, unnest($4::bytea[]), unnest($5::bigint[]),
-                unnest($6::bytea[]), unnest($7::bigint[]), unnest($8::jsonb[])",
-        &[ws.into(), position.into(), plan.paths.into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
+                (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata)
+         SELECT $1::uuid, unnest($4::text[]), $2, $3, unnest($5::bytea[]), unnest($6::bigint[]),
+                unnest($7::bytea[]), unnest($8::bigint[]), unnest($9::jsonb[])",
+        &[ws.into(), from.into(), until.into(), paths.into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
     )
 }
 
@@ -379,7 +420,7 @@ fn write_entries(ws: &str, position: i64, plan: Plan) -> Outcome<()> {
 /// names `source_revision`, and the touched paths end exactly as they are in that revision,
 /// covering every path where the head differs from it: the new head's tree is the source's.
 fn check_restore(
-    ws: &str,
+    ws: &Workspace,
     source: Option<&str>,
     state: &BTreeMap<String, Option<Version>>,
 ) -> Outcome<()> {
@@ -392,27 +433,25 @@ fn check_restore(
     let Some(source) = source else {
         return Err(refused("no source_revision"));
     };
-    let position = access::revision_position(ws, source)?;
-    let differing: Vec<String> = db::rows(
-        "WITH s AS (SELECT path, body_hash, content_hash, metadata FROM supabash.entries
-                     WHERE workspace_id = $1::uuid AND valid_from <= $2
-                       AND (valid_until IS NULL OR valid_until > $2)),
-              h AS (SELECT path, body_hash, content_hash, metadata FROM supabash.entries
-                     WHERE workspace_id = $1::uuid AND valid_until IS NULL)
-         SELECT coalesce(s.path, h.path) FROM s FULL JOIN h ON s.path = h.path
-          WHERE s.path IS NULL OR h.path IS NULL OR s.body_hash <> h.body_hash
-             OR s.content_hash IS DISTINCT FROM h.content_hash
-             OR s.metadata IS DISTINCT FROM h.metadata",
-        &[ws.into(), position.into()],
-        |r| db::get::<String>(r, 1),
-    )?;
-    if differing.iter().any(|p| !state.contains_key(p)) {
+    let position = access::revision_position(&ws.id, source)?;
+    let tree = |at: Option<i64>| -> Outcome<BTreeMap<String, Version>> {
+        Ok(crate::read::files_at(ws, at, None, false)?
+            .into_iter()
+            .map(version)
+            .collect())
+    };
+    let (source_tree, head_tree) = (tree(Some(position))?, tree(None)?);
+    let differing = source_tree
+        .iter()
+        .filter(|(p, v)| head_tree.get(*p) != Some(*v))
+        .map(|(p, _)| p)
+        .chain(head_tree.keys().filter(|p| !source_tree.contains_key(*p)));
+    if differing.into_iter().any(|p| !state.contains_key(p)) {
         return Err(refused("the changes leave part of the tree unrestored"));
     }
-    let source_state = versions(ws, Some(position), state.keys().cloned().collect())?;
     if state
         .iter()
-        .any(|(path, fin)| fin.as_ref() != source_state.get(path))
+        .any(|(path, fin)| fin.as_ref() != source_tree.get(path))
     {
         return Err(refused("a change differs from the source revision"));
     }
@@ -427,13 +466,9 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     let changes = parse_changes(std::mem::take(&mut req.changes)).map_err(change_error)?;
     let mut ctx = context(&mut req)?;
     let (changes, mut new_bytes) = hash_changes(changes);
-    let Workspace {
-        head,
-        head_position,
-        delegation,
-        owner,
-        ..
-    } = access::lock(opened)?;
+    let locked = access::lock(opened)?;
+    let (head, head_position) = (locked.head.clone(), locked.head_position);
+    let delegation = locked.delegation.clone();
     // A delegated commit is recorded under the grant's subject, correlation id and key id,
     // whatever the caller sent; the reserved actor prefix is the database's alone.
     let restore_only = match &delegation {
@@ -512,7 +547,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     if let Some(source) = &ctx.source_revision {
         access::revision_position(&ws, source)?;
     }
-    let initial = versions(&ws, None, touched.clone())?;
+    let initial = versions(&locked, None, touched.clone())?;
     let mut state: BTreeMap<String, Option<Version>> = touched
         .into_iter()
         .map(|p| {
@@ -522,7 +557,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         .collect();
     let lines = simulate(&changes, &mut state)?;
     if restore_only {
-        check_restore(&ws, ctx.source_revision.as_deref(), &state)?;
+        check_restore(&locked, ctx.source_revision.as_deref(), &state)?;
     }
 
     // Positions count each workspace's own commits (taken under its lock, so order = commit
@@ -552,9 +587,9 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
             })
         })
         .collect();
-    let added = bodies::store(&ws, new_bodies)?;
-    quota::add_bytes(&ws, &owner, added)?;
-    write_entries(&ws, position, plan)?;
+    let added = bodies::store(&locked.store, new_bodies)?;
+    quota::add_bytes(&locked.store, &locked.owner, added)?;
+    write_entries(&locked, position, plan, &initial)?;
 
     let receipt = Receipt {
         workspace_id: ws.clone(),
@@ -569,6 +604,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         metadata: ctx.metadata,
         source_revision: ctx.source_revision,
         delegation_key_id,
+        forked_from: None,
         rebased_from,
         committed_at,
         changes: lines,

@@ -288,5 +288,5 @@ fn preview_bodies(
     if wanted.is_empty() {
         return Ok(HashMap::new());
     }
-    bodies::prefixes(&ws.id, &wanted, max)
+    bodies::prefixes(&ws.store, &wanted, max)
 }

@@ -15,6 +15,7 @@ mod db;
 mod diff;
 mod fail;
 mod identity;
+mod lineage;
 mod purge;
 mod quota;
 mod read;
@@ -23,6 +24,7 @@ mod receipts;
 mod schema;
 mod scope;
 mod stored;
+mod workspaces;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -40,7 +42,13 @@ extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
 extension_sql_file!(
     "../sql/policies.sql",
     name = "policies",
-    requires = [request_owner, request_role, scope_workspace, scope_owner]
+    requires = [
+        request_owner,
+        request_role,
+        scope_workspace,
+        scope_owner,
+        scope_store
+    ]
 );
 extension_sql_file!("../sql/rpc.sql", name = "rpc");
 extension_sql_file!("../sql/privileges.sql", name = "privileges");
@@ -55,7 +63,9 @@ pub(crate) fn clip(s: &str) -> &str {
 /// The private schema (created by sql/schema.sql); pgrx only needs to know its name.
 #[pg_schema]
 mod supabash {
-    use crate::{args, capability, checkpoint, clip, commit, diff, fail, purge, read, scope};
+    use crate::{
+        args, capability, checkpoint, clip, commit, diff, fail, purge, read, scope, workspaces,
+    };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
     use serde_json::Value;
@@ -76,7 +86,10 @@ mod supabash {
         crate::budget::start();
         let a = args.0;
         let result = match op {
-            "create_workspace" => serve::<rq::CreateWorkspace>(op, a, read::create_workspace),
+            "create_workspace" => serve::<rq::CreateWorkspace>(op, a, workspaces::create_workspace),
+            "fork" => serve::<rq::Fork>(op, a, workspaces::fork),
+            "delete_workspace" => serve::<rq::DeleteWorkspace>(op, a, workspaces::delete_workspace),
+            "list_workspaces" => serve::<rq::ListWorkspaces>(op, a, workspaces::list_workspaces),
             "load_manifest" => serve::<rq::LoadManifest>(op, a, read::load_manifest),
             "load_document" => serve::<rq::LoadDocument>(op, a, read::load_document),
             "load_snapshot" => serve::<rq::LoadSnapshot>(op, a, read::load_snapshot),
@@ -165,6 +178,12 @@ mod supabash {
     #[pg_extern(name = "_scope_owner", stable, parallel_unsafe)]
     fn scope_owner() -> Option<String> {
         scope::owner()
+    }
+
+    /// The body store of that workspace, once known: its fork family (row-level security).
+    #[pg_extern(name = "_scope_store", stable, parallel_unsafe)]
+    fn scope_store() -> Option<String> {
+        scope::store()
     }
 
     /// HMAC-SHA256 of `input` under `secret` equals `signature` (constant time). Only the frozen

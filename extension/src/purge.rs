@@ -1,22 +1,32 @@
 //! `supabash_purge`: drops old revisions and reclaims what only they needed. The head, every
 //! checkpointed revision and every revision at or after the floor are always kept, so no
-//! retained revision ever becomes unreadable.
+//! retained revision ever becomes unreadable; nor does any fork (see `lineage`).
 
 use crate::access;
 use crate::args;
+use crate::bodies;
 use crate::db;
 use crate::fail::{invalid, Outcome};
+use crate::lineage;
 use crate::quota;
 use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::PurgeReport;
 
-/// Marks what goes: revisions, then closed intervals no retained revision sees, then bodies no
-/// remaining interval references and no remaining body is a delta against (directly or down
-/// a chain). A dry run answers the same question and writes nothing.
-const PLAN_SQL: &str = "
-WITH RECURSIVE ranked AS (
+/// Marks what goes: revisions, then closed intervals no retained revision sees and no fork
+/// reads (a fork made at position p reads what is visible at p; a fork's copies of inherited
+/// versions always stay, see `lineage`). `$1` workspace, `$2` keep, `$3` max age, `$4` head,
+/// `$5` floor, `$6` whether the workspace is a fork.
+fn doomed_sql() -> String {
+    // A schema older than 0.4.0 has no forks.
+    let forks = if crate::schema::has_column(c"workspaces", c"fork_of") {
+        "UNION SELECT fork_position FROM supabash.workspaces WHERE fork_of = $1::uuid"
+    } else {
+        ""
+    };
+    format!("
+WITH ranked AS (
   SELECT revision_id, position, committed_at,
          row_number() OVER (ORDER BY position DESC) AS newest_rank
     FROM supabash.revisions WHERE workspace_id = $1::uuid),
@@ -28,42 +38,32 @@ doomed AS (
      AND ($5::bigint IS NULL OR r.position < $5)
      AND NOT EXISTS (SELECT 1 FROM supabash.checkpoints c
                       WHERE c.workspace_id = $1::uuid AND c.revision_id = r.revision_id)),
-kept AS (SELECT position FROM ranked WHERE revision_id NOT IN (SELECT revision_id FROM doomed)),
+kept AS (SELECT position FROM ranked WHERE revision_id NOT IN (SELECT revision_id FROM doomed)
+         {forks}),
 dead_entries AS (
   SELECT e.path, e.valid_from FROM supabash.entries e
    WHERE e.workspace_id = $1::uuid AND e.valid_until IS NOT NULL
-     AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.position >= e.valid_from AND k.position < e.valid_until)),
-live_bodies AS (
-  SELECT e.body_hash AS hash FROM supabash.entries e
-   WHERE e.workspace_id = $1::uuid
-     AND (e.path, e.valid_from) NOT IN (SELECT path, valid_from FROM dead_entries)
-  UNION
-  SELECT b.base_hash FROM live_bodies l
-    JOIN supabash.bodies b ON b.workspace_id = $1::uuid AND b.hash = l.hash
-   WHERE b.base_hash IS NOT NULL),
-dead_bodies AS (
-  SELECT b.hash, b.size FROM supabash.bodies b
-   WHERE b.workspace_id = $1::uuid AND b.hash NOT IN (SELECT hash FROM live_bodies))
+     AND NOT ($6 AND e.valid_from = $7)
+     AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.position >= e.valid_from AND k.position < e.valid_until))
 SELECT
-  (SELECT coalesce(array_agg(revision_id::text ORDER BY position), '{}') FROM doomed),
-  (SELECT coalesce(array_agg(path), '{}') FROM dead_entries),
-  (SELECT coalesce(array_agg(valid_from), '{}') FROM dead_entries),
-  (SELECT coalesce(array_agg(encode(hash, 'hex')), '{}') FROM dead_bodies),
-  (SELECT coalesce(sum(size), 0)::bigint FROM dead_bodies)";
+  (SELECT coalesce(array_agg(revision_id::text ORDER BY position), '{{}}') FROM doomed),
+  (SELECT coalesce(array_agg(path), '{{}}') FROM dead_entries),
+  (SELECT coalesce(array_agg(valid_from), '{{}}') FROM dead_entries)")
+}
 
 /// What a purge removes.
 struct Plan {
     revisions: Vec<String>,
     entry_paths: Vec<String>,
     entry_froms: Vec<i64>,
-    /// Body hashes, hex.
-    bodies: Vec<String>,
+    bodies: Vec<Vec<u8>>,
     bytes: i64,
 }
 
 /// `supabash_purge`.
 pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
-    let ws = access::open_locked(&req, &[Operation::Purge])?;
+    // Purge deletes bodies, which the workspace's whole fork family shares.
+    let ws = access::lock_family(access::open(&req, &[Operation::Purge])?)?;
     let (mut keep, max_age) = (req.keep_revisions.map(i64::from), req.max_age_seconds);
     if keep.is_some_and(|k| k < 0) || max_age.is_some_and(|a| a < 0) {
         return Err(invalid(
@@ -78,26 +78,39 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
         None => None,
     };
     let dry_run = req.dry_run == Some(true);
-    let plan = db::row(
-        PLAN_SQL,
+    let (revisions, entry_paths, entry_froms): (Vec<String>, Vec<String>, Vec<i64>) =
+        db::query_row(
+            &doomed_sql(),
+            &[
+                ws.id.as_str().into(),
+                keep.into(),
+                max_age.into(),
+                ws.head.clone().into(),
+                floor.into(),
+                (!ws.sources.is_empty()).into(),
+                lineage::FIRST_POSITION.into(),
+            ],
+            |r| Ok((db::get(r, 1)?, db::get(r, 2)?, db::get(r, 3)?)),
+        )?
+        .expect("an aggregate query returns one row");
+    let gone_ws: Vec<&str> = entry_paths.iter().map(|_| ws.id.as_str()).collect();
+    let dead_bodies: Vec<(Vec<u8>, i64)> = db::query(
+        &bodies::garbage_sql(),
         &[
-            ws.id.as_str().into(),
-            keep.into(),
-            max_age.into(),
-            ws.head.clone().into(),
-            floor.into(),
+            ws.store.as_str().into(),
+            gone_ws.into(),
+            entry_paths.clone().into(),
+            entry_froms.clone().into(),
         ],
-        |r| {
-            Ok(Plan {
-                revisions: db::get(r, 1)?,
-                entry_paths: db::get(r, 2)?,
-                entry_froms: db::get(r, 3)?,
-                bodies: db::get(r, 4)?,
-                bytes: db::get(r, 5)?,
-            })
-        },
-    )?
-    .expect("an aggregate query returns one row");
+        |r| Ok((db::get(r, 1)?, db::get(r, 2)?)),
+    )?;
+    let plan = Plan {
+        revisions,
+        entry_paths,
+        entry_froms,
+        bytes: dead_bodies.iter().map(|(_, s)| s).sum(),
+        bodies: dead_bodies.into_iter().map(|(h, _)| h).collect(),
+    };
     let report = PurgeReport {
         dry_run,
         entries: plan.entry_paths.len() as i64,
@@ -124,16 +137,11 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
               WHERE e.workspace_id = $1::uuid AND e.path = d.path AND e.valid_from = d.valid_from",
             &[ws.id.as_str().into(), plan.entry_paths.into(), plan.entry_froms.into()],
         )?;
-        let hashes: Vec<Vec<u8>> = plan
-            .bodies
-            .iter()
-            .map(|h| hex::decode(h).expect("encode(hash, 'hex') is hex"))
-            .collect();
         db::exec(
             "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
-            &[ws.id.as_str().into(), hashes.into()],
+            &[ws.store.as_str().into(), plan.bodies.into()],
         )?;
-        quota::add_bytes(&ws.id, &ws.owner, -plan.bytes)?;
+        quota::add_bytes(&ws.store, &ws.owner, -plan.bytes)?;
     }
     Ok(report)
 }

@@ -1,8 +1,9 @@
 //! Per-owner quotas, set by a superuser (cluster, database or role level; 0 means none):
 //! `supabash.max_workspaces_per_owner` and `supabash.max_bytes_per_owner` (MB of distinct file
-//! contents, plain size, across all of an owner's workspaces). Usage is kept per workspace in
-//! `supabash.usage` (one row per workspace, written under that workspace's lock, so commits to
-//! different workspaces never wait on each other); a commit that would pass the byte quota and a
+//! contents, plain size, across all of an owner's workspaces). Usage is kept per body store in
+//! `supabash.usage` (one row per workspace and its forks, which share the store: commits to
+//! workspaces of different families never wait on each other; a family's commits briefly
+//! queue on its row); a commit that would pass the byte quota and a
 //! workspace beyond the count fail with `SUPABASH_QUOTA_EXCEEDED`, and nothing of them is kept.
 //! Two workspaces created at the same moment may pass the count by one each (no lock spans an
 //! owner's workspaces).
@@ -46,12 +47,14 @@ pub fn check_new_workspace(owner: &str) -> Outcome<()> {
     if max == 0 {
         return Ok(());
     }
-    let have = db::query_row(
-        "SELECT count(*) FROM supabash.workspaces WHERE owner_id = $1::uuid",
-        &[owner.into()],
-        |r| db::get::<i64>(r, 1),
-    )?
-    .unwrap_or(0);
+    // Counted from usage where it counts workspaces (0.4.0 on): a delegated call sees all of the
+    // owner's usage rows but only its own fork family's workspaces.
+    let sql = if counts_workspaces() {
+        "SELECT coalesce(sum(workspaces), 0)::bigint FROM supabash.usage WHERE owner_id = $1::uuid"
+    } else {
+        "SELECT count(*) FROM supabash.workspaces WHERE owner_id = $1::uuid"
+    };
+    let have = db::query_row(sql, &[owner.into()], |r| db::get::<i64>(r, 1))?.unwrap_or(0);
     if have >= i64::from(max) {
         return Err(Fail::new(
             Marker::Quota,
@@ -67,7 +70,23 @@ fn kept() -> bool {
     crate::schema::has_table(c"usage")
 }
 
-/// Starts the usage record of a new workspace.
+/// Whether usage rows count their store's live workspaces (0.4.0 on).
+fn counts_workspaces() -> bool {
+    crate::schema::has_column(c"usage", c"workspaces")
+}
+
+/// Counts a fork made (`delta` 1) or a workspace deleted (-1) in its body store's usage.
+pub fn count_fork(store: &str, delta: i32) -> Outcome<()> {
+    if !counts_workspaces() {
+        return Ok(());
+    }
+    db::exec(
+        "UPDATE supabash.usage SET workspaces = greatest(workspaces + $2, 0) WHERE workspace_id = $1::uuid",
+        &[store.into(), delta.into()],
+    )
+}
+
+/// Starts the usage record of a new workspace (its own body store).
 pub fn open_usage(workspace: &str, owner: &str) -> Outcome<()> {
     if !kept() {
         return Ok(());
@@ -78,9 +97,9 @@ pub fn open_usage(workspace: &str, owner: &str) -> Outcome<()> {
     )
 }
 
-/// Adds `bytes` (negative when purge reclaimed them) to the workspace's usage, then, when the
+/// Adds `bytes` (negative when purge reclaimed them) to the body store's usage, then, when the
 /// byte quota is set and `bytes` grew it, refuses usage past it across the owner's workspaces.
-pub fn add_bytes(workspace: &str, owner: &str, bytes: i64) -> Outcome<()> {
+pub fn add_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
     if bytes == 0 || !kept() {
         return Ok(());
     }
@@ -88,7 +107,7 @@ pub fn add_bytes(workspace: &str, owner: &str, bytes: i64) -> Outcome<()> {
         "INSERT INTO supabash.usage AS u (workspace_id, owner_id, body_bytes)
          VALUES ($1::uuid, $2::uuid, greatest($3, 0))
          ON CONFLICT (workspace_id) DO UPDATE SET body_bytes = greatest(u.body_bytes + $3, 0)",
-        &[workspace.into(), owner.into(), bytes.into()],
+        &[store.into(), owner.into(), bytes.into()],
     )?;
     let max_mb = MAX_BYTES_MB.get();
     if max_mb == 0 || bytes < 0 {

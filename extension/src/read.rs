@@ -1,4 +1,4 @@
-//! Workspace creation and every read: manifest, pinned documents and snapshots, revisions and
+//! Every read of one workspace: manifest, pinned documents and snapshots, revisions and
 //! history pages.
 
 use crate::access::{self, Workspace};
@@ -6,38 +6,15 @@ use crate::args;
 use crate::bodies;
 use crate::db::{self, FileRow};
 use crate::fail::{Fail, Outcome};
-use crate::quota;
+use crate::lineage;
 use crate::receipts;
 use serde_json::json;
 use std::collections::HashMap;
 use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
 use supabash_core::rpc::requests as rq;
-use supabash_core::rpc::{
-    Document, File, HistoryPage, Receipt, RevisionTree, Tree, WorkspaceCreated,
-};
+use supabash_core::rpc::{Document, File, HistoryPage, Receipt, RevisionTree, Tree};
 use supabash_core::Marker;
-
-/// `supabash_create_workspace`: a new, empty workspace owned by the caller.
-pub fn create_workspace(_: rq::CreateWorkspace) -> Outcome<WorkspaceCreated> {
-    let owner = access::caller()?;
-    quota::check_new_workspace(&owner)?;
-    let created = db::row(
-        "INSERT INTO supabash.workspaces (owner_id) VALUES ($1::uuid)
-         RETURNING id::text, supabash.utc_text(created_at)",
-        &[owner.as_str().into()],
-        |r| {
-            Ok(WorkspaceCreated {
-                workspace_id: db::get(r, 1)?,
-                created_at: db::get(r, 2)?,
-                head_revision: None,
-            })
-        },
-    )?
-    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the workspace was not created"))?;
-    quota::open_usage(&created.workspace_id, &owner)?;
-    Ok(created)
-}
 
 /// The wire form of a file row (with its body when the row carries one).
 pub fn file(row: FileRow) -> File {
@@ -65,8 +42,9 @@ const FILE_COLUMNS: &str =
     "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata";
 
 /// The files of a workspace at a position (`None`: the head), optionally one path only,
-/// optionally with bodies. Reading the head uses the open-interval index; any other retained
-/// position is an index range scan over the workspace's intervals.
+/// optionally with bodies, in path order. Reading the head uses the open-interval index; any
+/// other retained position (and a fork's sources, see `lineage`) is an index range scan over
+/// the workspace's intervals.
 pub fn files_at(
     ws: &Workspace,
     position: Option<i64>,
@@ -74,30 +52,19 @@ pub fn files_at(
     bodies: bool,
 ) -> Outcome<Vec<FileRow>> {
     let at_head = position.is_none() || position == ws.head_position;
-    let interval = if at_head {
-        "e.valid_until IS NULL"
-    } else {
-        "e.valid_from <= $2 AND (e.valid_until IS NULL OR e.valid_until > $2)"
-    };
     let sql = format!(
-        "SELECT {FILE_COLUMNS} FROM supabash.entries e
-          WHERE e.workspace_id = $1::uuid AND {interval} AND ($3::text IS NULL OR e.path = $3)
-          ORDER BY e.path"
+        "SELECT * FROM ({}) e ORDER BY 1",
+        lineage::visible_sql(ws, at_head, FILE_COLUMNS, "$5::text IS NULL OR e.path = $5")
     );
-    let mut rows = db::file_rows(
-        &sql,
-        &[
-            ws.id.as_str().into(),
-            position.unwrap_or(0).into(),
-            only.into(),
-        ],
-    )?;
+    let mut args = lineage::visible_args(ws, position);
+    args.push(only.into());
+    let mut rows = db::file_rows(&sql, &args)?;
     if bodies {
         let wanted: Vec<(Vec<u8>, i64)> = rows
             .iter()
             .map(|r| (r.body_hash.clone(), r.body_size))
             .collect();
-        let mut loaded = bodies::load_charged(&ws.id, &wanted)?;
+        let mut loaded = bodies::load_charged(&ws.store, &wanted)?;
         let mut uses: HashMap<Vec<u8>, usize> = HashMap::new();
         for row in &rows {
             *uses.entry(row.body_hash.clone()).or_default() += 1;
@@ -127,14 +94,15 @@ fn pinned(ws: &Workspace, revision: Option<&str>) -> Outcome<(Option<String>, Op
     }
 }
 
-/// `supabash_load_manifest`: the head tree without bodies.
+/// `supabash_load_manifest`: the tree without bodies at a pinned revision (default: head).
 pub fn load_manifest(req: rq::LoadManifest) -> Outcome<Tree> {
     let ws = access::open(&req, &[Operation::Read])?;
+    let (revision, position) = pinned(&ws, req.revision.as_deref())?;
     Ok(Tree {
-        files: files(files_at(&ws, None, None, false)?),
+        files: files(files_at(&ws, position, None, false)?),
         workspace_id: ws.id,
-        revision: ws.head,
-        position: ws.head_position,
+        revision,
+        position,
     })
 }
 

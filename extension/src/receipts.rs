@@ -6,48 +6,45 @@ use crate::db;
 use crate::fail::{Fail, Outcome};
 use pgrx::datum::DatumWithOid;
 use supabash_core::receipt_lines;
-use supabash_core::rpc::Receipt;
+use supabash_core::rpc::{ForkedFrom, Receipt};
 use supabash_core::Marker;
 
-/// The select list [`rows`] expects, in order, for `supabash.revisions`, ending with the
-/// columns that give the delegation key id and the rebase base (added by later versions).
-macro_rules! columns_ending {
-    ($key_id:literal, $rebased_from:literal) => {
-        concat!(
-            "workspace_id::text, revision_id::text, parent_revision::text, position,
-             transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
-             source_revision::text, supabash.utc_text(committed_at), lines, request_hash, ",
-            $key_id,
-            ", ",
-            $rebased_from
-        )
-    };
-}
-const COLUMNS: &str = columns_ending!("delegation_key_id", "rebased_from::text");
-/// The same on a 0.3.0 schema, which records no rebase base.
-const COLUMNS_BEFORE_0_4: &str = columns_ending!("delegation_key_id", "NULL::text");
-/// The same on a schema older than 0.3.0, which records no delegation key id either.
-const COLUMNS_BEFORE_0_3: &str = columns_ending!("NULL::text", "NULL::text");
+/// The select list [`rows`] expects, in order, for `supabash.revisions`; the columns older
+/// schemas lack come last (see [`LATER`]).
+const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
+     transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
+     source_revision::text, supabash.utc_text(committed_at), lines, request_hash";
 
-/// Whether revisions record the grant's key id (0.3.0 on; see `schema`).
-fn records_key_id() -> bool {
-    crate::schema::has_column(c"revisions", c"delegation_key_id")
-}
+/// Columns later versions added to `supabash.revisions`: name, how it is selected, and the cast
+/// of its inserted value. NULL stands in for each on a schema that predates it (the shared library serves older schemas until they are
+/// updated; see `schema`).
+const LATER: [(&std::ffi::CStr, &str, &str); 4] = [
+    (c"delegation_key_id", "delegation_key_id", ""),
+    (
+        c"forked_from_workspace",
+        "forked_from_workspace::text",
+        "::uuid",
+    ),
+    (
+        c"forked_from_revision",
+        "forked_from_revision::text",
+        "::uuid",
+    ),
+    (c"rebased_from", "rebased_from::text", "::uuid"),
+];
 
-/// Whether revisions record a rebased commit's base (0.4.0 on).
-fn records_rebase() -> bool {
-    crate::schema::has_column(c"revisions", c"rebased_from")
+fn has(column: &std::ffi::CStr) -> bool {
+    crate::schema::has_column(c"revisions", column)
 }
 
 /// The select list [`rows`] expects, for the installed schema.
-pub fn columns() -> &'static str {
-    if records_rebase() {
-        COLUMNS
-    } else if records_key_id() {
-        COLUMNS_BEFORE_0_4
-    } else {
-        COLUMNS_BEFORE_0_3
+pub fn columns() -> String {
+    let mut list = COLUMNS.to_owned();
+    for (column, select, _) in LATER {
+        list.push_str(", ");
+        list.push_str(if has(column) { select } else { "NULL::text" });
     }
+    list
 }
 
 /// A stored receipt and the hash of the request that made it.
@@ -81,7 +78,14 @@ pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
                 metadata: db::get::<pgrx::JsonB>(r, 10)?.0,
                 source_revision: db::opt(r, 11)?,
                 delegation_key_id: db::opt(r, 15)?,
-                rebased_from: db::opt(r, 16)?,
+                forked_from: match (db::opt(r, 16)?, db::opt(r, 17)?) {
+                    (Some(workspace_id), Some(revision)) => Some(ForkedFrom {
+                        workspace_id,
+                        revision,
+                    }),
+                    _ => None,
+                },
+                rebased_from: db::opt(r, 18)?,
                 committed_at: db::get(r, 12)?,
                 changes: receipt_lines::decode(&lines).map_err(corrupt)?,
             },
@@ -93,26 +97,23 @@ pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
 /// Stores the receipt of a new revision.
 pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
     let lines = receipt_lines::encode(&receipt.changes).map_err(corrupt)?;
-    // An older schema has no key id column (a delegated commit there has none to record),
-    // nor a rebase column (a rebased commit there records only its parent).
-    let (key_column, key_value) = if records_key_id() {
-        (", delegation_key_id", ", $14")
-    } else {
-        ("", "")
-    };
-    let (rebase_column, rebase_value) = if records_rebase() {
-        (", rebased_from", ", $15::uuid")
-    } else {
-        ("", "")
-    };
+    // An older schema lacks the later columns (nothing there could fill them).
+    let (mut names, mut values) = (String::new(), String::new());
+    for (i, (column, _, cast)) in LATER.iter().enumerate() {
+        if has(column) {
+            names.push_str(&format!(", {}", column.to_str().expect("ASCII")));
+            values.push_str(&format!(", ${}{cast}", 14 + i));
+        }
+    }
+    let forked = receipt.forked_from.as_ref();
     crate::db::exec(
         &format!(
             "INSERT INTO supabash.revisions
                     (workspace_id, revision_id, position, parent_revision, transaction_id,
                      idempotency_key, request_hash, committed_at, actor, correlation_id, cause,
-                     metadata, source_revision, lines{key_column}{rebase_column})
+                     metadata, source_revision, lines{names})
              VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8, $9, $10, $11,
-                     $12::uuid, $13{key_value}{rebase_value})"
+                     $12::uuid, $13{values})"
         ),
         &[
             receipt.workspace_id.as_str().into(),
@@ -129,6 +130,8 @@ pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
             receipt.source_revision.clone().into(),
             lines.into(),
             receipt.delegation_key_id.clone().into(),
+            forked.map(|f| f.workspace_id.clone()).into(),
+            forked.map(|f| f.revision.clone()).into(),
             receipt.rebased_from.clone().into(),
         ],
     )

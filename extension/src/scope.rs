@@ -1,5 +1,5 @@
-//! The scope of one native call: a workspace (and its owner, once known) the call may see
-//! beyond the caller's own, opened by a delegated grant. Only this native code sets it, for the
+//! The scope of one native call: a workspace (and its owner and fork family, once known) the
+//! call may see beyond the caller's own, opened by a delegated grant. Only this native code sets it, for the
 //! duration of one `supabash._call` (see `supabash._scope_workspace()` in the policies), so no
 //! SQL a caller could send can widen it.
 
@@ -9,6 +9,7 @@ use std::cell::RefCell;
 struct Scope {
     workspace: String,
     owner: Option<String>,
+    store: Option<String>,
 }
 
 thread_local! {
@@ -38,7 +39,18 @@ pub fn set(workspace: &str, owner: Option<&str>) {
         *s.borrow_mut() = Some(Scope {
             workspace: workspace.to_owned(),
             owner: owner.map(str::to_owned),
+            store: None,
         })
+    });
+}
+
+/// Widens the scope to the scoped workspace's fork family (its body store): what a fork reads
+/// from and what a purge must see. Does nothing without a scope.
+pub fn widen_to_store(store: &str) {
+    SCOPE.with(|s| {
+        if let Some(scope) = s.borrow_mut().as_mut() {
+            scope.store = Some(store.to_owned());
+        }
     });
 }
 
@@ -55,4 +67,9 @@ pub fn workspace() -> Option<String> {
 /// The scoped workspace's owner (for the row-level security policies), or NULL.
 pub fn owner() -> Option<String> {
     SCOPE.with(|s| s.borrow().as_ref().and_then(|s| s.owner.clone()))
+}
+
+/// The scoped workspace's body store (for the row-level security policies), or NULL.
+pub fn store() -> Option<String> {
+    SCOPE.with(|s| s.borrow().as_ref().and_then(|s| s.store.clone()))
 }

@@ -8,7 +8,8 @@
 -- naming the conflicting paths.
 \pset tuples_only on
 \pset format unaligned
-\set alice '{"role":"authenticated","sub":"a11ce000-0000-4000-8000-00000000000a","aud":"authenticated"}'
+-- Its own user (not the other scenarios' alice), so their workspace listings stay theirs.
+\set alice '{"role":"authenticated","sub":"4ebace00-0000-4000-8000-00000000000e","aud":"authenticated"}'
 
 -- A workspace with three files (r1), then another writer edits /a.md (r2).
 BEGIN;

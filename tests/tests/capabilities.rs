@@ -389,6 +389,11 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             json!({ "workspace_id": id, "keep_revisions": 0, "dry_run": true }),
             &[Purge],
         ),
+        c(
+            "supabash_fork",
+            json!({ "workspace_id": id, "actor": "forker", "label": "by a test" }),
+            &[Fork],
+        ),
     ]
 }
 

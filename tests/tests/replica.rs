@@ -85,10 +85,32 @@ async fn every_read_rpc_answers_on_a_streaming_replica_and_writes_are_refused() 
     let owner = Caller::new_user();
     let mut on_primary = SqlRpc::connect(&primary.dsn("authenticator")).await;
     let (ws, first, head, cp) = fill(&mut on_primary, &owner).await;
+    // A fork of the first revision reads through its source on the replica too.
+    let fork = on_primary
+        .call(
+            &owner,
+            "supabash_fork",
+            json!({ "workspace_id": ws, "revision": first, "actor": "a" }),
+        )
+        .await
+        .unwrap()["workspaceId"]
+        .clone();
     primary.wait_replayed(&replica);
 
     let mut on_replica = SqlRpc::connect(&replica.dsn("authenticator")).await;
-    for (rpc, args) in reads(&ws, &first, &head, &cp) {
+    let more = [
+        (
+            "supabash_load_manifest",
+            json!({ "workspace_id": ws, "revision": first }),
+        ),
+        ("supabash_load_snapshot", json!({ "workspace_id": fork })),
+        (
+            "supabash_load_document",
+            json!({ "workspace_id": fork, "path": "/data/blob" }),
+        ),
+        ("supabash_list_workspaces", json!({})),
+    ];
+    for (rpc, args) in reads(&ws, &first, &head, &cp).into_iter().chain(more) {
         let want = on_primary.call(&owner, rpc, args.clone()).await.unwrap();
         let got = on_replica
             .call(&owner, rpc, args.clone())
@@ -132,6 +154,8 @@ async fn every_read_rpc_answers_on_a_streaming_replica_and_writes_are_refused() 
             "supabash_exchange_capability",
             json!({ "capability": "x.y.z" }),
         ),
+        ("supabash_fork", json!({ "workspace_id": ws, "actor": "a" })),
+        ("supabash_delete_workspace", json!({ "workspace_id": ws })),
     ];
     for (rpc, args) in writes {
         let caller = if rpc == "supabash_exchange_capability" {

@@ -5,6 +5,7 @@
 //!   extension, which `supabash demo`, the end-to-end tests (`supabash-tests`) and the
 //!   benchmarks start;
 //! - [`connect`]: the connection arguments every command that opens a workspace takes;
+//! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
 //!   `supabash_agent::mcp` over stdio or streamable HTTP.
 
@@ -13,3 +14,4 @@
 pub mod connect;
 pub mod devcluster;
 pub mod mcp;
+pub mod workspaces;

@@ -42,6 +42,13 @@ enum Command {
     /// policy widens it, and that the bucket's file_size_limit and allowed_mime_types admit what
     /// the backend uploads (with the default limits). Exits with status 2 when a check fails.
     StorageSetup(StorageSetupArgs),
+    /// Lists the caller's workspaces (every page): id, label, head, stored bytes, fork origin.
+    Workspaces(supabash_cli::workspaces::ListArgs),
+    /// Forks a workspace at a revision (default: the head) without copying anything; prints
+    /// the fork's id.
+    Fork(supabash_cli::workspaces::ForkArgs),
+    /// Deletes a workspace with its history (needs --yes); its forks keep working.
+    DeleteWorkspace(supabash_cli::workspaces::DeleteArgs),
 }
 
 /// Arguments of `supabash storage-setup`.
@@ -319,6 +326,15 @@ fn main() {
         },
         Command::Mcp(args) => runtime
             .block_on(supabash_cli::mcp::run(*args))
+            .map_err(|e| e as _),
+        Command::Workspaces(args) => runtime
+            .block_on(supabash_cli::workspaces::list(args))
+            .map_err(|e| e as _),
+        Command::Fork(args) => runtime
+            .block_on(supabash_cli::workspaces::fork(args))
+            .map_err(|e| e as _),
+        Command::DeleteWorkspace(args) => runtime
+            .block_on(supabash_cli::workspaces::delete(args))
             .map_err(|e| e as _),
     };
     if let Err(e) = outcome {

@@ -382,6 +382,7 @@ impl StorageWorkspace {
             metadata: o.metadata.clone().unwrap_or_else(|| json!({})),
             source_revision: source,
             delegation_key_id: None,
+            forked_from: None,
             rebased_from: None,
             committed_at: now.clone(),
             changes: touched.iter().map(line).collect(),

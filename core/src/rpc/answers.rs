@@ -2,7 +2,7 @@
 //! not know, so a newer server can add some.
 
 use super::body;
-use super::receipt::Receipt;
+use super::receipt::{ForkedFrom, Receipt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_with::skip_serializing_none;
@@ -15,6 +15,56 @@ pub struct WorkspaceCreated {
     pub created_at: String,
     /// Always null: a new workspace has no revision.
     pub head_revision: Option<String>,
+}
+
+/// `supabash_fork`: the new workspace and its first revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceForked {
+    pub workspace_id: String,
+    pub created_at: String,
+    /// The fork's first revision (position 1): its tree is the source's at the fork point.
+    pub head_revision: String,
+    pub forked_from: ForkedFrom,
+}
+
+/// `supabash_delete_workspace`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceDeleted {
+    pub workspace_id: String,
+    /// Bodies removed from the store (none while other workspaces of the family use them).
+    pub bodies: i64,
+    pub bytes: i64,
+    /// Forks still read from it: its row stays, hidden, with what they need, until they go.
+    pub kept_for_forks: bool,
+}
+
+/// One of the caller's workspaces, as `supabash_list_workspaces` lists it.
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceInfo {
+    pub workspace_id: String,
+    pub label: Option<String>,
+    pub head_revision: Option<String>,
+    pub head_position: Option<i64>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub forked_from: Option<ForkedFrom>,
+    /// The body store it shares with its fork family (its own id unless it is a fork).
+    pub store_id: String,
+    /// Plain bytes of the distinct contents in that store (shared by the whole family).
+    pub store_bytes: i64,
+}
+
+/// `supabash_list_workspaces`: a page of workspaces and the cursor of the next, if any.
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspacePage {
+    pub workspaces: Vec<WorkspaceInfo>,
+    pub next_cursor: Option<String>,
 }
 
 /// One stored file: rendered content hash and size, body hash and size, metadata, and the

@@ -12,7 +12,7 @@ pub mod requests;
 pub use answers::*;
 pub use changes::{parse_changes, Change, ChangeError, Content, Op, StagedDocument, WireChange};
 pub use params::{params_of, Param};
-pub use receipt::{Receipt, ReceiptLine};
+pub use receipt::{ForkedFrom, Receipt, ReceiptLine};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -60,6 +60,9 @@ pub fn catalog() -> Vec<RpcInfo> {
     use requests::*;
     vec![
         RpcInfo::of::<CreateWorkspace>(),
+        RpcInfo::of::<Fork>(),
+        RpcInfo::of::<DeleteWorkspace>(),
+        RpcInfo::of::<ListWorkspaces>(),
         RpcInfo::of::<LoadManifest>(),
         RpcInfo::of::<LoadDocument>(),
         RpcInfo::of::<LoadSnapshot>(),

@@ -41,9 +41,19 @@ pub struct Receipt {
     /// For a commit made with a delegated grant: the key id of the verifier whose capability
     /// was exchanged for it, recorded by the database (a caller cannot set it).
     pub delegation_key_id: Option<String>,
+    /// A fork's first revision: where its tree came from.
+    pub forked_from: Option<ForkedFrom>,
     /// For a rebased commit: the base revision it was made on; `parent_revision` is the head
     /// it was applied on top of.
     pub rebased_from: Option<String>,
     pub committed_at: String,
     pub changes: Vec<ReceiptLine>,
+}
+
+/// The workspace and revision a fork was made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkedFrom {
+    pub workspace_id: String,
+    pub revision: String,
 }

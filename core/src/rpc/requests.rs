@@ -57,15 +57,63 @@ macro_rules! rpc {
 
 request! {
     "supabash_create_workspace", mutates = true, answers::WorkspaceCreated;
-    /// `supabash_create_workspace()`: a new, empty workspace owned by the caller.
-    pub struct CreateWorkspace {}
+    /// `supabash_create_workspace`: a new, empty workspace owned by the caller.
+    pub struct CreateWorkspace {
+        /// A name for people (1 to 256 bytes), shown by `supabash_list_workspaces`.
+        pub label: Option<String>,
+    }
+}
+
+request! {
+    "supabash_fork", mutates = true, answers::WorkspaceForked, workspace;
+    /// `supabash_fork`: a new workspace of the same owner whose first revision's tree is this
+    /// one's at `revision` (default: the head). Copies no bodies and no entries.
+    pub struct Fork {
+        pub workspace_id: String,
+        pub revision: Option<String>,
+        pub label: Option<String>,
+        /// Recorded on the fork's first revision (required unless delegated).
+        pub actor: Option<String>,
+        pub cause: Option<String>,
+        pub delegated_grant: Option<String>,
+    }
+}
+
+request! {
+    "supabash_delete_workspace", mutates = true, answers::WorkspaceDeleted;
+    /// `supabash_delete_workspace` (the owner only): removes a workspace, its history and
+    /// every body nothing else needs; what its forks still read is kept for them.
+    pub struct DeleteWorkspace {
+        pub workspace_id: String,
+    }
+}
+
+impl WorkspaceRequest for DeleteWorkspace {
+    fn workspace_id(&self) -> &str {
+        &self.workspace_id
+    }
+    /// Never: deleting is the owner's alone.
+    fn delegated_grant(&self) -> Option<&str> {
+        None
+    }
+}
+
+request! {
+    "supabash_list_workspaces", mutates = false, answers::WorkspacePage;
+    /// `supabash_list_workspaces`: the caller's workspaces, oldest first, a page at a time. The
+    /// cursor is the id of the last workspace of the previous page.
+    pub struct ListWorkspaces {
+        pub cursor: Option<String>,
+        pub page_size: Option<i32>,
+    }
 }
 
 request! {
     "supabash_load_manifest", mutates = false, answers::Tree, workspace;
-    /// `supabash_load_manifest`: the head tree without bodies.
+    /// `supabash_load_manifest`: the tree without bodies at a revision (default: the head).
     pub struct LoadManifest {
         pub workspace_id: String,
+        pub revision: Option<String>,
         pub delegated_grant: Option<String>,
     }
 }

@@ -1,0 +1,136 @@
+//! `supabash workspaces`, `supabash fork` and `supabash delete-workspace`: the caller's
+//! workspaces as a whole. Human-readable lines by default, one JSON document with `--json`.
+
+use crate::connect::ConnectArgs;
+use supabash::workspace::ForkOptions;
+use supabash::Workspace;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Arguments of `supabash workspaces`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Print one JSON array of every workspace.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `supabash fork`.
+#[derive(Debug, clap::Args)]
+pub struct ForkArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// The workspace to fork.
+    #[arg(long)]
+    pub workspace: String,
+    /// The revision to fork (default: the head).
+    #[arg(long)]
+    pub revision: Option<String>,
+    /// A name for the fork.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Recorded on the fork's first revision.
+    #[arg(long, default_value = "supabash-cli")]
+    pub actor: String,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `supabash delete-workspace`.
+#[derive(Debug, clap::Args)]
+pub struct DeleteArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// The workspace to delete, with its history.
+    #[arg(long)]
+    pub workspace: String,
+    /// Confirms the deletion (nothing happens without it).
+    #[arg(long)]
+    pub yes: bool,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `supabash workspaces`: every page of the caller's workspaces.
+pub async fn list(args: ListArgs) -> Result<(), BoxError> {
+    let transport = args.connect.connect().await?;
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = Workspace::list(transport.as_ref(), cursor.as_deref(), None).await?;
+        all.extend(page.workspaces);
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(());
+    }
+    for w in all {
+        let forked = w
+            .forked_from
+            .map(|f| format!(" forked from {}@{}", f.workspace_id, f.revision))
+            .unwrap_or_default();
+        println!(
+            "{}  {}  head {}  {} bytes stored{}",
+            w.workspace_id,
+            w.label.as_deref().unwrap_or("-"),
+            w.head_position.map_or("-".to_owned(), |p| p.to_string()),
+            w.store_bytes,
+            forked
+        );
+    }
+    Ok(())
+}
+
+/// `supabash fork`: forks and prints the new workspace's id.
+pub async fn fork(args: ForkArgs) -> Result<(), BoxError> {
+    let transport = args.connect.connect().await?;
+    let source = Workspace::builder(transport).open(&args.workspace).await?;
+    let mut options = ForkOptions::new(args.actor);
+    options.revision = args.revision;
+    options.label = args.label;
+    let forked = source.fork(options).await?;
+    let id = forked.workspace.id();
+    if args.json {
+        let answer = serde_json::json!({
+            "workspaceId": id,
+            "headRevision": forked.workspace.base_revision(),
+            "forkedFrom": forked.forked_from,
+        });
+        println!("{answer}");
+    } else {
+        println!("{id}");
+    }
+    Ok(())
+}
+
+/// `supabash delete-workspace`: deletes after `--yes`.
+pub async fn delete(args: DeleteArgs) -> Result<(), BoxError> {
+    if !args.yes {
+        return Err("delete-workspace removes the workspace and its history: add --yes".into());
+    }
+    let transport = args.connect.connect().await?;
+    let ws = Workspace::builder(transport).open(&args.workspace).await?;
+    let deleted = ws.delete().await?;
+    if args.json {
+        println!("{}", serde_json::to_string(&deleted)?);
+    } else {
+        let kept = if deleted.kept_for_forks {
+            " (kept, hidden, for its forks)"
+        } else {
+            ""
+        };
+        println!(
+            "deleted {}{kept}: {} bodies, {} bytes reclaimed",
+            deleted.workspace_id, deleted.bodies, deleted.bytes
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,67 @@
+//! `supabash workspaces`, `fork` and `delete-workspace`: the built binary against a real
+//! PostgreSQL with the extension, over a direct connection acting as a user.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+use supabash_tests::client::{cluster, new_user, workspace_with, Via};
+
+fn supabash(user: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_supabash"))
+        .args(args)
+        .env("SUPABASH_DSN", cluster().dsn("authenticator"))
+        .env("SUPABASH_SUB", user)
+        .output()
+        .unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn fork_list_and_delete_from_the_command_line() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/a.md", "a")]).await;
+    let head = ws.base_revision().unwrap();
+    let forked = json_of(&supabash(
+        &user,
+        &["fork", "--workspace", ws.id(), "--label", "try 1", "--json"],
+    ));
+    assert_eq!(forked["forkedFrom"]["workspaceId"], ws.id());
+    assert_eq!(forked["forkedFrom"]["revision"], head.as_str());
+    let fork_id = forked["workspaceId"].as_str().unwrap().to_owned();
+    let listed = json_of(&supabash(&user, &["workspaces", "--json"]));
+    let labels: Vec<&Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| &w["label"])
+        .collect();
+    assert_eq!(labels, [&Value::Null, &Value::from("try 1")]);
+    // Without --yes nothing is deleted, and the tool says why.
+    let refused = supabash(&user, &["delete-workspace", "--workspace", &fork_id]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
+    let deleted = json_of(&supabash(
+        &user,
+        &[
+            "delete-workspace",
+            "--workspace",
+            &fork_id,
+            "--yes",
+            "--json",
+        ],
+    ));
+    assert_eq!(deleted["workspaceId"], fork_id.as_str());
+    let listed = json_of(&supabash(&user, &["workspaces", "--json"]));
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    // Another user cannot fork it: a clear failure, exit status 1.
+    let other = supabash(&new_user(), &["fork", "--workspace", ws.id()]);
+    assert_eq!(other.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&other.stderr).contains("WORKSPACE"));
+}
