@@ -1,7 +1,8 @@
 //! Path-level rebase on commit: a commit made on an older base applies on top of the head when
 //! no path it touches changed in between, and fails with PT409 naming the paths otherwise.
 //! Through the RPCs (move, delete and purge edge cases, replay) and through the client over
-//! both transports (the staged tree after a rebase), with 64 concurrent writers.
+//! both transports (the staged tree after a rebase), with 64 concurrent writers, and in a fork
+//! (inherited paths the fork changed count as changed).
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -489,4 +490,59 @@ async fn sixty_four_writers_on_one_file_one_wins() {
         .unwrap()
         .files;
     assert_eq!(files["/race.bin"], writer_bytes(winners[0]));
+}
+
+#[tokio::test]
+async fn in_a_fork_an_inherited_path_counts_once_touched() {
+    let (mut parent, _) = Ws::with(&[("/a.md", "a"), ("/b.md", "b"), ("/c.md", "c")]).await;
+    let forked = parent
+        .rest
+        .call(
+            &parent.owner,
+            "supabash_fork",
+            json!({"workspace_id": parent.id, "actor": "forker"}),
+        )
+        .await
+        .unwrap();
+    let mut fork = Ws {
+        rest: SqlRpc::connect(&Cluster::shared().dsn("authenticator")).await,
+        owner: parent.owner.clone(),
+        id: forked["workspaceId"].as_str().unwrap().to_owned(),
+    };
+    let base = forked["headRevision"].as_str().unwrap().to_owned();
+    // The other writer's first touches of inherited paths: an edit and a delete.
+    let head = fork
+        .advance(
+            &base,
+            json!([up("/a.md", "edited in the fork"), del("/b.md")]),
+        )
+        .await;
+    for (ours, want) in [
+        (json!([up("/a.md", "ours")]), vec!["/a.md"]),
+        (json!([mv("/b.md", "/d.md")]), vec!["/b.md"]),
+        (
+            json!([del("/a.md"), up("/b.md", "back")]),
+            vec!["/a.md", "/b.md"],
+        ),
+    ] {
+        let r = fork.commit(&base, ours, json!({"rebase": true})).await;
+        let e = expect_err(r, "PT409", Some("SUPABASH_COMMIT_CONFLICT"));
+        assert_eq!(conflicts(&e), want);
+    }
+    // An inherited path neither side touched in the fork rebases.
+    let r = fork
+        .commit(&base, json!([up("/c.md", "ours")]), json!({"rebase": true}))
+        .await
+        .unwrap();
+    assert_eq!(r["receipt"]["parentRevision"], json!(head), "{r}");
+    let tree = fork.tree().await;
+    assert_eq!(
+        tree,
+        BTreeMap::from([
+            ("/a.md".to_owned(), "edited in the fork".to_owned()),
+            ("/c.md".to_owned(), "ours".to_owned()),
+        ])
+    );
+    // The fork's commits left the parent as it was.
+    assert_eq!(parent.tree().await["/a.md"], "a");
 }
