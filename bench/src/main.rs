@@ -506,6 +506,145 @@ async fn concurrent_writers(cluster: &Cluster, r: &mut Report) {
     );
 }
 
+/// What one shared-workspace writer saw in a burst: commits, conflicts, and busy retries.
+#[derive(Default)]
+struct Shared {
+    commits: usize,
+    conflicts: usize,
+    busy: usize,
+}
+
+/// `n` writers, each on its own connection, commit edits of their own file in one workspace
+/// for `secs`. Each commits on the last revision it knows; strictly (`rebase` false) a
+/// conflict costs a manifest read to learn the head and another try, with `rebase` the
+/// server applies the edit on the moved head. Returns commits/s and the tallies.
+async fn shared_burst(
+    cluster: &Cluster,
+    who: &Caller,
+    ws: &str,
+    head: &str,
+    n: usize,
+    secs: u64,
+    rebase: bool,
+) -> (f64, Shared) {
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(secs);
+    let mut tasks = Vec::new();
+    for w in 0..n {
+        let mut rest = SqlRpc::connect(&dsn(cluster, "app")).await;
+        let (who, ws, mut base) = (who.clone(), ws.to_owned(), head.to_owned());
+        tasks.push(tokio::spawn(async move {
+            let mut seen = Shared::default();
+            while Instant::now() < deadline {
+                let body = text((w * 1_000_000 + seen.commits) as u64, 512);
+                let args = json!({ "workspace_id": ws, "actor": "bench", "base_revision": base,
+                                   "rebase": rebase,
+                                   "changes": [upsert(&format!("/w{w}.md"), &body)] });
+                match rest.call(&who, "supabash_commit", args).await {
+                    Ok(r) => {
+                        seen.commits += 1;
+                        base = r["receipt"]["revision"].as_str().unwrap().to_owned();
+                    }
+                    Err(e) if e.code == "PT409" => {
+                        seen.conflicts += 1;
+                        let m = rest
+                            .call(
+                                &who,
+                                "supabash_load_manifest",
+                                json!({ "workspace_id": ws }),
+                            )
+                            .await
+                            .unwrap_or_else(|e| panic!("manifest: {e}"));
+                        base = m["revision"].as_str().unwrap().to_owned();
+                    }
+                    Err(e) if e.code == "55P03" => seen.busy += 1,
+                    Err(e) => panic!("commit: {e}"),
+                }
+            }
+            seen
+        }));
+    }
+    let mut all = Shared::default();
+    for t in tasks {
+        let s = t.await.unwrap();
+        all.commits += s.commits;
+        all.conflicts += s.conflicts;
+        all.busy += s.busy;
+    }
+    (all.commits as f64 / start.elapsed().as_secs_f64(), all)
+}
+
+async fn rebase_writers(cluster: &Cluster, r: &mut Report) {
+    const WRITERS: usize = 16;
+    const ROUNDS: usize = 3;
+    const SECS: u64 = 4;
+    let mut rest = SqlRpc::connect(&dsn(cluster, "app")).await;
+    let mut ws = Ws::create(&mut rest).await;
+    let seed: Vec<Value> = (0..WRITERS)
+        .map(|w| upsert(&format!("/w{w}.md"), "seed"))
+        .collect();
+    ws.commit(&mut rest, seed).await;
+    // (commits/s, conflicts per attempt, busy retries) per round, strict then rebase.
+    let mut runs: [Vec<(f64, f64, usize)>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..ROUNDS {
+        for k in 0..2 {
+            let rebase = (round + k) % 2 == 1;
+            let head = ws
+                .read(&mut rest, "supabash_load_manifest", json!({}))
+                .await["revision"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let (rate, s) =
+                shared_burst(cluster, &ws.who, &ws.id, &head, WRITERS, SECS, rebase).await;
+            let attempts = (s.commits + s.conflicts + s.busy).max(1);
+            runs[rebase as usize].push((rate, s.conflicts as f64 / attempts as f64, s.busy));
+        }
+    }
+    r.section("Rebase: concurrent writers on one workspace");
+    r.line(&format!(
+        "{WRITERS} writers, each on its own connection, commit 512 B edits of their own file \
+         (disjoint paths) in ONE workspace, back to back for {SECS} s, each on the last revision \
+         it knows. Strict (the default): a PT409 costs a manifest read for the new head and \
+         another try. Rebase (`rebase => true`): the server applies the edit on the moved head \
+         when the file did not change since the writer's base. Conflict rate = PT409 / attempts. \
+         {ROUNDS} rounds of each, interleaved; medians."
+    ));
+    r.table(&[
+        "mode",
+        "rounds",
+        "median commits/s",
+        "median conflict rate",
+        "busy retries",
+    ]);
+    let mut cells = Vec::new();
+    for (label, run) in [("strict", &runs[0]), ("rebase", &runs[1])] {
+        let rate = stats(&run.iter().map(|x| x.0).collect::<Vec<_>>());
+        let conflict = stats(&run.iter().map(|x| x.1).collect::<Vec<_>>());
+        let busy: usize = run.iter().map(|x| x.2).sum();
+        r.row(&[
+            label.into(),
+            rate.n.to_string(),
+            f1(rate.median),
+            format!("{}%", f1(conflict.median * 100.0)),
+            busy.to_string(),
+        ]);
+        cells.push((rate.median, conflict.median));
+    }
+    r.summary(
+        "Commits/s, 16 writers on disjoint files of one workspace",
+        format!(
+            "rebase {} /s, {}% conflicts (strict {} /s, {}% conflicts)",
+            f1(cells[1].0),
+            f1(cells[1].1 * 100.0),
+            f1(cells[0].0),
+            f1(cells[0].1 * 100.0)
+        ),
+        "—".into(),
+        None,
+    );
+}
+
 /// What each edit of the disk measure does to the file.
 #[derive(Clone, Copy, PartialEq)]
 enum EditKind {
@@ -1217,7 +1356,7 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
 }
 
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, bulk, history, writers, disk, storage, memory, fork, profile; `latency` includes the
+/// (comma-separated: latency, bulk, history, writers, rebase, disk, storage, memory, fork, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1252,6 +1391,10 @@ async fn main() {
     if selected("writers") {
         eprintln!("bench: concurrent writers");
         concurrent_writers(&cluster, &mut r).await;
+    }
+    if selected("rebase") {
+        eprintln!("bench: rebase");
+        rebase_writers(&cluster, &mut r).await;
     }
     if selected("disk") {
         eprintln!("bench: disk");

@@ -12,6 +12,7 @@ crate::setters! {
         with_cause(cause: some into String),
         with_idempotency_key(idempotency_key: some into String),
         with_metadata(metadata: some Value),
+        with_rebase(rebase: bool),
     }
 }
 

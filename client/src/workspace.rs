@@ -91,6 +91,10 @@ pub struct CommitOptions {
     pub idempotency_key: Option<String>,
     /// A JSON object stored with the revision.
     pub metadata: Option<Value>,
+    /// When the head moved past the base, apply on top of it unless a path this commit
+    /// touches changed in between (default: fail with `COMMIT_CONFLICT` on any head move).
+    /// After a rebased commit the staged tree is the new revision's, others' files included.
+    pub rebase: bool,
 }
 
 impl CommitOptions {
@@ -246,6 +250,21 @@ fn verified_files(files: Vec<File>) -> Result<BTreeMap<String, Vec<u8>>> {
         .collect()
 }
 
+/// A manifest's files as the entries of a staged tree's base.
+fn base_entries(files: Vec<File>) -> Result<Vec<BaseEntry>> {
+    files
+        .into_iter()
+        .map(|f| {
+            let f = StoredFile::try_from(f)?;
+            Ok(BaseEntry {
+                path: f.path,
+                content_hash: f.content_hash,
+                size: f.size,
+            })
+        })
+        .collect()
+}
+
 /// Clears the in-flight mark of the staged tree unless the commit succeeded.
 struct InFlight<'a>(&'a StagedTree);
 
@@ -276,18 +295,7 @@ impl Base {
             delegated_grant: None,
         };
         let manifest = call(transport, &request).await?;
-        let entries = manifest
-            .files
-            .into_iter()
-            .map(|f| {
-                let f = StoredFile::try_from(f)?;
-                Ok(BaseEntry {
-                    path: f.path,
-                    content_hash: f.content_hash,
-                    size: f.size,
-                })
-            })
-            .collect::<Result<_>>()?;
+        let entries = base_entries(manifest.files)?;
         Ok(Base {
             revision: manifest.revision,
             entries,
@@ -426,6 +434,7 @@ impl Workspace {
             cause: options.cause,
             metadata: Some(metadata),
             source_revision,
+            rebase: options.rebase.then_some(true),
             delegated_grant: None,
             lease: None,
             // 0 travels as absent: servers without redaction do not know the parameter.
@@ -447,9 +456,13 @@ impl Workspace {
         request.transaction_id = Some(transaction_id.clone());
         match self.rpc(&request).await {
             Ok(result) => {
-                std::mem::forget(guard);
                 self.tree.canonicalise(planned.canonical);
-                self.tree.end_commit(Some(result.receipt.revision.clone()));
+                if result.receipt.rebased_from.is_some() {
+                    self.end_rebased_commit(&result.receipt.revision).await;
+                } else {
+                    self.tree.end_commit(Some(result.receipt.revision.clone()));
+                }
+                std::mem::forget(guard);
                 let mut pending = self.pending();
                 pending.unknown = None;
                 pending.restore_source = None;
@@ -459,6 +472,17 @@ impl Workspace {
                 self.pending().unknown = e.outcome_unknown.then_some((fingerprint, transaction_id));
                 Err(e)
             }
+        }
+    }
+
+    /// Ends a rebased commit (`revision`): the staged tree becomes that revision's committed
+    /// tree, which also holds what others committed before it. If its manifest cannot be read
+    /// the tree ends at `revision` holding this commit's files only; its next commit still
+    /// changes only what it shows.
+    async fn end_rebased_commit(&self, revision: &str) {
+        match Base::load(self.transport.as_ref(), &self.id, Some(revision)).await {
+            Ok(base) => self.tree.end_commit_at(revision.to_owned(), base.entries),
+            Err(_) => self.tree.end_commit(Some(revision.to_owned())),
         }
     }
 

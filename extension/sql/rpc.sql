@@ -102,7 +102,8 @@ CREATE FUNCTION public.supabash_commit(
   workspace_id text, changes json, actor text DEFAULT NULL,
   base_revision text DEFAULT NULL, transaction_id text DEFAULT NULL,
   correlation_id text DEFAULT NULL, idempotency_key text DEFAULT NULL,
-  cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL, delegated_grant text DEFAULT NULL,
+  cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL,
+  rebase boolean DEFAULT false, delegated_grant text DEFAULT NULL,
   lease text DEFAULT NULL, redaction_epoch bigint DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
@@ -110,7 +111,8 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'workspace_id', workspace_id, 'changes', changes, 'actor', actor,
     'base_revision', base_revision, 'transaction_id', transaction_id,
     'correlation_id', correlation_id, 'idempotency_key', idempotency_key,
-    'cause', cause, 'metadata', metadata, 'source_revision', source_revision, 'delegated_grant', delegated_grant,
+    'cause', cause, 'metadata', metadata, 'source_revision', source_revision,
+    'rebase', rebase, 'delegated_grant', delegated_grant,
     'lease', lease, 'redaction_epoch', redaction_epoch))
 $$;
 

@@ -112,6 +112,9 @@ CREATE TABLE supabash.revisions (
   -- A fork's first revision: the workspace and revision it was forked from.
   forked_from_workspace uuid,
   forked_from_revision  uuid,
+  -- Set for a commit made with rebase on an older base: that base (parent_revision is the
+  -- head it was applied on top of).
+  rebased_from    uuid,
   PRIMARY KEY (workspace_id, revision_id),
   UNIQUE (workspace_id, position),
   UNIQUE (workspace_id, transaction_id)

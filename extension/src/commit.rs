@@ -8,6 +8,7 @@ use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
 use crate::lineage;
 use crate::quota;
+use crate::rebase;
 use crate::receipts;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -132,6 +133,7 @@ struct Context {
     metadata: Value,
     source_revision: Option<String>,
     redaction_epoch: Option<i64>,
+    rebase: bool,
 }
 
 /// Checks the request's fields (the shared limits, UUIDs) and gives its context.
@@ -150,6 +152,7 @@ fn context(req: &mut rq::Commit) -> Outcome<Context> {
         metadata: req.metadata.take().unwrap_or_else(|| json!({})),
         source_revision: args::uuid_opt("source_revision", req.source_revision.as_deref())?,
         redaction_epoch: req.redaction_epoch,
+        rebase: req.rebase.unwrap_or(false),
     })
 }
 
@@ -534,30 +537,21 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         .clone()
         .ok_or_else(|| invalid("actor is required"))?;
     let digests: Vec<Value> = changes.iter().map(Hashed::digest).collect();
-    let request_hash = sha256(
-        json!({
-            "workspaceId": ws, "baseRevision": ctx.base, "changes": digests,
-            "actor": actor, "correlationId": ctx.correlation_id,
-            "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
-            "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
-        })
-        .to_string()
-        .as_bytes(),
-    );
+    let mut request = json!({
+        "workspaceId": ws, "baseRevision": ctx.base, "changes": digests,
+        "actor": actor, "correlationId": ctx.correlation_id,
+        "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
+        "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
+    });
+    // Only when set, so the requests of commits made before the flag existed hash as before.
+    if ctx.rebase {
+        request["rebase"] = json!(true);
+    }
+    let request_hash = sha256(request.to_string().as_bytes());
     if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
         return Ok(replayed);
     }
     crate::lease::check_commit(&ws, req.lease.as_deref())?;
-    if head != ctx.base {
-        return Err(Fail::new(
-            Marker::CommitConflict,
-            "the workspace head moved since the base revision",
-        )
-        .with_detail(json!({ "expectedRevision": ctx.base, "actualRevision": head })));
-    }
-    if let Some(source) = &ctx.source_revision {
-        access::revision_position(&ws, source)?;
-    }
 
     let mut touched: Vec<String> = Vec::with_capacity(changes.len());
     for c in &changes {
@@ -568,6 +562,30 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     }
     touched.sort();
     touched.dedup();
+    // The head moved: strictly a conflict, or with rebase one unless no touched path changed
+    // since the base (then the commit applies on the head, as if based on it).
+    let rebased_from = if head == ctx.base {
+        None
+    } else if ctx.rebase {
+        let head_position = head_position.unwrap_or(0);
+        rebase::check(
+            &ws,
+            ctx.base.as_deref(),
+            head.as_deref(),
+            head_position,
+            &touched,
+        )?;
+        ctx.base.clone()
+    } else {
+        return Err(Fail::new(
+            Marker::CommitConflict,
+            "the workspace head moved since the base revision",
+        )
+        .with_detail(json!({ "expectedRevision": ctx.base, "actualRevision": head })));
+    };
+    if let Some(source) = &ctx.source_revision {
+        access::revision_position(&ws, source)?;
+    }
     let initial = versions(&locked, None, touched.clone())?;
     let mut state: BTreeMap<String, Option<Version>> = touched
         .into_iter()
@@ -626,6 +644,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         source_revision: ctx.source_revision,
         delegation_key_id,
         forked_from: None,
+        rebased_from,
         committed_at,
         changes: lines,
     };

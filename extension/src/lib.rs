@@ -20,6 +20,7 @@ mod lineage;
 mod purge;
 mod quota;
 mod read;
+mod rebase;
 mod receipts;
 mod redact;
 mod schema;

@@ -18,7 +18,7 @@ const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::t
 /// Columns later versions added to `supabash.revisions`: name, how it is selected, and the cast
 /// of its inserted value. NULL stands in for each on a schema that predates it (the shared library serves older schemas until they are
 /// updated; see `schema`).
-const LATER: [(&std::ffi::CStr, &str, &str); 3] = [
+const LATER: [(&std::ffi::CStr, &str, &str); 4] = [
     (c"delegation_key_id", "delegation_key_id", ""),
     (
         c"forked_from_workspace",
@@ -30,6 +30,7 @@ const LATER: [(&std::ffi::CStr, &str, &str); 3] = [
         "forked_from_revision::text",
         "::uuid",
     ),
+    (c"rebased_from", "rebased_from::text", "::uuid"),
 ];
 
 fn has(column: &std::ffi::CStr) -> bool {
@@ -84,6 +85,7 @@ pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
                     }),
                     _ => None,
                 },
+                rebased_from: db::opt(r, 18)?,
                 committed_at: db::get(r, 12)?,
                 changes: receipt_lines::decode(&lines).map_err(corrupt)?,
             },
@@ -130,6 +132,7 @@ pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
             receipt.delegation_key_id.clone().into(),
             forked.map(|f| f.workspace_id.clone()).into(),
             forked.map(|f| f.revision.clone()).into(),
+            receipt.rebased_from.clone().into(),
         ],
     )
 }

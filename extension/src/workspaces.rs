@@ -164,6 +164,7 @@ pub fn fork(req: rq::Fork) -> Outcome<WorkspaceForked> {
         source_revision: None,
         delegation_key_id: src.delegation.as_ref().map(|d| d.key_id.clone()),
         forked_from: Some(forked_from.clone()),
+        rebased_from: None,
         committed_at: created_at.clone(),
         changes: Vec::new(),
     };

@@ -361,6 +361,14 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
                         "changes": [{"op": "upsert", "path": "/written.md", "text": new_nonce()}] }),
             &[Commit],
         ),
+        // Rebasing onto the head needs nothing beyond commit (and write for content).
+        c(
+            "supabash_commit",
+            json!({ "workspace_id": id, "actor": "intruder", "base_revision": ws.r1, "rebase": true,
+                    "changes": [{"op": "upsert", "path": format!("/rebased-{}.md", new_nonce()),
+                                 "text": new_nonce()}] }),
+            &[Commit],
+        ),
         c(
             "supabash_checkpoint",
             json!({ "workspace_id": id, "label": "by a test" }),
@@ -1330,6 +1338,24 @@ async fn delegated_commits_record_the_grant_actor_and_correlation() {
         );
         assert_eq!(last["delegationKeyId"], json!("attribution"), "{last}");
     }
+    // A delegated grant with commit may rebase: onto the head, recorded as the grant's.
+    let g = grant(&mut rest, &mut tally, &v, &ws.id, &rc, None).await;
+    let answer = tally
+        .allow(
+            "a delegated rebased commit",
+            rest.call(
+                &Caller::Service,
+                "supabash_commit",
+                json!({ "workspace_id": ws.id, "base_revision": ws.r1, "rebase": true,
+                        "delegated_grant": g,
+                        "changes": [{"op": "upsert", "path": "/rebased.md", "text": new_nonce()}] }),
+            )
+            .await,
+        )
+        .expect("committed");
+    let receipt = &answer["receipt"];
+    assert_eq!(receipt["rebasedFrom"], json!(ws.r1), "{receipt}");
+    assert_eq!(receipt["actor"], json!("delegated:job-7"), "{receipt}");
     // A user cannot pass for a delegated job: the reserved actor prefix is refused, and the
     // user's own commits carry no key id.
     let (head, _) = current(&mut rest, &ws).await;

@@ -48,6 +48,11 @@ fn invalid(message: &str) -> SupabashError {
 
 fn check_options(o: &CommitOptions, max_metadata: usize) -> Result<()> {
     let label = |s: &str| !s.is_empty() && s.len() <= MAX_LABEL_BYTES;
+    if o.rebase {
+        return Err(invalid(
+            "the Storage backend commits on its base only (no rebase)",
+        ));
+    }
     if !label(&o.actor) {
         return Err(invalid("actor must be 1 to 1024 bytes"));
     }
@@ -379,6 +384,7 @@ impl StorageWorkspace {
             source_revision: source,
             delegation_key_id: None,
             forked_from: None,
+            rebased_from: None,
             committed_at: now.clone(),
             changes: touched.iter().map(line).collect(),
         };

@@ -325,6 +325,53 @@ impl StagedTree {
         inner.base_revision = Some(revision);
     }
 
+    /// Ends a commit after which the committed tree is `revision`'s, holding `entries` (a
+    /// rebased commit: the head also holds what others committed). The tree becomes that base;
+    /// bytes already in memory for the same path and content stay loaded, shell-owned paths
+    /// stay, and nothing else of the old tree survives.
+    pub(crate) fn end_commit_at(&self, revision: String, entries: Vec<BaseEntry>) {
+        let mut inner = self.lock();
+        inner.committing = false;
+        let mut held: HashMap<(String, String), Arc<Vec<u8>>> = HashMap::new();
+        for (p, node) in &inner.nodes {
+            let Node::File { body, .. } = node else {
+                continue;
+            };
+            let bytes = match body {
+                Body::Bytes(b) => Some(b.clone()),
+                Body::Lazy(lazy) => inner.loaded.get(lazy).cloned(),
+            };
+            if let Some(bytes) = bytes {
+                held.insert((p.clone(), body.content_hash()), bytes);
+            }
+        }
+        inner.nodes.retain(|p, _| !committable(p));
+        inner.loaded.clear();
+        inner.base.clear();
+        for e in entries {
+            if let Some(bytes) = held.remove(&(e.path.clone(), e.content_hash.clone())) {
+                let lazy = Lazy {
+                    revision: revision.clone(),
+                    path: e.path.clone(),
+                    content_hash: e.content_hash.clone(),
+                    size: e.size,
+                };
+                inner.loaded.insert(lazy, bytes);
+            }
+            inner.base.insert(
+                e.path,
+                BaseFile {
+                    content_hash: e.content_hash,
+                    size: e.size,
+                },
+            );
+        }
+        inner.base_revision = Some(revision);
+        let shell_owned = std::mem::take(&mut inner.nodes);
+        inner.reset_to_base();
+        inner.nodes.extend(shell_owned);
+    }
+
     /// Replaces staged file bytes with their canonical rendering after a successful commit
     /// (runs while the commit is still marked in flight, before [`Self::end_commit`]).
     pub(crate) fn canonicalise(&self, files: Vec<(String, Vec<u8>)>) {

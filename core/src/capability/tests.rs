@@ -51,7 +51,7 @@ fn operations_have_wire_names_and_set_rules() {
     assert_eq!(set.to_wire(), ["read", "write"]);
     assert!(set.contains(Operation::Read) && !set.contains(Operation::Purge));
     let empty: [&str; 0] = [];
-    for bad in [&["read", "read"][..], &empty[..], &["read", "fork"][..]] {
+    for bad in [&["read", "read"][..], &empty[..], &["read", "teleport"][..]] {
         assert_eq!(
             OperationSet::from_wire(bad).unwrap_err(),
             CapabilityError::Invalid(Reason::Operations),

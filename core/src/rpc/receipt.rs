@@ -67,6 +67,9 @@ pub struct Receipt {
     pub delegation_key_id: Option<String>,
     /// A fork's first revision: where its tree came from.
     pub forked_from: Option<ForkedFrom>,
+    /// For a rebased commit: the base revision it was made on; `parent_revision` is the head
+    /// it was applied on top of.
+    pub rebased_from: Option<String>,
     pub committed_at: String,
     pub changes: Vec<ReceiptLine>,
 }

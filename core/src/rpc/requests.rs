@@ -180,6 +180,9 @@ request! {
         pub metadata: Option<Value>,
         /// The revision a forward restore came from.
         pub source_revision: Option<String>,
+        /// Apply on top of the head when it moved past `base_revision`, if no path this commit
+        /// touches changed in between (default false: strict compare-and-swap).
+        pub rebase: Option<bool>,
         pub delegated_grant: Option<String>,
         /// The token of the caller's live lease; required while the workspace is leased.
         pub lease: Option<String>,
