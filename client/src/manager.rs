@@ -9,7 +9,7 @@
 //! of it for metrics and logs; they carry workspace ids, never paths, contents or tokens.
 //!
 //! ```no_run
-//! # async fn demo(transport: std::sync::Arc<dyn supabash::Transport>) -> supabash::Result<()> {
+//! # async fn demo(transport: std::sync::Arc<dyn supabash::Transport>) -> Result<(), Box<dyn std::error::Error>> {
 //! use supabash::manager::{ManagerOptions, WorkspaceManager};
 //! use supabash::workspace::CommitOptions;
 //! use supabash::Workspace;

@@ -1,8 +1,8 @@
-//! Builder-style setters of the host's option types ([`CommitOptions`], [`CheckpointOptions`],
-//! [`PurgeOptions`]). The types are `#[non_exhaustive]`: callers outside this crate build them
+//! Builder-style setters of the host's option types ([`CommitOptions`], [`ForkOptions`],
+//! [`CheckpointOptions`], [`PurgeOptions`]). The types are `#[non_exhaustive]`: callers outside this crate build them
 //! from `new`/`Default` and these setters, so fields can be added without breaking them.
 
-use crate::workspace::{CheckpointOptions, CommitOptions, PurgeOptions};
+use crate::workspace::{CheckpointOptions, CommitOptions, ForkOptions, PurgeOptions};
 use serde_json::Value;
 
 crate::setters! {
@@ -13,6 +13,14 @@ crate::setters! {
         with_idempotency_key(idempotency_key: some into String),
         with_metadata(metadata: some Value),
         with_rebase(rebase: bool),
+    }
+}
+
+crate::setters! {
+    impl ForkOptions {
+        with_revision(revision: some into String),
+        with_label(label: some into String),
+        with_cause(cause: some into String),
     }
 }
 

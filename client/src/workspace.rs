@@ -675,6 +675,72 @@ impl Workspace {
         })
     }
 
+    /// Brings this fork's work back into the workspace it was forked from: the fork's net
+    /// change since the fork point (files its committed head holds that differ from the fork
+    /// point, and files it removed) is committed onto the source's head with rebase. It lands
+    /// when nothing it touches changed in the source since the fork point, and fails
+    /// `COMMIT_CONFLICT` naming the paths otherwise (nothing is written then). Staged edits of
+    /// this workspace are not part of it: commit them first. The source's receipt says
+    /// `rebased_from` the fork point when the source moved on meanwhile.
+    pub async fn merge_into_source(&self, options: CommitOptions) -> Result<CommitResult> {
+        let origin = self.forked_from().await?.ok_or_else(|| {
+            SupabashError::new(ErrorCode::InvalidArgument, "this workspace is not a fork")
+        })?;
+        let transport = self.transport.as_ref();
+        let at_fork = Base::load(transport, &origin.workspace_id, Some(&origin.revision)).await?;
+        let head = Base::load(transport, &self.id, None).await?;
+        let before: BTreeMap<&str, &str> = at_fork
+            .entries
+            .iter()
+            .map(|e| (e.path.as_str(), e.content_hash.as_str()))
+            .collect();
+        let source = RemoteSource {
+            transport: self.transport.clone(),
+            workspace_id: self.id.clone(),
+        };
+        let head_revision = head.revision.clone().unwrap_or_default();
+        let mut files = Vec::new();
+        for e in &head.entries {
+            if before.get(e.path.as_str()) != Some(&e.content_hash.as_str()) {
+                let stored = source.load(&head_revision, &e.path).await?;
+                let bytes = stored.verified(Some((&e.content_hash, e.size)))?;
+                files.push((e.path.clone(), bytes));
+            }
+        }
+        let kept: std::collections::BTreeSet<&str> =
+            head.entries.iter().map(|e| e.path.as_str()).collect();
+        let removed: Vec<String> = before
+            .keys()
+            .filter(|p| !kept.contains(*p))
+            .map(|p| p.to_string())
+            .collect();
+        let target = Workspace::open_at(
+            self.transport.clone(),
+            &origin.workspace_id,
+            Some(&origin.revision),
+            self.limits.clone(),
+        )
+        .await?
+        .with_codec(self.codec.clone());
+        target.tree.apply_files(files, &removed)?;
+        target.commit(options.with_rebase(true)).await
+    }
+
+    /// Where this workspace was forked from (`None`: it is not a fork).
+    pub async fn forked_from(&self) -> Result<Option<ForkedFrom>> {
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = Workspace::list(self.transport.as_ref(), cursor.as_deref(), None).await?;
+            if let Some(w) = page.workspaces.iter().find(|w| w.workspace_id == self.id) {
+                return Ok(w.forked_from.clone());
+            }
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => return Ok(None),
+            }
+        }
+    }
+
     /// Deletes the workspace with its history and every body nothing else needs (its forks
     /// keep working: what they read stays, hidden). Owner only.
     pub async fn delete(self) -> Result<WorkspaceDeleted> {

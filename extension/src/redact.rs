@@ -7,14 +7,17 @@
 //! epoch moves, so a staged tree loaded before can no longer commit; and a path redaction's
 //! boundary becomes the restore fence. A dry run answers the same and writes nothing.
 //!
-//! Two functions carry what a zero-copy fork will have to extend: [`matched_entries`] (the
-//! entry rows to rewrite) and [`dead_bodies`] (garbage collection by body store key).
+//! Forks: a redaction reaches every fork that shares a redacted version (one made before the
+//! boundary reads it through its fork point; a fork's copy of it is rewritten too, and its
+//! epoch moves), collects bodies across the fork family's store, and refuses to redact in a
+//! fork what the fork only inherits (see [`check_not_inherited`]).
 
 use crate::access::{self, Workspace};
 use crate::args;
 use crate::bodies;
 use crate::db;
 use crate::fail::{invalid, Fail, Outcome};
+use crate::lineage;
 use crate::quota;
 use crate::stored;
 use serde_json::json;
@@ -68,6 +71,7 @@ struct Match {
     valid_until: Option<i64>,
     /// The hash receipts and diffs name it by (its content hash, or its body's).
     content_hash: Vec<u8>,
+    body_hash: Vec<u8>,
 }
 
 impl Match {
@@ -86,7 +90,7 @@ fn matched_entries(
     hashes: &[Vec<u8>],
 ) -> Outcome<Vec<Match>> {
     db::query(
-        "SELECT path, valid_from, valid_until, coalesce(content_hash, body_hash)
+        "SELECT path, valid_from, valid_until, coalesce(content_hash, body_hash), body_hash
            FROM supabash.entries
           WHERE workspace_id = $1::uuid AND NOT redacted AND valid_from < $2
             AND (path = ANY($3) OR body_hash = ANY($4))
@@ -103,29 +107,130 @@ fn matched_entries(
                 valid_from: db::get(r, 2)?,
                 valid_until: db::opt(r, 3)?,
                 content_hash: db::get(r, 4)?,
+                body_hash: db::get(r, 5)?,
             })
         },
     )
 }
 
-/// The bodies of body store `store` (today: the workspace id) that no entry references once
-/// the entry rows `gone` (path, valid_from) stop referencing theirs, with their plain sizes.
-/// A body kept only as another's delta base counts as unreferenced: the caller stores its
-/// dependants again whole.
-fn dead_bodies(store: &str, gone: &[(String, i64)]) -> Outcome<Vec<(Vec<u8>, i64)>> {
-    let (paths, froms): (Vec<String>, Vec<i64>) = gone.iter().cloned().unzip();
+/// The bodies of body store `store` that no entry of any workspace of the store references
+/// once the entry rows `gone` (workspace, path, valid_from) stop referencing theirs, with their
+/// plain sizes. A body kept only as another's delta base counts as unreferenced: the caller
+/// stores its dependants again whole.
+fn dead_bodies(store: &str, gone: &[(String, String, i64)]) -> Outcome<Vec<(Vec<u8>, i64)>> {
+    let ids: Vec<String> = gone.iter().map(|g| g.0.clone()).collect();
+    let paths: Vec<String> = gone.iter().map(|g| g.1.clone()).collect();
+    let froms: Vec<i64> = gone.iter().map(|g| g.2).collect();
     db::query(
-        "WITH gone AS (SELECT * FROM unnest($2::text[], $3::bigint[]) AS g(path, valid_from)),
+        "WITH gone AS (SELECT * FROM unnest($2::uuid[], $3::text[], $4::bigint[]) AS g(ws, path, valid_from)),
               live AS (SELECT e.body_hash FROM supabash.entries e
-                        WHERE e.workspace_id = $1::uuid AND NOT e.redacted
+                         JOIN supabash.workspaces w ON w.id = e.workspace_id AND w.store_id = $1::uuid
+                        WHERE NOT e.redacted
                           AND NOT EXISTS (SELECT 1 FROM gone g
-                                           WHERE g.path = e.path AND g.valid_from = e.valid_from))
+                                           WHERE g.ws = e.workspace_id AND g.path = e.path
+                                             AND g.valid_from = e.valid_from))
          SELECT b.hash, b.size FROM supabash.bodies b
           WHERE b.workspace_id = $1::uuid AND b.hash NOT IN (SELECT body_hash FROM live)
           ORDER BY b.hash",
-        &[store.into(), paths.into(), froms.into()],
+        &[store.into(), ids.into(), paths.into(), froms.into()],
         |r| Ok((db::get::<Vec<u8>>(r, 1)?, db::get::<i64>(r, 2)?)),
     )
+}
+
+/// The forks (at any depth) that read this workspace's versions from before `boundary`: those
+/// whose chain of fork points reaches it at a position before the boundary.
+fn sharing_forks(ws: &str, boundary: i64) -> Outcome<Vec<String>> {
+    db::query(
+        "WITH RECURSIVE d (id, at) AS (
+           SELECT id, fork_position FROM supabash.workspaces WHERE fork_of = $1::uuid
+           UNION ALL
+           SELECT w.id, d.at FROM supabash.workspaces w JOIN d ON w.fork_of = d.id)
+         SELECT id::text FROM d WHERE at < $2 ORDER BY id",
+        &[ws.into(), boundary.into()],
+        |r| db::get::<String>(r, 1),
+    )
+}
+
+/// A fork's copy of an inherited version (see `lineage`) that a redaction rewrites.
+struct Copy {
+    workspace: String,
+    path: String,
+}
+
+/// The copy rows in `forks` of versions the redaction matched (same path, same body): the
+/// versions those forks share, copied when they first changed the path.
+fn matched_copies(forks: &[String], matched: &[Match]) -> Outcome<Vec<Copy>> {
+    if forks.is_empty() || matched.is_empty() {
+        return Ok(Vec::new());
+    }
+    let paths: Vec<String> = matched.iter().map(|m| m.path.clone()).collect();
+    let hashes: Vec<Vec<u8>> = matched.iter().map(|m| m.body_hash.clone()).collect();
+    db::query(
+        "SELECT e.workspace_id::text, e.path FROM supabash.entries e
+           JOIN unnest($2::text[], $3::bytea[]) AS m(path, body_hash)
+             ON e.path = m.path AND e.body_hash = m.body_hash
+          WHERE e.workspace_id = ANY($1::uuid[]) AND e.valid_from = $4 AND NOT e.redacted
+          GROUP BY 1, 2 ORDER BY 1, 2",
+        &[
+            forks.to_vec().into(),
+            paths.into(),
+            hashes.into(),
+            lineage::FIRST_POSITION.into(),
+        ],
+        |r| {
+            Ok(Copy {
+                workspace: db::get(r, 1)?,
+                path: db::get(r, 2)?,
+            })
+        },
+    )
+}
+
+/// Turns the forks' copies into tombstones (a copy ends where the fork first changed the path,
+/// so all of it lies before the boundary).
+fn tombstone_copies(copies: &[Copy]) -> Outcome<()> {
+    if copies.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<String> = copies.iter().map(|c| c.workspace.clone()).collect();
+    let paths: Vec<String> = copies.iter().map(|c| c.path.clone()).collect();
+    db::exec(
+        "UPDATE supabash.entries e
+            SET redacted = true, body_hash = '\\x'::bytea, body_size = 0,
+                content_hash = NULL, content_size = NULL, metadata = NULL
+           FROM unnest($1::uuid[], $2::text[]) AS c(ws, path)
+          WHERE e.workspace_id = c.ws AND e.path = c.path AND e.valid_from = $3",
+        &[ids.into(), paths.into(), lineage::FIRST_POSITION.into()],
+    )
+}
+
+/// Refuses a selection that matches versions a fork only inherits (its source's, read at the
+/// fork point): their bytes are the source's, so the redaction belongs there, where it reaches
+/// every fork that shares them.
+fn check_not_inherited(ws: &Workspace, sel: &Selection) -> Outcome<()> {
+    if ws.sources.is_empty() || (sel.paths.is_empty() && sel.hashes.is_empty()) {
+        return Ok(());
+    }
+    let visible = lineage::visible_sql(
+        ws,
+        false,
+        "e.workspace_id::text, e.path",
+        "NOT e.redacted AND (e.path = ANY($5) OR e.body_hash = ANY($6))",
+    );
+    let mut args = lineage::visible_args(ws, Some(lineage::FIRST_POSITION));
+    args.extend([sel.paths.clone().into(), sel.hashes.clone().into()]);
+    let inherited = db::query_row(
+        &format!("SELECT v.ws, v.path FROM ({visible}) AS v (ws, path) WHERE v.ws <> $1 LIMIT 1"),
+        &args,
+        |r| Ok((db::get::<String>(r, 1)?, db::get::<String>(r, 2)?)),
+    )?;
+    match inherited {
+        None => Ok(()),
+        Some((source, path)) => Err(invalid(format!(
+            "{path:?} is inherited unchanged from the workspace this one was forked from ({source}): redact it there; a redaction reaches every fork that shares the version"
+        ))
+        .with_detail(json!({ "path": path, "sourceWorkspaceId": source }))),
+    }
 }
 
 /// Stores again whole (no base) every body of `store` that is a delta against one of `dead`
@@ -204,15 +309,15 @@ fn write_tombstones(ws: &str, boundary: i64, matched: &[Match]) -> Outcome<()> {
 
 /// Removes from every receipt line of the workspace the hashes (and sizes) of redacted
 /// content that no kept version still holds: a hash can betray a short secret.
-fn scrub_receipts(ws: &str, matched: &[Match]) -> Outcome<()> {
+fn scrub_receipts(store: &str, family: &[String], matched: &[Match]) -> Outcome<()> {
     let mut hashes: Vec<Vec<u8>> = matched.iter().map(|m| m.content_hash.clone()).collect();
     hashes.sort();
     hashes.dedup();
     let live: HashSet<Vec<u8>> = db::query(
-        "SELECT DISTINCT coalesce(content_hash, body_hash) FROM supabash.entries
-          WHERE workspace_id = $1::uuid AND NOT redacted
-            AND coalesce(content_hash, body_hash) = ANY($2)",
-        &[ws.into(), hashes.clone().into()],
+        "SELECT DISTINCT coalesce(e.content_hash, e.body_hash) FROM supabash.entries e
+           JOIN supabash.workspaces w ON w.id = e.workspace_id AND w.store_id = $1::uuid
+          WHERE NOT e.redacted AND coalesce(e.content_hash, e.body_hash) = ANY($2)",
+        &[store.into(), hashes.clone().into()],
         |r| db::get::<Vec<u8>>(r, 1),
     )?
     .into_iter()
@@ -224,11 +329,17 @@ fn scrub_receipts(ws: &str, matched: &[Match]) -> Outcome<()> {
     let hex_hashes: HashSet<String> = hashes.iter().map(hex::encode).collect();
     // Lines store hashes as raw bytes, so only revisions holding one are decoded.
     let candidates = db::query(
-        "SELECT revision_id::text, lines FROM supabash.revisions r
-          WHERE workspace_id = $1::uuid
+        "SELECT workspace_id::text, revision_id::text, lines FROM supabash.revisions r
+          WHERE workspace_id = ANY($1::uuid[])
             AND EXISTS (SELECT 1 FROM unnest($2::bytea[]) h WHERE position(h IN r.lines) > 0)",
-        &[ws.into(), hashes.into()],
-        |r| Ok((db::get::<String>(r, 1)?, db::get::<Vec<u8>>(r, 2)?)),
+        &[family.to_vec().into(), hashes.into()],
+        |r| {
+            Ok((
+                db::get::<String>(r, 1)?,
+                db::get::<String>(r, 2)?,
+                db::get::<Vec<u8>>(r, 3)?,
+            ))
+        },
     )?;
     let unreadable = |e: receipt_lines::CodecError| {
         Fail::new(
@@ -236,23 +347,24 @@ fn scrub_receipts(ws: &str, matched: &[Match]) -> Outcome<()> {
             format!("a stored receipt is unreadable: {e}"),
         )
     };
-    let (mut ids, mut encoded) = (Vec::new(), Vec::new());
-    for (revision, bytes) in candidates {
+    let (mut owners, mut ids, mut encoded) = (Vec::new(), Vec::new(), Vec::new());
+    for (workspace, revision, bytes) in candidates {
         let mut lines = receipt_lines::decode(&bytes).map_err(unreadable)?;
         let mut changed = false;
         for line in &mut lines {
             changed |= line.redact(&hex_hashes);
         }
         if changed {
+            owners.push(workspace);
             ids.push(revision);
             encoded.push(receipt_lines::encode(&lines).map_err(unreadable)?);
         }
     }
     db::exec(
         "UPDATE supabash.revisions r SET lines = n.lines
-           FROM unnest($2::uuid[], $3::bytea[]) AS n(revision_id, lines)
-          WHERE r.workspace_id = $1::uuid AND r.revision_id = n.revision_id",
-        &[ws.into(), ids.into(), encoded.into()],
+           FROM unnest($1::uuid[], $2::uuid[], $3::bytea[]) AS n(workspace_id, revision_id, lines)
+          WHERE r.workspace_id = n.workspace_id AND r.revision_id = n.revision_id",
+        &[owners.into(), ids.into(), encoded.into()],
     )
 }
 
@@ -396,7 +508,8 @@ pub fn redact(req: rq::Redact) -> Outcome<RedactReport> {
             "redaction needs the 0.4.0 schema: run ALTER EXTENSION supabash UPDATE",
         ));
     }
-    let ws = access::open_locked(&req, &[Operation::Redact])?;
+    // Redaction deletes bodies, which the workspace's whole fork family shares.
+    let ws = access::lock_family(access::open(&req, &[Operation::Redact])?)?;
     let (boundary_revision, boundary) =
         match args::uuid_opt("before_revision", req.before_revision.as_deref())? {
             Some(r) => {
@@ -409,20 +522,28 @@ pub fn redact(req: rq::Redact) -> Outcome<RedactReport> {
             },
         };
     check_not_current(&ws.id, &sel)?;
+    check_not_inherited(&ws, &sel)?;
     let only_metadata = sel.paths.is_empty() && sel.hashes.is_empty();
     let matched = matched_entries(&ws.id, boundary, &sel.paths, &sel.hashes)?;
+    let forks = sharing_forks(&ws.id, boundary)?;
+    let copies = matched_copies(&forks, &matched)?;
     let revisions = selected_revisions(&ws.id, boundary, &matched, only_metadata)?;
-    let gone: Vec<(String, i64)> = matched
+    let gone: Vec<(String, String, i64)> = matched
         .iter()
         .filter(|m| !m.straddles(boundary))
-        .map(|m| (m.path.clone(), m.valid_from))
+        .map(|m| (ws.id.clone(), m.path.clone(), m.valid_from))
+        .chain(
+            copies
+                .iter()
+                .map(|c| (c.workspace.clone(), c.path.clone(), lineage::FIRST_POSITION)),
+        )
         .collect();
     // Only a redaction that tombstones something frees bodies (a scrub of metadata, or one
     // that matched nothing, leaves the store as it is).
     let dead = if matched.is_empty() {
         Vec::new()
     } else {
-        dead_bodies(&ws.id, &gone)?
+        dead_bodies(&ws.store, &gone)?
     };
     let bytes: i64 = dead.iter().map(|(_, s)| *s).sum();
     let dead_hashes: Vec<Vec<u8>> = dead.into_iter().map(|(h, _)| h).collect();
@@ -438,7 +559,20 @@ pub fn redact(req: rq::Redact) -> Outcome<RedactReport> {
     if report.dry_run {
         return Ok(report);
     }
-    apply(&ws, &sel, boundary, &matched, &dead_hashes, &report)?;
+    apply(
+        &ws,
+        &sel,
+        boundary,
+        (&matched, &copies),
+        &dead_hashes,
+        &report,
+    )?;
+    // The forks that shared a redacted version may hold it in a staged tree too.
+    db::exec(
+        "UPDATE supabash.workspaces SET redaction_epoch = redaction_epoch + 1, updated_at = now()
+          WHERE id = ANY($1::uuid[])",
+        &[forks.clone().into()],
+    )?;
     report.epoch = db::row(
         "UPDATE supabash.workspaces SET redaction_epoch = redaction_epoch + 1, updated_at = now()
           WHERE id = $1::uuid RETURNING redaction_epoch",
@@ -474,13 +608,18 @@ fn apply(
     ws: &Workspace,
     sel: &Selection,
     boundary: i64,
-    matched: &[Match],
+    (matched, copies): (&[Match], &[Copy]),
     dead: &[Vec<u8>],
     report: &RedactReport,
 ) -> Outcome<()> {
     if !matched.is_empty() {
         write_tombstones(&ws.id, boundary, matched)?;
-        scrub_receipts(&ws.id, matched)?;
+        tombstone_copies(copies)?;
+        let mut family = vec![ws.id.clone()];
+        family.extend(copies.iter().map(|c| c.workspace.clone()));
+        family.sort();
+        family.dedup();
+        scrub_receipts(&ws.store, &family, matched)?;
     }
     if !sel.metadata_keys.is_empty() || sel.clear_cause {
         db::exec(
@@ -497,12 +636,12 @@ fn apply(
         )?;
     }
     if !dead.is_empty() {
-        detach_dependants(&ws.id, dead)?;
+        detach_dependants(&ws.store, dead)?;
         db::exec(
             "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
-            &[ws.id.as_str().into(), dead.to_vec().into()],
+            &[ws.store.as_str().into(), dead.to_vec().into()],
         )?;
-        quota::add_bytes(&ws.id, &ws.owner, -report.bytes)?;
+        quota::add_bytes(&ws.store, &ws.owner, -report.bytes)?;
     }
     Ok(())
 }

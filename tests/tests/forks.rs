@@ -684,3 +684,179 @@ async fn the_client_forks_lists_and_deletes_over_both_transports() {
         assert_eq!(page.workspaces.len(), 1, "{via:?}");
     }
 }
+
+#[tokio::test]
+async fn a_redaction_reaches_the_forks_that_share_the_version_and_no_further() {
+    let cluster = Cluster::shared();
+    let admin = admin(cluster).await;
+    let mut u = User::new().await;
+    let secret = "password=hunter2-forked";
+    let p = u.create(&[("/cfg", secret), ("/other", "o")]).await;
+    let shared = u.fork_id(&p, None).await; // reads /cfg from p
+    let editing = u.fork_id(&p, None).await; // will copy /cfg when it edits it
+    u.commit(&editing, upserts(&[("/cfg", "fork's own config")]))
+        .await;
+    u.commit(&p, upserts(&[("/cfg", "clean")])).await;
+    let later = u.fork_id(&p, None).await; // made after the secret left: not affected
+    let epoch = |u: &mut User, ws: String| async move {
+        u.manifest(&ws, None).await["redactionEpoch"]
+            .as_i64()
+            .unwrap()
+    };
+    let shared_epoch = epoch(&mut u, shared.clone()).await;
+    // Redacting in a fork what it only inherits is refused: the bytes are its source's.
+    expect_err(
+        u.call(
+            "supabash_redact",
+            json!({ "workspace_id": shared, "paths": ["/cfg"] }),
+        )
+        .await,
+        "22023",
+        None,
+    );
+    let report = u
+        .call(
+            "supabash_redact",
+            json!({ "workspace_id": p, "paths": ["/cfg"], "dry_run": false, "reason": "leaked" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(report["bodies"].as_array().unwrap().len(), 1, "{report}");
+    // The secret's bytes are gone from the family's store.
+    let secret_hash = supabash_core::hash::sha256(secret.as_bytes()).to_vec();
+    let left: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM supabash.bodies WHERE workspace_id = $1::text::uuid AND hash = $2",
+            &[&p, &secret_hash],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+    let copies: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM supabash.entries WHERE body_hash = $1",
+            &[&secret_hash],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(copies, 0, "no entry anywhere names the secret");
+    // The fork that read it through its fork point now reads a tombstone, and must reload.
+    let snap = u
+        .call("supabash_load_snapshot", json!({ "workspace_id": shared }))
+        .await
+        .unwrap();
+    let cfg = snap["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/cfg")
+        .unwrap()
+        .clone();
+    assert_eq!(cfg["redacted"], json!(true), "{cfg}");
+    assert!(cfg.get("text").is_none());
+    assert!(epoch(&mut u, shared.clone()).await > shared_epoch);
+    let stale = u
+        .call(
+            "supabash_commit",
+            json!({ "workspace_id": shared, "actor": "t", "base_revision": snap["revision"],
+                    "redaction_epoch": shared_epoch,
+                    "changes": [{"op": "upsert", "path": "/x", "text": "x"}] }),
+        )
+        .await;
+    expect_err(stale, "55000", Some("SUPABASH_REDACTION_INVALIDATED"));
+    // The fork that copied it: its first revision shows the tombstone, its own version stays.
+    let first = u
+        .call("supabash_history", json!({ "workspace_id": editing }))
+        .await
+        .unwrap()["records"][0]["revision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let old = u
+        .call(
+            "supabash_load_snapshot",
+            json!({ "workspace_id": editing, "revision": first }),
+        )
+        .await
+        .unwrap();
+    let old_cfg = old["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/cfg")
+        .unwrap()
+        .clone();
+    assert_eq!(old_cfg["redacted"], json!(true), "{old_cfg}");
+    assert_eq!(u.texts(&editing, None).await["/cfg"], "fork's own config");
+    // A fork made after the secret left is untouched.
+    assert_eq!(u.texts(&later, None).await["/cfg"], "clean");
+    assert_eq!(u.texts(&p, None).await["/cfg"], "clean");
+}
+
+#[tokio::test]
+async fn a_forks_work_merges_back_with_rebase_and_overlaps_conflict() {
+    use supabash::workspace::{CommitOptions, ForkOptions};
+    use supabash::ErrorCode;
+    use supabash_tests::client::{new_user, reopen, workspace_with, BOTH};
+    for via in BOTH {
+        let user = new_user();
+        let source = workspace_with(via, &user, &[("/a.md", "a"), ("/b.md", "b")]).await;
+        let fork_point = source.base_revision().unwrap();
+        let attempt = source
+            .fork(ForkOptions::new("host"))
+            .await
+            .unwrap()
+            .workspace;
+        let loser = source
+            .fork(ForkOptions::new("host"))
+            .await
+            .unwrap()
+            .workspace;
+        // The attempt edits, adds and removes; the source moves on elsewhere meanwhile.
+        attempt.fs().write("/a.md", "a, better").await.unwrap();
+        attempt.fs().write("/c.md", "new").await.unwrap();
+        attempt.fs().rm("/b.md", false, false).await.unwrap();
+        attempt.commit(CommitOptions::new("agent")).await.unwrap();
+        source.fs().write("/d.md", "source's own").await.unwrap();
+        source.commit(CommitOptions::new("host")).await.unwrap();
+        let merged = attempt
+            .merge_into_source(CommitOptions::new("host"))
+            .await
+            .unwrap();
+        assert_eq!(
+            merged.receipt.rebased_from.as_deref(),
+            Some(fork_point.as_str()),
+            "{via:?}"
+        );
+        let now = reopen(via, &user, source.id()).await;
+        let mut paths: Vec<String> = now
+            .fs()
+            .readdir("/")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        paths.sort();
+        assert_eq!(paths, ["a.md", "c.md", "d.md"], "{via:?}");
+        assert_eq!(now.fs().read("/a.md").await.unwrap(), b"a, better");
+        // The other attempt changed /a.md too: its merge conflicts and writes nothing.
+        loser.fs().write("/a.md", "a, worse").await.unwrap();
+        loser.commit(CommitOptions::new("agent")).await.unwrap();
+        let err = loser
+            .merge_into_source(CommitOptions::new("host"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::CommitConflict, "{via:?}: {err}");
+        let after = reopen(via, &user, source.id()).await;
+        assert_eq!(after.base_revision(), Some(merged.receipt.revision.clone()));
+        // A workspace that is not a fork has nothing to merge.
+        let err = after
+            .merge_into_source(CommitOptions::new("host"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+    }
+}

@@ -7,7 +7,9 @@ use serde_json::json;
 use std::sync::Arc;
 use supabash::capability::postgres::PostgresSigner;
 use supabash::delegated::DelegatedWorkspace;
-use supabash::workspace::{CheckpointOptions, CommitOptions, DiffRef, PurgeOptions};
+use supabash::workspace::{
+    CheckpointOptions, CommitOptions, DiffRef, ForkOptions, PurgeOptions, RedactOptions,
+};
 use supabash::{Limits, PostgresTransport, Workspace};
 use supabash_agent::shell::Shell;
 use supabash_agent::AgentFs;
@@ -146,7 +148,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let claims = json!({ "role": "authenticated", "sub": user, "aud": "authenticated" });
     let transport =
         Arc::new(PostgresTransport::connect(&cluster.0.dsn("authenticator"), claims).await?);
-    let ws = Workspace::builder(transport).create().await?;
+    let ws = Workspace::builder(transport.clone()).create().await?;
     println!("   workspace {}", ws.id());
 
     println!("\n3. The agent edits its staged tree (nothing is durable yet)");
@@ -254,7 +256,93 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         println!("    {path}: {:?}", String::from_utf8_lossy(&bytes));
     }
     delegated_job(&cluster.0, ws.id()).await?;
+    // The job committed through its own handle: the host opens the head again.
+    let ws = Workspace::builder(transport.clone()).open(ws.id()).await?;
+    fork_and_merge(&ws).await?;
+    let ws = Workspace::builder(transport.clone()).open(ws.id()).await?;
+    redaction(&ws).await?;
     println!("\nDone; removing the throwaway cluster.");
+    Ok(())
+}
+
+/// Two attempts at one task, each in a fork (no bytes copied); the better one merges back.
+async fn fork_and_merge(ws: &Workspace) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\n10. Two attempts at one task, each in its own fork; the better one merges back");
+    let a = ws
+        .fork(ForkOptions::new("demo-host").with_label("attempt A"))
+        .await?
+        .workspace;
+    let b = ws
+        .fork(ForkOptions::new("demo-host").with_label("attempt B"))
+        .await?
+        .workspace;
+    println!(
+        "   forks {} and {} of {}",
+        short(a.id()),
+        short(b.id()),
+        short(ws.id())
+    );
+    a.fs()
+        .write("/notes/plan.md", "# Plan\n\nAttempt A: ship it.\n")
+        .await?;
+    a.commit(CommitOptions::new("agent-a")).await?;
+    b.fs()
+        .write("/notes/plan.md", "# Plan\n\nAttempt B: rewrite it.\n")
+        .await?;
+    b.commit(CommitOptions::new("agent-b")).await?;
+    let merged = a
+        .merge_into_source(CommitOptions::new("demo-host").with_cause("attempt A won"))
+        .await?;
+    println!(
+        "   attempt A merged: revision {} (rebased from {})",
+        short(&merged.receipt.revision),
+        short(merged.receipt.rebased_from.as_deref().unwrap_or("-"))
+    );
+    match b.merge_into_source(CommitOptions::new("demo-host")).await {
+        Err(e) => println!(
+            "   attempt B touched the same file: {} (nothing written)",
+            e.code()
+        ),
+        Ok(_) => return Err("an overlapping merge went through".into()),
+    }
+    b.delete().await?;
+    println!("   attempt B deleted");
+    Ok(())
+}
+
+/// A secret committed by mistake leaves history for good.
+async fn redaction(ws: &Workspace) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\n11. A secret lands in a file, then leaves history for good (redaction)");
+    ws.fs()
+        .write("/.env", "API_KEY=sk-demo-0123456789\n")
+        .await?;
+    let leaked = ws.commit(CommitOptions::new("demo-host")).await?;
+    ws.fs().rm("/.env", false, false).await?;
+    ws.commit(CommitOptions::new("demo-host")).await?;
+    let dry = ws.redact(RedactOptions::new().path("/.env")).await?;
+    println!(
+        "   dry run: {} version(s), {} body(ies) would go",
+        dry.versions,
+        dry.bodies.len()
+    );
+    let report = ws
+        .redact(
+            RedactOptions::new()
+                .path("/.env")
+                .reason("leaked key")
+                .apply(),
+        )
+        .await?;
+    println!(
+        "   applied: {} bytes removed from the database, redaction epoch now {}",
+        report.bytes, report.epoch
+    );
+    let old = ws.read_revision(&leaked.receipt.revision).await?;
+    println!(
+        "   revision {} now shows {:?} as redacted",
+        short(&leaked.receipt.revision),
+        old.redacted
+    );
     Ok(())
 }
 

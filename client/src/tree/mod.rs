@@ -398,6 +398,27 @@ impl StagedTree {
         Ok(())
     }
 
+    /// Writes `files` (path, rendered bytes, parents created) and removes `removed`, leaving
+    /// every other path as it is. Used to stage a fork's net change onto its source.
+    pub(crate) fn apply_files(
+        &self,
+        files: Vec<(String, Vec<u8>)>,
+        removed: &[String],
+    ) -> Result<()> {
+        let mut inner = self.lock();
+        Self::check_idle(&inner)?;
+        for p in removed {
+            inner.nodes.remove(p);
+        }
+        for (p, bytes) in files {
+            insert_parents(&mut inner.nodes, &p);
+            inner
+                .nodes
+                .insert(p, Node::file(Body::Bytes(Arc::new(bytes))));
+        }
+        Ok(())
+    }
+
     /// The bytes of a body, loading and verifying a lazy one. Concurrent reads of the same
     /// (revision, path) share one fetch; a failed fetch is not remembered, so the next reader
     /// (a waiter included) tries again.
