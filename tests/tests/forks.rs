@@ -65,6 +65,12 @@ impl User {
             .to_owned()
     }
 
+    async fn epoch(&mut self, ws: &str) -> i64 {
+        self.manifest(ws, None).await["redactionEpoch"]
+            .as_i64()
+            .unwrap()
+    }
+
     async fn manifest(&mut self, ws: &str, revision: Option<&str>) -> Value {
         self.call(
             "supabash_load_manifest",
@@ -698,12 +704,7 @@ async fn a_redaction_reaches_the_forks_that_share_the_version_and_no_further() {
         .await;
     u.commit(&p, upserts(&[("/cfg", "clean")])).await;
     let later = u.fork_id(&p, None).await; // made after the secret left: not affected
-    let epoch = |u: &mut User, ws: String| async move {
-        u.manifest(&ws, None).await["redactionEpoch"]
-            .as_i64()
-            .unwrap()
-    };
-    let shared_epoch = epoch(&mut u, shared.clone()).await;
+    let shared_epoch = u.epoch(&shared).await;
     // Redacting in a fork what it only inherits is refused: the bytes are its source's.
     expect_err(
         u.call(
@@ -756,7 +757,7 @@ async fn a_redaction_reaches_the_forks_that_share_the_version_and_no_further() {
         .clone();
     assert_eq!(cfg["redacted"], json!(true), "{cfg}");
     assert!(cfg.get("text").is_none());
-    assert!(epoch(&mut u, shared.clone()).await > shared_epoch);
+    assert!(u.epoch(&shared).await > shared_epoch);
     let stale = u
         .call(
             "supabash_commit",
