@@ -290,6 +290,14 @@ async fn fork_and_merge(ws: &Workspace) -> Result<(), Box<dyn std::error::Error>
         .write("/notes/plan.md", "# Plan\n\nAttempt B: rewrite it.\n")
         .await?;
     b.commit(CommitOptions::new("agent-b")).await?;
+    ws.fs()
+        .write(
+            "/notes/todo.md",
+            "# Todo\n- write the demo\n- pick an attempt\n",
+        )
+        .await?;
+    ws.commit(CommitOptions::new("demo-host")).await?;
+    println!("   meanwhile the host commits /notes/todo.md to the source");
     let merged = a
         .merge_into_source(CommitOptions::new("demo-host").with_cause("attempt A won"))
         .await?;
