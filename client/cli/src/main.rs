@@ -30,8 +30,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Runs a whole session on a throwaway local PostgreSQL it starts and removes: a user, a
-    /// workspace, edits (file calls and bash), commits, history, a diff, a forward restore and
-    /// a delegated job. Needs the extension installed (`just install`) and the PostgreSQL 15
+    /// workspace, edits (file calls and bash), commits, history, a diff, a forward restore, a
+    /// delegated job, two forks of which one merges back, and a redaction. Needs the extension installed (`just install`) and the PostgreSQL 15
     /// server binaries.
     Demo,
     /// Serves the agent tools (bash, apply_patch, file tools) over MCP for one or more
