@@ -78,13 +78,7 @@ pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
                 metadata: db::get::<pgrx::JsonB>(r, 10)?.0,
                 source_revision: db::opt(r, 11)?,
                 delegation_key_id: db::opt(r, 15)?,
-                forked_from: match (db::opt(r, 16)?, db::opt(r, 17)?) {
-                    (Some(workspace_id), Some(revision)) => Some(ForkedFrom {
-                        workspace_id,
-                        revision,
-                    }),
-                    _ => None,
-                },
+                forked_from: ForkedFrom::from_columns(db::opt(r, 16)?, db::opt(r, 17)?),
                 rebased_from: db::opt(r, 18)?,
                 committed_at: db::get(r, 12)?,
                 changes: receipt_lines::decode(&lines).map_err(corrupt)?,

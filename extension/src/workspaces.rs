@@ -323,13 +323,7 @@ pub fn list_workspaces(req: rq::ListWorkspaces) -> Outcome<WorkspacePage> {
           ORDER BY w.created_at, w.id LIMIT $3",
         &[owner.as_str().into(), after.clone().into(), (limit + 1).into()],
         |r| {
-            let forked_from = match (db::opt(r, 7)?, db::opt(r, 8)?) {
-                (Some(workspace_id), Some(revision)) => Some(ForkedFrom {
-                    workspace_id,
-                    revision,
-                }),
-                _ => None,
-            };
+            let forked_from = ForkedFrom::from_columns(db::opt(r, 7)?, db::opt(r, 8)?);
             Ok(WorkspaceInfo {
                 workspace_id: db::get(r, 1)?,
                 label: db::opt(r, 2)?,

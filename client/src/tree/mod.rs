@@ -149,6 +149,14 @@ pub(crate) fn committable(p: &str) -> bool {
     p != "/" && !path::is_shell_owned(p)
 }
 
+/// Inserts `files` (path, bytes) as staged files, with their parent directories.
+fn insert_files(nodes: &mut BTreeMap<String, Node>, files: Vec<(String, Vec<u8>)>) {
+    for (p, bytes) in files {
+        insert_parents(nodes, &p);
+        nodes.insert(p, Node::file(Body::Bytes(Arc::new(bytes))));
+    }
+}
+
 fn insert_parents(nodes: &mut BTreeMap<String, Node>, p: &str) {
     let mut dir = path::parent(p);
     while dir != "/" && !nodes.contains_key(dir) {
@@ -389,12 +397,7 @@ impl StagedTree {
         let mut inner = self.lock();
         Self::check_idle(&inner)?;
         inner.nodes.retain(|p, _| !committable(p));
-        for (p, bytes) in files {
-            insert_parents(&mut inner.nodes, &p);
-            inner
-                .nodes
-                .insert(p, Node::file(Body::Bytes(Arc::new(bytes))));
-        }
+        insert_files(&mut inner.nodes, files);
         Ok(())
     }
 
@@ -410,12 +413,7 @@ impl StagedTree {
         for p in removed {
             inner.nodes.remove(p);
         }
-        for (p, bytes) in files {
-            insert_parents(&mut inner.nodes, &p);
-            inner
-                .nodes
-                .insert(p, Node::file(Body::Bytes(Arc::new(bytes))));
-        }
+        insert_files(&mut inner.nodes, files);
         Ok(())
     }
 

@@ -81,3 +81,13 @@ pub struct ForkedFrom {
     pub workspace_id: String,
     pub revision: String,
 }
+
+impl ForkedFrom {
+    /// From the two stored columns that name it (both set, or it is not a fork).
+    pub fn from_columns(workspace_id: Option<String>, revision: Option<String>) -> Option<Self> {
+        Some(ForkedFrom {
+            workspace_id: workspace_id?,
+            revision: revision?,
+        })
+    }
+}
