@@ -8,8 +8,8 @@
 -- what the fork reads.
 \pset tuples_only on
 \pset format unaligned
-\set alice '{"role":"authenticated","sub":"a11ce000-0000-4000-8000-00000000000a","aud":"authenticated"}'
-\set bob '{"role":"authenticated","sub":"b0b00000-0000-4000-8000-00000000000b","aud":"authenticated"}'
+\set alice '{"role":"authenticated","sub":"f0f0a11c-0000-4000-8000-00000000000f","aud":"authenticated"}'
+\set bob '{"role":"authenticated","sub":"f0f0b0b0-0000-4000-8000-00000000000f","aud":"authenticated"}'
 
 BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
