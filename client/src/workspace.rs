@@ -318,23 +318,23 @@ impl Workspace {
         workspace_id: &str,
         limits: Limits,
     ) -> Result<Self> {
-        Self::open_at(transport, workspace_id, None, limits).await
+        let base = Base::load(transport.as_ref(), workspace_id, None).await?;
+        Ok(Self::with_base(transport, workspace_id, base, limits))
     }
 
-    /// Opens a workspace with its staged tree based on `revision` (default: the head).
-    pub(crate) async fn open_at(
+    /// A workspace whose staged tree is based on `base` (loaded from `workspace_id`).
+    fn with_base(
         transport: Arc<dyn Transport>,
         workspace_id: &str,
-        revision: Option<&str>,
+        base: Base,
         limits: Limits,
-    ) -> Result<Self> {
-        let base = Base::load(transport.as_ref(), workspace_id, revision).await?;
+    ) -> Self {
         let source = Arc::new(RemoteSource {
             transport: transport.clone(),
             workspace_id: workspace_id.to_owned(),
         });
         let tree = StagedTree::from_base(base.revision, base.entries, Some(source), limits.clone());
-        Ok(Workspace {
+        Workspace {
             transport,
             id: workspace_id.to_owned(),
             tree: Arc::new(tree),
@@ -345,7 +345,7 @@ impl Workspace {
                 restore_floor: base.restore_floor,
                 ..Pending::default()
             }),
-        })
+        }
     }
 
     /// Uses `codec` to split staged files into body and metadata when committing and diffing
@@ -714,13 +714,13 @@ impl Workspace {
             .filter(|p| !kept.contains(*p))
             .map(|p| p.to_string())
             .collect();
-        let target = Workspace::open_at(
+        // The source's tree at the fork point is the base the change applies to.
+        let target = Workspace::with_base(
             self.transport.clone(),
             &origin.workspace_id,
-            Some(&origin.revision),
+            at_fork,
             self.limits.clone(),
         )
-        .await?
         .with_codec(self.codec.clone());
         target.tree.apply_files(files, &removed)?;
         target.commit(options.with_rebase(true)).await

@@ -228,21 +228,13 @@ fn versions(
     at: Option<i64>,
     paths: Vec<String>,
 ) -> Outcome<BTreeMap<String, Version>> {
-    let sql = lineage::visible_sql(ws, at.is_none(), &version_columns(), "e.path = ANY($5)");
+    let sql = lineage::visible_sql(ws, at.is_none(), db::file_columns(), "e.path = ANY($5)");
     let mut args = lineage::visible_args(ws, at);
     args.push(paths.into());
     Ok(db::file_rows(&sql, &args)?
         .into_iter()
         .map(version)
         .collect())
-}
-
-/// The columns [`db::file_rows`] reads, over the alias `e`.
-fn version_columns() -> String {
-    format!(
-        "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, {}",
-        db::redacted_column("e")
-    )
 }
 
 /// A stored file row as a path and its version.
@@ -372,7 +364,7 @@ fn write_entries(ws: &Workspace, position: i64, plan: Plan) -> Outcome<()> {
             .cloned()
             .collect();
         if !ws.sources.is_empty() && !inherited.is_empty() {
-            let visible = lineage::visible_sql(ws, true, &version_columns(), "e.path = ANY($5)");
+            let visible = lineage::visible_sql(ws, true, db::file_columns(), "e.path = ANY($5)");
             let mut args = lineage::visible_args(ws, None);
             args.extend([
                 inherited.into(),

@@ -100,18 +100,18 @@ pub struct FileRow {
     pub redacted: bool,
 }
 
-/// The select-list expression of `entries.redacted` for table alias `alias` (`false` on a
-/// schema without redaction), the seventh column of a [`file_rows`] query.
-pub fn redacted_column(alias: &str) -> String {
+/// The select list of a [`file_rows`] query over `supabash.entries` aliased `e`, for the
+/// installed schema (`redacted` reads `false` on a schema without redaction).
+pub fn file_columns() -> &'static str {
     if crate::redact::supported() {
-        format!("{alias}.redacted")
+        "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, e.redacted"
     } else {
-        "false".to_owned()
+        "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, false"
     }
 }
 
 /// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,
-/// metadata, redacted` (see [`redacted_column`]) and collects the rows. NULL content columns (a file without metadata, see
+/// metadata, redacted` (see [`file_columns`]) and collects the rows. NULL content columns (a file without metadata, see
 /// `supabash.entries`) read as the body's hash and size and `{}`.
 pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
     query(sql, args, |row| {

@@ -76,7 +76,7 @@ fn counts_workspaces() -> bool {
 }
 
 /// Counts a fork made (`delta` 1) or a workspace deleted (-1) in its body store's usage.
-pub fn count_fork(store: &str, delta: i32) -> Outcome<()> {
+pub fn count_workspaces(store: &str, delta: i32) -> Outcome<()> {
     if !counts_workspaces() {
         return Ok(());
     }

@@ -39,9 +39,6 @@ fn files(rows: Vec<FileRow>) -> Vec<File> {
     rows.into_iter().map(file).collect()
 }
 
-const FILE_COLUMNS: &str =
-    "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata";
-
 /// The files of a workspace at a position (`None`: the head), optionally one path only,
 /// optionally with bodies, in path order. Reading the head uses the open-interval index; any
 /// other retained position (and a fork's sources, see `lineage`) is an index range scan over
@@ -58,7 +55,7 @@ pub fn files_at(
         lineage::visible_sql(
             ws,
             at_head,
-            &format!("{FILE_COLUMNS}, {}", db::redacted_column("e")),
+            db::file_columns(),
             "$5::text IS NULL OR e.path = $5"
         )
     );

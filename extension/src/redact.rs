@@ -157,6 +157,17 @@ struct Copy {
     path: String,
 }
 
+impl Copy {
+    /// Its entry row, `(workspace, path, valid_from)`: copies start at the fork's first position.
+    fn row(&self) -> (String, String, i64) {
+        (
+            self.workspace.clone(),
+            self.path.clone(),
+            lineage::FIRST_POSITION,
+        )
+    }
+}
+
 /// The copy rows in `forks` of versions the redaction matched (same path, same body): the
 /// versions those forks share, copied when they first changed the path.
 fn matched_copies(forks: &[String], matched: &[Match]) -> Outcome<Vec<Copy>> {
@@ -183,24 +194,6 @@ fn matched_copies(forks: &[String], matched: &[Match]) -> Outcome<Vec<Copy>> {
                 path: db::get(r, 2)?,
             })
         },
-    )
-}
-
-/// Turns the forks' copies into tombstones (a copy ends where the fork first changed the path,
-/// so all of it lies before the boundary).
-fn tombstone_copies(copies: &[Copy]) -> Outcome<()> {
-    if copies.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<String> = copies.iter().map(|c| c.workspace.clone()).collect();
-    let paths: Vec<String> = copies.iter().map(|c| c.path.clone()).collect();
-    db::exec(
-        "UPDATE supabash.entries e
-            SET redacted = true, body_hash = '\\x'::bytea, body_size = 0,
-                content_hash = NULL, content_size = NULL, metadata = NULL
-           FROM unnest($1::uuid[], $2::text[]) AS c(ws, path)
-          WHERE e.workspace_id = c.ws AND e.path = c.path AND e.valid_from = $3",
-        &[ids.into(), paths.into(), lineage::FIRST_POSITION.into()],
     )
 }
 
@@ -295,15 +288,28 @@ fn write_tombstones(ws: &str, boundary: i64, matched: &[Match]) -> Outcome<()> {
             &[ws.into(), boundary.into(), paths.into(), froms.into(), untils.into()],
         )?;
     }
-    let paths: Vec<String> = matched.iter().map(|m| m.path.clone()).collect();
-    let froms: Vec<i64> = matched.iter().map(|m| m.valid_from).collect();
+    let rows: Vec<(String, String, i64)> = matched
+        .iter()
+        .map(|m| (ws.to_owned(), m.path.clone(), m.valid_from))
+        .collect();
+    tombstone(&rows)
+}
+
+/// Turns the entry rows `(workspace, path, valid_from)` into tombstones.
+fn tombstone(rows: &[(String, String, i64)]) -> Outcome<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    let paths: Vec<String> = rows.iter().map(|r| r.1.clone()).collect();
+    let froms: Vec<i64> = rows.iter().map(|r| r.2).collect();
     db::exec(
         "UPDATE supabash.entries e
             SET redacted = true, body_hash = '\\x'::bytea, body_size = 0,
                 content_hash = NULL, content_size = NULL, metadata = NULL
-           FROM unnest($2::text[], $3::bigint[]) AS m(path, valid_from)
-          WHERE e.workspace_id = $1::uuid AND e.path = m.path AND e.valid_from = m.valid_from",
-        &[ws.into(), paths.into(), froms.into()],
+           FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS m(ws, path, valid_from)
+          WHERE e.workspace_id = m.ws AND e.path = m.path AND e.valid_from = m.valid_from",
+        &[ids.into(), paths.into(), froms.into()],
     )
 }
 
@@ -614,7 +620,9 @@ fn apply(
 ) -> Outcome<()> {
     if !matched.is_empty() {
         write_tombstones(&ws.id, boundary, matched)?;
-        tombstone_copies(copies)?;
+        // A copy ends where its fork first changed the path, so all of it lies before the
+        // boundary: the whole row becomes a tombstone.
+        tombstone(&copies.iter().map(Copy::row).collect::<Vec<_>>())?;
         let mut family = vec![ws.id.clone()];
         family.extend(copies.iter().map(|c| c.workspace.clone()));
         family.sort();

@@ -174,7 +174,7 @@ pub fn fork(req: rq::Fork) -> Outcome<WorkspaceForked> {
             .as_bytes(),
     );
     receipts::insert(&receipt, &request_hash)?;
-    quota::count_fork(&src.store, 1)?;
+    quota::count_workspaces(&src.store, 1)?;
     Ok(WorkspaceForked {
         workspace_id: id,
         created_at,
@@ -191,7 +191,7 @@ pub fn fork(req: rq::Fork) -> Outcome<WorkspaceForked> {
 pub fn delete_workspace(req: rq::DeleteWorkspace) -> Outcome<WorkspaceDeleted> {
     needs_forks()?;
     let ws = access::lock_family(access::open(&req, &[])?)?;
-    quota::count_fork(&ws.store, -1)?;
+    quota::count_workspaces(&ws.store, -1)?;
     let mut reclaimed = Reclaimed {
         store: ws.store.clone(),
         owner: ws.owner.clone(),
