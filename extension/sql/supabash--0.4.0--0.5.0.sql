@@ -1,0 +1,14 @@
+-- supabash 0.4.0 -> 0.5.0. Hand-written upgrade script, run by ALTER EXTENSION supabash UPDATE.
+-- Once released it is never edited: a later change ships as supabash--0.5.0--<next>.sql.
+-- tests/tests/upgrade.rs installs every older version with data, runs the upgrade path, and
+-- compares the catalog with a fresh install of 0.5.0.
+\echo Use "ALTER EXTENSION supabash UPDATE" to load this file. \quit
+
+-- 0.5.0 makes workspaces livable for programs and operators. Each section below names the
+-- change it carries.
+
+-- Every upgrade ends like the install (extension/sql/finalize.sql).
+SELECT supabash._assert_privileges();
+SELECT supabash._check_install();
+
+NOTIFY pgrst, 'reload schema';
