@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, idempotently, what building and testing supabash needs on a fresh Debian 12 machine
-# with PostgreSQL 15 server binaries: server headers, libclang, sudo, openssl (the SQL
+# with PostgreSQL 15 server binaries: server headers, libclang, sudo, fuse3 and rsync (mount
+# tests and `supabash mount`), git, openssl (the SQL
 # scenarios sign capability tokens with it), cargo-pgrx 0.18.1 (about
 # 10 minutes the first time), pgrx's config for the system PostgreSQL, just, and (with
 # --postrust) the PostgREST stand-in used by end-to-end tests. Each step is skipped when done.
@@ -19,7 +20,7 @@ sudo_cmd=""
 if [ "$(id -u)" != 0 ]; then sudo_cmd=sudo; fi
 
 need_apt=()
-for pkg in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang sudo openssl; do
+for pkg in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang sudo openssl fuse3 rsync git; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
