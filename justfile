@@ -10,7 +10,7 @@ lock := "/tmp/supabash-pgrx-install" + replace(pg_config, "/", "_") + ".lock"
 
 # Installs the toolchain (idempotent, seconds when done).
 setup:
-    ./scripts/setup.sh --postrust
+    ./scripts/setup.sh --postrust --more-pg --examples
 
 # Builds the extension and installs it into the system PostgreSQL (one install at a time).
 # cargo pgrx writes the current version's install script and copies the upgrade scripts
@@ -37,6 +37,14 @@ backend-tests:
     mkdir -p /tmp/supabash-pgrx-pgdata && chown postgres /tmp/supabash-pgrx-pgdata 2>/dev/null || true
     cd extension && flock {{lock}} cargo pgrx test pg15 --runas postgres --pgdata /tmp/supabash-pgrx-pgdata
 
+# The same in-backend tests on PostgreSQL 16 and 17 (installed by scripts/more-pg.sh under
+# /opt/supabash-pg: the system has only 15).
+backend-tests-more:
+    for v in 16 17; do \
+      mkdir -p /tmp/supabash-pgrx-pgdata-$v && chown postgres /tmp/supabash-pgrx-pgdata-$v 2>/dev/null || true; \
+      (cd extension && cargo pgrx test pg$v --runas postgres --pgdata /tmp/supabash-pgrx-pgdata-$v) || exit 1; \
+    done
+
 # End-to-end tests against throwaway clusters with the installed extension.
 e2e: install
     cargo test --workspace --all-features --exclude supabash-extension
@@ -46,7 +54,7 @@ scenarios: install
     ./scenarios/run.sh
 
 # Every test: lints, core, in-backend, end-to-end and SQL scenarios.
-test: setup lint backend-tests e2e scenarios
+test: setup lint backend-tests backend-tests-more e2e scenarios
 
 # Benchmarks of issue 2 on a throwaway cluster; writes BENCHMARKS.md (a few minutes).
 bench: install
