@@ -11,6 +11,7 @@ pub mod auth;
 pub mod capability;
 pub mod codec;
 pub mod delegated;
+pub mod disk;
 pub mod documents;
 pub mod error;
 pub mod limits;

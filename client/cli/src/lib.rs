@@ -8,7 +8,9 @@
 //! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
 //!   `supabash_agent::mcp` over stdio or streamable HTTP;
-//! - [`redact`]: `supabash redact`.
+//! - [`redact`]: `supabash redact`;
+//! - [`run`]: `supabash run`, a command on a materialised workspace, its changes staged back;
+//! - [`transfer`]: `supabash import` and `supabash export`.
 
 #![deny(unsafe_code)]
 
@@ -16,4 +18,6 @@ pub mod connect;
 pub mod devcluster;
 pub mod mcp;
 pub mod redact;
+pub mod run;
+pub mod transfer;
 pub mod workspaces;

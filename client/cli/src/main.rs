@@ -57,6 +57,17 @@ enum Command {
     /// revisions can be scrubbed. A dry run unless --apply. WAL, replicas' copies and backups
     /// are beyond its reach.
     Redact(Box<supabash_cli::redact::RedactArgs>),
+    /// Runs a command on the workspace's files: materialises the staged tree (or --revision)
+    /// in a private temporary directory, runs the command there (cleared environment, its own
+    /// process group, a timeout), stages exactly what it changed when it succeeds, prints the
+    /// staged change list, and commits only with --commit. Exits with the command's status
+    /// (124 on timeout).
+    Run(Box<supabash_cli::run::RunArgs>),
+    /// Makes the staged tree match a directory (files it lacks are deleted; moves detected by
+    /// content) and prints the staged changes; commits only with --commit.
+    Import(Box<supabash_cli::transfer::ImportArgs>),
+    /// Writes the staged tree (or --revision) into an empty directory.
+    Export(Box<supabash_cli::transfer::ExportArgs>),
 }
 
 /// Arguments of `supabash storage-setup`.
@@ -440,6 +451,17 @@ fn main() {
             .map_err(|e| e as _),
         Command::DeleteWorkspace(args) => runtime
             .block_on(supabash_cli::workspaces::delete(args))
+            .map_err(|e| e as _),
+        Command::Run(args) => match runtime.block_on(supabash_cli::run::run(*args)) {
+            Ok(0) => Ok(()),
+            Ok(status) => std::process::exit(status),
+            Err(e) => Err(e as _),
+        },
+        Command::Import(args) => runtime
+            .block_on(supabash_cli::transfer::import(*args))
+            .map_err(|e| e as _),
+        Command::Export(args) => runtime
+            .block_on(supabash_cli::transfer::export(*args))
             .map_err(|e| e as _),
     };
     if let Err(e) = outcome {

@@ -7,6 +7,7 @@
 mod changes;
 mod errno;
 mod ops;
+pub(crate) mod sync;
 
 pub use changes::StagedChange;
 pub use errno::{Errno, FsError, FsResult};

@@ -1,0 +1,476 @@
+//! `supabash run`: materialises a workspace's staged tree (or a revision) in a private temporary
+//! directory, runs a command there with a cleared environment and a timeout, stages exactly
+//! what the command changed (when it succeeded, or with `--stage-on-failure`), prints the
+//! staged change list and commits only with `--commit`.
+//!
+//! The outcome of a session (command, exit status, duration, paths touched, bytes changed) is
+//! known in one place, [`SessionOutcome`], which [`run`] builds once.
+
+use crate::connect::ConnectArgs;
+use serde::Serialize;
+use serde_json::json;
+use std::ffi::OsString;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use supabash::disk::{MaterialiseOptions, Synced};
+use supabash::workspace::CommitOptions;
+use supabash::Workspace;
+use supabash_agent::redact::Redactor;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The exit status of `supabash run` when the command timed out (as `timeout(1)` uses).
+pub const EXIT_TIMED_OUT: i32 = 124;
+/// The exit status when the command could not be started (as a shell uses).
+pub const EXIT_NOT_STARTED: i32 = 127;
+
+/// Arguments of `supabash run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// The workspace.
+    #[arg(long)]
+    pub workspace: String,
+    /// Materialise this revision instead of the staged tree (what the command changes is
+    /// staged onto the staged tree all the same).
+    #[arg(long)]
+    pub revision: Option<String>,
+    /// Kill the command's whole process group after this long (e.g. 90s, 10m, 1h).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Pass this variable of supabash's environment to the command (repeatable). Names and
+    /// values that look like credentials (and SUPABASH_*) are refused.
+    #[arg(long = "env", value_name = "NAME")]
+    pub env: Vec<String>,
+    /// Stage the changes of a command that failed too (default: nothing is staged).
+    #[arg(long)]
+    pub stage_on_failure: bool,
+    /// Commit the staged changes (default: only stage and print them).
+    #[arg(long)]
+    pub commit: bool,
+    /// The commit's cause.
+    #[arg(short = 'm', long = "message", requires = "commit")]
+    pub message: Option<String>,
+    /// Recorded on the commit.
+    #[arg(long, default_value = "supabash-cli")]
+    pub actor: String,
+    /// Print one JSON document (the command's own output then goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum Exit {
+    /// It exited with this code.
+    Exited { code: i32 },
+    /// A signal ended it.
+    Signalled { signal: i32 },
+    /// The timeout ended it (its process group was killed).
+    TimedOut,
+    /// It could not be started.
+    NotStarted,
+}
+
+impl Exit {
+    /// Whether the command succeeded.
+    pub fn success(self) -> bool {
+        self == Exit::Exited { code: 0 }
+    }
+
+    /// The exit status `supabash run` ends with.
+    pub fn status(self) -> i32 {
+        match self {
+            Exit::Exited { code } => code,
+            Exit::Signalled { signal } => 128 + signal,
+            Exit::TimedOut => EXIT_TIMED_OUT,
+            Exit::NotStarted => EXIT_NOT_STARTED,
+        }
+    }
+}
+
+/// The outcome of one run (or import) session: the single record of what it did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionOutcome {
+    pub workspace_id: String,
+    /// The command and its arguments (lossily decoded).
+    pub command: Vec<String>,
+    /// How the command ended (`None`: no command, an import).
+    pub exit: Option<Exit>,
+    pub duration_ms: u64,
+    /// Paths created, edited, deleted or moved (both ends), sorted.
+    pub paths_touched: Vec<String>,
+    /// Bytes of the files created or edited.
+    pub bytes_changed: u64,
+    /// Whether the differences were staged.
+    pub staged: bool,
+    /// The revision committed (`--commit`).
+    pub revision: Option<String>,
+}
+
+impl SessionOutcome {
+    /// The outcome of a session on `workspace` that ran `command` (with `exit`) for the time
+    /// since `started`, staged `synced` (or nothing) and committed `revision`.
+    pub fn new(
+        workspace: &str,
+        command: Vec<String>,
+        exit: Option<Exit>,
+        started: Instant,
+        synced: Option<&Synced>,
+        revision: Option<String>,
+    ) -> Self {
+        SessionOutcome {
+            workspace_id: workspace.to_owned(),
+            command,
+            exit,
+            duration_ms: started.elapsed().as_millis() as u64,
+            paths_touched: synced.map(Synced::paths_touched).unwrap_or_default(),
+            bytes_changed: synced.map_or(0, Synced::bytes_changed),
+            staged: synced.is_some(),
+            revision,
+        }
+    }
+}
+
+/// Parses `90s`, `10m`, `1h`, `500ms` or a number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 90s, 10m, 1h)"))?;
+    let d = match unit {
+        "" | "s" => Duration::from_secs(n),
+        "ms" => Duration::from_millis(n),
+        "m" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3600),
+        _ => return Err(format!("{s:?}: the unit is one of ms, s, m, h")),
+    };
+    if d.is_zero() {
+        return Err("the timeout must be longer than zero".to_owned());
+    }
+    Ok(d)
+}
+
+/// Names a `--env` may never pass, whatever their value.
+fn refused_name(name: &str) -> Option<&'static str> {
+    let upper = name.to_ascii_uppercase();
+    if upper.starts_with("SUPABASH_") {
+        return Some("supabash's own settings are never passed");
+    }
+    if upper == "HOME" {
+        return Some("the command gets a private HOME");
+    }
+    if ["DSN", "DATABASE_URL", "PGPASSWORD", "PGPASSFILE"]
+        .iter()
+        .any(|p| upper.contains(p))
+    {
+        return Some("it may hold a connection string or a database password");
+    }
+    None
+}
+
+/// The environment the command gets: PATH, HOME (`home`), LANG, LC_ALL, TERM, USER, and the
+/// `--env` names, each refused when it looks like a credential (the agent redaction rules,
+/// with the connection's secrets as literals) or a connection string.
+pub fn child_env(
+    passed: &[String],
+    home: &Path,
+    secrets: &[&String],
+) -> Result<Vec<(String, OsString)>, BoxError> {
+    let inherited = |name: &str| std::env::var_os(name);
+    let mut env = vec![
+        (
+            "PATH".to_owned(),
+            inherited("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+        ),
+        ("HOME".to_owned(), home.as_os_str().to_owned()),
+        (
+            "LANG".to_owned(),
+            inherited("LANG").unwrap_or_else(|| "C.UTF-8".into()),
+        ),
+    ];
+    for name in ["LC_ALL", "TERM", "USER"] {
+        if let Some(v) = inherited(name) {
+            env.push((name.to_owned(), v));
+        }
+    }
+    let redactor = secrets
+        .iter()
+        .fold(Redactor::default(), |r, s| r.with_literal(s.as_str()));
+    for name in passed {
+        if name.is_empty() || name.contains('=') {
+            return Err(format!("--env takes a variable name, not {name:?}").into());
+        }
+        if let Some(why) = refused_name(name) {
+            return Err(format!("--env {name} is refused: {why}").into());
+        }
+        let Some(value) = inherited(name) else {
+            continue;
+        };
+        let text = format!("{name}={}", value.to_string_lossy());
+        let url_credentials = text.contains("://") && text.contains('@');
+        if redactor.redact(&text) != text || url_credentials {
+            return Err(
+                format!("--env {name} is refused: its value looks like a credential").into(),
+            );
+        }
+        env.retain(|(n, _)| n != name);
+        env.push((name.clone(), value));
+    }
+    Ok(env)
+}
+
+/// A private (0700) temporary directory, removed on drop.
+pub struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    /// Creates `$TMPDIR/supabash-<what>-<random>`.
+    pub fn new(what: &str) -> std::io::Result<Self> {
+        let dir = std::env::temp_dir().join(format!("supabash-{what}-{}", uuid::Uuid::new_v4()));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        Ok(PrivateDir(dir))
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Sends SIGKILL to the process group `pgid` (the command and everything it started that
+/// stayed in its group). A group already gone is fine.
+fn kill_group(pgid: u32) {
+    let Ok(pgid) = i32::try_from(pgid) else {
+        return;
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) with a negative pid only sends a signal; it touches no memory of ours.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Runs `command` in `dir` with `env`, its own process group, and `timeout`.
+async fn execute(
+    command: &[OsString],
+    dir: &Path,
+    env: Vec<(String, OsString)>,
+    timeout: Duration,
+    stdout_to_stderr: bool,
+) -> Result<Exit, BoxError> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = tokio::process::Command::new(&command[0]);
+    cmd.args(&command[1..])
+        .current_dir(dir)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    if stdout_to_stderr {
+        use std::os::fd::AsFd;
+        cmd.stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned()?));
+    }
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("supabash run: cannot start {:?}: {e}", command[0]);
+            return Ok(Exit::NotStarted);
+        }
+    };
+    let pgid = child
+        .id()
+        .ok_or("the command ended before it was watched")?;
+    let waited = tokio::time::timeout(timeout, child.wait()).await;
+    // Whatever the command left running in its group must not write during the sync.
+    kill_group(pgid);
+    Ok(match waited {
+        Err(_) => {
+            child.wait().await?;
+            Exit::TimedOut
+        }
+        Ok(status) => {
+            let status = status?;
+            match (status.code(), status.signal()) {
+                (Some(code), _) => Exit::Exited { code },
+                (None, Some(signal)) => Exit::Signalled { signal },
+                (None, None) => Exit::Exited { code: -1 },
+            }
+        }
+    })
+}
+
+/// Prints what a sync staged, for people.
+pub fn print_synced(synced: &Synced) {
+    if synced.changes.is_empty() {
+        println!("nothing staged");
+    } else {
+        println!("staged changes:");
+    }
+    for c in &synced.changes {
+        let from = c
+            .from
+            .as_deref()
+            .map(|f| format!(" (from {f})"))
+            .unwrap_or_default();
+        let size = c
+            .after_size
+            .map(|s| format!(", {s} bytes"))
+            .unwrap_or_default();
+        println!("  {:?} {}{from}{size}", c.kind, c.path);
+    }
+    for d in &synced.applied {
+        if matches!(
+            d.kind,
+            supabash::disk::DirChangeKind::DirCreated | supabash::disk::DirChangeKind::DirRemoved
+        ) {
+            println!(
+                "  {:?} {} (in the staged tree only: revisions hold files)",
+                d.kind, d.path
+            );
+        }
+    }
+    const SHOWN: usize = 20;
+    for n in synced.not_staged.iter().take(SHOWN) {
+        println!("  not staged: {}: {}", n.path, n.reason);
+    }
+    if synced.not_staged.len() > SHOWN {
+        println!(
+            "  not staged: {} more (see --json)",
+            synced.not_staged.len() - SHOWN
+        );
+    }
+    for i in synced.ignored.iter().take(SHOWN) {
+        println!("  ignored: {} ({})", i.path, i.reason);
+    }
+    if synced.ignored.len() > SHOWN {
+        println!(
+            "  ignored: {} more (see --json)",
+            synced.ignored.len() - SHOWN
+        );
+    }
+}
+
+/// `supabash run`; answers the exit status to end with.
+pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
+    let started = Instant::now();
+    let secrets: Vec<&String> = args.connect.secrets().collect();
+    let scratch = PrivateDir::new("run")?;
+    let (work, home) = (scratch.path().join("work"), scratch.path().join("home"));
+    std::fs::DirBuilder::new().mode(0o700).create(&home)?;
+    let env = child_env(&args.env, &home, &secrets)?;
+    let transport = args.connect.connect().await?;
+    let ws = Workspace::builder(transport).open(&args.workspace).await?;
+    let options = match &args.revision {
+        Some(r) => MaterialiseOptions::default().with_revision(r.clone()),
+        None => MaterialiseOptions::default(),
+    };
+    let record = ws.materialise_with(&work, options).await?;
+    let exit = execute(&args.command, &work, env, args.timeout, args.json).await?;
+    let stage = exit.success() || (args.stage_on_failure && exit != Exit::TimedOut);
+    let synced = if stage {
+        Some(ws.stage_from_dir(&work, &record).await?)
+    } else {
+        None
+    };
+    let revision = match &synced {
+        Some(s) if args.commit && !s.changes.is_empty() => {
+            let options = CommitOptions::new(args.actor.clone());
+            let options = match &args.message {
+                Some(m) => options.with_cause(m.clone()),
+                None => options,
+            };
+            Some(ws.commit(options).await?.receipt.revision)
+        }
+        _ => None,
+    };
+    let command = args
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let outcome = SessionOutcome::new(
+        &args.workspace,
+        command,
+        Some(exit),
+        started,
+        synced.as_ref(),
+        revision,
+    );
+    if args.json {
+        println!("{}", json!({ "session": outcome, "sync": synced }));
+    } else {
+        match (&synced, exit) {
+            (Some(s), _) => print_synced(s),
+            (None, Exit::TimedOut) => {
+                println!("timed out after {:?}: killed, nothing staged", args.timeout)
+            }
+            (None, _) => println!(
+                "the command failed ({}): nothing staged (--stage-on-failure stages anyway)",
+                exit.status()
+            ),
+        }
+        if let Some(r) = &outcome.revision {
+            println!("committed revision {r}");
+        }
+    }
+    Ok(exit.status())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("m").is_err());
+    }
+
+    #[test]
+    fn refused_names() {
+        let home = Path::new("/h");
+        for name in [
+            "SUPABASH_DSN",
+            "supabash_token",
+            "HOME",
+            "MY_DSN",
+            "DATABASE_URL",
+            "PGPASSWORD",
+        ] {
+            assert!(child_env(&[name.to_owned()], home, &[]).is_err(), "{name}");
+        }
+        assert!(child_env(&["A=B".to_owned()], home, &[]).is_err());
+    }
+
+    #[test]
+    fn base_environment_only() {
+        let env = child_env(&[], Path::new("/h"), &[]).unwrap();
+        let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(names
+            .iter()
+            .all(|n| ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER"].contains(n)));
+        assert!(env.contains(&("HOME".to_owned(), "/h".into())));
+    }
+}

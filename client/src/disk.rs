@@ -1,0 +1,327 @@
+//! Run and sync: a workspace's staged tree (or one revision) written into a directory on disk,
+//! and what a program then changed in that directory staged back, exactly.
+//!
+//! [`Workspace::materialise`] writes the tree into an empty directory and returns a
+//! [`Materialised`] record (path → content hash, size, mode). [`Workspace::stage_from_dir`]
+//! compares the directory with that record and stages the differences: creates, edits,
+//! deletes, moves (a path that went away and one that appeared with the same content, paired by
+//! `supabash_core::moves`), directories. The backend stores regular files only: symbolic
+//! links, special files and mode changes are reported as [`NotStaged`], never followed;
+//! paths the path rules refuse (shell-owned roots such as `/tmp`, the reserved `.supabash`
+//! segment, invalid names) are reported as [`Ignored`]. Files are hashed as a stream and only
+//! the bytes of created or edited files are read into memory, as staged content.
+
+mod apply;
+mod scan;
+mod write;
+
+use crate::error::{Result, SupabashError};
+use crate::tree::sync::Entry;
+use crate::tree::StagedChange;
+use crate::workspace::Workspace;
+use serde::{Deserialize, Serialize};
+use serde_with::skip_serializing_none;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use supabash_core::hash::sha256_hex;
+use supabash_core::ErrorCode;
+
+/// The mode a file is written with when the staged tree holds none other.
+pub const DEFAULT_FILE_MODE: u32 = 0o644;
+
+/// What [`Workspace::materialise`] wrote: enough to tell later what a program changed.
+#[skip_serializing_none]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Materialised {
+    /// The revision written (`None`: the staged tree).
+    pub revision: Option<String>,
+    /// Every file written, by canonical path.
+    pub files: BTreeMap<String, WrittenFile>,
+    /// Every directory written (empty ones included), by canonical path.
+    pub directories: BTreeSet<String>,
+    /// What the tree holds but could not be written: symbolic links, redacted versions.
+    pub skipped: Vec<NotStaged>,
+}
+
+/// One file written: the SHA-256 of its bytes, its size and its permission bits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WrittenFile {
+    pub content_hash: String,
+    pub size: u64,
+    pub mode: u32,
+}
+
+/// A path the path rules refuse, left out of the staged tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ignored {
+    /// The path (lossily decoded when the name is not UTF-8).
+    pub path: String,
+    /// A stable reason code (`supabash_core::path::PathError::reason`, or `not-utf-8`).
+    pub reason: String,
+}
+
+/// Something on disk (or in the tree) the backend cannot store, reported instead of dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotStaged {
+    pub path: String,
+    #[serde(flatten)]
+    pub reason: NotStagedReason,
+}
+
+/// Why a path is not staged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum NotStagedReason {
+    /// A symbolic link (never followed): revisions hold regular files only.
+    Symlink { target: String },
+    /// Permission bits other than the ones the file had (or, for a new file, than 0644):
+    /// revisions do not store modes. The content is staged; the staged tree keeps the mode
+    /// in memory.
+    Mode { mode: String },
+    /// A FIFO, socket or device node.
+    SpecialFile,
+    /// A path at or below a symbolic link of the staged tree.
+    BelowSymlink { link: String },
+    /// A version redaction removed (nothing to write).
+    Redacted,
+}
+
+impl std::fmt::Display for NotStagedReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotStagedReason::Symlink { target } => {
+                write!(
+                    f,
+                    "symbolic link to {target:?}: only regular files are stored"
+                )
+            }
+            NotStagedReason::Mode { mode } => write!(f, "mode {mode}: modes are not stored"),
+            NotStagedReason::SpecialFile => f.write_str("not a regular file"),
+            NotStagedReason::BelowSymlink { link } => {
+                write!(f, "below the staged tree's symbolic link {link}")
+            }
+            NotStagedReason::Redacted => f.write_str("redacted: no content"),
+        }
+    }
+}
+
+/// What a directory change was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DirChangeKind {
+    Created,
+    Edited,
+    Deleted,
+    Moved,
+    DirCreated,
+    DirRemoved,
+}
+
+/// One difference between the directory and its [`Materialised`] record, as staged.
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirChange {
+    pub kind: DirChangeKind,
+    pub path: String,
+    /// The source of a move.
+    pub from: Option<String>,
+    /// The new size of a created or edited file.
+    pub size: Option<u64>,
+}
+
+/// What [`Workspace::stage_from_dir`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Synced {
+    /// The staged tree's change list against its base revision, after the sync.
+    pub changes: Vec<StagedChange>,
+    /// The differences the directory showed, each staged.
+    pub applied: Vec<DirChange>,
+    pub ignored: Vec<Ignored>,
+    pub not_staged: Vec<NotStaged>,
+}
+
+impl Synced {
+    /// Bytes of the files created or edited.
+    pub fn bytes_changed(&self) -> u64 {
+        self.applied.iter().filter_map(|c| c.size).sum()
+    }
+
+    /// Every path a change touched (a move's source and destination), sorted, once each.
+    pub fn paths_touched(&self) -> Vec<String> {
+        let set: BTreeSet<&String> = self
+            .applied
+            .iter()
+            .flat_map(|c| std::iter::once(&c.path).chain(c.from.as_ref()))
+            .collect();
+        set.into_iter().cloned().collect()
+    }
+}
+
+/// How far a long operation got; `total_*` is `None` while unknown (a directory walk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub files: u64,
+    pub bytes: u64,
+    pub total_files: Option<u64>,
+    pub total_bytes: Option<u64>,
+}
+
+/// A progress observer (called after each file).
+pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// Options of [`Workspace::materialise_with`].
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct MaterialiseOptions {
+    /// Write this revision (read with `read_revision`) instead of the staged tree.
+    pub revision: Option<String>,
+    pub progress: Option<ProgressFn>,
+}
+
+crate::setters! {
+    impl MaterialiseOptions {
+        with_revision(revision: some into String),
+        with_progress(progress: some ProgressFn),
+    }
+}
+
+/// An error about a local path (`path` canonical, `io` what failed).
+pub(crate) fn local_error(path: &str, what: &str, io: std::io::Error) -> SupabashError {
+    SupabashError::new(ErrorCode::InvalidArgument, format!("{what}: {io}"))
+        .with_path(path)
+        .with_source(io)
+}
+
+/// Runs blocking disk work off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        SupabashError::new(ErrorCode::InvalidArgument, format!("disk work failed: {e}"))
+    })?
+}
+
+impl Workspace {
+    /// Writes the staged tree into `dir` (created when missing; it must be empty). Symbolic
+    /// links of the tree are skipped and listed in [`Materialised::skipped`]; shell-owned
+    /// paths (`/tmp`, ...) are not written. Bodies not in memory yet load one at a time and
+    /// are not kept.
+    pub async fn materialise(&self, dir: &Path) -> Result<Materialised> {
+        self.materialise_with(dir, MaterialiseOptions::default())
+            .await
+    }
+
+    /// [`Self::materialise`] with options: a revision instead of the staged tree (its files
+    /// come in one request and are written one by one), a progress observer.
+    pub async fn materialise_with(
+        &self,
+        dir: &Path,
+        options: MaterialiseOptions,
+    ) -> Result<Materialised> {
+        let root = dir.to_path_buf();
+        blocking(move || write::prepare(&root)).await?;
+        let mut out = write::Writer::new(dir, options.progress);
+        match options.revision {
+            None => {
+                let entries = self.fs().entries();
+                out.totals(&entries);
+                for (p, entry) in entries {
+                    match entry {
+                        Entry::Dir => out.dir(&p)?,
+                        Entry::File {
+                            content_hash,
+                            size,
+                            mode,
+                        } => {
+                            let bytes = self.fs().read_transient(&p).await?;
+                            let file = WrittenFile {
+                                content_hash,
+                                size,
+                                mode: mode & 0o777,
+                            };
+                            out.file(&p, bytes, file).await?;
+                        }
+                        Entry::Symlink { target } => out.record.skipped.push(NotStaged {
+                            path: p,
+                            reason: NotStagedReason::Symlink { target },
+                        }),
+                    }
+                }
+            }
+            Some(revision) => {
+                let tree = self.read_revision(&revision).await?;
+                out.record.revision = Some(revision);
+                for p in tree.redacted {
+                    out.record.skipped.push(NotStaged {
+                        path: p,
+                        reason: NotStagedReason::Redacted,
+                    });
+                }
+                for (p, bytes) in tree.files {
+                    let file = WrittenFile {
+                        content_hash: sha256_hex(&bytes),
+                        size: bytes.len() as u64,
+                        mode: DEFAULT_FILE_MODE,
+                    };
+                    out.file(&p, Arc::new(bytes), file).await?;
+                }
+            }
+        }
+        Ok(out.record)
+    }
+
+    /// A record of the staged tree as [`Self::materialise`] would write it, without writing
+    /// anything: `stage_from_dir(dir, &ws.staged_record())` makes the staged tree match `dir`
+    /// (an import).
+    pub fn staged_record(&self) -> Materialised {
+        let mut record = Materialised::default();
+        for (p, entry) in self.fs().entries() {
+            match entry {
+                Entry::Dir => {
+                    record.directories.insert(p);
+                }
+                Entry::File {
+                    content_hash,
+                    size,
+                    mode,
+                } => {
+                    let file = WrittenFile {
+                        content_hash,
+                        size,
+                        mode: mode & 0o777,
+                    };
+                    record.files.insert(p, file);
+                }
+                Entry::Symlink { target } => record.skipped.push(NotStaged {
+                    path: p,
+                    reason: NotStagedReason::Symlink { target },
+                }),
+            }
+        }
+        record
+    }
+
+    /// Compares `dir` with what `materialised` says was written and stages exactly the
+    /// differences in the staged tree (see the module docs). All or nothing: when a file is
+    /// over the [`crate::Limits`] (an error naming the path) or anything fails, the staged
+    /// tree is left as it was.
+    pub async fn stage_from_dir(&self, dir: &Path, materialised: &Materialised) -> Result<Synced> {
+        self.stage_from_dir_with(dir, materialised, None).await
+    }
+
+    /// [`Self::stage_from_dir`] with a progress observer of the directory walk.
+    pub async fn stage_from_dir_with(
+        &self,
+        dir: &Path,
+        materialised: &Materialised,
+        progress: Option<ProgressFn>,
+    ) -> Result<Synced> {
+        let root = dir.to_path_buf();
+        let limits = self.fs().limits().clone();
+        let scanned = blocking(move || scan::scan(&root, &limits, progress)).await?;
+        apply::apply(self.fs(), dir, materialised, scanned).await
+    }
+}

@@ -1,0 +1,139 @@
+//! Walking a directory without following anything: every regular file hashed as a stream,
+//! every directory listed, links and special files reported, refused names ignored with
+//! their subtree, and the limits checked before anything is staged.
+
+use super::{local_error, Ignored, NotStaged, NotStagedReason, Progress, ProgressFn};
+use crate::error::Result;
+use crate::limits::Limits;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use supabash_core::path;
+
+/// A regular file found on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct DiskFile {
+    pub content_hash: String,
+    pub size: u64,
+    pub mode: u32,
+}
+
+/// What a directory holds.
+#[derive(Debug, Default)]
+pub(super) struct Scan {
+    pub files: BTreeMap<String, DiskFile>,
+    pub dirs: BTreeSet<String>,
+    pub ignored: Vec<Ignored>,
+    pub not_staged: Vec<NotStaged>,
+}
+
+/// Opens a regular file for reading, refusing a link in its last segment.
+pub(super) fn open(at: &Path, p: &str) -> Result<fs::File> {
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(at)
+        .map_err(|e| local_error(p, "cannot open", e))
+}
+
+/// Reads the file `p` at `at` whole, refusing more than the file limit.
+pub(super) fn read(at: &Path, p: &str, limits: &Limits) -> Result<Vec<u8>> {
+    let file = open(at, p)?;
+    let mut bytes = Vec::new();
+    file.take(limits.max_file_bytes as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| local_error(p, "cannot read", e))?;
+    limits.check_file(p, bytes.len())?;
+    Ok(bytes)
+}
+
+fn hash(at: &Path, p: &str) -> Result<String> {
+    let mut file = open(at, p)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(local_error(p, "cannot read", e)),
+        }
+    }
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// Walks `root`. Fails (naming the path) when a file or the tree is over `limits`.
+pub(super) fn scan(root: &Path, limits: &Limits, progress: Option<ProgressFn>) -> Result<Scan> {
+    let mut out = Scan::default();
+    let mut done = Progress {
+        files: 0,
+        bytes: 0,
+        total_files: None,
+        total_bytes: None,
+    };
+    let mut stack: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, prefix)) = stack.pop() {
+        let shown = if prefix.is_empty() { "/" } else { &prefix };
+        let listing = fs::read_dir(&dir).map_err(|e| local_error(shown, "cannot list", e))?;
+        for entry in listing {
+            let entry = entry.map_err(|e| local_error(shown, "cannot list", e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                out.ignored.push(Ignored {
+                    path: format!("{prefix}/{}", name.to_string_lossy()),
+                    reason: "not-utf-8".to_owned(),
+                });
+                continue;
+            };
+            let p = format!("{prefix}/{name}");
+            if let Err(e) = path::validate(&p) {
+                out.ignored.push(Ignored {
+                    path: p,
+                    reason: e.reason().to_owned(),
+                });
+                continue;
+            }
+            limits.check_path(&p)?;
+            let at = entry.path();
+            let meta = fs::symlink_metadata(&at).map_err(|e| local_error(&p, "cannot stat", e))?;
+            let kind = meta.file_type();
+            if kind.is_dir() {
+                out.dirs.insert(p.clone());
+                stack.push((at, p));
+            } else if kind.is_symlink() {
+                let target = fs::read_link(&at).map_err(|e| local_error(&p, "cannot read", e))?;
+                out.not_staged.push(NotStaged {
+                    path: p,
+                    reason: NotStagedReason::Symlink {
+                        target: target.to_string_lossy().into_owned(),
+                    },
+                });
+            } else if kind.is_file() {
+                limits.check_file(&p, meta.len() as usize)?;
+                let file = DiskFile {
+                    content_hash: hash(&at, &p)?,
+                    size: meta.len(),
+                    mode: meta.mode() & 0o777,
+                };
+                done.files += 1;
+                done.bytes += file.size;
+                out.files.insert(p, file);
+                if let Some(progress) = &progress {
+                    progress(done);
+                }
+            } else {
+                out.not_staged.push(NotStaged {
+                    path: p,
+                    reason: NotStagedReason::SpecialFile,
+                });
+            }
+        }
+    }
+    limits.check_tree(out.files.len(), done.bytes as usize)?;
+    out.ignored.sort_by(|a, b| a.path.cmp(&b.path));
+    out.not_staged.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}

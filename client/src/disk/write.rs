@@ -1,0 +1,124 @@
+//! Writing a tree into a directory: parents first, files created new (never through a link)
+//! with their permission bits set exactly (whatever the umask), each recorded.
+
+use super::{blocking, local_error, Materialised, Progress, ProgressFn, WrittenFile};
+use crate::error::{Result, SupabashError};
+use crate::tree::sync::Entry;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use supabash_core::path;
+use supabash_core::ErrorCode;
+
+/// `root` on disk for the canonical path `p`.
+pub(crate) fn on_disk(root: &Path, p: &str) -> PathBuf {
+    root.join(p.trim_start_matches('/'))
+}
+
+/// Makes sure `root` is an empty directory (creating it when missing).
+pub(super) fn prepare(root: &Path) -> Result<()> {
+    let shown = root.display().to_string();
+    match fs::symlink_metadata(root) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(root).map_err(|e| local_error(&shown, "cannot create", e))
+        }
+        Err(e) => Err(local_error(&shown, "cannot inspect", e)),
+        Ok(m) if !m.is_dir() => Err(SupabashError::new(
+            ErrorCode::InvalidArgument,
+            "the target is not a directory",
+        )
+        .with_path(shown)),
+        Ok(_) => {
+            let mut listing =
+                fs::read_dir(root).map_err(|e| local_error(&shown, "cannot list", e))?;
+            if listing.next().is_some() {
+                return Err(SupabashError::new(
+                    ErrorCode::InvalidArgument,
+                    "the target directory is not empty",
+                )
+                .with_path(shown));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Writes files and directories under a root and keeps the record.
+pub(super) struct Writer {
+    root: PathBuf,
+    progress: Option<ProgressFn>,
+    pub record: Materialised,
+    done: Progress,
+}
+
+impl Writer {
+    pub fn new(root: &Path, progress: Option<ProgressFn>) -> Self {
+        Writer {
+            root: root.to_path_buf(),
+            progress,
+            record: Materialised::default(),
+            done: Progress {
+                files: 0,
+                bytes: 0,
+                total_files: None,
+                total_bytes: None,
+            },
+        }
+    }
+
+    /// Sets the totals progress reports from the entries about to be written.
+    pub fn totals(&mut self, entries: &[(String, Entry)]) {
+        let files = entries.iter().filter_map(|(_, e)| match e {
+            Entry::File { size, .. } => Some(*size),
+            _ => None,
+        });
+        let (count, bytes) = files.fold((0, 0), |(n, b), s| (n + 1, b + s));
+        self.done.total_files = Some(count);
+        self.done.total_bytes = Some(bytes);
+    }
+
+    /// Creates the directory `p` (canonical) and its parents, recording each.
+    pub fn dir(&mut self, p: &str) -> Result<()> {
+        let mut missing = Vec::new();
+        let mut d = p;
+        while d != "/" && !self.record.directories.contains(d) {
+            missing.push(d.to_owned());
+            d = path::parent(d);
+        }
+        for d in missing.into_iter().rev() {
+            let at = on_disk(&self.root, &d);
+            fs::create_dir(&at).map_err(|e| local_error(&d, "cannot create directory", e))?;
+            self.record.directories.insert(d);
+        }
+        Ok(())
+    }
+
+    /// Writes the file `p` (canonical) with `bytes`, as `file` describes.
+    pub async fn file(&mut self, p: &str, bytes: Arc<Vec<u8>>, file: WrittenFile) -> Result<()> {
+        self.dir(path::parent(p))?;
+        let (at, shown, mode) = (on_disk(&self.root, p), p.to_owned(), file.mode);
+        blocking(move || {
+            let fail = |e| local_error(&shown, "cannot write", e);
+            let mut out = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .mode(mode)
+                .open(&at)
+                .map_err(fail)?;
+            out.write_all(&bytes).map_err(fail)?;
+            out.set_permissions(fs::Permissions::from_mode(mode))
+                .map_err(fail)
+        })
+        .await?;
+        self.done.files += 1;
+        self.done.bytes += file.size;
+        self.record.files.insert(p.to_owned(), file);
+        if let Some(progress) = &self.progress {
+            progress(self.done);
+        }
+        Ok(())
+    }
+}
