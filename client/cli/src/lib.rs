@@ -8,12 +8,20 @@
 //! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
 //!   `supabash_agent::mcp` over stdio or streamable HTTP;
-//! - [`redact`]: `supabash redact`.
+//! - [`redact`]: `supabash redact`;
+//! - [`fuse`]: `supabash mount` (the FUSE filesystem in `fuse_fs`, `fuse_ops`, `fuse_inodes`,
+//!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`.
 
 #![deny(unsafe_code)]
 
 pub mod connect;
 pub mod devcluster;
+pub mod fuse;
+mod fuse_fs;
+mod fuse_inodes;
+mod fuse_ops;
+pub mod fuse_summary;
 pub mod mcp;
+pub mod mount_control;
 pub mod redact;
 pub mod workspaces;

@@ -57,6 +57,14 @@ enum Command {
     /// revisions can be scrubbed. A dry run unless --apply. WAL, replicas' copies and backups
     /// are beyond its reach.
     Redact(Box<supabash_cli::redact::RedactArgs>),
+    /// Mounts a workspace's staged tree (or a revision, read-only) on DIR with FUSE, so any
+    /// program works on it. Changes are staged; nothing is committed unless `supabash commit
+    /// --mount DIR` asks or --commit-on-unmount is given. Linux only (elsewhere: `supabash run`).
+    Mount(Box<supabash_cli::fuse::MountArgs>),
+    /// Commits the staged changes of a running mount (`--mount DIR`) and prints the receipt.
+    Commit(supabash_cli::mount_control::CommitArgs),
+    /// Lists the staged changes of a running mount (`--mount DIR`).
+    Changes(supabash_cli::mount_control::ChangesArgs),
 }
 
 /// Arguments of `supabash storage-setup`.
@@ -431,6 +439,15 @@ fn main() {
             .map_err(|e| e as _),
         Command::Mcp(args) => runtime
             .block_on(supabash_cli::mcp::run(*args))
+            .map_err(|e| e as _),
+        Command::Mount(args) => runtime
+            .block_on(supabash_cli::fuse::run(*args))
+            .map_err(|e| e as _),
+        Command::Commit(args) => runtime
+            .block_on(supabash_cli::mount_control::commit(args))
+            .map_err(|e| e as _),
+        Command::Changes(args) => runtime
+            .block_on(supabash_cli::mount_control::changes(args))
             .map_err(|e| e as _),
         Command::Workspaces(args) => runtime
             .block_on(supabash_cli::workspaces::list(args))
