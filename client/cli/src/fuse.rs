@@ -71,7 +71,7 @@ fn owner(dir: &Path) -> std::io::Result<(u32, u32)> {
 
 /// Mounts `kernel` at `dir` on a thread of its own; returns an unmounter and a receiver that
 /// yields when the session ends (unmounted by anyone).
-fn start(
+pub(crate) fn start(
     kernel: Kernel,
     dir: &Path,
     read_only: bool,
@@ -230,3 +230,7 @@ async fn finish(
     );
     outcome
 }
+
+#[cfg(test)]
+#[path = "fuse_tests.rs"]
+mod tests;
