@@ -136,7 +136,11 @@ impl Mount {
             .arg(&self.dir)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice::<Value>(&out.stdout)
             .unwrap()
             .as_array()
@@ -150,7 +154,10 @@ impl Mount {
         terminate(&child);
         let out = wait(child);
         let _ = std::fs::remove_dir(&self.dir);
-        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 }
 
@@ -159,7 +166,10 @@ impl Drop for Mount {
         if let Some(child) = self.child.take() {
             terminate(&child);
             let _ = wait(child);
-            let _ = Command::new("fusermount3").arg("-u").arg(&self.dir).status();
+            let _ = Command::new("fusermount3")
+                .arg("-u")
+                .arg(&self.dir)
+                .status();
         }
     }
 }
@@ -182,7 +192,12 @@ fn wait(mut child: Child) -> Output {
 }
 
 async fn seeded(user: &str) -> Workspace {
-    workspace_with(Via::Postgres, user, &[("/README.md", "# seed\n"), ("/src/lib.rs", "")]).await
+    workspace_with(
+        Via::Postgres,
+        user,
+        &[("/README.md", "# seed\n"), ("/src/lib.rs", "")],
+    )
+    .await
 }
 
 async fn committed_paths(user: &str, id: &str) -> Vec<String> {
@@ -221,19 +236,29 @@ async fn git_runs_and_nothing_is_committed_until_asked() {
         }
     })
     .await;
-    assert!(staged.iter().any(|c| c["path"].as_str().unwrap().starts_with("/.git/objects/")));
+    assert!(staged
+        .iter()
+        .any(|c| c["path"].as_str().unwrap().starts_with("/.git/objects/")));
     let head = reopen(Via::Postgres, &user, &id).await.base_revision();
-    assert_eq!(head.as_deref(), Some(seed.as_str()), "nothing committed without commit");
+    assert_eq!(
+        head.as_deref(),
+        Some(seed.as_str()),
+        "nothing committed without commit"
+    );
     let (mount, receipt) = blocking({
         let user = user.clone();
         move || {
-        let r = mount.commit(&user, "git init").unwrap();
-        (mount, r)
-    }})
+            let r = mount.commit(&user, "git init").unwrap();
+            (mount, r)
+        }
+    })
     .await;
     assert_eq!(receipt["receipt"]["cause"], "git init");
     let paths = committed_paths(&user, &id).await;
-    let objects = paths.iter().filter(|p| p.starts_with("/.git/objects/")).count();
+    let objects = paths
+        .iter()
+        .filter(|p| p.starts_with("/.git/objects/"))
+        .count();
     assert!(objects >= 3, "the revision holds git's objects: {paths:?}");
     assert!(paths.contains(&"/.git/HEAD".to_owned()));
     assert!(paths.contains(&"/README.md".to_owned()));
@@ -273,14 +298,23 @@ async fn a_compile_and_an_atomic_python_rename_work() {
         assert_eq!(m.sh("python3 atomic.py"), "['out0.json', 'out1.json']\n");
         assert_eq!(m.sh("cat data/out7.json"), "{\"i\": 7}");
         let changes = m.changes(&user);
-        let paths: Vec<&str> = changes.iter().map(|c| c["path"].as_str().unwrap()).collect();
-        assert!(paths.contains(&"/hello") && paths.contains(&"/data/out19.json"), "{paths:?}");
+        let paths: Vec<&str> = changes
+            .iter()
+            .map(|c| c["path"].as_str().unwrap())
+            .collect();
+        assert!(
+            paths.contains(&"/hello") && paths.contains(&"/data/out19.json"),
+            "{paths:?}"
+        );
         assert!(!paths.iter().any(|p| p.ends_with(".tmp")), "{paths:?}");
         m.stop()
     })
     .await;
     assert!(ok, "{stderr}");
-    assert!(stderr.contains("not committed and are discarded"), "{stderr}");
+    assert!(
+        stderr.contains("not committed and are discarded"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -296,7 +330,9 @@ async fn rsync_round_trips_a_thousand_files() {
     for i in 0..1000 {
         let d = src.join(format!("d{}", i % 25));
         std::fs::create_dir_all(&d).unwrap();
-        let bytes: Vec<u8> = (0..(i * 37 % 3000)).map(|j| ((i * 131 + j * 7) % 256) as u8).collect();
+        let bytes: Vec<u8> = (0..(i * 37 % 3000))
+            .map(|j| ((i * 131 + j * 7) % 256) as u8)
+            .collect();
         std::fs::write(d.join(format!("f{i}.bin")), bytes).unwrap();
     }
     let (ok, stderr) = blocking({
@@ -309,8 +345,17 @@ async fn rsync_round_trips_a_thousand_files() {
             };
             run(&[&src.join(""), &m.dir.join("tree")]);
             run(&[&m.dir.join("tree").join(""), &back]);
-            let diff = Command::new("diff").arg("-r").arg(&src).arg(&back).output().unwrap();
-            assert!(diff.status.success(), "{}", String::from_utf8_lossy(&diff.stdout));
+            let diff = Command::new("diff")
+                .arg("-r")
+                .arg(&src)
+                .arg(&back)
+                .output()
+                .unwrap();
+            assert!(
+                diff.status.success(),
+                "{}",
+                String::from_utf8_lossy(&diff.stdout)
+            );
             assert_eq!(m.sh("find tree -type f | wc -l").trim(), "1000");
             m.commit(&user, "rsync").unwrap();
             m.stop()
@@ -355,12 +400,21 @@ async fn a_revision_mounts_read_only_and_reserved_paths_stay_unreachable() {
     let ws = seeded(&user).await;
     let seed = ws.base_revision().unwrap();
     ws.fs().write("/README.md", "# newer\n").await.unwrap();
-    ws.commit(supabash::workspace::CommitOptions::new("t")).await.unwrap();
+    ws.commit(supabash::workspace::CommitOptions::new("t"))
+        .await
+        .unwrap();
     let id = ws.id().to_owned();
     let (user, id2) = blocking(move || {
         let m = Mount::start(&user, &id, &["--revision", &seed]);
         assert_eq!(m.sh("cat README.md"), "# seed\n");
-        for script in ["echo x > new.txt", "echo x >> README.md", "mkdir d", "rm README.md", "mv README.md R.md", "chmod 600 README.md"] {
+        for script in [
+            "echo x > new.txt",
+            "echo x >> README.md",
+            "mkdir d",
+            "rm README.md",
+            "mv README.md R.md",
+            "chmod 600 README.md",
+        ] {
             let err = m.fails(script);
             assert!(err.contains("Read-only file system"), "{script}: {err}");
         }
@@ -371,8 +425,12 @@ async fn a_revision_mounts_read_only_and_reserved_paths_stay_unreachable() {
         let m = Mount::start(&user, &id, &[]);
         assert!(m.fails("ls .supabash").contains("No such file"));
         assert!(m.fails("mkdir .supabash").contains("Permission denied"));
-        assert!(m.fails("echo x > .supabash-x").contains("Permission denied"));
-        assert!(m.fails("mkdir -p a/.supabash/b").contains("Permission denied"));
+        assert!(m
+            .fails("echo x > .supabash-x")
+            .contains("Permission denied"));
+        assert!(m
+            .fails("mkdir -p a/.supabash/b")
+            .contains("Permission denied"));
         assert!(m.fails("touch src/.supabash").contains("Permission denied"));
         assert!(m.changes(&user).is_empty());
         let (ok, stderr) = m.stop();
@@ -380,7 +438,11 @@ async fn a_revision_mounts_read_only_and_reserved_paths_stay_unreachable() {
         (user, id)
     })
     .await;
-    let head = reopen(Via::Postgres, &user, &id2).await.committed_snapshot().await.unwrap();
+    let head = reopen(Via::Postgres, &user, &id2)
+        .await
+        .committed_snapshot()
+        .await
+        .unwrap();
     assert_eq!(head.files["/README.md"], b"# newer\n");
 }
 

@@ -135,8 +135,8 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
     if let Some(reason) = fuse_missing() {
         return Err(reason.into());
     }
-    let dir = std::fs::canonicalize(&args.dir)
-        .map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    let dir =
+        std::fs::canonicalize(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
     if !dir.is_dir() {
         return Err(format!("{} is not a directory", dir.display()).into());
     }

@@ -6,6 +6,7 @@
 use crate::fuse_inodes::{child, move_subtree, Inodes};
 use crate::fuse_summary::Summary;
 use fuser::{Errno, FileAttr, FileType};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -157,7 +158,14 @@ impl MountFs {
         }
     }
 
-    fn attr_of(&self, ino: u64, kind: FileType, size: u64, mode: u32, mtime: SystemTime) -> FileAttr {
+    fn attr_of(
+        &self,
+        ino: u64,
+        kind: FileType,
+        size: u64,
+        mode: u32,
+        mtime: SystemTime,
+    ) -> FileAttr {
         FileAttr {
             ino: fuser::INodeNo(ino),
             size,
@@ -283,17 +291,14 @@ impl MountFs {
                 .limits()
                 .check_file(p.as_deref().unwrap_or("/"), size as usize)
                 .map_err(|_| Errno::EFBIG)?;
-            if !st.files.contains_key(&ino) {
+            if let Entry::Vacant(slot) = st.files.entry(ino) {
                 let p = p.as_deref().ok_or(Errno::ENOENT)?;
                 let data = self.tree.read_shared(p).await.map_err(|e| errno(&e))?;
-                st.files.insert(
-                    ino,
-                    OpenFile {
-                        data,
-                        dirty: false,
-                        handles: 0,
-                    },
-                );
+                slot.insert(OpenFile {
+                    data,
+                    dirty: false,
+                    handles: 0,
+                });
             }
             if let Some(f) = st.files.get_mut(&ino) {
                 Arc::make_mut(&mut f.data).resize(size as usize, 0);
@@ -364,7 +369,10 @@ impl MountFs {
             if self.lstat(&p).await?.kind == FileKind::Directory {
                 return Err(Errno::EISDIR);
             }
-            self.tree.rm(&p, false, false).await.map_err(|e| errno(&e))?;
+            self.tree
+                .rm(&p, false, false)
+                .await
+                .map_err(|e| errno(&e))?;
         }
         st.inodes.remove(&p);
         st.summary.touched(&p);
@@ -383,10 +391,18 @@ impl MountFs {
             return Err(Errno::ENOTDIR);
         }
         let below = format!("{p}/");
-        if st.links.range(below.clone()..).next().is_some_and(|(k, _)| k.starts_with(&below)) {
+        if st
+            .links
+            .range(below.clone()..)
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&below))
+        {
             return Err(Errno::ENOTEMPTY);
         }
-        self.tree.rm(&p, false, false).await.map_err(|e| errno(&e))?;
+        self.tree
+            .rm(&p, false, false)
+            .await
+            .map_err(|e| errno(&e))?;
         st.inodes.remove(&p);
         st.summary.touched(&p);
         Ok(())
@@ -448,16 +464,18 @@ impl MountFs {
         }
         let from_link = st.links.contains_key(&from);
         let to_link = st.links.contains_key(&to);
-        let to_dir = !to_link
-            && target_exists
-            && self.lstat(&to).await?.kind == FileKind::Directory;
+        let to_dir =
+            !to_link && target_exists && self.lstat(&to).await?.kind == FileKind::Directory;
         if from_link {
             if to_dir {
                 return Err(Errno::EISDIR);
             }
             self.parent_is_dir(&to).await?;
             if target_exists && !to_link {
-                self.tree.rm(&to, false, false).await.map_err(|e| errno(&e))?;
+                self.tree
+                    .rm(&to, false, false)
+                    .await
+                    .map_err(|e| errno(&e))?;
             }
             let link = st.links.remove(&from).ok_or(Errno::ENOENT)?;
             st.links.insert(to.clone(), link);
@@ -501,28 +519,27 @@ impl MountFs {
         }
         let mut st = self.state.lock().await;
         let p = st.path(ino)?;
-        if !st.files.contains_key(&ino) {
-            let data = if truncate {
-                Arc::new(Vec::new())
-            } else {
-                self.tree.read_shared(&p).await.map_err(|e| errno(&e))?
-            };
-            st.files.insert(
-                ino,
-                OpenFile {
+        match st.files.entry(ino) {
+            Entry::Vacant(slot) => {
+                let data = if truncate {
+                    Arc::new(Vec::new())
+                } else {
+                    self.tree.read_shared(&p).await.map_err(|e| errno(&e))?
+                };
+                slot.insert(OpenFile {
                     data,
                     dirty: truncate,
-                    handles: 0,
-                },
-            );
-        } else if truncate {
-            if let Some(f) = st.files.get_mut(&ino) {
-                f.data = Arc::new(Vec::new());
-                f.dirty = true;
+                    handles: 1,
+                });
             }
-        }
-        if let Some(f) = st.files.get_mut(&ino) {
-            f.handles += 1;
+            Entry::Occupied(mut slot) => {
+                let f = slot.get_mut();
+                if truncate {
+                    f.data = Arc::new(Vec::new());
+                    f.dirty = true;
+                }
+                f.handles += 1;
+            }
         }
         let fh = st.handle();
         st.handles.insert(fh, ino);
@@ -549,7 +566,10 @@ impl MountFs {
                 Ok(s) if s.kind == FileKind::Directory => return Err(Errno::EISDIR),
                 Ok(_) => {}
                 Err(_) => {
-                    self.tree.write(&p, Vec::new()).await.map_err(|e| errno(&e))?;
+                    self.tree
+                        .write(&p, Vec::new())
+                        .await
+                        .map_err(|e| errno(&e))?;
                     self.tree.chmod(&p, mode).await.map_err(|e| errno(&e))?;
                     st.summary.touched(&p);
                 }
@@ -593,7 +613,13 @@ impl MountFs {
     }
 
     /// `fallocate` (mode 0 only: makes room, never shrinks).
-    pub async fn fallocate(&self, fh: u64, offset: u64, length: u64, mode: i32) -> Result<(), Errno> {
+    pub async fn fallocate(
+        &self,
+        fh: u64,
+        offset: u64,
+        length: u64,
+        mode: i32,
+    ) -> Result<(), Errno> {
         self.writable()?;
         if mode != 0 {
             return Err(Errno::EOPNOTSUPP);
@@ -652,7 +678,11 @@ impl MountFs {
                 name: "..".into(),
             },
         ];
-        let below = if p == "/" { "/".to_owned() } else { format!("{p}/") };
+        let below = if p == "/" {
+            "/".to_owned()
+        } else {
+            format!("{p}/")
+        };
         let links: Vec<String> = st
             .links
             .range(below.clone()..)
@@ -694,7 +724,10 @@ impl MountFs {
     }
 
     /// The staged changes, after every open buffer reached the tree.
-    pub async fn changes(&self, ws: &Workspace) -> supabash::Result<Vec<supabash::tree::StagedChange>> {
+    pub async fn changes(
+        &self,
+        ws: &Workspace,
+    ) -> supabash::Result<Vec<supabash::tree::StagedChange>> {
         let mut st = self.state.lock().await;
         self.persist_all(&mut st).await.map_err(buffer_error)?;
         ws.changes()
@@ -702,7 +735,11 @@ impl MountFs {
 
     /// Commits the staged tree as one revision, with every open buffer written first; no
     /// request runs meanwhile. Symbolic links stay in the session.
-    pub async fn commit(&self, ws: &Workspace, options: CommitOptions) -> supabash::Result<CommitResult> {
+    pub async fn commit(
+        &self,
+        ws: &Workspace,
+        options: CommitOptions,
+    ) -> supabash::Result<CommitResult> {
         let mut st = self.state.lock().await;
         self.persist_all(&mut st).await.map_err(buffer_error)?;
         if !st.links.is_empty() {
@@ -712,14 +749,18 @@ impl MountFs {
             );
         }
         let result = ws.commit(options).await;
-        st.summary.committed(result.as_ref().ok().map(|r| r.receipt.revision.clone()));
+        st.summary
+            .committed(result.as_ref().ok().map(|r| r.receipt.revision.clone()));
         result
     }
 
     /// What `statfs` reports: the limits as 4 KiB blocks and as a file count.
     pub fn capacity(&self) -> (u64, u64) {
         let limits = self.tree.limits();
-        ((limits.max_staged_bytes / 4096) as u64, limits.max_files as u64)
+        (
+            (limits.max_staged_bytes / 4096) as u64,
+            limits.max_files as u64,
+        )
     }
 
     /// What the session did so far.
@@ -731,6 +772,9 @@ impl MountFs {
 fn buffer_error(e: Errno) -> supabash::SupabashError {
     supabash::SupabashError::new(
         ErrorCode::QuotaExceeded,
-        format!("an open file could not be written to the staged tree (errno {})", e.code()),
+        format!(
+            "an open file could not be written to the staged tree (errno {})",
+            e.code()
+        ),
     )
 }

@@ -119,7 +119,11 @@ mod tests {
         inodes.rename("/a", "/b");
         assert_eq!(inodes.path(dir), Some("/b"));
         assert_eq!(inodes.path(file), Some("/b/f"));
-        assert_eq!(inodes.path(other), None, "the overwritten target is forgotten");
+        assert_eq!(
+            inodes.path(other),
+            None,
+            "the overwritten target is forgotten"
+        );
         inodes.remove("/b");
         assert_eq!(inodes.path(file), None);
         let again = inodes.ino("/b/f");

@@ -116,7 +116,10 @@ impl fuser::Filesystem for Kernel {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        entry(reply, self.run(self.fs.mkdir(parent.0, name, mode & !umask)));
+        entry(
+            reply,
+            self.run(self.fs.mkdir(parent.0, name, mode & !umask)),
+        );
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -135,7 +138,10 @@ impl fuser::Filesystem for Kernel {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        entry(reply, self.run(self.fs.symlink(parent.0, link_name, target)));
+        entry(
+            reply,
+            self.run(self.fs.symlink(parent.0, link_name, target)),
+        );
     }
 
     fn rename(
@@ -154,7 +160,10 @@ impl fuser::Filesystem for Kernel {
         let noreplace = flags.contains(RenameFlags::RENAME_NOREPLACE);
         empty(
             reply,
-            self.run(self.fs.rename(parent.0, name, newparent.0, newname, noreplace)),
+            self.run(
+                self.fs
+                    .rename(parent.0, name, newparent.0, newname, noreplace),
+            ),
         );
     }
 
@@ -342,6 +351,9 @@ impl fuser::Filesystem for Kernel {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        empty(reply, self.run(self.fs.fallocate(fh.0, offset, length, mode)));
+        empty(
+            reply,
+            self.run(self.fs.fallocate(fh.0, offset, length, mode)),
+        );
     }
 }

@@ -110,7 +110,10 @@ async fn tools_work_and_every_change_reaches_the_tree() {
     assert_eq!(m.tree.read("/a/g.txt").await.unwrap(), b"hello");
     assert_eq!(m.tree.read("/t.txt").await.unwrap().len(), 100_000);
     assert!(!m.tree.exists("/t.tmp").await);
-    assert!(!m.tree.exists("/a/link").await, "links stay out of the tree");
+    assert!(
+        !m.tree.exists("/a/link").await,
+        "links stay out of the tree"
+    );
     let objects: Vec<String> = m
         .tree
         .changes()

@@ -67,7 +67,11 @@ impl Control {
             .create(parent)?;
         if path.exists() {
             if UnixStream::connect(&path).await.is_ok() {
-                return Err(format!("{} is already mounted by another supabash process", dir.display()).into());
+                return Err(format!(
+                    "{} is already mounted by another supabash process",
+                    dir.display()
+                )
+                .into());
             }
             std::fs::remove_file(&path)?;
         }
