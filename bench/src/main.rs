@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 mod fork;
+mod mount;
 mod report;
 
 use report::{ms, stats, Report};
@@ -1356,7 +1357,7 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
 }
 
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, bulk, history, writers, rebase, disk, storage, memory, fork, profile; `latency` includes the
+/// (comma-separated: latency, bulk, history, writers, rebase, disk, storage, memory, fork, mount, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1411,6 +1412,10 @@ async fn main() {
     if selected("fork") {
         eprintln!("bench: fork");
         fork::fork_cost(&cluster, &mut rest, &mut r).await;
+    }
+    if selected("mount") {
+        eprintln!("bench: mount");
+        mount::mount_vs_local(&cluster, &mut r).await;
     }
     if selected("profile") {
         eprintln!("bench: profile");

@@ -553,6 +553,22 @@ impl Workspace {
         })
     }
 
+    /// A staged tree holding `revision`'s files, whose bodies load lazily and are verified
+    /// as they are read: a view of an old revision (edits to it never reach this workspace).
+    pub async fn tree_at(&self, revision: &str) -> Result<StagedTree> {
+        let base = Base::load(self.transport.as_ref(), &self.id, Some(revision)).await?;
+        let source = Arc::new(RemoteSource {
+            transport: self.transport.clone(),
+            workspace_id: self.id.clone(),
+        });
+        Ok(StagedTree::from_base(
+            base.revision,
+            base.entries,
+            Some(source),
+            self.limits.clone(),
+        ))
+    }
+
     /// Restores forward: stages the tree of `revision` over the current base (shell-owned
     /// paths stay). The next commit makes a new revision recording `revision` as its source.
     /// A revision before a path redaction's boundary, or one holding redacted versions, cannot

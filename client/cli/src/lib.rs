@@ -10,13 +10,21 @@
 //!   `supabash_agent::mcp` over stdio or streamable HTTP;
 //! - [`redact`]: `supabash redact`;
 //! - [`run`]: `supabash run`, a command on a materialised workspace, its changes staged back;
-//! - [`transfer`]: `supabash import` and `supabash export`.
+//! - [`transfer`]: `supabash import` and `supabash export`;
+//! - [`fuse`]: `supabash mount` (the FUSE filesystem in `fuse_fs`, `fuse_ops`, `fuse_inodes`,
+//!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`.
 
 #![deny(unsafe_code)]
 
 pub mod connect;
 pub mod devcluster;
+pub mod fuse;
+mod fuse_fs;
+mod fuse_inodes;
+mod fuse_ops;
+pub mod fuse_summary;
 pub mod mcp;
+pub mod mount_control;
 pub mod redact;
 pub mod run;
 pub mod transfer;

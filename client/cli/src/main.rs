@@ -68,6 +68,14 @@ enum Command {
     Import(Box<supabash_cli::transfer::ImportArgs>),
     /// Writes the staged tree (or --revision) into an empty directory.
     Export(Box<supabash_cli::transfer::ExportArgs>),
+    /// Mounts a workspace's staged tree (or a revision, read-only) on DIR with FUSE, so any
+    /// program works on it. Changes are staged; nothing is committed unless `supabash commit
+    /// --mount DIR` asks or --commit-on-unmount is given. Linux only (elsewhere: `supabash run`).
+    Mount(Box<supabash_cli::fuse::MountArgs>),
+    /// Commits the staged changes of a running mount (`--mount DIR`) and prints the receipt.
+    Commit(supabash_cli::mount_control::CommitArgs),
+    /// Lists the staged changes of a running mount (`--mount DIR`).
+    Changes(supabash_cli::mount_control::ChangesArgs),
 }
 
 /// Arguments of `supabash storage-setup`.
@@ -442,6 +450,15 @@ fn main() {
             .map_err(|e| e as _),
         Command::Mcp(args) => runtime
             .block_on(supabash_cli::mcp::run(*args))
+            .map_err(|e| e as _),
+        Command::Mount(args) => runtime
+            .block_on(supabash_cli::fuse::run(*args))
+            .map_err(|e| e as _),
+        Command::Commit(args) => runtime
+            .block_on(supabash_cli::mount_control::commit(args))
+            .map_err(|e| e as _),
+        Command::Changes(args) => runtime
+            .block_on(supabash_cli::mount_control::changes(args))
             .map_err(|e| e as _),
         Command::Workspaces(args) => runtime
             .block_on(supabash_cli::workspaces::list(args))

@@ -177,6 +177,12 @@ impl StagedTree {
         Ok(self.bytes_of(&body).await?.as_ref().clone())
     }
 
+    /// Reads a file's bytes without copying them (the buffer the tree holds).
+    pub async fn read_shared(&self, p: &str) -> FsResult<Arc<Vec<u8>>> {
+        let body = self.body_at(p, "open")?;
+        Ok(self.bytes_of(&body).await?)
+    }
+
     /// Reads a file as UTF-8 text (`EINVAL` when it is not).
     pub async fn read_text(&self, p: &str) -> FsResult<String> {
         String::from_utf8(self.read(p).await?).map_err(|_| posix(Errno::EINVAL, "read", p))

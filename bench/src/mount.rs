@@ -1,0 +1,223 @@
+//! The mount section: the same commands on a `supabash mount` of a workspace and on a local
+//! directory holding the same 10,000-file git repository, interleaved run by run: `git
+//! status`, reading every file once (`tar`), writing 1,000 small files.
+
+use crate::report::{ms, stats, Report};
+use crate::{f2, text};
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Instant;
+use supabash::workspace::CommitOptions;
+use supabash::{Limits, PostgresTransport, Workspace};
+use supabash_tests::Cluster;
+
+const FILES: usize = 10_000;
+const ROUNDS: usize = 7;
+
+/// The `supabash` binary next to this one (built with the same profile when missing;
+/// `SUPABASH_BIN` overrides).
+fn binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("SUPABASH_BIN") {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap();
+    let mut build = Command::new("cargo");
+    build
+        .args(["build", "-q", "-p", "supabash-cli", "--bin", "supabash"])
+        .current_dir(supabash_tests::cluster::repo_root());
+    if dir.ends_with("release") {
+        build.arg("--release");
+    }
+    assert!(
+        build.status().unwrap().success(),
+        "building supabash failed"
+    );
+    dir.join("supabash")
+}
+
+fn sh(dir: &Path, script: &str) {
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn timed(dir: &Path, script: &str) -> f64 {
+    let t = Instant::now();
+    sh(dir, script);
+    ms(t)
+}
+
+/// Every file below `dir` as (path in the workspace, bytes).
+fn files(dir: &Path, prefix: &str, out: &mut Vec<(String, Vec<u8>)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().into_string().unwrap();
+        let p = format!("{prefix}/{name}");
+        if e.file_type().unwrap().is_dir() {
+            files(&e.path(), &p, out);
+        } else {
+            out.push((p, std::fs::read(e.path()).unwrap()));
+        }
+    }
+}
+
+struct Mounted(Child, PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("fusermount3").arg("-u").arg(&self.1).status();
+        let _ = self.0.wait();
+    }
+}
+
+const GIT_STATUS: &str = "git status --porcelain >/dev/null";
+// GNU tar skips reading when its output is /dev/null itself.
+const READ_ALL: &str = "tar cf - . | cat >/dev/null";
+const WRITE_1000: &str =
+    "mkdir w && i=0; while [ $i -lt 1000 ]; do echo \"small file $i\" > w/f$i; i=$((i+1)); done";
+
+pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
+    if !Path::new("/dev/fuse").exists() {
+        r.section("Mount (FUSE) vs local directory");
+        r.line("Not measured: /dev/fuse is absent on this machine.");
+        return;
+    }
+    let bin = binary();
+    let root = std::env::temp_dir().join(format!("supabash-bench-mount-{}", uuid::Uuid::new_v4()));
+    let (local, mnt) = (root.join("local"), root.join("mnt"));
+    for i in 0..FILES {
+        let d = local.join(format!("src/d{:03}", i / 100));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(format!("f{i:05}.md")), text(i as u64, 256)).unwrap();
+    }
+    sh(
+        &local,
+        "git init -q && git add -A && git -c user.email=b@e -c user.name=bench commit -qm seed && git gc -q",
+    );
+    let user = uuid::Uuid::new_v4().to_string();
+    let claims = json!({ "role": "authenticated", "sub": user, "aud": "authenticated" });
+    let dsn = cluster.dsn("authenticator");
+    let transport = Arc::new(PostgresTransport::connect(&dsn, claims).await.unwrap());
+    let limits = Limits::default().with_max_files(2 * FILES);
+    let ws = Workspace::builder(transport)
+        .limits(limits)
+        .create()
+        .await
+        .unwrap();
+    let mut all = Vec::new();
+    files(&local, "", &mut all);
+    let tracked = all.len();
+    for (p, bytes) in all {
+        let parent = &p[..p.rfind('/').unwrap().max(1)];
+        ws.fs().mkdir(parent, true).await.unwrap();
+        ws.fs().write(&p, bytes).await.unwrap();
+    }
+    ws.commit(CommitOptions::new("bench")).await.unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mut child = Command::new(&bin)
+        .arg("mount")
+        .arg(&mnt)
+        .args([
+            "--workspace",
+            ws.id(),
+            "--max-files",
+            &(2 * FILES).to_string(),
+        ])
+        .env("SUPABASH_DSN", &dsn)
+        .env("SUPABASH_SUB", &user)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("mounted"), "the mount did not start");
+    let _mounted = Mounted(child, mnt.clone());
+    // First touches: every body loads lazily (and is verified) once; git refreshes its index.
+    let cold_read = timed(&mnt, READ_ALL);
+    let cold_status = timed(&mnt, GIT_STATUS);
+    sh(&local, GIT_STATUS);
+    let commands = [
+        ("git status", GIT_STATUS),
+        ("read every file (tar)", READ_ALL),
+        ("write 1,000 small files", WRITE_1000),
+    ];
+    let mut times = vec![(Vec::new(), Vec::new()); commands.len()];
+    for round in 0..ROUNDS {
+        for (k, (_, script)) in commands.iter().enumerate() {
+            let dirs = if round % 2 == 0 {
+                [&local, &mnt]
+            } else {
+                [&mnt, &local]
+            };
+            for dir in dirs {
+                let t = timed(dir, script);
+                if dir == &local {
+                    times[k].0.push(t);
+                } else {
+                    times[k].1.push(t);
+                }
+            }
+            if k == 2 {
+                sh(&local, "rm -rf w");
+                sh(&mnt, "rm -rf w");
+            }
+        }
+    }
+    r.section("Mount (FUSE) vs local directory");
+    r.line(&format!(
+        "A git repository of {FILES} files of 256 B in 100 directories (objects packed: \
+         {tracked} files in all), committed to a workspace and mounted with `supabash mount` \
+         (the release binary; direct Postgres transport), next to the same repository in a \
+         local directory (tmpfs or disk, as `std::env::temp_dir()` is here). Each command runs \
+         through `sh -c`, alternating which side goes first, {ROUNDS} rounds, medians. Before \
+         the rounds the mount was read once cold: every body fetched and verified (`tar`: \
+         {} ms) and git refreshed its index against the mount (`git status`: {} ms).",
+        f2(cold_read),
+        f2(cold_status)
+    ));
+    r.table(&[
+        "command",
+        "local median ms",
+        "mount median ms",
+        "mount / local",
+    ]);
+    let mut read_ratio = 0.0;
+    for (k, (name, _)) in commands.iter().enumerate() {
+        let (l, m) = (stats(&times[k].0), stats(&times[k].1));
+        let ratio = m.median / l.median;
+        if k == 1 {
+            read_ratio = ratio;
+        }
+        r.row(&[
+            (*name).into(),
+            f2(l.median),
+            f2(m.median),
+            format!("{ratio:.1}×"),
+        ]);
+    }
+    r.summary(
+        "Cached reads on a mount, 10,000 files (tar)",
+        format!("{read_ratio:.1}× local"),
+        "within 3× of local".into(),
+        Some(read_ratio <= 3.0),
+    );
+    drop(_mounted);
+    let _ = std::fs::remove_dir_all(&root);
+}

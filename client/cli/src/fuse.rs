@@ -1,0 +1,236 @@
+//! `supabash mount DIR --workspace ID`: the workspace's staged tree as a FUSE filesystem, so
+//! any program (git, compilers, editors) works on it. Reads are lazy and verified; changes are
+//! staged, and only `supabash commit --mount DIR` (another process) or `--commit-on-unmount`
+//! commits them. A revision (`--revision`) or `--read-only` mount answers `EROFS` to writes.
+//! Unmount with `fusermount3 -u DIR`, Ctrl-C or SIGTERM.
+
+use crate::connect::ConnectArgs;
+use crate::fuse_fs::MountFs;
+use crate::fuse_ops::Kernel;
+use crate::mount_control::{self, Control};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use supabash::workspace::CommitOptions;
+use supabash::{Limits, Workspace};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Arguments of `supabash mount`.
+#[derive(Debug, clap::Args)]
+pub struct MountArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// The directory to mount on (an existing directory).
+    pub dir: PathBuf,
+    /// The workspace to mount.
+    #[arg(long)]
+    pub workspace: String,
+    /// Mount this revision, read-only, instead of the staged tree.
+    #[arg(long, conflicts_with = "commit_on_unmount")]
+    pub revision: Option<String>,
+    /// Mount the staged tree read-only.
+    #[arg(long, conflicts_with = "commit_on_unmount")]
+    pub read_only: bool,
+    /// Commit the staged changes when the mount ends.
+    #[arg(long)]
+    pub commit_on_unmount: bool,
+    /// The cause of the commit made at unmount.
+    #[arg(short = 'm', long, requires = "commit_on_unmount")]
+    pub message: Option<String>,
+    /// The actor commits record.
+    #[arg(long, default_value = "supabash-mount")]
+    pub actor: String,
+    /// Most committable files the staged tree may hold.
+    #[arg(long, default_value_t = Limits::default().max_files)]
+    pub max_files: usize,
+    /// Largest total size of committable files, in MiB.
+    #[arg(long, default_value_t = Limits::default().max_staged_bytes >> 20)]
+    pub max_staged_mib: usize,
+}
+
+/// Why a mount cannot start here, if FUSE is missing.
+fn fuse_missing() -> Option<String> {
+    let advice = "use `supabash run --workspace ID -- CMD ...`, which needs no FUSE";
+    if !cfg!(target_os = "linux") {
+        return Some(format!("FUSE mounts are supported on Linux only; {advice}"));
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some(format!(
+            "FUSE is not available here (/dev/fuse is missing: load the fuse module or give the container the device); {advice}"
+        ));
+    }
+    None
+}
+
+/// The uid and gid the mount's files show: the mount directory's owner.
+fn owner(dir: &Path) -> std::io::Result<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir)?;
+    Ok((meta.uid(), meta.gid()))
+}
+
+/// Mounts `kernel` at `dir` on a thread of its own; returns an unmounter and a receiver that
+/// yields when the session ends (unmounted by anyone).
+pub(crate) fn start(
+    kernel: Kernel,
+    dir: &Path,
+    read_only: bool,
+) -> Result<
+    (
+        fuser::SessionUnmounter,
+        tokio::sync::oneshot::Receiver<std::io::Result<()>>,
+    ),
+    BoxError,
+> {
+    use fuser::MountOption;
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        MountOption::FSName("supabash".into()),
+        MountOption::Subtype("supabash".into()),
+        MountOption::NoDev,
+        MountOption::NoSuid,
+        if read_only {
+            MountOption::RO
+        } else {
+            MountOption::RW
+        },
+    ];
+    config.n_threads = Some(4);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let dir = dir.to_owned();
+    std::thread::Builder::new()
+        .name("supabash-fuse".into())
+        .spawn(move || match fuser::Session::new(kernel, &dir, &config) {
+            Ok(mut session) => {
+                let _ = ready_tx.send(Ok(session.unmount_callable()));
+                let _ = done_tx.send(session.run());
+            }
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+            }
+        })?;
+    let unmounter = ready_rx
+        .recv()
+        .map_err(|_| "the FUSE session thread ended before mounting")?
+        .map_err(|e| format!("mounting failed: {e} (is fusermount3 installed?)"))?;
+    Ok((unmounter, done_rx))
+}
+
+/// Waits for Ctrl-C or SIGTERM.
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// `supabash mount`.
+pub async fn run(args: MountArgs) -> Result<(), BoxError> {
+    if let Some(reason) = fuse_missing() {
+        return Err(reason.into());
+    }
+    let dir =
+        std::fs::canonicalize(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    if !dir.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()).into());
+    }
+    let limits = Limits::default()
+        .with_max_files(args.max_files)
+        .with_max_staged_bytes(args.max_staged_mib << 20);
+    let transport = args.connect.connect().await?;
+    let ws = Arc::new(
+        Workspace::builder(transport)
+            .limits(limits)
+            .open(&args.workspace)
+            .await?,
+    );
+    let read_only = args.read_only || args.revision.is_some();
+    let tree = match &args.revision {
+        Some(r) => Arc::new(ws.tree_at(r).await?),
+        None => ws.fs().clone(),
+    };
+    let fs = Arc::new(MountFs::new(tree, read_only, owner(&dir)?));
+    let control = Control::bind(&dir).await?;
+    let kernel = Kernel {
+        fs: fs.clone(),
+        runtime: tokio::runtime::Handle::current(),
+    };
+    let (mut unmounter, mut done) = start(kernel, &dir, read_only)?;
+    let session = mount_control::Session {
+        read_only,
+        actor: args.actor.clone(),
+    };
+    let serving = tokio::spawn(control.serve(fs.clone(), ws.clone(), session));
+    let what = match &args.revision {
+        Some(r) => format!("revision {r} (read-only)"),
+        None if read_only => "the staged tree (read-only)".to_owned(),
+        None => "the staged tree".to_owned(),
+    };
+    eprintln!(
+        "supabash mount: workspace {} {what} at {}; commit with `supabash commit --mount {}`, unmount with `fusermount3 -u {}` or Ctrl-C",
+        ws.id(),
+        dir.display(),
+        dir.display(),
+        dir.display()
+    );
+    println!("mounted {}", dir.display());
+    let ended = loop {
+        tokio::select! {
+            ended = &mut done => break ended,
+            _ = stop_signal() => {
+                if let Err(e) = unmounter.unmount() {
+                    eprintln!("supabash mount: unmount failed ({e}); still mounted, close what uses {} and try again", dir.display());
+                }
+            }
+        }
+    };
+    serving.abort();
+    if let Ok(Err(e)) = &ended {
+        eprintln!("supabash mount: the FUSE session ended with an error: {e}");
+    }
+    finish(&args, &fs, &ws, read_only).await
+}
+
+/// The end of a session: the commit at unmount when asked, and the summary line.
+async fn finish(
+    args: &MountArgs,
+    fs: &MountFs,
+    ws: &Workspace,
+    read_only: bool,
+) -> Result<(), BoxError> {
+    let mut outcome = Ok(());
+    if args.commit_on_unmount {
+        let mut options = CommitOptions::new(args.actor.clone());
+        if let Some(m) = &args.message {
+            options = options.with_cause(m.clone());
+        }
+        match fs.commit(ws, options).await {
+            Ok(result) => mount_control::print_receipt(&result),
+            Err(e) => outcome = Err(format!("the commit at unmount failed: {e}").into()),
+        }
+    }
+    let staged = if read_only {
+        0
+    } else {
+        fs.changes(ws).await.map(|c| c.len()).unwrap_or(0)
+    };
+    if staged > 0 {
+        eprintln!("supabash mount: {staged} staged change(s) were not committed and are discarded with the session");
+    }
+    let report = fs.summary().await.report(staged > 0);
+    eprintln!(
+        "supabash mount: session {}",
+        serde_json::to_string(&report).unwrap_or_default()
+    );
+    outcome
+}
+
+#[cfg(test)]
+#[path = "fuse_tests.rs"]
+mod tests;

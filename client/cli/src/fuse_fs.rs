@@ -1,0 +1,780 @@
+//! The filesystem a mount serves: the workspace's staged tree seen through inode numbers, with
+//! a write-back buffer per open file (shared by every handle of that file, written to the tree
+//! at flush, fsync, release and before a commit) and, in memory only, the symbolic links the
+//! backend cannot store. Every request runs under one lock: one writer, readers in turn.
+
+use crate::fuse_inodes::{child, move_subtree, Inodes};
+use crate::fuse_summary::Summary;
+use fuser::{Errno, FileAttr, FileType};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use supabash::tree::{FileKind, Stat};
+use supabash::workspace::CommitOptions;
+use supabash::{FsError, StagedTree, Workspace};
+use supabash_core::path::{self, PathError};
+use supabash_core::rpc::CommitResult;
+use supabash_core::ErrorCode;
+use tokio::sync::Mutex;
+
+/// How long the kernel may trust an answer. Every change goes through this mount, so the
+/// kernel's view only goes stale when a commit rebases (which the mount never asks for).
+pub const TTL: Duration = Duration::from_secs(1);
+
+/// A symbolic link of the session (never committed).
+#[derive(Debug, Clone)]
+struct Link {
+    target: String,
+    mtime: SystemTime,
+}
+
+/// The bytes of an open file, shared by its handles.
+#[derive(Debug)]
+struct OpenFile {
+    data: Arc<Vec<u8>>,
+    dirty: bool,
+    handles: usize,
+}
+
+/// One entry of a directory listing taken at opendir.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub ino: u64,
+    pub kind: FileType,
+    pub name: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    inodes: Inodes,
+    /// Open files by inode number.
+    files: HashMap<u64, OpenFile>,
+    /// File handle → inode number.
+    handles: HashMap<u64, u64>,
+    /// Directory handle → the listing taken at opendir.
+    dirs: HashMap<u64, Vec<Listed>>,
+    next_fh: u64,
+    /// Symbolic links by path.
+    links: BTreeMap<String, Link>,
+    summary: Summary,
+}
+
+impl State {
+    fn handle(&mut self) -> u64 {
+        self.next_fh += 1;
+        self.next_fh
+    }
+
+    fn path(&self, ino: u64) -> Result<String, Errno> {
+        self.inodes
+            .path(ino)
+            .map(str::to_owned)
+            .ok_or(Errno::ENOENT)
+    }
+}
+
+/// The errno a staged-tree failure reports to the kernel.
+pub fn errno(e: &FsError) -> Errno {
+    use supabash::tree::Errno as E;
+    match e.errno() {
+        Some(E::ENOENT) => Errno::ENOENT,
+        Some(E::EEXIST) => Errno::EEXIST,
+        Some(E::ENOTDIR) => Errno::ENOTDIR,
+        Some(E::EISDIR) => Errno::EISDIR,
+        Some(E::ENOTEMPTY) => Errno::ENOTEMPTY,
+        Some(E::EINVAL) => Errno::EINVAL,
+        Some(E::ELOOP) => Errno::ELOOP,
+        Some(E::EROFS) => Errno::EROFS,
+        Some(E::EACCES) => Errno::EACCES,
+        Some(E::EXDEV) => Errno::EXDEV,
+        Some(_) => Errno::EIO,
+        None => match e.code() {
+            ErrorCode::QuotaExceeded => Errno::ENOSPC,
+            ErrorCode::InvalidPath => Errno::EINVAL,
+            ErrorCode::NotFound => Errno::ENOENT,
+            ErrorCode::CommitInProgress => Errno::EBUSY,
+            _ => Errno::EIO,
+        },
+    }
+}
+
+/// The path of an existing entry `name` in `dir`: a name the tree could never hold (a
+/// reserved `.supabash` segment among them) is simply not there.
+fn existing(dir: &str, name: &std::ffi::OsStr) -> Result<String, Errno> {
+    let name = name.to_str().ok_or(Errno::ENOENT)?;
+    let p = child(dir, name);
+    match path::resolve("/", &p) {
+        Ok(c) if c == p => Ok(p),
+        _ => Err(Errno::ENOENT),
+    }
+}
+
+/// The path of a new entry `name` in `dir`: reserved names are refused with `EACCES`, other
+/// names the tree cannot hold with `EINVAL`.
+fn creatable(dir: &str, name: &std::ffi::OsStr) -> Result<String, Errno> {
+    let name = name.to_str().ok_or(Errno::EINVAL)?;
+    let p = child(dir, name);
+    match path::resolve("/", &p) {
+        Ok(c) if c == p => Ok(p),
+        Err(PathError::Reserved) => Err(Errno::EACCES),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn file_type(kind: FileKind) -> FileType {
+    match kind {
+        FileKind::Directory => FileType::Directory,
+        FileKind::Symlink => FileType::Symlink,
+        _ => FileType::RegularFile,
+    }
+}
+
+/// A mounted workspace (or revision).
+pub struct MountFs {
+    tree: Arc<StagedTree>,
+    state: Mutex<State>,
+    read_only: bool,
+    owner: (u32, u32),
+}
+
+impl MountFs {
+    /// Serves `tree`; files belong to `owner` (uid, gid). A read-only mount refuses every
+    /// change with `EROFS`.
+    pub fn new(tree: Arc<StagedTree>, read_only: bool, owner: (u32, u32)) -> Self {
+        MountFs {
+            tree,
+            state: Mutex::new(State::default()),
+            read_only,
+            owner,
+        }
+    }
+
+    fn writable(&self) -> Result<(), Errno> {
+        if self.read_only {
+            Err(Errno::EROFS)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn attr_of(
+        &self,
+        ino: u64,
+        kind: FileType,
+        size: u64,
+        mode: u32,
+        mtime: SystemTime,
+    ) -> FileAttr {
+        FileAttr {
+            ino: fuser::INodeNo(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: mtime,
+            mtime,
+            ctime: mtime,
+            crtime: mtime,
+            kind,
+            perm: (mode & 0o7777) as u16,
+            nlink: if kind == FileType::Directory { 2 } else { 1 },
+            uid: self.owner.0,
+            gid: self.owner.1,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    async fn lstat(&self, p: &str) -> Result<Stat, Errno> {
+        self.tree.lstat(p).await.map_err(|e| errno(&e))
+    }
+
+    /// The attributes of `ino` (at `p`, when it still names a path).
+    async fn attr(&self, st: &State, ino: u64) -> Result<FileAttr, Errno> {
+        let open = st.files.get(&ino);
+        let Some(p) = st.inodes.path(ino) else {
+            // Unlinked while open: what the handles still see.
+            let f = open.ok_or(Errno::ENOENT)?;
+            let now = SystemTime::now();
+            return Ok(self.attr_of(ino, FileType::RegularFile, f.data.len() as u64, 0o644, now));
+        };
+        if let Some(link) = st.links.get(p) {
+            let size = link.target.len() as u64;
+            return Ok(self.attr_of(ino, FileType::Symlink, size, 0o777, link.mtime));
+        }
+        let stat = self.lstat(p).await?;
+        let size = open.map_or(stat.size, |f| f.data.len() as u64);
+        Ok(self.attr_of(ino, file_type(stat.kind), size, stat.mode, stat.mtime))
+    }
+
+    async fn exists(&self, st: &State, p: &str) -> bool {
+        st.links.contains_key(p) || self.tree.lstat(p).await.is_ok()
+    }
+
+    /// Checks that `p`'s parent directory exists (new entries need one).
+    async fn parent_is_dir(&self, p: &str) -> Result<(), Errno> {
+        match self.lstat(path::parent(p)).await?.kind {
+            FileKind::Directory => Ok(()),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    /// Writes `ino`'s buffer to the tree if it changed since.
+    async fn persist(&self, st: &mut State, ino: u64) -> Result<(), Errno> {
+        let path = st.inodes.path(ino).map(str::to_owned);
+        let Some(f) = st.files.get_mut(&ino).filter(|f| f.dirty) else {
+            return Ok(());
+        };
+        let Some(p) = path else {
+            f.dirty = false;
+            return Ok(());
+        };
+        let bytes = f.data.as_ref().clone();
+        let size = bytes.len() as u64;
+        self.tree.write(&p, bytes).await.map_err(|e| errno(&e))?;
+        f.dirty = false;
+        st.summary.wrote(&p, size);
+        Ok(())
+    }
+
+    /// Writes every changed buffer to the tree.
+    async fn persist_all(&self, st: &mut State) -> Result<(), Errno> {
+        let dirty: Vec<u64> = st
+            .files
+            .iter()
+            .filter(|(_, f)| f.dirty)
+            .map(|(ino, _)| *ino)
+            .collect();
+        for ino in dirty {
+            self.persist(st, ino).await?;
+        }
+        Ok(())
+    }
+
+    /// `lookup`.
+    pub async fn lookup(&self, parent: u64, name: &std::ffi::OsStr) -> Result<FileAttr, Errno> {
+        let mut st = self.state.lock().await;
+        let p = existing(&st.path(parent)?, name)?;
+        if !self.exists(&st, &p).await {
+            return Err(Errno::ENOENT);
+        }
+        let ino = st.inodes.ino(&p);
+        self.attr(&st, ino).await
+    }
+
+    /// `getattr`.
+    pub async fn getattr(&self, ino: u64) -> Result<FileAttr, Errno> {
+        let st = self.state.lock().await;
+        self.attr(&st, ino).await
+    }
+
+    /// `setattr`: size (truncate), mode and modification time; owners are accepted and
+    /// ignored (one owner serves every file).
+    pub async fn setattr(
+        &self,
+        ino: u64,
+        mode: Option<u32>,
+        size: Option<u64>,
+        mtime: Option<SystemTime>,
+    ) -> Result<FileAttr, Errno> {
+        let mut st = self.state.lock().await;
+        if mode.is_some() || size.is_some() || mtime.is_some() {
+            self.writable()?;
+        }
+        let p = st.inodes.path(ino).map(str::to_owned);
+        let is_link = p.as_ref().is_some_and(|p| st.links.contains_key(p));
+        if let Some(size) = size {
+            if is_link {
+                return Err(Errno::EINVAL);
+            }
+            self.tree
+                .limits()
+                .check_file(p.as_deref().unwrap_or("/"), size as usize)
+                .map_err(|_| Errno::EFBIG)?;
+            if let Entry::Vacant(slot) = st.files.entry(ino) {
+                let p = p.as_deref().ok_or(Errno::ENOENT)?;
+                let data = self.tree.read_shared(p).await.map_err(|e| errno(&e))?;
+                slot.insert(OpenFile {
+                    data,
+                    dirty: false,
+                    handles: 0,
+                });
+            }
+            if let Some(f) = st.files.get_mut(&ino) {
+                Arc::make_mut(&mut f.data).resize(size as usize, 0);
+                f.dirty = true;
+            }
+            let result = self.persist(&mut st, ino).await;
+            if st.files.get(&ino).is_some_and(|f| f.handles == 0) {
+                st.files.remove(&ino);
+            }
+            result?;
+        } else {
+            self.persist(&mut st, ino).await?;
+        }
+        if let Some(p) = p.as_deref().filter(|_| !is_link) {
+            if let Some(mode) = mode {
+                self.tree.chmod(p, mode).await.map_err(|e| errno(&e))?;
+            }
+            if let Some(t) = mtime {
+                self.tree.utimes(p, t).await.map_err(|e| errno(&e))?;
+            }
+            if mode.is_some() || mtime.is_some() {
+                st.summary.touched(p);
+            }
+        } else if let (Some(p), Some(t)) = (p.as_deref(), mtime) {
+            if let Some(link) = st.links.get_mut(p) {
+                link.mtime = t;
+            }
+        }
+        self.attr(&st, ino).await
+    }
+
+    /// `readlink`.
+    pub async fn readlink(&self, ino: u64) -> Result<String, Errno> {
+        let st = self.state.lock().await;
+        let p = st.path(ino)?;
+        st.links
+            .get(&p)
+            .map(|l| l.target.clone())
+            .ok_or(Errno::EINVAL)
+    }
+
+    /// `mkdir`.
+    pub async fn mkdir(
+        &self,
+        parent: u64,
+        name: &std::ffi::OsStr,
+        mode: u32,
+    ) -> Result<FileAttr, Errno> {
+        self.writable()?;
+        let mut st = self.state.lock().await;
+        let p = creatable(&st.path(parent)?, name)?;
+        if st.links.contains_key(&p) {
+            return Err(Errno::EEXIST);
+        }
+        self.tree.mkdir(&p, false).await.map_err(|e| errno(&e))?;
+        self.tree.chmod(&p, mode).await.map_err(|e| errno(&e))?;
+        st.summary.touched(&p);
+        let ino = st.inodes.ino(&p);
+        self.attr(&st, ino).await
+    }
+
+    /// `unlink` (files and links; directories answer `EISDIR`).
+    pub async fn unlink(&self, parent: u64, name: &std::ffi::OsStr) -> Result<(), Errno> {
+        self.writable()?;
+        let mut st = self.state.lock().await;
+        let p = existing(&st.path(parent)?, name)?;
+        if st.links.remove(&p).is_none() {
+            if self.lstat(&p).await?.kind == FileKind::Directory {
+                return Err(Errno::EISDIR);
+            }
+            self.tree
+                .rm(&p, false, false)
+                .await
+                .map_err(|e| errno(&e))?;
+        }
+        st.inodes.remove(&p);
+        st.summary.touched(&p);
+        Ok(())
+    }
+
+    /// `rmdir`.
+    pub async fn rmdir(&self, parent: u64, name: &std::ffi::OsStr) -> Result<(), Errno> {
+        self.writable()?;
+        let mut st = self.state.lock().await;
+        let p = existing(&st.path(parent)?, name)?;
+        if st.links.contains_key(&p) {
+            return Err(Errno::ENOTDIR);
+        }
+        if self.lstat(&p).await?.kind != FileKind::Directory {
+            return Err(Errno::ENOTDIR);
+        }
+        let below = format!("{p}/");
+        if st
+            .links
+            .range(below.clone()..)
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&below))
+        {
+            return Err(Errno::ENOTEMPTY);
+        }
+        self.tree
+            .rm(&p, false, false)
+            .await
+            .map_err(|e| errno(&e))?;
+        st.inodes.remove(&p);
+        st.summary.touched(&p);
+        Ok(())
+    }
+
+    /// `symlink`: kept in this session only. The target must stay inside the mount (a
+    /// relative path that does not climb above its root); anything else is `EPERM`.
+    pub async fn symlink(
+        &self,
+        parent: u64,
+        name: &std::ffi::OsStr,
+        target: &std::path::Path,
+    ) -> Result<FileAttr, Errno> {
+        self.writable()?;
+        let mut st = self.state.lock().await;
+        let dir = st.path(parent)?;
+        let p = creatable(&dir, name)?;
+        let target = target.to_str().ok_or(Errno::EPERM)?;
+        if target.starts_with('/') || path::resolve(&dir, target).is_err() {
+            return Err(Errno::EPERM);
+        }
+        if self.exists(&st, &p).await {
+            return Err(Errno::EEXIST);
+        }
+        self.parent_is_dir(&p).await?;
+        eprintln!("supabash mount: symbolic link {p} -> {target} lives in this mount session only and is not committed");
+        st.links.insert(
+            p.clone(),
+            Link {
+                target: target.to_owned(),
+                mtime: SystemTime::now(),
+            },
+        );
+        st.summary.touched(&p);
+        let ino = st.inodes.ino(&p);
+        self.attr(&st, ino).await
+    }
+
+    /// `rename`: `noreplace` refuses an existing target (`EEXIST`), otherwise a file replaces
+    /// a file and a directory an empty directory, as rename(2) does.
+    pub async fn rename(
+        &self,
+        parent: u64,
+        name: &std::ffi::OsStr,
+        new_parent: u64,
+        new_name: &std::ffi::OsStr,
+        noreplace: bool,
+    ) -> Result<(), Errno> {
+        self.writable()?;
+        let mut st = self.state.lock().await;
+        let from = existing(&st.path(parent)?, name)?;
+        let to = creatable(&st.path(new_parent)?, new_name)?;
+        if from == to {
+            return Ok(());
+        }
+        let target_exists = self.exists(&st, &to).await;
+        if noreplace && target_exists {
+            return Err(Errno::EEXIST);
+        }
+        let from_link = st.links.contains_key(&from);
+        let to_link = st.links.contains_key(&to);
+        let to_dir =
+            !to_link && target_exists && self.lstat(&to).await?.kind == FileKind::Directory;
+        if from_link {
+            if to_dir {
+                return Err(Errno::EISDIR);
+            }
+            self.parent_is_dir(&to).await?;
+            if target_exists && !to_link {
+                self.tree
+                    .rm(&to, false, false)
+                    .await
+                    .map_err(|e| errno(&e))?;
+            }
+            let link = st.links.remove(&from).ok_or(Errno::ENOENT)?;
+            st.links.insert(to.clone(), link);
+        } else {
+            let from_dir = self.lstat(&from).await?.kind == FileKind::Directory;
+            if to_link {
+                if from_dir {
+                    return Err(Errno::ENOTDIR);
+                }
+                self.tree.mv(&from, &to).await.map_err(|e| errno(&e))?;
+                st.links.remove(&to);
+            } else {
+                if from_dir && to_dir {
+                    let below = format!("{to}/");
+                    let has_links = st
+                        .links
+                        .range(below.clone()..)
+                        .next()
+                        .is_some_and(|(k, _)| k.starts_with(&below));
+                    if has_links {
+                        return Err(Errno::ENOTEMPTY);
+                    }
+                }
+                self.tree.mv(&from, &to).await.map_err(|e| errno(&e))?;
+                if from_dir {
+                    move_subtree(&mut st.links, &from, &to);
+                }
+            }
+        }
+        st.inodes.rename(&from, &to);
+        st.summary.touched(&from);
+        st.summary.touched(&to);
+        Ok(())
+    }
+
+    /// `open`: loads (and verifies) the body when no handle holds it yet; `truncate` empties
+    /// it.
+    pub async fn open(&self, ino: u64, write: bool, truncate: bool) -> Result<u64, Errno> {
+        if write || truncate {
+            self.writable()?;
+        }
+        let mut st = self.state.lock().await;
+        let p = st.path(ino)?;
+        match st.files.entry(ino) {
+            Entry::Vacant(slot) => {
+                let data = if truncate {
+                    Arc::new(Vec::new())
+                } else {
+                    self.tree.read_shared(&p).await.map_err(|e| errno(&e))?
+                };
+                slot.insert(OpenFile {
+                    data,
+                    dirty: truncate,
+                    handles: 1,
+                });
+            }
+            Entry::Occupied(mut slot) => {
+                let f = slot.get_mut();
+                if truncate {
+                    f.data = Arc::new(Vec::new());
+                    f.dirty = true;
+                }
+                f.handles += 1;
+            }
+        }
+        let fh = st.handle();
+        st.handles.insert(fh, ino);
+        Ok(fh)
+    }
+
+    /// `create`: a new empty file (or an existing one, opened), with a handle.
+    pub async fn create(
+        &self,
+        parent: u64,
+        name: &std::ffi::OsStr,
+        mode: u32,
+        exclusive: bool,
+    ) -> Result<(FileAttr, u64), Errno> {
+        self.writable()?;
+        let ino = {
+            let mut st = self.state.lock().await;
+            let p = creatable(&st.path(parent)?, name)?;
+            if st.links.contains_key(&p) {
+                return Err(Errno::EEXIST);
+            }
+            match self.tree.lstat(&p).await {
+                Ok(_) if exclusive => return Err(Errno::EEXIST),
+                Ok(s) if s.kind == FileKind::Directory => return Err(Errno::EISDIR),
+                Ok(_) => {}
+                Err(_) => {
+                    self.tree
+                        .write(&p, Vec::new())
+                        .await
+                        .map_err(|e| errno(&e))?;
+                    self.tree.chmod(&p, mode).await.map_err(|e| errno(&e))?;
+                    st.summary.touched(&p);
+                }
+            }
+            st.inodes.ino(&p)
+        };
+        let fh = self.open(ino, true, false).await?;
+        let st = self.state.lock().await;
+        Ok((self.attr(&st, ino).await?, fh))
+    }
+
+    /// `read`.
+    pub async fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+        let st = self.state.lock().await;
+        let ino = st.handles.get(&fh).ok_or(Errno::EBADF)?;
+        let data = &st.files.get(ino).ok_or(Errno::EBADF)?.data;
+        let start = (offset as usize).min(data.len());
+        let end = start.saturating_add(size as usize).min(data.len());
+        Ok(data[start..end].to_vec())
+    }
+
+    /// `write` into the handle's buffer.
+    pub async fn write(&self, fh: u64, offset: u64, bytes: &[u8]) -> Result<u32, Errno> {
+        self.writable()?;
+        let mut st = self.state.lock().await;
+        let ino = *st.handles.get(&fh).ok_or(Errno::EBADF)?;
+        let end = (offset as usize)
+            .checked_add(bytes.len())
+            .ok_or(Errno::EFBIG)?;
+        if end > self.tree.limits().max_file_bytes {
+            return Err(Errno::EFBIG);
+        }
+        let f = st.files.get_mut(&ino).ok_or(Errno::EBADF)?;
+        let data = Arc::make_mut(&mut f.data);
+        if data.len() < end {
+            data.resize(end, 0);
+        }
+        data[offset as usize..end].copy_from_slice(bytes);
+        f.dirty = true;
+        Ok(bytes.len() as u32)
+    }
+
+    /// `fallocate` (mode 0 only: makes room, never shrinks).
+    pub async fn fallocate(
+        &self,
+        fh: u64,
+        offset: u64,
+        length: u64,
+        mode: i32,
+    ) -> Result<(), Errno> {
+        self.writable()?;
+        if mode != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let mut st = self.state.lock().await;
+        let ino = *st.handles.get(&fh).ok_or(Errno::EBADF)?;
+        let end = offset.checked_add(length).ok_or(Errno::EFBIG)? as usize;
+        if end > self.tree.limits().max_file_bytes {
+            return Err(Errno::EFBIG);
+        }
+        let f = st.files.get_mut(&ino).ok_or(Errno::EBADF)?;
+        if f.data.len() < end {
+            Arc::make_mut(&mut f.data).resize(end, 0);
+            f.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// `flush` and `fsync`: the handle's buffer reaches the staged tree.
+    pub async fn flush(&self, fh: u64) -> Result<(), Errno> {
+        let mut st = self.state.lock().await;
+        let ino = *st.handles.get(&fh).ok_or(Errno::EBADF)?;
+        self.persist(&mut st, ino).await
+    }
+
+    /// `release`: writes the buffer back and drops it with its last handle.
+    pub async fn release(&self, fh: u64) -> Result<(), Errno> {
+        let mut st = self.state.lock().await;
+        let ino = st.handles.remove(&fh).ok_or(Errno::EBADF)?;
+        let result = self.persist(&mut st, ino).await;
+        let last = st.files.get_mut(&ino).is_some_and(|f| {
+            f.handles = f.handles.saturating_sub(1);
+            f.handles == 0
+        });
+        if last && st.files.get(&ino).is_some_and(|f| !f.dirty) {
+            st.files.remove(&ino);
+        }
+        result
+    }
+
+    /// `opendir`: takes the listing the following `readdir` calls page through.
+    pub async fn opendir(&self, ino: u64) -> Result<u64, Errno> {
+        let mut st = self.state.lock().await;
+        let p = st.path(ino)?;
+        let entries = self.tree.readdir(&p).await.map_err(|e| errno(&e))?;
+        let parent_ino = st.inodes.ino(path::parent(&p));
+        let mut listing = vec![
+            Listed {
+                ino,
+                kind: FileType::Directory,
+                name: ".".into(),
+            },
+            Listed {
+                ino: parent_ino,
+                kind: FileType::Directory,
+                name: "..".into(),
+            },
+        ];
+        let below = if p == "/" {
+            "/".to_owned()
+        } else {
+            format!("{p}/")
+        };
+        let links: Vec<String> = st
+            .links
+            .range(below.clone()..)
+            .take_while(|(k, _)| k.starts_with(&below))
+            .filter(|(k, _)| !k[below.len()..].contains('/'))
+            .map(|(k, _)| k[below.len()..].to_owned())
+            .collect();
+        let named = entries
+            .into_iter()
+            .map(|e| (e.name, file_type(e.kind)))
+            .chain(links.into_iter().map(|n| (n, FileType::Symlink)));
+        for (name, kind) in named {
+            let ino = st.inodes.ino(&child(&p, &name));
+            listing.push(Listed { ino, kind, name });
+        }
+        let fh = st.handle();
+        st.dirs.insert(fh, listing);
+        Ok(fh)
+    }
+
+    /// The entries of a directory handle from `offset` on.
+    pub async fn readdir(&self, fh: u64, offset: u64) -> Result<Vec<Listed>, Errno> {
+        let st = self.state.lock().await;
+        let listing = st.dirs.get(&fh).ok_or(Errno::EBADF)?;
+        Ok(listing.iter().skip(offset as usize).cloned().collect())
+    }
+
+    /// `releasedir`.
+    pub async fn releasedir(&self, fh: u64) {
+        self.state.lock().await.dirs.remove(&fh);
+    }
+
+    /// Whether `ino` exists (for `access`).
+    pub async fn access(&self, ino: u64, write: bool) -> Result<(), Errno> {
+        if write {
+            self.writable()?;
+        }
+        self.getattr(ino).await.map(|_| ())
+    }
+
+    /// The staged changes, after every open buffer reached the tree.
+    pub async fn changes(
+        &self,
+        ws: &Workspace,
+    ) -> supabash::Result<Vec<supabash::tree::StagedChange>> {
+        let mut st = self.state.lock().await;
+        self.persist_all(&mut st).await.map_err(buffer_error)?;
+        ws.changes()
+    }
+
+    /// Commits the staged tree as one revision, with every open buffer written first; no
+    /// request runs meanwhile. Symbolic links stay in the session.
+    pub async fn commit(
+        &self,
+        ws: &Workspace,
+        options: CommitOptions,
+    ) -> supabash::Result<CommitResult> {
+        let mut st = self.state.lock().await;
+        self.persist_all(&mut st).await.map_err(buffer_error)?;
+        if !st.links.is_empty() {
+            eprintln!(
+                "supabash mount: {} symbolic link(s) stay in the mount session and are not committed",
+                st.links.len()
+            );
+        }
+        let result = ws.commit(options).await;
+        st.summary
+            .committed(result.as_ref().ok().map(|r| r.receipt.revision.clone()));
+        result
+    }
+
+    /// What `statfs` reports: the limits as 4 KiB blocks and as a file count.
+    pub fn capacity(&self) -> (u64, u64) {
+        let limits = self.tree.limits();
+        (
+            (limits.max_staged_bytes / 4096) as u64,
+            limits.max_files as u64,
+        )
+    }
+
+    /// What the session did so far.
+    pub async fn summary(&self) -> Summary {
+        self.state.lock().await.summary.clone()
+    }
+}
+
+fn buffer_error(e: Errno) -> supabash::SupabashError {
+    supabash::SupabashError::new(
+        ErrorCode::QuotaExceeded,
+        format!(
+            "an open file could not be written to the staged tree (errno {})",
+            e.code()
+        ),
+    )
+}

@@ -1,0 +1,258 @@
+//! The control socket of a mount: `supabash commit --mount DIR` and `supabash changes --mount
+//! DIR` run in another process and ask the mount process over a Unix socket (mode 0600, in a
+//! 0700 directory) whose path derives from the canonical mount directory. One JSON request
+//! line, one JSON answer line per connection.
+
+use crate::fuse_fs::MountFs;
+use serde_json::{json, Value};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use supabash::workspace::CommitOptions;
+use supabash::Workspace;
+use supabash_core::rpc::CommitResult;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The directory control sockets live in: `$XDG_RUNTIME_DIR/supabash`, else `/run/supabash`
+/// for root, else `/tmp/supabash-<uid>`.
+fn socket_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("supabash");
+    }
+    let uid = uid();
+    if uid == 0 {
+        PathBuf::from("/run/supabash")
+    } else {
+        PathBuf::from(format!("/tmp/supabash-{uid}"))
+    }
+}
+
+#[allow(unsafe_code)]
+fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// The control socket of the mount at `dir` (any spelling of it).
+pub fn socket_path(dir: &Path) -> io::Result<PathBuf> {
+    let canonical = std::fs::canonicalize(dir)?;
+    let digest = supabash_core::hash::sha256_hex(canonical.as_os_str().as_encoded_bytes());
+    Ok(socket_dir().join(format!("mount-{}.sock", &digest[..24])))
+}
+
+/// The listening socket of a mount; removed when dropped.
+pub struct Control {
+    path: PathBuf,
+    listener: UnixListener,
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Control {
+    /// Binds the control socket of the mount at `dir`; fails when a live mount holds it.
+    pub async fn bind(dir: &Path) -> Result<Control, BoxError> {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let path = socket_path(dir)?;
+        let parent = path.parent().ok_or("control socket without a directory")?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)?;
+        if path.exists() {
+            if UnixStream::connect(&path).await.is_ok() {
+                return Err(format!(
+                    "{} is already mounted by another supabash process",
+                    dir.display()
+                )
+                .into());
+            }
+            std::fs::remove_file(&path)?;
+        }
+        let listener = UnixListener::bind(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        Ok(Control { path, listener })
+    }
+
+    /// Answers requests until the task is dropped.
+    pub async fn serve(self, fs: Arc<MountFs>, ws: Arc<Workspace>, session: Session) {
+        let session = Arc::new(session);
+        loop {
+            let Ok((stream, _)) = self.listener.accept().await else {
+                continue;
+            };
+            let (fs, ws, session) = (fs.clone(), ws.clone(), session.clone());
+            tokio::spawn(async move {
+                let _ = answer(stream, &fs, &ws, &session).await;
+            });
+        }
+    }
+}
+
+/// What the control socket needs to know about the mount.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Commits are refused (a revision or `--read-only` mount).
+    pub read_only: bool,
+    /// The actor commits record.
+    pub actor: String,
+}
+
+fn refusal(code: &str, message: &str) -> Value {
+    json!({ "ok": false, "code": code, "message": message })
+}
+
+fn failure(e: &supabash::SupabashError) -> Value {
+    refusal(e.code().as_str(), e.message())
+}
+
+async fn answer(
+    stream: UnixStream,
+    fs: &MountFs,
+    ws: &Workspace,
+    session: &Session,
+) -> io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    BufReader::new(read).read_line(&mut line).await?;
+    let request: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+    let reply = match request["op"].as_str() {
+        Some("changes") if session.read_only => json!({ "ok": true, "changes": [] }),
+        Some("changes") => match fs.changes(ws).await {
+            Ok(changes) => json!({ "ok": true, "changes": changes }),
+            Err(e) => failure(&e),
+        },
+        Some("commit") if session.read_only => {
+            refusal("READ_ONLY", "this mount is read-only: nothing to commit")
+        }
+        Some("commit") => {
+            let mut options = CommitOptions::new(session.actor.clone());
+            options.cause = request["message"].as_str().map(str::to_owned);
+            match fs.commit(ws, options).await {
+                Ok(result) => json!({ "ok": true, "commit": result }),
+                Err(e) => failure(&e),
+            }
+        }
+        _ => refusal("INVALID_ARGUMENT", "unknown control request"),
+    };
+    let mut text = reply.to_string();
+    text.push('\n');
+    write.write_all(text.as_bytes()).await?;
+    write.shutdown().await
+}
+
+/// Sends one request to the mount at `dir` and returns its answer (`ok: true`), or fails
+/// with the mount's refusal.
+async fn request(dir: &Path, request: Value) -> Result<Value, BoxError> {
+    let path = socket_path(dir)?;
+    let stream = UnixStream::connect(&path).await.map_err(|e| {
+        format!(
+            "no supabash mount answers for {} ({}: {e})",
+            dir.display(),
+            path.display()
+        )
+    })?;
+    let (read, mut write) = stream.into_split();
+    let mut text = request.to_string();
+    text.push('\n');
+    write.write_all(text.as_bytes()).await?;
+    write.shutdown().await?;
+    let mut line = String::new();
+    BufReader::new(read).read_line(&mut line).await?;
+    let answer: Value = serde_json::from_str(&line)?;
+    if answer["ok"] == true {
+        return Ok(answer);
+    }
+    Err(format!(
+        "{}: {}",
+        answer["code"].as_str().unwrap_or("BACKEND"),
+        answer["message"].as_str().unwrap_or("the mount refused")
+    )
+    .into())
+}
+
+/// Arguments of `supabash commit --mount`.
+#[derive(Debug, clap::Args)]
+pub struct CommitArgs {
+    /// The mount directory whose staged changes to commit.
+    #[arg(long)]
+    pub mount: PathBuf,
+    /// The commit's cause (its message).
+    #[arg(short = 'm', long)]
+    pub message: Option<String>,
+    /// Print the commit result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `supabash changes --mount`.
+#[derive(Debug, clap::Args)]
+pub struct ChangesArgs {
+    /// The mount directory whose staged changes to list.
+    #[arg(long)]
+    pub mount: PathBuf,
+    /// Print the changes as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The lines of a receipt, for people.
+pub fn print_receipt(result: &CommitResult) {
+    let r = &result.receipt;
+    println!(
+        "committed revision {} ({} change(s), position {})",
+        r.revision,
+        r.changes.len(),
+        r.position
+    );
+    for line in &r.changes {
+        let from = line
+            .from
+            .as_ref()
+            .map(|f| format!(" (from {f})"))
+            .unwrap_or_default();
+        println!("    {} {}{from}", line.op, line.path);
+    }
+}
+
+/// `supabash commit --mount DIR`.
+pub async fn commit(args: CommitArgs) -> Result<(), BoxError> {
+    let answer = request(
+        &args.mount,
+        json!({ "op": "commit", "message": args.message }),
+    )
+    .await?;
+    if args.json {
+        println!("{}", answer["commit"]);
+    } else {
+        print_receipt(&serde_json::from_value(answer["commit"].clone())?);
+    }
+    Ok(())
+}
+
+/// `supabash changes --mount DIR`.
+pub async fn changes(args: ChangesArgs) -> Result<(), BoxError> {
+    let answer = request(&args.mount, json!({ "op": "changes" })).await?;
+    if args.json {
+        println!("{}", answer["changes"]);
+        return Ok(());
+    }
+    for c in answer["changes"].as_array().into_iter().flatten() {
+        let from = c["from"]
+            .as_str()
+            .map(|f| format!(" (from {f})"))
+            .unwrap_or_default();
+        println!(
+            "{} {}{from}",
+            c["kind"].as_str().unwrap_or("?"),
+            c["path"].as_str().unwrap_or("?")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,485 @@
+//! `supabash mount`: the built binary mounts a workspace of a real cluster with FUSE, real tools
+//! (git, rustc, python, rsync) run on it, and `supabash commit --mount` from another process
+//! commits what they did. Skipped, with a message, only where /dev/fuse is absent.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use supabash::Workspace;
+use supabash_tests::client::{cluster, new_user, reopen, workspace_with, Via};
+
+/// The `supabash` binary, built once per test process (`SUPABASH_BIN` overrides).
+fn binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("SUPABASH_BIN") {
+            return PathBuf::from(bin);
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
+            .args(["build", "-q", "-p", "supabash-cli", "--bin", "supabash"])
+            .current_dir(root)
+            .status()
+            .unwrap();
+        assert!(status.success(), "building the supabash binary failed");
+        // This test runs from <target>/debug/deps; the binary lands in <target>/debug.
+        let exe = std::env::current_exe().unwrap();
+        exe.parent().unwrap().parent().unwrap().join("supabash")
+    })
+}
+
+fn fuse_missing() -> bool {
+    if Path::new("/dev/fuse").exists() {
+        return false;
+    }
+    eprintln!("SKIPPED: /dev/fuse is absent on this machine; the mount tests need FUSE");
+    true
+}
+
+fn supabash(user: &str) -> Command {
+    let mut c = Command::new(binary());
+    c.env("SUPABASH_DSN", cluster().dsn("authenticator"))
+        .env("SUPABASH_SUB", user);
+    c
+}
+
+/// A running `supabash mount` process.
+struct Mount {
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Mount {
+    /// Mounts `workspace` of `user` with `extra` arguments; waits until it serves.
+    fn start(user: &str, workspace: &str, extra: &[&str]) -> Mount {
+        let dir = std::env::temp_dir().join(format!("supabash-mount-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut child = supabash(user)
+            .arg("mount")
+            .arg(&dir)
+            .args(["--workspace", workspace])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        if !line.starts_with("mounted ") {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the mount did not start: {line}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Mount {
+            dir,
+            child: Some(child),
+        }
+    }
+
+    /// Runs `script` with sh in the mount; panics with its output unless it succeeds.
+    fn sh(&self, script: &str) -> String {
+        let out = self.shell(script);
+        assert!(
+            out.status.success(),
+            "{script}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs `script`, which must fail; returns its stderr.
+    fn fails(&self, script: &str) -> String {
+        let out = self.shell(script);
+        assert!(!out.status.success(), "{script} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn shell(&self, script: &str) -> Output {
+        Command::new("sh")
+            .args(["-c", script])
+            .current_dir(&self.dir)
+            .env("HOME", std::env::temp_dir())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "agent")
+            .env("GIT_AUTHOR_EMAIL", "agent@example.com")
+            .env("GIT_COMMITTER_NAME", "agent")
+            .env("GIT_COMMITTER_EMAIL", "agent@example.com")
+            .output()
+            .unwrap()
+    }
+
+    /// `supabash commit --mount DIR --json` from another process.
+    fn commit(&self, user: &str, message: &str) -> Result<Value, String> {
+        let out = supabash(user)
+            .args(["commit", "--json", "-m", message, "--mount"])
+            .arg(&self.dir)
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(serde_json::from_slice(&out.stdout).unwrap())
+    }
+
+    /// `supabash changes --mount DIR --json`.
+    fn changes(&self, user: &str) -> Vec<Value> {
+        let out = supabash(user)
+            .args(["changes", "--json", "--mount"])
+            .arg(&self.dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// Stops the mount with SIGTERM (a clean unmount) and returns its exit and stderr.
+    fn stop(mut self) -> (bool, String) {
+        let child = self.child.take().unwrap();
+        terminate(&child);
+        let out = wait(child);
+        let _ = std::fs::remove_dir(&self.dir);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            terminate(&child);
+            let _ = wait(child);
+            let _ = Command::new("fusermount3")
+                .arg("-u")
+                .arg(&self.dir)
+                .status();
+        }
+    }
+}
+
+fn terminate(child: &Child) {
+    // SAFETY: kill with a pid this test spawned and has not reaped yet.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+}
+
+fn wait(mut child: Child) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the mount process did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+async fn seeded(user: &str) -> Workspace {
+    workspace_with(
+        Via::Postgres,
+        user,
+        &[("/README.md", "# seed\n"), ("/src/lib.rs", "")],
+    )
+    .await
+}
+
+async fn committed_paths(user: &str, id: &str) -> Vec<String> {
+    let ws = reopen(Via::Postgres, user, id).await;
+    ws.committed_snapshot()
+        .await
+        .unwrap()
+        .files
+        .into_keys()
+        .collect()
+}
+
+/// Runs blocking tool calls off the async test's threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn git_runs_and_nothing_is_committed_until_asked() {
+    if fuse_missing() {
+        return;
+    }
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let seed = ws.base_revision().unwrap();
+    let id = ws.id().to_owned();
+    let (mount, staged) = blocking({
+        let (user, id) = (user.clone(), id.clone());
+        move || {
+            let m = Mount::start(&user, &id, &[]);
+            assert_eq!(m.sh("cat README.md"), "# seed\n", "base files read lazily");
+            m.sh("git init -q && git add -A && git commit -qm x");
+            assert_eq!(m.sh("git status --porcelain"), "");
+            let staged = m.changes(&user);
+            (m, staged)
+        }
+    })
+    .await;
+    assert!(staged
+        .iter()
+        .any(|c| c["path"].as_str().unwrap().starts_with("/.git/objects/")));
+    let head = reopen(Via::Postgres, &user, &id).await.base_revision();
+    assert_eq!(
+        head.as_deref(),
+        Some(seed.as_str()),
+        "nothing committed without commit"
+    );
+    let (mount, receipt) = blocking({
+        let user = user.clone();
+        move || {
+            let r = mount.commit(&user, "git init").unwrap();
+            (mount, r)
+        }
+    })
+    .await;
+    assert_eq!(receipt["receipt"]["cause"], "git init");
+    let paths = committed_paths(&user, &id).await;
+    let objects = paths
+        .iter()
+        .filter(|p| p.starts_with("/.git/objects/"))
+        .count();
+    assert!(objects >= 3, "the revision holds git's objects: {paths:?}");
+    assert!(paths.contains(&"/.git/HEAD".to_owned()));
+    assert!(paths.contains(&"/README.md".to_owned()));
+    // After the commit the mount goes on with the new base: git still sees a clean tree.
+    let (ok, stderr) = blocking(move || {
+        assert_eq!(mount.sh("git status --porcelain"), "");
+        mount.stop()
+    })
+    .await;
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("\"outcome\":\"committed\""), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compile_and_an_atomic_python_rename_work() {
+    if fuse_missing() {
+        return;
+    }
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let id = ws.id().to_owned();
+    let (ok, stderr) = blocking(move || {
+        let m = Mount::start(&user, &id, &[]);
+        m.sh("printf 'fn main() { println!(\"hi from a mount\"); }\\n' > hello.rs");
+        m.sh("rustc -C debuginfo=0 hello.rs -o hello");
+        assert_eq!(m.sh("./hello"), "hi from a mount\n");
+        let script = "import os, json\n\
+            for i in range(20):\n\
+            \x20   tmp = f'data/.out{i}.tmp'\n\
+            \x20   os.makedirs('data', exist_ok=True)\n\
+            \x20   with open(tmp, 'w') as f:\n\
+            \x20       json.dump({'i': i}, f)\n\
+            \x20       f.flush(); os.fsync(f.fileno())\n\
+            \x20   os.replace(tmp, f'data/out{i}.json')\n\
+            print(sorted(os.listdir('data'))[:2])\n";
+        std::fs::write(m.dir.join("atomic.py"), script).unwrap();
+        assert_eq!(m.sh("python3 atomic.py"), "['out0.json', 'out1.json']\n");
+        assert_eq!(m.sh("cat data/out7.json"), "{\"i\": 7}");
+        let changes = m.changes(&user);
+        let paths: Vec<&str> = changes
+            .iter()
+            .map(|c| c["path"].as_str().unwrap())
+            .collect();
+        assert!(
+            paths.contains(&"/hello") && paths.contains(&"/data/out19.json"),
+            "{paths:?}"
+        );
+        assert!(!paths.iter().any(|p| p.ends_with(".tmp")), "{paths:?}");
+        m.stop()
+    })
+    .await;
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("not committed and are discarded"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rsync_round_trips_a_thousand_files() {
+    if fuse_missing() {
+        return;
+    }
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let id = ws.id().to_owned();
+    let work = std::env::temp_dir().join(format!("supabash-rsync-{}", uuid::Uuid::new_v4()));
+    let (src, back) = (work.join("src"), work.join("back"));
+    for i in 0..1000 {
+        let d = src.join(format!("d{}", i % 25));
+        std::fs::create_dir_all(&d).unwrap();
+        let bytes: Vec<u8> = (0..(i * 37 % 3000))
+            .map(|j| ((i * 131 + j * 7) % 256) as u8)
+            .collect();
+        std::fs::write(d.join(format!("f{i}.bin")), bytes).unwrap();
+    }
+    let (ok, stderr) = blocking({
+        let (src, back) = (src.clone(), back.clone());
+        move || {
+            let m = Mount::start(&user, &id, &[]);
+            let run = |args: &[&Path]| {
+                let st = Command::new("rsync").arg("-a").args(args).status().unwrap();
+                assert!(st.success());
+            };
+            run(&[&src.join(""), &m.dir.join("tree")]);
+            run(&[&m.dir.join("tree").join(""), &back]);
+            let diff = Command::new("diff")
+                .arg("-r")
+                .arg(&src)
+                .arg(&back)
+                .output()
+                .unwrap();
+            assert!(
+                diff.status.success(),
+                "{}",
+                String::from_utf8_lossy(&diff.stdout)
+            );
+            assert_eq!(m.sh("find tree -type f | wc -l").trim(), "1000");
+            m.commit(&user, "rsync").unwrap();
+            m.stop()
+        }
+    })
+    .await;
+    assert!(ok, "{stderr}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commit_on_unmount_commits_once_the_mount_ends() {
+    if fuse_missing() {
+        return;
+    }
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let id = ws.id().to_owned();
+    let (ok, stderr) = blocking({
+        let (user, id) = (user.clone(), id.clone());
+        move || {
+            let m = Mount::start(&user, &id, &["--commit-on-unmount", "-m", "at the end"]);
+            m.sh("echo done > result.txt && rm src/lib.rs");
+            m.stop()
+        }
+    })
+    .await;
+    assert!(ok, "{stderr}");
+    let paths = committed_paths(&user, &id).await;
+    assert_eq!(paths, ["/README.md", "/result.txt"]);
+    let ws = reopen(Via::Postgres, &user, &id).await;
+    let last = ws.history(None, None).await.unwrap().records.pop().unwrap();
+    assert_eq!(last.cause.as_deref(), Some("at the end"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_revision_mounts_read_only_and_reserved_paths_stay_unreachable() {
+    if fuse_missing() {
+        return;
+    }
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let seed = ws.base_revision().unwrap();
+    ws.fs().write("/README.md", "# newer\n").await.unwrap();
+    ws.commit(supabash::workspace::CommitOptions::new("t"))
+        .await
+        .unwrap();
+    let id = ws.id().to_owned();
+    let (user, id2) = blocking(move || {
+        let m = Mount::start(&user, &id, &["--revision", &seed]);
+        assert_eq!(m.sh("cat README.md"), "# seed\n");
+        for script in [
+            "echo x > new.txt",
+            "echo x >> README.md",
+            "mkdir d",
+            "rm README.md",
+            "mv README.md R.md",
+            "chmod 600 README.md",
+        ] {
+            let err = m.fails(script);
+            assert!(err.contains("Read-only file system"), "{script}: {err}");
+        }
+        let err = m.commit(&user, "nothing").unwrap_err();
+        assert!(err.contains("READ_ONLY"), "{err}");
+        let (ok, stderr) = m.stop();
+        assert!(ok, "{stderr}");
+        let m = Mount::start(&user, &id, &[]);
+        assert!(m.fails("ls .supabash").contains("No such file"));
+        assert!(m.fails("mkdir .supabash").contains("Permission denied"));
+        assert!(m
+            .fails("echo x > .supabash-x")
+            .contains("Permission denied"));
+        assert!(m
+            .fails("mkdir -p a/.supabash/b")
+            .contains("Permission denied"));
+        assert!(m.fails("touch src/.supabash").contains("Permission denied"));
+        assert!(m.changes(&user).is_empty());
+        let (ok, stderr) = m.stop();
+        assert!(ok, "{stderr}");
+        (user, id)
+    })
+    .await;
+    let head = reopen(Via::Postgres, &user, &id2)
+        .await
+        .committed_snapshot()
+        .await
+        .unwrap();
+    assert_eq!(head.files["/README.md"], b"# newer\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_users_workspace_and_a_missing_mount_are_refused() {
+    if fuse_missing() {
+        return;
+    }
+    let owner = new_user();
+    let ws = seeded(&owner).await;
+    let id = ws.id().to_owned();
+    blocking(move || {
+        let dir = std::env::temp_dir().join(format!("supabash-mount-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = supabash(&new_user())
+            .arg("mount")
+            .arg(&dir)
+            .args(["--workspace", &id])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(out.stdout.is_empty(), "nothing was mounted");
+        let out = supabash(&owner)
+            .args(["commit", "--mount"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no supabash mount answers"));
+        let out = supabash(&owner)
+            .arg("mount")
+            .arg(&dir)
+            .args(["--workspace", "not-a-uuid"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let _ = std::fs::remove_dir(&dir);
+    })
+    .await;
+}
