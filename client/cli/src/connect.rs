@@ -9,7 +9,7 @@ use crate::profile::{self, Profile};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
-use supabash::{PostgresTransport, PostgrestTransport, Transport};
+use supabash::{PostgresTransport, PostgrestTransport, SupabashError, Transport};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -119,7 +119,10 @@ impl ConnectArgs {
         match self.endpoint()? {
             Endpoint::Direct { dsn, sub } => {
                 let claims = json!({ "role": "authenticated", "sub": sub, "aud": "authenticated" });
-                Ok(Arc::new(PostgresTransport::connect(&dsn, claims).await?))
+                let transport = PostgresTransport::connect(&dsn, claims)
+                    .await
+                    .map_err(|e| SupabashError::from_rpc(e, false))?;
+                Ok(Arc::new(transport))
             }
             Endpoint::Http { url, token, apikey } => {
                 Ok(Arc::new(PostgrestTransport::new(&url, &apikey, &token)))
