@@ -1,11 +1,17 @@
-//! supabash-cli: the `supabash` command-line tool (its binary is `supabash`), and two modules
-//! other crates reach as a library:
+//! supabash-cli: the `supabash` command-line tool (its binary is `supabash`; docs/cli.md), and
+//! the modules other crates reach as a library:
 //!
 //! - [`devcluster`]: a throwaway local PostgreSQL with the Supabase bootstrap and the installed
 //!   extension, which `supabash demo`, the end-to-end tests (`supabash-tests`) and the
 //!   benchmarks start;
-//! - [`connect`]: the connection arguments every command that opens a workspace takes;
+//! - [`connect`]: the connection arguments every command that opens a workspace takes, with
+//!   [`profile`]: named profiles of the config file;
+//! - [`exit`]: exit statuses and error reports from the error taxonomy; [`output`]: JSON and
+//!   lines;
+//! - [`history`]: `log`, `show`, `restore`; [`files`]: `ls`, `tree`, `cat`; [`diff`]: `diff`
+//!   (also the demo's diff step); [`retention`]: `checkpoint`, `checkpoints`, `purge`;
 //! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
+//! - [`verifiers`]: `verifier register|rotate|revoke`; [`completions`]: shell completion;
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
 //!   `supabash_agent::mcp` over stdio or streamable HTTP;
 //! - [`redact`]: `supabash redact`;
@@ -16,16 +22,25 @@
 
 #![deny(unsafe_code)]
 
+pub mod completions;
 pub mod connect;
 pub mod devcluster;
+pub mod diff;
+pub mod exit;
+pub mod files;
 pub mod fuse;
 mod fuse_fs;
 mod fuse_inodes;
 mod fuse_ops;
 pub mod fuse_summary;
+pub mod history;
 pub mod mcp;
 pub mod mount_control;
+pub mod output;
+pub mod profile;
 pub mod redact;
+pub mod retention;
 pub mod run;
 pub mod transfer;
+pub mod verifiers;
 pub mod workspaces;

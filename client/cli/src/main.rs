@@ -2,7 +2,7 @@
 
 #![deny(unsafe_code)]
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::json;
 use std::sync::Arc;
 use supabash::capability::postgres::PostgresSigner;
@@ -76,6 +76,33 @@ enum Command {
     Commit(supabash_cli::mount_control::CommitArgs),
     /// Lists the staged changes of a running mount (`--mount DIR`).
     Changes(supabash_cli::mount_control::ChangesArgs),
+    /// Lists a workspace's history, oldest first: every page, or one with --limit/--cursor.
+    Log(Box<supabash_cli::history::LogArgs>),
+    /// Shows one revision's receipt (default: the head).
+    Show(Box<supabash_cli::history::ShowArgs>),
+    /// Lists a directory at a revision (default: the head).
+    Ls(Box<supabash_cli::files::LsArgs>),
+    /// Shows every file below a directory at a revision (default: the head).
+    Tree(Box<supabash_cli::files::TreeArgs>),
+    /// Prints a file's bytes at a revision (default: the head), verified against its hashes.
+    Cat(Box<supabash_cli::files::CatArgs>),
+    /// A unified diff between two revisions (renames as renames), or --stat.
+    Diff(Box<supabash_cli::diff::DiffArgs>),
+    /// Commits a new revision whose tree is an older revision's (history is never rewound).
+    Restore(Box<supabash_cli::history::RestoreArgs>),
+    /// Pins a revision (default: the head) so purge keeps it.
+    Checkpoint(Box<supabash_cli::retention::CheckpointArgs>),
+    /// Lists the workspace's checkpoints.
+    Checkpoints(Box<supabash_cli::retention::CheckpointsArgs>),
+    /// Drops old revisions nothing pins: a dry run showing what would go unless --apply.
+    Purge(Box<supabash_cli::retention::PurgeArgs>),
+    /// Registers, rotates or revokes a capability verifier (the database owner only).
+    Verifier {
+        #[command(subcommand)]
+        command: supabash_cli::verifiers::VerifierCommand,
+    },
+    /// Prints a shell completion script.
+    Completions(supabash_cli::completions::CompletionsArgs),
 }
 
 /// Arguments of `supabash storage-setup`.
@@ -229,24 +256,16 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    println!("\n6. Diff between the two revisions");
-    let diff = ws
-        .diff(
-            DiffRef::Revision(first.receipt.revision.clone()),
-            DiffRef::Revision(second.receipt.revision.clone()),
-            None,
-            Some(200),
-        )
-        .await?;
-    for e in diff.entries {
-        let from = e.from.map(|f| format!(" (from {f})")).unwrap_or_default();
-        println!("    {} {}{from}", e.kind, e.path);
-        if let Some(p) = e.preview {
-            for l in p.lines() {
-                println!("        | {l}");
-            }
-        }
-    }
+    println!("\n6. Diff between the two revisions (unified; `supabash diff` prints the same)");
+    let diff = supabash_cli::diff::unified_between(
+        transport.as_ref(),
+        ws.id(),
+        DiffRef::Revision(first.receipt.revision.clone()),
+        DiffRef::Revision(second.receipt.revision.clone()),
+        supabash_cli::diff::ColorChoice::Auto.enabled(),
+    )
+    .await?;
+    print!("{}", indent(&diff));
 
     println!("\n7. Restore forward to the first revision (history is never rewound)");
     let restored = ws.restore(&first.receipt.revision).await?;
@@ -480,9 +499,39 @@ fn main() {
         Command::Export(args) => runtime
             .block_on(supabash_cli::transfer::export(*args))
             .map_err(|e| e as _),
+        Command::Log(args) => runtime
+            .block_on(supabash_cli::history::log(*args))
+        Command::Show(args) => runtime
+            .block_on(supabash_cli::history::show(*args))
+        Command::Ls(args) => runtime
+            .block_on(supabash_cli::files::ls(*args))
+        Command::Tree(args) => runtime
+            .block_on(supabash_cli::files::tree(*args))
+        Command::Cat(args) => runtime
+            .block_on(supabash_cli::files::cat(*args))
+        Command::Diff(args) => runtime
+            .block_on(supabash_cli::diff::run(*args))
+        Command::Restore(args) => runtime
+            .block_on(supabash_cli::history::restore(*args))
+        Command::Checkpoint(args) => runtime
+            .block_on(supabash_cli::retention::checkpoint(*args))
+        Command::Checkpoints(args) => runtime
+            .block_on(supabash_cli::retention::checkpoints(*args))
+        Command::Purge(args) => runtime
+            .block_on(supabash_cli::retention::purge(*args))
+        Command::Verifier { command } => runtime
+            .block_on(supabash_cli::verifiers::run(command))
+        Command::Completions(args) => {
+            supabash_cli::completions::write(
+                args.shell,
+                &mut Cli::command(),
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
     };
     if let Err(e) = outcome {
-        eprintln!("supabash: {e}");
-        std::process::exit(1);
+        // The status and the message come from the error taxonomy (docs/cli.md).
+        supabash_cli::exit::fail(e.as_ref());
     }
 }

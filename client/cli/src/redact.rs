@@ -1,7 +1,8 @@
 //! `supabash redact`: removes content from a workspace's history for good. A dry run (the
 //! report of what would go) unless `--apply`.
 
-use crate::connect::ConnectArgs;
+use crate::connect::Target;
+use crate::output;
 use supabash::workspace::{RedactOptions, RedactReport};
 use supabash::Workspace;
 
@@ -11,10 +12,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Debug, clap::Args)]
 pub struct RedactArgs {
     #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// The workspace.
-    #[arg(long)]
-    pub workspace: String,
+    pub target: Target,
     /// An exact path whose versions before the boundary are redacted (repeatable).
     #[arg(long = "path", value_name = "PATH")]
     pub paths: Vec<String>,
@@ -83,11 +81,11 @@ pub fn render(report: &RedactReport) -> String {
 
 /// Runs `supabash redact`.
 pub async fn run(args: RedactArgs) -> Result<(), BoxError> {
-    let transport = args.connect.connect().await?;
-    let ws = Workspace::builder(transport).open(&args.workspace).await?;
+    let (transport, id) = args.target.open().await?;
+    let ws = Workspace::builder(transport).open(&id).await?;
     let report = ws.redact(args.options()).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        output::json(&report)?;
     } else {
         print!("{}", render(&report));
     }

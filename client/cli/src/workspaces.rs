@@ -1,9 +1,14 @@
 //! `supabash workspaces`, `supabash fork` and `supabash delete-workspace`: the caller's
-//! workspaces as a whole. Human-readable lines by default, one JSON document with `--json`.
+//! workspaces as a whole. Human-readable lines by default, one JSON document with `--json`
+//! (the contract's answer types).
 
-use crate::connect::ConnectArgs;
-use supabash::workspace::ForkOptions;
+use crate::connect::{ConnectArgs, Target};
+use crate::exit::usage;
+use crate::history::resolve;
+use crate::output;
+use supabash::transport::call;
 use supabash::Workspace;
+use supabash_core::rpc::requests as rq;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -21,11 +26,8 @@ pub struct ListArgs {
 #[derive(Debug, clap::Args)]
 pub struct ForkArgs {
     #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// The workspace to fork.
-    #[arg(long)]
-    pub workspace: String,
-    /// The revision to fork (default: the head).
+    pub target: Target,
+    /// The revision to fork (head, an id, a position or an id prefix; default: the head).
     #[arg(long)]
     pub revision: Option<String>,
     /// A name for the fork.
@@ -34,6 +36,9 @@ pub struct ForkArgs {
     /// Recorded on the fork's first revision.
     #[arg(long, default_value = "supabash-cli")]
     pub actor: String,
+    /// Recorded on the fork's first revision.
+    #[arg(long)]
+    pub cause: Option<String>,
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
@@ -69,8 +74,7 @@ pub async fn list(args: ListArgs) -> Result<(), BoxError> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&all)?);
-        return Ok(());
+        return output::json(&all);
     }
     for w in all {
         let forked = w
@@ -91,22 +95,24 @@ pub async fn list(args: ListArgs) -> Result<(), BoxError> {
 
 /// `supabash fork`: forks and prints the new workspace's id.
 pub async fn fork(args: ForkArgs) -> Result<(), BoxError> {
-    let transport = args.connect.connect().await?;
-    let source = Workspace::builder(transport).open(&args.workspace).await?;
-    let mut options = ForkOptions::new(args.actor);
-    options.revision = args.revision;
-    options.label = args.label;
-    let forked = source.fork(options).await?;
-    let id = forked.workspace.id();
+    let (transport, ws) = args.target.open().await?;
+    let revision = match &args.revision {
+        Some(r) => Some(resolve(transport.as_ref(), &ws, r).await?.id),
+        None => None,
+    };
+    let request = rq::Fork {
+        workspace_id: ws,
+        revision,
+        label: args.label,
+        actor: Some(args.actor),
+        cause: args.cause,
+        delegated_grant: None,
+    };
+    let forked = call(transport.as_ref(), &request).await?;
     if args.json {
-        let answer = serde_json::json!({
-            "workspaceId": id,
-            "headRevision": forked.workspace.base_revision(),
-            "forkedFrom": forked.forked_from,
-        });
-        println!("{answer}");
+        output::json(&forked)?;
     } else {
-        println!("{id}");
+        println!("{}", forked.workspace_id);
     }
     Ok(())
 }
@@ -114,13 +120,17 @@ pub async fn fork(args: ForkArgs) -> Result<(), BoxError> {
 /// `supabash delete-workspace`: deletes after `--yes`.
 pub async fn delete(args: DeleteArgs) -> Result<(), BoxError> {
     if !args.yes {
-        return Err("delete-workspace removes the workspace and its history: add --yes".into());
+        return Err(usage(
+            "delete-workspace removes the workspace and its history: add --yes",
+        ));
     }
     let transport = args.connect.connect().await?;
-    let ws = Workspace::builder(transport).open(&args.workspace).await?;
-    let deleted = ws.delete().await?;
+    let request = rq::DeleteWorkspace {
+        workspace_id: args.workspace.clone(),
+    };
+    let deleted = call(transport.as_ref(), &request).await?;
     if args.json {
-        println!("{}", serde_json::to_string(&deleted)?);
+        output::json(&deleted)?;
     } else {
         let kept = if deleted.kept_for_forks {
             " (kept, hidden, for its forks)"

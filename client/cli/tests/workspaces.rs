@@ -60,8 +60,8 @@ async fn fork_list_and_delete_from_the_command_line() {
     assert_eq!(deleted["workspaceId"], fork_id.as_str());
     let listed = json_of(&supabash(&user, &["workspaces", "--json"]));
     assert_eq!(listed.as_array().unwrap().len(), 1);
-    // Another user cannot fork it: a clear failure, exit status 1.
+    // Another user cannot fork it: a permission failure, exit status 4 (docs/cli.md).
     let other = supabash(&new_user(), &["fork", "--workspace", ws.id()]);
-    assert_eq!(other.status.code(), Some(1));
+    assert_eq!(other.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&other.stderr).contains("WORKSPACE"));
 }

@@ -1,0 +1,317 @@
+//! `supabash log`, `show REV` and `restore REV`: a workspace's history, one receipt, and a
+//! forward restore. Revisions are named as [`resolve`] reads them.
+
+use crate::connect::Target;
+use crate::exit::usage;
+use crate::output::{self, short};
+use supabash::transport::call;
+use supabash::workspace::CommitOptions;
+use supabash::{ErrorCode, SupabashError, Transport, Workspace};
+use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::{HistoryPage, Receipt, ReceiptLine};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A revision found by [`resolve`]: its id, and its receipt when finding it read it.
+pub struct Resolved {
+    pub id: String,
+    pub receipt: Option<Receipt>,
+}
+
+/// A revision as people name it: `head`, a full revision id, a position (`3`), or a prefix
+/// of an id of at least 4 characters that names one revision. `REVISION_NOT_FOUND` when none
+/// matches.
+pub async fn resolve(
+    transport: &dyn Transport,
+    workspace: &str,
+    rev: &str,
+) -> Result<Resolved, BoxError> {
+    if rev.eq_ignore_ascii_case("head") {
+        let id = head(transport, workspace).await?.ok_or_else(|| {
+            SupabashError::new(
+                ErrorCode::RevisionNotFound,
+                "the workspace has no revision yet",
+            )
+        })?;
+        return Ok(Resolved { id, receipt: None });
+    }
+    if let Ok(id) = uuid::Uuid::parse_str(rev) {
+        return Ok(Resolved {
+            id: id.hyphenated().to_string(),
+            receipt: None,
+        });
+    }
+    let position = rev.parse::<i64>().ok();
+    let prefix = rev.to_ascii_lowercase();
+    if position.is_none()
+        && (prefix.len() < 4 || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-'))
+    {
+        return Err(usage(format!(
+            "{rev:?} is not a revision: give head, an id, a position or an id prefix (4+ hex digits)"
+        )));
+    }
+    let mut found: Vec<Receipt> = Vec::new();
+    for_each_page(transport, workspace, |page| {
+        found.extend(page.records.into_iter().filter(|r| match position {
+            Some(p) => r.position == p,
+            None => r.revision.starts_with(&prefix),
+        }));
+    })
+    .await?;
+    match found.len() {
+        0 => Err(SupabashError::new(
+            ErrorCode::RevisionNotFound,
+            format!("no revision {rev:?} in workspace {workspace}"),
+        )
+        .into()),
+        1 => {
+            let r = found.remove(0);
+            Ok(Resolved {
+                id: r.revision.clone(),
+                receipt: Some(r),
+            })
+        }
+        n => Err(usage(format!(
+            "{rev:?} names {n} revisions: give more of the id"
+        ))),
+    }
+}
+
+/// The workspace's head revision (`None`: no commit yet); `NOT_FOUND` when the caller has no
+/// such workspace.
+pub async fn head(transport: &dyn Transport, workspace: &str) -> Result<Option<String>, BoxError> {
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = Workspace::list(transport, cursor.as_deref(), None).await?;
+        if let Some(w) = page
+            .workspaces
+            .into_iter()
+            .find(|w| w.workspace_id == workspace)
+        {
+            return Ok(w.head_revision);
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => {
+                return Err(SupabashError::new(
+                    ErrorCode::NotFound,
+                    format!("no workspace {workspace} among the caller's"),
+                )
+                .into())
+            }
+        }
+    }
+}
+
+/// Calls `each` with every page of history, oldest first.
+async fn for_each_page(
+    transport: &dyn Transport,
+    workspace: &str,
+    mut each: impl FnMut(HistoryPage),
+) -> Result<(), BoxError> {
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = page(transport, workspace, cursor.clone(), None).await?;
+        let next = page.next_cursor.clone();
+        each(page);
+        match next {
+            Some(c) => cursor = Some(c),
+            None => return Ok(()),
+        }
+    }
+}
+
+async fn page(
+    transport: &dyn Transport,
+    workspace: &str,
+    cursor: Option<String>,
+    page_size: Option<i32>,
+) -> Result<HistoryPage, BoxError> {
+    let request = rq::History {
+        workspace_id: workspace.to_owned(),
+        cursor,
+        page_size,
+        ..Default::default()
+    };
+    Ok(call(transport, &request).await?)
+}
+
+/// Arguments of `supabash log`.
+#[derive(Debug, clap::Args)]
+pub struct LogArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// One page of at most N revisions (default: every page).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<i32>,
+    /// One page of the revisions after this one (a revision id, as `nextCursor` gives it).
+    #[arg(long, value_name = "REV")]
+    pub cursor: Option<String>,
+    /// One line per revision, without its changes.
+    #[arg(long)]
+    pub oneline: bool,
+    /// Print the page as JSON ({"records": [receipt...], "nextCursor": id|null}).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `supabash log`: history oldest first, one page or all of them.
+pub async fn log(args: LogArgs) -> Result<(), BoxError> {
+    let (transport, ws) = args.target.open().await?;
+    let history = if args.limit.is_some() || args.cursor.is_some() {
+        page(transport.as_ref(), &ws, args.cursor.clone(), args.limit).await?
+    } else {
+        let mut records = Vec::new();
+        for_each_page(transport.as_ref(), &ws, |p| records.extend(p.records)).await?;
+        HistoryPage {
+            records,
+            next_cursor: None,
+        }
+    };
+    if args.json {
+        return output::json(&history);
+    }
+    for r in &history.records {
+        println!(
+            "{:>4}  {}  {}  {}  {}",
+            r.position,
+            short(&r.revision),
+            r.committed_at,
+            r.actor,
+            r.cause.as_deref().unwrap_or("")
+        );
+        if !args.oneline {
+            for line in &r.changes {
+                println!("        {}", change_line(line));
+            }
+        }
+    }
+    if let Some(next) = &history.next_cursor {
+        eprintln!("more: --cursor {next}");
+    }
+    Ok(())
+}
+
+fn change_line(line: &ReceiptLine) -> String {
+    let from = line
+        .from
+        .as_ref()
+        .map(|f| format!(" (from {f})"))
+        .unwrap_or_default();
+    let redacted = if line.redacted { " [redacted]" } else { "" };
+    format!("{:<6} {}{from}{redacted}", line.op, line.path)
+}
+
+/// Arguments of `supabash show`.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The revision (head, an id, a position or an id prefix).
+    #[arg(default_value = "head")]
+    pub rev: String,
+    /// Print the receipt as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `supabash show REV`: one revision's receipt.
+pub async fn show(args: ShowArgs) -> Result<(), BoxError> {
+    let (transport, ws) = args.target.open().await?;
+    let found = resolve(transport.as_ref(), &ws, &args.rev).await?;
+    let receipt = match found.receipt {
+        Some(r) => r,
+        None => {
+            let request = rq::LoadRevision {
+                workspace_id: ws.clone(),
+                revision: found.id,
+                delegated_grant: None,
+            };
+            call(transport.as_ref(), &request).await?.receipt
+        }
+    };
+    if args.json {
+        return output::json(&receipt);
+    }
+    print!("{}", render_receipt(&receipt));
+    Ok(())
+}
+
+/// A receipt as people read it.
+pub fn render_receipt(r: &Receipt) -> String {
+    let mut out = String::new();
+    let mut field = |name: &str, value: Option<&str>| {
+        if let Some(v) = value {
+            out.push_str(&format!("{name:<15} {v}\n"));
+        }
+    };
+    field("revision", Some(&r.revision));
+    field("position", Some(&r.position.to_string()));
+    field("parent", r.parent_revision.as_deref());
+    field("committed at", Some(&r.committed_at));
+    field("actor", Some(&r.actor));
+    field("cause", r.cause.as_deref());
+    field("correlation id", r.correlation_id.as_deref());
+    field("transaction id", Some(&r.transaction_id));
+    field("source revision", r.source_revision.as_deref());
+    field("rebased from", r.rebased_from.as_deref());
+    let forked = r
+        .forked_from
+        .as_ref()
+        .map(|f| format!("{}@{}", f.workspace_id, f.revision));
+    field("forked from", forked.as_deref());
+    field("delegation key", r.delegation_key_id.as_deref());
+    let metadata = (!r.metadata.is_null() && r.metadata != serde_json::json!({}))
+        .then(|| r.metadata.to_string());
+    field("metadata", metadata.as_deref());
+    out.push_str(&format!("changes         {}\n", r.changes.len()));
+    for line in &r.changes {
+        out.push_str(&format!("    {}\n", change_line(line)));
+    }
+    out
+}
+
+/// Arguments of `supabash restore`.
+#[derive(Debug, clap::Args)]
+pub struct RestoreArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// The revision whose tree becomes the new head (head, an id, a position or a prefix).
+    pub rev: String,
+    /// Recorded on the new revision.
+    #[arg(long, default_value = "supabash-cli")]
+    pub actor: String,
+    /// Why (recorded on the new revision).
+    #[arg(long)]
+    pub cause: Option<String>,
+    /// Print the commit's answer as JSON ({"receipt": ..., "replayed": bool}).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `supabash restore REV`: commits a new revision whose tree is REV's (history is never
+/// rewound; the receipt records REV as its source revision).
+pub async fn restore(args: RestoreArgs) -> Result<(), BoxError> {
+    let (transport, ws) = args.target.open().await?;
+    let source = resolve(transport.as_ref(), &ws, &args.rev).await?.id;
+    let workspace = Workspace::builder(transport).open(&ws).await?;
+    workspace.restore(&source).await?;
+    let mut options = CommitOptions::new(args.actor);
+    options.cause = args.cause;
+    let committed = workspace.commit(options).await?;
+    if args.json {
+        return output::json(&committed);
+    }
+    let r = &committed.receipt;
+    println!(
+        "restored {} as revision {} (position {}, {} change(s))",
+        short(&source),
+        r.revision,
+        r.position,
+        r.changes.len()
+    );
+    for line in &r.changes {
+        println!("    {}", change_line(line));
+    }
+    Ok(())
+}
