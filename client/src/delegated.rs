@@ -236,11 +236,11 @@ impl DelegatedWorkspace {
     }
 
     /// Throws away staged edits; needs `write` unless clean or only a restore is staged.
-    pub fn discard(&self) -> Result<()> {
+    pub async fn discard(&self) -> Result<()> {
         if self.needs_write()? {
             self.require(Operation::Write)?;
         }
-        self.workspace.discard()?;
+        self.workspace.discard().await?;
         *self.restored.lock().expect("restored lock") = None;
         Ok(())
     }

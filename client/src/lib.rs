@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod auth;
 pub mod capability;
 pub mod codec;
@@ -16,6 +17,7 @@ pub mod documents;
 pub mod error;
 pub mod limits;
 pub mod manager;
+pub mod observe;
 pub mod open;
 mod options;
 mod rpc_error;
@@ -34,6 +36,7 @@ pub use delegated::{DelegatedWorkspace, Delegation};
 pub use error::{Result, SupabashError};
 pub use limits::Limits;
 pub use manager::{ManagerEvent, ManagerOptions, WorkspaceHandle, WorkspaceManager};
+pub use observe::{EventOutcome, OperationEvent};
 pub use open::{Request, WorkspaceBuilder};
 pub use supabash_core::ErrorCode;
 pub use transport::{PostgresTransport, PostgrestTransport, Transport};

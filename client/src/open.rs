@@ -17,6 +17,7 @@
 use crate::auth::{Session, SupabaseConfig};
 use crate::codec::DocumentCodec;
 use crate::error::Result;
+use crate::observe::{OperationEvent, OperationObserver};
 use crate::{Limits, Transport, Workspace};
 use reqwest::header::HeaderMap;
 use std::sync::Arc;
@@ -29,6 +30,8 @@ pub struct WorkspaceBuilder<S = Arc<dyn Transport>> {
     source: S,
     limits: Limits,
     codec: Option<Arc<dyn DocumentCodec>>,
+    observer: Option<OperationObserver>,
+    actor: Option<String>,
 }
 
 /// The source of a [`WorkspaceBuilder`] made by [`Workspace::builder_from_request`].
@@ -61,6 +64,8 @@ impl<S> WorkspaceBuilder<S> {
             source,
             limits: Limits::default(),
             codec: None,
+            observer: None,
+            actor: None,
         }
     }
 
@@ -77,9 +82,34 @@ impl<S> WorkspaceBuilder<S> {
         self
     }
 
+    /// Calls `observer` once per finished operation with an [`OperationEvent`]: kind,
+    /// duration, outcome, counts, replay and conflict flags, never a path, id or content. A
+    /// panicking observer changes nothing.
+    pub fn on_operation(
+        mut self,
+        observer: impl Fn(&OperationEvent) + Send + Sync + 'static,
+    ) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// The actor recorded on a discarded session's audit records (default
+    /// [`crate::audit::DEFAULT_DISCARD_ACTOR`]; a delegated grant's subject wins).
+    pub fn audit_actor(mut self, actor: impl Into<String>) -> Self {
+        self.actor = Some(actor.into());
+        self
+    }
+
     fn apply(&self, ws: Workspace) -> Workspace {
-        match &self.codec {
+        let ws = match &self.codec {
             Some(codec) => ws.with_codec(codec.clone()),
+            None => ws,
+        };
+        if let Some(actor) = &self.actor {
+            ws.audit_queue().set_actor(actor.clone());
+        }
+        match &self.observer {
+            Some(observer) => ws.with_observer(observer.clone()),
             None => ws,
         }
     }

@@ -2,10 +2,12 @@
 //! its staged tree, then commit, inspect history, diff, read old revisions, restore forward,
 //! checkpoint, purge, fork and delete.
 
+use crate::audit::{Action, AuditPage, AuditQueue};
 use crate::codec::{DocumentCodec, PlainCodec};
 use crate::documents::StoredFile;
 use crate::error::{Result, SupabashError};
 use crate::limits::Limits;
+use crate::observe::{OperationCounts, OperationObserver, Timed};
 use crate::transport::{call, Transport};
 use crate::tree::{BaseEntry, BodySource, StagedChange, StagedTree};
 use serde_json::Value;
@@ -13,9 +15,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use supabash_core::hash::sha256_hex;
+use supabash_core::limits::MAX_AUDIT_ACTIONS;
+use supabash_core::rpc::audit as wire;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{CommitResult, File, Receipt};
 use supabash_core::ErrorCode;
+use tracing::Instrument;
 
 pub use supabash_core::rpc::requests::DiffRef;
 pub use supabash_core::rpc::{
@@ -31,14 +36,26 @@ pub struct Workspace {
     limits: Limits,
     codec: Arc<dyn DocumentCodec>,
     pending: Mutex<Pending>,
+    /// The actions staged with the tree (see `crate::audit`).
+    audit: AuditQueue,
+    observer: Option<OperationObserver>,
+}
+
+/// A commit whose outcome is unknown: what a retry must send again to be the same request.
+#[derive(Clone)]
+struct Unknown {
+    fingerprint: String,
+    transaction_id: String,
+    /// The audit actions it carried (actions recorded since go with a later commit).
+    audit: Vec<wire::Action>,
 }
 
 #[derive(Default)]
 struct Pending {
     /// The revision a restore staged; the next commit records it.
     restore_source: Option<String>,
-    /// The last commit whose outcome is unknown: (request fingerprint, transaction id).
-    unknown: Option<(String, String)>,
+    /// The last commit whose outcome is unknown.
+    unknown: Option<Unknown>,
     /// The token of the lease this workspace took; every commit presents it. Kept after a
     /// failed renewal, so a commit after the lease lapsed fails LEASE_LOST instead of slipping
     /// through unleased; cleared by a release.
@@ -345,7 +362,15 @@ impl Workspace {
                 restore_floor: base.restore_floor,
                 ..Pending::default()
             }),
+            audit: AuditQueue::default(),
+            observer: None,
         }
+    }
+
+    /// Reports every operation of this workspace to `observer` (see `crate::observe`).
+    pub(crate) fn with_observer(mut self, observer: OperationObserver) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Uses `codec` to split staged files into body and metadata when committing and diffing
@@ -356,7 +381,11 @@ impl Workspace {
     }
 
     async fn rpc<R: supabash_core::rpc::Rpc>(&self, request: &R) -> Result<R::Answer> {
-        call(self.transport.as_ref(), request).await
+        let kind = R::NAME.strip_prefix("supabash_").unwrap_or(R::NAME);
+        let timed = Timed::start(self.observer.as_ref(), kind);
+        let result = call(self.transport.as_ref(), request).await;
+        timed.finish(&result, OperationCounts::default(), false);
+        result
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -383,11 +412,61 @@ impl Workspace {
         self.tree.changes()
     }
 
-    /// Throws away every staged edit (and a pending restore).
-    pub fn discard(&self) -> Result<()> {
+    /// Throws away every staged edit (and a pending restore), after writing the staged audit
+    /// actions marked discarded (`supabash_record_discarded`). If that write fails nothing is
+    /// discarded: call it again (a retried write records nothing twice).
+    pub async fn discard(&self) -> Result<()> {
+        let timed = Timed::start(self.observer.as_ref(), "discard");
+        let mut counts = OperationCounts::default();
+        let result = self.discard_recorded(&mut counts).await;
+        timed.finish(&result, counts, false);
+        result
+    }
+
+    async fn discard_recorded(&self, counts: &mut OperationCounts) -> Result<()> {
+        loop {
+            let batch = self.audit.staged(MAX_AUDIT_ACTIONS);
+            if batch.is_empty() {
+                break;
+            }
+            let request = wire::RecordDiscarded {
+                workspace_id: self.id.clone(),
+                actions: batch,
+                actor: Some(self.audit.actor()),
+                delegated_grant: None,
+            };
+            call(self.transport.as_ref(), &request).await?;
+            self.audit.delivered(&request.actions);
+            counts.records += request.actions.len();
+        }
         self.tree.discard()?;
         self.pending().restore_source = None;
         Ok(())
+    }
+
+    /// Stages an audit action with the tree: the next commit writes it, or a discard marks it
+    /// discarded. `action.arguments` must already be redacted.
+    pub fn record(&self, action: Action) {
+        self.audit.record(action);
+    }
+
+    /// The audit queue itself, for surfaces that record without holding the workspace.
+    pub fn audit_queue(&self) -> AuditQueue {
+        self.audit.clone()
+    }
+
+    /// One page of the workspace's audit records in the order they were written, after
+    /// `cursor` (a record id); only those of `revision` when given. Needs `history` when
+    /// delegated.
+    pub async fn audit(&self, revision: Option<&str>, cursor: Option<&str>) -> Result<AuditPage> {
+        self.rpc(&wire::Audit {
+            workspace_id: self.id.clone(),
+            revision: revision.map(str::to_owned),
+            cursor: cursor.map(str::to_owned),
+            page_size: None,
+            delegated_grant: None,
+        })
+        .await
     }
 
     /// Commits the staged changes as one atomic revision. While it runs the staged tree is
@@ -395,6 +474,29 @@ impl Workspace {
     /// again with the same options and tree reuses the transaction id, so the server replays
     /// the first attempt's receipt instead of committing twice.
     pub async fn commit(&self, options: CommitOptions) -> Result<CommitResult> {
+        let timed = Timed::start(self.observer.as_ref(), "commit");
+        let mut counts = OperationCounts::default();
+        let span = tracing::info_span!(
+            "supabash.commit",
+            changes = tracing::field::Empty,
+            records = tracing::field::Empty
+        );
+        let result = self
+            .commit_staged(options, &mut counts)
+            .instrument(span.clone())
+            .await;
+        span.record("changes", counts.changes);
+        span.record("records", counts.records);
+        let replay = result.as_ref().is_ok_and(|r| r.replayed);
+        timed.finish(&result, counts, replay);
+        result
+    }
+
+    async fn commit_staged(
+        &self,
+        options: CommitOptions,
+        counts: &mut OperationCounts,
+    ) -> Result<CommitResult> {
         let metadata = options
             .metadata
             .clone()
@@ -439,22 +541,42 @@ impl Workspace {
             lease: None,
             // 0 travels as absent: servers without redaction do not know the parameter.
             redaction_epoch: Some(epoch).filter(|e| *e > 0),
+            audit: None,
+        };
+        counts.changes = request.changes.len();
+        // A retry of a commit whose outcome is unknown sends the same audit actions again; a
+        // new commit sends what is staged.
+        let unknown = self.pending().unknown.clone();
+        let fingerprint_with = |request: &mut rq::Commit, audit: Vec<wire::Action>| {
+            request.audit = Some(audit).filter(|a| !a.is_empty());
+            // The lease is not part of what is committed: a retry under a renewed or new lease
+            // is the same request.
+            sha256_hex(
+                serde_json::to_string(&*request)
+                    .expect("requests serialise")
+                    .as_bytes(),
+            )
+        };
+        let mut fingerprint = fingerprint_with(
+            &mut request,
+            match &unknown {
+                Some(u) => u.audit.clone(),
+                None => self.audit.staged(MAX_AUDIT_ACTIONS),
+            },
+        );
+        let transaction_id = match unknown {
+            Some(u) if u.fingerprint == fingerprint => u.transaction_id,
+            _ => {
+                fingerprint = fingerprint_with(&mut request, self.audit.staged(MAX_AUDIT_ACTIONS));
+                uuid::Uuid::new_v4().to_string()
+            }
         };
         request.check_fields().map_err(SupabashError::field)?;
-        // The lease is not part of what is committed: a retry under a renewed or new lease
-        // is the same request.
-        let fingerprint = sha256_hex(
-            serde_json::to_string(&request)
-                .expect("requests serialise")
-                .as_bytes(),
-        );
+        let audit = request.audit.clone().unwrap_or_default();
+        counts.records = audit.len();
         request.lease = lease;
-        let transaction_id = match &self.pending().unknown {
-            Some((fp, tx)) if *fp == fingerprint => tx.clone(),
-            _ => uuid::Uuid::new_v4().to_string(),
-        };
         request.transaction_id = Some(transaction_id.clone());
-        match self.rpc(&request).await {
+        match call(self.transport.as_ref(), &request).await {
             Ok(result) => {
                 self.tree.canonicalise(planned.canonical);
                 if result.receipt.rebased_from.is_some() {
@@ -463,13 +585,18 @@ impl Workspace {
                     self.tree.end_commit(Some(result.receipt.revision.clone()));
                 }
                 std::mem::forget(guard);
+                self.audit.delivered(&audit);
                 let mut pending = self.pending();
                 pending.unknown = None;
                 pending.restore_source = None;
                 Ok(result)
             }
             Err(e) => {
-                self.pending().unknown = e.outcome_unknown.then_some((fingerprint, transaction_id));
+                self.pending().unknown = e.outcome_unknown.then_some(Unknown {
+                    fingerprint,
+                    transaction_id,
+                    audit,
+                });
                 Err(e)
             }
         }

@@ -191,7 +191,10 @@ async fn without_write_or_commit_nothing_is_committed() {
         ws.commit(CommitOptions::new("x")).await.unwrap_err().code(),
         ErrorCode::Authorization
     );
-    assert_eq!(ws.discard().unwrap_err().code(), ErrorCode::Authorization);
+    assert_eq!(
+        ws.discard().await.unwrap_err().code(),
+        ErrorCode::Authorization
+    );
     assert_eq!(service.count(), before);
     let snapshot = ws.committed_snapshot().await.unwrap();
     assert_eq!(snapshot.files["/notes.md"], b"v2\n");

@@ -135,7 +135,7 @@ async fn host_api_tour() {
             "{:?}",
             d.entries[0]
         );
-        ws.discard().unwrap();
+        ws.discard().await.unwrap();
         assert!(!ws.fs().exists("/staged.md").await);
 
         // Purge keeps the head and the checkpointed revision.

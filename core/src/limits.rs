@@ -33,6 +33,19 @@ pub const MIN_LEASE_TTL_SECONDS: i32 = 1;
 pub const MAX_LEASE_TTL_SECONDS: i32 = 3600;
 /// Longest lease holder id, in bytes.
 pub const MAX_LEASE_HOLDER_BYTES: usize = 256;
+/// Most audit actions one commit or one `supabash_record_discarded` call carries.
+pub const MAX_AUDIT_ACTIONS: usize = 10_000;
+/// Largest arguments object of one audit action, as compact JSON bytes (clients cap theirs to
+/// fit: see `cap_arguments`).
+pub const MAX_AUDIT_ARGUMENTS_BYTES: usize = 8 * 1024;
+/// Most paths one audit action lists (clients keep the first ones).
+pub const MAX_AUDIT_PATHS: usize = 64;
+/// Longest tool name, error code or denial reason of an audit action, in bytes.
+pub const MAX_AUDIT_TEXT_BYTES: usize = 1024;
+/// Largest page of `supabash_audit`.
+pub const MAX_AUDIT_PAGE: i64 = 1000;
+/// Default page of `supabash_audit`.
+pub const DEFAULT_AUDIT_PAGE: i64 = 100;
 /// Marker appended to a cut preview.
 pub const TRUNCATED_MARKER: &str = "\n[truncated]\n";
 
@@ -45,12 +58,19 @@ pub enum FieldError {
     TooLong { name: &'static str, max: usize },
     /// Not a JSON object.
     NotAnObject(&'static str),
+    /// More items than its ceiling (a quota).
+    TooMany { name: &'static str, max: usize },
+    /// A number below zero where none can be.
+    Negative(&'static str),
 }
 
 impl FieldError {
     /// Whether the refusal is a size limit (`QUOTA_EXCEEDED`) rather than a malformed value.
     pub fn is_quota(&self) -> bool {
-        matches!(self, FieldError::TooLong { .. })
+        matches!(
+            self,
+            FieldError::TooLong { .. } | FieldError::TooMany { .. }
+        )
     }
 }
 
@@ -60,6 +80,8 @@ impl std::fmt::Display for FieldError {
             FieldError::Empty(name) => write!(f, "{name} must not be empty"),
             FieldError::TooLong { name, max } => write!(f, "{name} is longer than {max} bytes"),
             FieldError::NotAnObject(name) => write!(f, "{name} must be a JSON object"),
+            FieldError::TooMany { name, max } => write!(f, "{name} has more than {max} items"),
+            FieldError::Negative(name) => write!(f, "{name} must not be negative"),
         }
     }
 }

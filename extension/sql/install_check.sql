@@ -1,10 +1,11 @@
 -- supabash: the install check. supabash._check_install() fails loudly (SUPABASH_INSTALL) if any
 -- PostgREST role (anon, authenticated, service_role, authenticator) could reach a private
--- object, anon could execute an RPC, any of them the verifier registration functions, any
--- role but a superuser held supabash_owner or supabash_keeper, or those two the install's own
--- helpers; it warns about the roles supabash._trust_report() lists. CREATE EXTENSION runs it
--- last (sql/finalize.sql) and every upgrade script runs it at its end, so a leak aborts the
--- install or the upgrade and nothing of it is kept.
+-- object, write through the audit view, or execute the verifier registration functions, anon
+-- could execute an RPC or read the audit view, any role but a superuser held supabash_owner or
+-- supabash_keeper, or those two the install's own helpers; it warns about the roles
+-- supabash._trust_report() lists. CREATE EXTENSION runs it last (sql/finalize.sql) and every
+-- upgrade script runs it at its end, so a leak aborts the install or the upgrade and nothing of
+-- it is kept.
 CREATE FUNCTION supabash._check_install() RETURNS void
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE leaks text;
@@ -34,6 +35,12 @@ BEGIN
       SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
        WHERE r.rolname = 'anon' AND p.pronamespace = 'public'::regnamespace
          AND p.proname LIKE 'supabash\_%' AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+      UNION ALL
+      SELECT 'writes through public.supabash_audit_log'
+       WHERE has_table_privilege(r.oid, 'public.supabash_audit_log', 'INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER')
+      UNION ALL
+      SELECT 'public.supabash_audit_log' WHERE r.rolname = 'anon'
+         AND has_table_privilege(r.oid, 'public.supabash_audit_log', 'SELECT')
     ) o
    WHERE r.rolname IN ('anon', 'authenticated', 'service_role', 'authenticator');
   IF leaks IS NOT NULL THEN

@@ -41,6 +41,13 @@ BEGIN
 END
 $$;
 
+-- The audit trail: visible exactly when its workspace is (like workspace contents).
+ALTER TABLE supabash.audit_records ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.audit_records FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.audit_records TO supabash_owner
+  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
+  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+
 -- Leases: visible exactly when their workspace is (like workspace contents).
 ALTER TABLE supabash.leases ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.leases FORCE ROW LEVEL SECURITY;

@@ -10,7 +10,9 @@
 --     authenticated every workspace RPC, service_role every workspace RPC but
 --     supabash_create_workspace plus supabash_exchange_capability, anon nothing;
 --   - supabash_register/revoke_capability_verifier: owned by supabash_keeper, executable only by
---     the role that installs (or upgrades) the extension.
+--     the role that installs (or upgrades) the extension;
+--   - the audit trail is append-only: no role but supabash_owner may write it, and that one
+--     only as purge and redaction need; authenticated reads its own through a view.
 -- Supabase grants every new function in schema public to anon, authenticated and service_role
 -- through default privileges (sql/bootstrap.sql does the same on plain PostgreSQL); the loop
 -- below takes those grants back.
@@ -37,6 +39,13 @@ BEGIN
     FROM supabash_owner;
   -- Redactions are an append-only audit trail.
   REVOKE UPDATE, DELETE ON supabash.redactions FROM supabash_owner;
+  -- The audit trail: supabash_owner inserts and reads it, updates only what a redaction scrubs
+  -- and deletes only what a purge removes with its revisions (extension/src/audit.rs).
+  REVOKE UPDATE ON supabash.audit_records FROM supabash_owner;
+  GRANT UPDATE (arguments, scrubbed) ON supabash.audit_records TO supabash_owner;
+  -- Its view for SQL users (sql/rpc.sql): authenticated reads it, nobody writes through it.
+  REVOKE ALL ON public.supabash_audit_log FROM PUBLIC, anon, authenticated, service_role;
+  GRANT SELECT ON public.supabash_audit_log TO authenticated;
   -- Capability verifiers: written only by supabash_keeper (through the register and revoke
   -- functions); supabash_owner reads them. Row locks need UPDATE privilege, so the exchange's
   -- cleanup (FOR UPDATE SKIP LOCKED) gets it on one column of nonces and grants.

@@ -104,7 +104,7 @@ CREATE FUNCTION public.supabash_commit(
   correlation_id text DEFAULT NULL, idempotency_key text DEFAULT NULL,
   cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL,
   rebase boolean DEFAULT false, delegated_grant text DEFAULT NULL,
-  lease text DEFAULT NULL, redaction_epoch bigint DEFAULT NULL)
+  lease text DEFAULT NULL, redaction_epoch bigint DEFAULT NULL, audit json DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('commit', json_build_object(
@@ -113,7 +113,7 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'correlation_id', correlation_id, 'idempotency_key', idempotency_key,
     'cause', cause, 'metadata', metadata, 'source_revision', source_revision,
     'rebase', rebase, 'delegated_grant', delegated_grant,
-    'lease', lease, 'redaction_epoch', redaction_epoch))
+    'lease', lease, 'redaction_epoch', redaction_epoch, 'audit', audit))
 $$;
 
 CREATE FUNCTION public.supabash_diff(
@@ -199,6 +199,46 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'dry_run', dry_run, 'reason', reason, 'metadata_keys', to_json(metadata_keys),
     'clear_cause', clear_cause, 'delegated_grant', delegated_grant))
 $$;
+
+-- The audit trail (extension/src/audit.rs). Records of a commit travel with it (the audit
+-- argument of supabash_commit); a discarded session's are written here. The read works on a
+-- hot standby.
+CREATE FUNCTION public.supabash_record_discarded(
+  workspace_id text, actions json, actor text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('record_discarded', json_build_object('workspace_id', workspace_id,
+    'actions', actions, 'actor', actor, 'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_audit(
+  workspace_id text, revision text DEFAULT NULL, cursor text DEFAULT NULL,
+  page_size integer DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._call('audit', json_build_object('workspace_id', workspace_id, 'revision', revision,
+    'cursor', cursor, 'page_size', page_size, 'delegated_grant', delegated_grant))
+$$;
+
+-- For SQL users: the caller's audit records as a table, under the same row-level security as
+-- the RPCs (the function runs as supabash_owner, whose policies ask the caller's claims). The
+-- view is security_invoker, so it grants nothing of its own: reading it takes EXECUTE on the
+-- function, and only authenticated may select from it (sql/privileges.sql).
+CREATE FUNCTION public.supabash_audit_rows()
+RETURNS TABLE (workspace_id uuid, record_id uuid, revision_id uuid, session_id uuid,
+  sequence bigint, started_at timestamptz, recorded_at timestamptz, actor text, kind text,
+  tool text, arguments jsonb, outcome text, code text, reason text, duration_ms bigint,
+  paths text[], bytes_changed bigint, discarded boolean, scrubbed boolean)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT a.workspace_id, a.record_id, a.revision_id, a.session_id, a.sequence, a.started_at,
+         a.recorded_at, a.actor, a.kind, a.tool, a.arguments, a.outcome, a.code, a.reason,
+         a.duration_ms, a.paths, a.bytes_changed, a.discarded, a.scrubbed
+    FROM supabash.audit_records a
+$$;
+
+CREATE VIEW public.supabash_audit_log WITH (security_invoker = true) AS
+  SELECT * FROM public.supabash_audit_rows();
 
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its
 -- waits are bounded (a timeout is the retryable SUPABASH_COMMIT_COORDINATION).

@@ -279,4 +279,37 @@ CREATE TABLE supabash.grants (
 );
 CREATE INDEX grants_expiry_idx ON supabash.grants (expires_at);
 
+-- The audit trail (extension/src/audit.rs): one row per agent action, written in the
+-- transaction of the commit it led to (revision_id) or, for a discarded session, by
+-- supabash_record_discarded (revision_id NULL, discarded). Append-only: supabash_owner may
+-- insert and read, update only what a redaction scrubs, and delete only what a purge removes
+-- with its revisions (sql/privileges.sql); no API role holds any privilege on it. No foreign key
+-- to revisions: purge removes a revision's records itself.
+CREATE TABLE supabash.audit_records (
+  workspace_id  uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  record_id     uuid NOT NULL,
+  revision_id   uuid,
+  session_id    uuid NOT NULL,
+  sequence      bigint NOT NULL CHECK (sequence >= 0),
+  started_at    timestamptz NOT NULL,
+  recorded_at   timestamptz NOT NULL DEFAULT now(),
+  actor         text NOT NULL,
+  kind          text NOT NULL CHECK (kind IN ('mcp_tool', 'bash', 'apply_patch', 'file_tool', 'mount_session', 'run_session')),
+  tool          text NOT NULL CHECK (octet_length(tool) BETWEEN 1 AND 1024),
+  arguments     jsonb,
+  outcome       text NOT NULL CHECK (outcome IN ('ok', 'error', 'denied')),
+  code          text CHECK (octet_length(code) <= 1024),
+  reason        text CHECK (octet_length(reason) <= 1024),
+  duration_ms   bigint NOT NULL CHECK (duration_ms >= 0),
+  paths         text[] NOT NULL,
+  bytes_changed bigint NOT NULL CHECK (bytes_changed >= 0),
+  discarded     boolean NOT NULL,
+  scrubbed      boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (workspace_id, record_id),
+  CHECK (discarded = (revision_id IS NULL)),
+  CHECK ((outcome = 'error') = (code IS NOT NULL) AND (outcome = 'denied') = (reason IS NOT NULL))
+);
+CREATE INDEX audit_records_order_idx ON supabash.audit_records (workspace_id, recorded_at, session_id, sequence, record_id);
+CREATE INDEX audit_records_revision_idx ON supabash.audit_records (workspace_id, revision_id);
+
 -- Row-level security (enabled and forced on every table above) and every policy: sql/policies.sql.

@@ -494,6 +494,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     let ws = opened.id.clone();
     let changes = parse_changes(std::mem::take(&mut req.changes)).map_err(change_error)?;
     let mut ctx = context(&mut req)?;
+    let audit = crate::audit::prepare(&req.audit.take().unwrap_or_default())?;
     let (changes, mut new_bytes) = hash_changes(changes);
     let locked = access::lock(opened)?;
     check_redaction(&ws, &ctx, locked.redaction_epoch)?;
@@ -538,6 +539,9 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     // Only when set, so the requests of commits made before the flag existed hash as before.
     if ctx.rebase {
         request["rebase"] = json!(true);
+    }
+    if let Some(rows) = &audit {
+        request["audit"] = json!(hex::encode(sha256(rows.to_string().as_bytes())));
     }
     let request_hash = sha256(request.to_string().as_bytes());
     if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
@@ -641,6 +645,9 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         changes: lines,
     };
     receipts::insert(&receipt, &request_hash)?;
+    if let Some(rows) = &audit {
+        crate::audit::write(&ws, Some(&receipt.revision), &receipt.actor, rows)?;
+    }
     db::exec(
         "UPDATE supabash.workspaces SET head_revision = $2::uuid, head_position = $3, updated_at = now()
           WHERE id = $1::uuid",

@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 
 mod access;
 mod args;
+mod audit;
 mod bodies;
 mod budget;
 mod capability;
@@ -66,8 +67,8 @@ pub(crate) fn clip(s: &str) -> &str {
 #[pg_schema]
 mod supabash {
     use crate::{
-        args, capability, checkpoint, clip, commit, diff, fail, lease, purge, read, redact, scope,
-        workspaces,
+        args, audit, capability, checkpoint, clip, commit, diff, fail, lease, purge, read, redact,
+        scope, workspaces,
     };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
@@ -84,6 +85,7 @@ mod supabash {
     #[pg_extern(name = "_call")]
     #[search_path(pg_catalog, pg_temp)]
     fn call(op: &str, args: Json) -> JsonB {
+        use supabash_core::rpc::audit as au;
         use supabash_core::rpc::requests as rq;
         let _scope = scope::Guard::new();
         crate::budget::start();
@@ -112,6 +114,8 @@ mod supabash {
             "renew_lease" => serve::<rq::RenewLease>(op, a, lease::renew),
             "release_lease" => serve::<rq::ReleaseLease>(op, a, lease::release),
             "lease" => serve::<rq::LeaseInfo>(op, a, lease::lease),
+            "record_discarded" => serve::<au::RecordDiscarded>(op, a, audit::record_discarded),
+            "audit" => serve::<au::Audit>(op, a, audit::audit),
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),
             other => Err(fail::invalid(format!(

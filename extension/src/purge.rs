@@ -131,7 +131,11 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
         } else {
             delete.to_owned()
         };
-        db::exec(&sql, &[ws.id.as_str().into(), plan.revisions.into()])?;
+        db::exec(
+            &sql,
+            &[ws.id.as_str().into(), plan.revisions.clone().into()],
+        )?;
+        crate::audit::purge(&ws.id, &plan.revisions)?;
         db::exec(
             "DELETE FROM supabash.entries e USING unnest($2::text[], $3::bigint[]) AS d(path, valid_from)
               WHERE e.workspace_id = $1::uuid AND e.path = d.path AND e.valid_from = d.valid_from",

@@ -573,6 +573,8 @@ pub fn redact(req: rq::Redact) -> Outcome<RedactReport> {
         &dead_hashes,
         &report,
     )?;
+    // Audit records of actions that touched a redacted path keep no arguments.
+    crate::audit::scrub(&ws.id, &sel.paths)?;
     // The forks that shared a redacted version may hold it in a staged tree too.
     db::exec(
         "UPDATE supabash.workspaces SET redaction_epoch = redaction_epoch + 1, updated_at = now()

@@ -1,7 +1,9 @@
 //! `supabash mcp`: opens the workspaces the way a host does (a direct Postgres connection
 //! acting as a user, or PostgREST with the user's token), serves the tools over stdio or
 //! streamable HTTP, and, when the host asked for it at launch, commits each workspace when the
-//! session ends.
+//! session ends. Every tool call is recorded in the audit queue of the workspace it concerns,
+//! so the commit (or the discard at the end of an uncommitted session) writes it. With
+//! `--host-tools` commit, history, diff, restore and checkpoint are tools too.
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -14,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use supabash::workspace::CommitOptions;
 use supabash::Workspace;
-use supabash_agent::mcp::{McpServer, Session};
+use supabash_agent::mcp::{AuditTargets, HostTools, McpServer, RecordingFs, Session};
 use supabash_agent::redact::Redactor;
 use supabash_agent::shell::{Shell, ShellConfig};
 use supabash_agent::tools::ToolOptions;
@@ -56,6 +58,10 @@ pub struct McpArgs {
     /// Where --commit-on-exit writes receipts, one JSON object per line (default: stderr).
     #[arg(long, value_name = "PATH")]
     pub receipts: Option<PathBuf>,
+    /// Also serve commit, history, diff, restore and checkpoint as tools (annotated as host
+    /// actions), for setups where the MCP client is the host. Commits record --actor.
+    #[arg(long)]
+    pub host_tools: bool,
 }
 
 /// The literal secrets of the command line, redacted from everything the tools return.
@@ -65,18 +71,21 @@ fn redactor(args: &McpArgs) -> Redactor {
         .fold(Redactor::default(), |r, s| r.with_literal(s.clone()))
 }
 
-async fn open(args: &McpArgs) -> Result<Vec<(String, Workspace)>, BoxError> {
+type Served = Vec<(String, Arc<Workspace>)>;
+
+async fn open(args: &McpArgs) -> Result<Served, BoxError> {
     let transport = args.connect.connect().await?;
+    let builder = || Workspace::builder(transport.clone()).audit_actor(args.actor.clone());
     let mut out = Vec::new();
     if args.create {
-        let ws = Workspace::builder(transport.clone()).create().await?;
+        let ws = builder().create().await?;
         eprintln!("supabash mcp: created workspace {}", ws.id());
-        out.push((ws.id().to_owned(), ws));
+        out.push((ws.id().to_owned(), Arc::new(ws)));
     }
     for spec in &args.workspaces {
         let (label, id) = spec.split_once('=').unwrap_or((spec, spec));
-        let ws = Workspace::builder(transport.clone()).open(id).await?;
-        out.push((label.to_owned(), ws));
+        let ws = builder().open(id).await?;
+        out.push((label.to_owned(), Arc::new(ws)));
     }
     if out.is_empty() {
         return Err("give --workspace ID (repeatable) or --create".into());
@@ -84,24 +93,47 @@ async fn open(args: &McpArgs) -> Result<Vec<(String, Workspace)>, BoxError> {
     Ok(out)
 }
 
-fn filesystem(workspaces: &[(String, Workspace)]) -> Result<Arc<dyn AgentFs>, BoxError> {
-    if let [(_, ws)] = workspaces {
+fn filesystem(workspaces: &Served) -> Result<Arc<dyn AgentFs>, BoxError> {
+    if let [(_, ws)] = workspaces.as_slice() {
         return Ok(ws.fs().clone());
     }
     let mounts = workspaces
         .iter()
-        .map(|(label, ws)| Mount::workspace(&format!("/{label}"), ws, None))
+        .map(|(label, ws)| Mount::workspace(&format!("/{label}"), ws.as_ref(), None))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Arc::new(MountedFs::new(mounts)?))
 }
 
-async fn commit_all(args: &McpArgs, workspaces: &[(String, Workspace)]) -> Result<(), BoxError> {
+/// Where each workspace's tool calls are recorded.
+fn audit_targets(workspaces: &Served) -> AuditTargets {
+    match workspaces.as_slice() {
+        [(_, ws)] => AuditTargets::single(ws.audit_queue()),
+        all => AuditTargets::mounted(
+            all.iter()
+                .map(|(label, ws)| (format!("/{label}"), ws.audit_queue()))
+                .collect(),
+        ),
+    }
+}
+
+/// Without --commit-on-exit: what the session staged is thrown away, its audit records are
+/// written marked discarded.
+async fn discard_all(workspaces: &Served) -> Result<(), BoxError> {
+    for (_, ws) in workspaces {
+        ws.discard().await?;
+    }
+    Ok(())
+}
+
+async fn commit_all(args: &McpArgs, workspaces: &Served) -> Result<(), BoxError> {
     let mut sink: Box<dyn Write> = match &args.receipts {
         Some(p) => Box::new(std::fs::File::create(p)?),
         None => Box::new(std::io::stderr()),
     };
     for (label, ws) in workspaces {
         let line = if ws.changes()?.is_empty() {
+            // Nothing to commit: the session's audit records are kept as discarded.
+            ws.discard().await?;
             json!({ "workspace": ws.id(), "label": label, "receipt": null })
         } else {
             let options = CommitOptions::new(args.actor.clone()).with_cause("supabash mcp session");
@@ -117,7 +149,7 @@ async fn commit_all(args: &McpArgs, workspaces: &[(String, Workspace)]) -> Resul
 /// Runs `supabash mcp`.
 pub async fn run(args: McpArgs) -> Result<(), BoxError> {
     let workspaces = open(&args).await?;
-    let fs = filesystem(&workspaces)?;
+    let fs: Arc<dyn AgentFs> = Arc::new(RecordingFs(filesystem(&workspaces)?));
     let redactor = redactor(&args);
     let config = ShellConfig::default()
         .with_timeout(Duration::from_secs(args.timeout_secs))
@@ -128,7 +160,13 @@ pub async fn run(args: McpArgs) -> Result<(), BoxError> {
         fs,
         options: ToolOptions::default().with_images(!args.no_images),
     };
-    let server = McpServer::new(session, redactor);
+    let mut server = McpServer::new(session, redactor).with_audit(audit_targets(&workspaces));
+    if args.host_tools {
+        server = server.with_host_tools(HostTools {
+            workspaces: workspaces.clone(),
+            actor: args.actor.clone(),
+        });
+    }
     match args.http {
         None => {
             let running = server.serve(rmcp::transport::stdio()).await?;
@@ -155,6 +193,8 @@ pub async fn run(args: McpArgs) -> Result<(), BoxError> {
     }
     if args.commit_on_exit {
         commit_all(&args, &workspaces).await?;
+    } else {
+        discard_all(&workspaces).await?;
     }
     Ok(())
 }

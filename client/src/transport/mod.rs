@@ -13,6 +13,7 @@ use crate::error::{Result, SupabashError};
 use serde_json::{Map, Value};
 use supabash_core::rpc::Rpc;
 use supabash_core::ErrorCode;
+use tracing::Instrument;
 
 /// One way to call the supabash RPCs.
 #[async_trait::async_trait]
@@ -43,10 +44,23 @@ pub async fn call<R: Rpc>(transport: &dyn Transport, request: &R) -> Result<R::A
         Ok(Value::Object(map)) => map,
         _ => unreachable!("requests serialise to objects"),
     };
+    // The span names the RPC and how it ended, never an argument: they hold grants, tokens
+    // and contents.
+    let span = tracing::debug_span!(
+        "supabash.rpc",
+        rpc = R::NAME,
+        mutates = R::MUTATES,
+        code = tracing::field::Empty
+    );
     let answer = transport
         .call(R::NAME, args)
+        .instrument(span.clone())
         .await
-        .map_err(|e| SupabashError::from_rpc(e, R::MUTATES))?;
+        .map_err(|e| SupabashError::from_rpc(e, R::MUTATES));
+    if let Err(e) = &answer {
+        span.record("code", e.code().as_str());
+    }
+    let answer = answer?;
     serde_json::from_value(answer).map_err(|e| {
         SupabashError::new(
             ErrorCode::Backend,

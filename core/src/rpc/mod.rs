@@ -3,6 +3,7 @@
 //! and the client (which does the opposite), so a wire shape exists once.
 
 mod answers;
+pub mod audit;
 pub mod body;
 mod changes;
 mod params;
@@ -82,6 +83,9 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<RenewLease>(),
         RpcInfo::of::<ReleaseLease>(),
         RpcInfo::of::<LeaseInfo>(),
+        RpcInfo::of::<audit::RecordDiscarded>(),
+        RpcInfo::of::<audit::Audit>(),
+        RpcInfo::of::<audit::AuditRows>(),
     ]
 }
 

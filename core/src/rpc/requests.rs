@@ -56,6 +56,9 @@ macro_rules! rpc {
     };
 }
 
+// Other request modules (`super::audit`) declare theirs with the same macros.
+pub(super) use {request, rpc};
+
 request! {
     "supabash_create_workspace", mutates = true, answers::WorkspaceCreated;
     /// `supabash_create_workspace`: a new, empty workspace owned by the caller.
@@ -190,6 +193,9 @@ request! {
         /// snapshot answers carry it); null is accepted only while the workspace was never
         /// redacted.
         pub redaction_epoch: Option<i64>,
+        /// The audit actions that led to this commit (`super::audit`), written in its
+        /// transaction; a replayed commit writes none again.
+        pub audit: Option<Vec<super::audit::Action>>,
     }
 }
 
@@ -214,7 +220,8 @@ impl Commit {
             "metadata",
             self.metadata.as_ref(),
             MAX_COMMIT_METADATA_BYTES,
-        )
+        )?;
+        super::audit::check_actions(self.audit.as_deref().unwrap_or_default())
     }
 }
 

@@ -4,11 +4,19 @@
 //! several workspaces mounted side by side (`/<label>` each), and a shell over it. The staged
 //! trees live in the server process and are shared by every request (streamable HTTP is
 //! stateless: the handler value is cloned per request, the session is not). Host actions
-//! (commit, discard, checkpoint, history, restore) are not tools; the host keeps them (see
-//! `supabash mcp --commit-on-exit`).
+//! (commit, discard, checkpoint, history, restore) are not tools by default; the host keeps
+//! them (see `supabash mcp --commit-on-exit`), unless it opts in to [`host`] tools.
+//!
+//! Every call is recorded in the served workspaces' audit queues when the server has
+//! [`AuditTargets`] ([`record`]), and runs in a `supabash.tool` tracing span naming the tool
+//! and how it ended (never its arguments).
 
+pub mod host;
+mod record;
 mod tools;
 
+pub use host::HostTools;
+pub use record::{AuditTargets, RecordingFs};
 pub use tools::{specs, BashArgs, Session, BASH};
 
 use crate::redact::Redactor;
@@ -22,11 +30,19 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+use supabash::audit::{Action, ActionOutcome};
+use tracing::Instrument;
 
 /// What the server tells the agent about itself.
 pub const INSTRUCTIONS: &str = "Tools over a staged workspace filesystem. Edits are staged, \
      not saved: the host reviews and commits them. There is no tool to commit, discard, \
      checkpoint, read history or restore.";
+
+/// What the server tells the agent when it also serves the host tools.
+pub const HOST_INSTRUCTIONS: &str = "Tools over a staged workspace filesystem. Edits are \
+     staged, not saved, until the host tools (commit, history, diff, restore, checkpoint) are \
+     used.";
 
 /// The MCP server: the tool list and the session they work on. Cheap to clone.
 #[derive(Clone)]
@@ -34,6 +50,8 @@ pub struct McpServer {
     session: Arc<Session>,
     tools: Arc<Vec<ToolSpec>>,
     redactor: Redactor,
+    audit: Option<AuditTargets>,
+    host: Option<Arc<HostTools>>,
 }
 
 impl McpServer {
@@ -43,7 +61,24 @@ impl McpServer {
             tools: Arc::new(specs(&session.options)),
             session: Arc::new(session),
             redactor,
+            audit: None,
+            host: None,
         }
+    }
+
+    /// Records every tool call in these audit queues.
+    pub fn with_audit(mut self, targets: AuditTargets) -> Self {
+        self.audit = Some(targets);
+        self
+    }
+
+    /// Also serves the [`host`] tools over these workspaces.
+    pub fn with_host_tools(mut self, host: HostTools) -> Self {
+        let mut tools = (*self.tools).clone();
+        tools.extend(host::SPECS);
+        self.tools = Arc::new(tools);
+        self.host = Some(Arc::new(host));
+        self
     }
 
     /// The tools, as MCP describes them.
@@ -51,14 +86,77 @@ impl McpServer {
         self.tools.iter().map(describe).collect()
     }
 
-    async fn call(&self, name: &str, args: Value) -> CallToolResult {
+    /// Runs tool `name` as a `tools/call` request would (recorded, traced, redacted).
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
         if !self.tools.iter().any(|t| t.name == name) {
-            return self.failure(json!({
-                "code": "INVALID_ARGUMENT",
-                "message": format!("no tool named {name:?}"),
-            }));
+            let message = format!("no tool named {name:?}");
+            let outcome = ActionOutcome::Error {
+                code: "INVALID_ARGUMENT".into(),
+            };
+            self.record(name, false, &args, outcome, Instant::now(), None);
+            return self.failure(json!({ "code": "INVALID_ARGUMENT", "message": message }));
         }
-        match self.session.call(name, args).await {
+        let span = tracing::info_span!(
+            "supabash.tool",
+            tool = name,
+            outcome = tracing::field::Empty
+        );
+        let t0 = Instant::now();
+        let run = async {
+            match &self.host {
+                Some(host) if host::SPECS.iter().any(|t| t.name == name) => {
+                    host.call(name, args.clone()).await
+                }
+                _ => self.session.call(name, args.clone()).await,
+            }
+        };
+        let (result, touched) = record::tracking(run).instrument(span.clone()).await;
+        let outcome = record::outcome(&result, |s| self.redactor.redact(s));
+        span.record(
+            "outcome",
+            match &outcome {
+                ActionOutcome::Ok => "ok",
+                ActionOutcome::Error { .. } => "error",
+                ActionOutcome::Denied { .. } => "denied",
+            },
+        );
+        self.record(name, true, &args, outcome, t0, Some(&touched));
+        self.answer(name, result)
+    }
+
+    /// Stages the audit action of one call (when the server records): its arguments redacted
+    /// like its output.
+    fn record(
+        &self,
+        name: &str,
+        known: bool,
+        args: &Value,
+        outcome: ActionOutcome,
+        t0: Instant,
+        touched: Option<&record::Touched>,
+    ) {
+        let Some(targets) = &self.audit else {
+            return;
+        };
+        let duration = t0.elapsed();
+        let none = record::Touched::default();
+        let touched = touched.unwrap_or(&none);
+        let action = Action::new(record::kind(name, known), name)
+            .with_arguments(self.redact_value(args.clone()))
+            .with_outcome(outcome)
+            .with_started(
+                SystemTime::now()
+                    .checked_sub(duration)
+                    .unwrap_or_else(SystemTime::now),
+            )
+            .with_duration(duration)
+            .with_bytes_changed(touched.bytes);
+        targets.record(action, touched);
+    }
+
+    /// The MCP answer of a call.
+    fn answer(&self, name: &str, result: supabash::Result<Value>) -> CallToolResult {
+        match result {
             Ok(value) if name == "view_image" => {
                 let mut result = CallToolResult::success(vec![ContentBlock::image(
                     value["base64"].as_str().unwrap_or_default(),
@@ -147,20 +245,28 @@ fn describe(t: &ToolSpec) -> Tool {
         Value::Object(o) => o,
         _ => serde_json::Map::new(),
     };
-    Tool::new(t.name, t.description, Arc::new(schema)).with_annotations(
+    let mut tool = Tool::new(t.name, t.description, Arc::new(schema)).with_annotations(
         ToolAnnotations::new()
             .read_only(t.read_only)
             .destructive(t.destructive)
             .idempotent(t.idempotent)
             .open_world(false),
-    )
+    );
+    if host::SPECS.iter().any(|h| h.name == t.name) {
+        tool.title = Some(format!("{}{}", host::HOST_TITLE, t.name));
+    }
+    tool
 }
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("supabash", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(if self.host.is_some() {
+                HOST_INSTRUCTIONS
+            } else {
+                INSTRUCTIONS
+            })
     }
 
     async fn list_tools(

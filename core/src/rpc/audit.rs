@@ -1,0 +1,304 @@
+//! The audit trail on the wire: the actions a client stages with its tree and sends with the
+//! commit they led to (`Commit::audit`) or, for a discarded session, with
+//! `supabash_record_discarded`; and the records `supabash_audit` answers. The limits are
+//! `crate::limits::MAX_AUDIT_*`; both sides check them.
+
+use super::requests::{request, rpc, WorkspaceRequest};
+use super::Rpc;
+use crate::limits::{check_object, check_text, utf8_prefix, FieldError};
+use crate::limits::{MAX_AUDIT_ACTIONS, MAX_AUDIT_ARGUMENTS_BYTES, MAX_AUDIT_PATHS};
+use crate::limits::{MAX_AUDIT_TEXT_BYTES, MAX_LABEL_BYTES};
+use crate::path::MAX_PATH_BYTES;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use serde_with::skip_serializing_none;
+
+/// The surface an action came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    /// An MCP tool call (the file tools and `bash` have their own kinds).
+    McpTool,
+    Bash,
+    ApplyPatch,
+    /// A file tool: read, write, edit, list, grep, move, delete, ...
+    FileTool,
+    MountSession,
+    RunSession,
+}
+
+impl ActionKind {
+    /// The wire name, e.g. `apply_patch` (also the database's).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::McpTool => "mcp_tool",
+            ActionKind::Bash => "bash",
+            ActionKind::ApplyPatch => "apply_patch",
+            ActionKind::FileTool => "file_tool",
+            ActionKind::MountSession => "mount_session",
+            ActionKind::RunSession => "run_session",
+        }
+    }
+}
+
+/// How an action ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ActionOutcome {
+    Ok,
+    /// Failed with an error code (`ErrorCode`'s wire name, e.g. `NOT_FOUND`).
+    Error {
+        code: String,
+    },
+    /// Refused by policy, with the reason given.
+    Denied {
+        reason: String,
+    },
+}
+
+/// One action as a client stages it. `arguments` are already redacted by the client (the
+/// database cannot know a secret) and capped ([`cap_arguments`]).
+#[skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Action {
+    /// A UUID the client chose: a retried write of the same action is written once.
+    pub record_id: String,
+    /// The client session (UUID) the action belongs to, and its place in it.
+    pub session_id: String,
+    pub sequence: i64,
+    /// When it started, in milliseconds since the Unix epoch (the client's clock).
+    pub at_ms: i64,
+    pub kind: ActionKind,
+    /// The tool or command name (`write`, `bash`, `apply_patch`, `mount`, ...).
+    pub tool: String,
+    pub arguments: Option<Value>,
+    pub outcome: ActionOutcome,
+    pub duration_ms: i64,
+    /// Paths it changed (the first [`MAX_AUDIT_PATHS`]).
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// Bytes it wrote.
+    #[serde(default)]
+    pub bytes_changed: i64,
+}
+
+impl Action {
+    /// The shared ceilings on one action's fields.
+    pub fn check(&self) -> Result<(), FieldError> {
+        check_text("record_id", Some(&self.record_id), MAX_LABEL_BYTES)?;
+        check_text("session_id", Some(&self.session_id), MAX_LABEL_BYTES)?;
+        check_text("tool", Some(&self.tool), MAX_AUDIT_TEXT_BYTES)?;
+        match &self.outcome {
+            ActionOutcome::Ok => {}
+            ActionOutcome::Error { code } => check_text("code", Some(code), MAX_AUDIT_TEXT_BYTES)?,
+            ActionOutcome::Denied { reason } => {
+                check_text("reason", Some(reason), MAX_AUDIT_TEXT_BYTES)?
+            }
+        }
+        check_object(
+            "arguments",
+            self.arguments.as_ref(),
+            MAX_AUDIT_ARGUMENTS_BYTES,
+        )?;
+        if self.paths.len() > MAX_AUDIT_PATHS {
+            return Err(FieldError::TooMany {
+                name: "paths",
+                max: MAX_AUDIT_PATHS,
+            });
+        }
+        for p in &self.paths {
+            check_text("paths[]", Some(p), MAX_PATH_BYTES)?;
+        }
+        for (name, n) in [
+            ("sequence", self.sequence),
+            ("at_ms", self.at_ms),
+            ("duration_ms", self.duration_ms),
+            ("bytes_changed", self.bytes_changed),
+        ] {
+            if n < 0 {
+                return Err(FieldError::Negative(name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks a batch of actions: at most [`MAX_AUDIT_ACTIONS`], each within its ceilings.
+pub fn check_actions(actions: &[Action]) -> Result<(), FieldError> {
+    if actions.len() > MAX_AUDIT_ACTIONS {
+        return Err(FieldError::TooMany {
+            name: "audit",
+            max: MAX_AUDIT_ACTIONS,
+        });
+    }
+    actions.iter().try_for_each(Action::check)
+}
+
+/// `arguments` as an action may carry them: unchanged when an object of at most
+/// [`MAX_AUDIT_ARGUMENTS_BYTES`]; otherwise `{"truncated": true, "bytes": n, "prefix": ...}`
+/// with a prefix of its JSON text (a non-object is wrapped as `{"value": ...}` first).
+pub fn cap_arguments(arguments: Value) -> Value {
+    let arguments = match arguments {
+        Value::Object(_) => arguments,
+        other => json!({ "value": other }),
+    };
+    let text = arguments.to_string();
+    if text.len() <= MAX_AUDIT_ARGUMENTS_BYTES {
+        return arguments;
+    }
+    let mut keep = MAX_AUDIT_ARGUMENTS_BYTES / 2;
+    loop {
+        let capped = json!({
+            "truncated": true,
+            "bytes": text.len(),
+            "prefix": utf8_prefix(&text, keep),
+        });
+        if capped.to_string().len() <= MAX_AUDIT_ARGUMENTS_BYTES {
+            return capped;
+        }
+        keep /= 2;
+    }
+}
+
+request! {
+    "supabash_record_discarded", mutates = true, AuditWritten, workspace;
+    /// `supabash_record_discarded`: writes the actions of a session whose staged changes were
+    /// discarded, marked discarded (no revision). Retrying writes nothing twice.
+    pub struct RecordDiscarded {
+        pub workspace_id: String,
+        pub actions: Vec<Action>,
+        /// Required unless a delegated grant names the actor.
+        pub actor: Option<String>,
+        pub delegated_grant: Option<String>,
+    }
+}
+
+impl RecordDiscarded {
+    /// The shared ceilings.
+    pub fn check_fields(&self) -> Result<(), FieldError> {
+        check_text("actor", self.actor.as_deref(), MAX_LABEL_BYTES)?;
+        check_actions(&self.actions)
+    }
+}
+
+request! {
+    "supabash_audit", mutates = false, AuditPage, workspace;
+    /// `supabash_audit`: records in the order they were written, after `cursor` (a record
+    /// id); only those of `revision` when given.
+    pub struct Audit {
+        pub workspace_id: String,
+        pub revision: Option<String>,
+        pub cursor: Option<String>,
+        pub page_size: Option<i32>,
+        pub delegated_grant: Option<String>,
+    }
+}
+
+request! {
+    "supabash_audit_rows", mutates = false, Vec<Value>;
+    /// `supabash_audit_rows`: every audit record the caller may see, as table rows (one JSON
+    /// object per row over PostgREST). It is what the view `public.supabash_audit_log` shows
+    /// SQL users; clients read pages with [`Audit`].
+    pub struct AuditRows {}
+}
+
+/// `supabash_record_discarded`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditWritten {
+    /// Records written by this call (0 for a retry).
+    pub written: i64,
+}
+
+/// One stored record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRecord {
+    pub record_id: String,
+    /// The revision the action led to; null for a discarded session's.
+    pub revision: Option<String>,
+    pub session_id: String,
+    pub sequence: i64,
+    /// When the action started (client clock) and when the database wrote it, both as
+    /// receipts print times.
+    pub at: String,
+    pub recorded_at: String,
+    /// Who committed (or discarded) the session: the commit's actor.
+    pub actor: String,
+    pub kind: ActionKind,
+    pub tool: String,
+    /// Null once scrubbed by a redaction of a path the action touched.
+    pub arguments: Option<Value>,
+    pub outcome: ActionOutcome,
+    pub duration_ms: i64,
+    pub paths: Vec<String>,
+    pub bytes_changed: i64,
+    pub discarded: bool,
+    pub scrubbed: bool,
+}
+
+/// `supabash_audit`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditPage {
+    pub records: Vec<AuditRecord>,
+    /// Pass it back for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action() -> Action {
+        Action {
+            record_id: "r".into(),
+            session_id: "s".into(),
+            sequence: 0,
+            at_ms: 1,
+            kind: ActionKind::Bash,
+            tool: "bash".into(),
+            arguments: Some(json!({"command": "ls"})),
+            outcome: ActionOutcome::Denied {
+                reason: "no".into(),
+            },
+            duration_ms: 3,
+            paths: vec![],
+            bytes_changed: 0,
+        }
+    }
+
+    #[test]
+    fn outcomes_are_tagged() {
+        let v = serde_json::to_value(action()).unwrap();
+        assert_eq!(v["outcome"], json!({"status": "denied", "reason": "no"}));
+        assert_eq!(v["kind"], "bash");
+        assert_eq!(serde_json::from_value::<Action>(v).unwrap(), action());
+    }
+
+    #[test]
+    fn limits_are_checked() {
+        assert!(action().check().is_ok());
+        let mut a = action();
+        a.duration_ms = -1;
+        assert_eq!(a.check(), Err(FieldError::Negative("duration_ms")));
+        let mut a = action();
+        a.paths = vec!["/p".into(); MAX_AUDIT_PATHS + 1];
+        assert!(a.check().unwrap_err().is_quota());
+        let mut a = action();
+        a.arguments = Some(json!("not an object"));
+        assert_eq!(a.check(), Err(FieldError::NotAnObject("arguments")));
+    }
+
+    #[test]
+    fn capped_arguments_fit() {
+        let big = json!({ "content": "\"".repeat(3 * MAX_AUDIT_ARGUMENTS_BYTES) });
+        let capped = cap_arguments(big);
+        assert_eq!(capped["truncated"], true);
+        assert!(capped.to_string().len() <= MAX_AUDIT_ARGUMENTS_BYTES);
+        let small = json!({ "path": "/a" });
+        assert_eq!(cap_arguments(small.clone()), small);
+        assert_eq!(cap_arguments(json!(3)), json!({"value": 3}));
+    }
+}

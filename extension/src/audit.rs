@@ -1,0 +1,238 @@
+//! The audit trail (`supabash.audit_records`): what agents did through the client's surfaces.
+//! A commit writes the records of the actions that led to it in its own transaction ([`write`],
+//! called by `commit` after its replay check, so a replayed commit writes nothing again);
+//! `supabash_record_discarded` writes a discarded session's; `supabash_audit` pages them.
+//! Purge removes the records of the revisions it removes ([`purge`]); a path redaction scrubs
+//! the arguments of every record that touched a redacted path ([`scrub`]). Records are
+//! append-only otherwise (sql/privileges.sql).
+
+use crate::access;
+use crate::args;
+use crate::db;
+use crate::fail::{invalid, Fail, Outcome};
+use serde_json::{json, Value};
+use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
+use supabash_core::limits::{DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE};
+use supabash_core::rpc::audit::{self as wire, Action, ActionOutcome};
+use supabash_core::Marker;
+
+/// Whether the installed schema has the audit trail (0.5.0 on).
+fn supported() -> bool {
+    crate::schema::has_table(c"audit_records")
+}
+
+/// Checks actions (the shared limits, their UUIDs) and flattens them into the rows
+/// [`write`] inserts; `None` when there are none.
+pub fn prepare(actions: &[Action]) -> Outcome<Option<Value>> {
+    wire::check_actions(actions).map_err(args::field)?;
+    if actions.is_empty() {
+        return Ok(None);
+    }
+    let rows = actions
+        .iter()
+        .map(|a| {
+            let (outcome, code, reason) = match &a.outcome {
+                ActionOutcome::Ok => ("ok", None, None),
+                ActionOutcome::Error { code } => ("error", Some(code), None),
+                ActionOutcome::Denied { reason } => ("denied", None, Some(reason)),
+            };
+            Ok(json!({
+                "record_id": args::uuid("audit.record_id", &a.record_id)?,
+                "session_id": args::uuid("audit.session_id", &a.session_id)?,
+                "sequence": a.sequence,
+                "at_ms": a.at_ms,
+                "kind": a.kind.as_str(),
+                "tool": a.tool,
+                "arguments": a.arguments,
+                "outcome": outcome,
+                "code": code,
+                "reason": reason,
+                "duration_ms": a.duration_ms,
+                "paths": a.paths,
+                "bytes_changed": a.bytes_changed,
+            }))
+        })
+        .collect::<Outcome<Vec<Value>>>()?;
+    Ok(Some(Value::Array(rows)))
+}
+
+/// Writes prepared rows for workspace `ws`: led to `revision`, or discarded when `None`. A
+/// record id already written is skipped, so a retry writes nothing twice. Returns how many
+/// were written.
+pub fn write(ws: &str, revision: Option<&str>, actor: &str, rows: &Value) -> Outcome<i64> {
+    // Times past year 9999 are clamped: the client's clock is the client's business.
+    let written = db::rows(
+        "INSERT INTO supabash.audit_records
+                (workspace_id, record_id, revision_id, session_id, sequence, started_at, actor, kind,
+                 tool, arguments, outcome, code, reason, duration_ms, paths, bytes_changed, discarded)
+         SELECT $1::uuid, r.record_id, $2::uuid, r.session_id, r.sequence,
+                to_timestamp(least(r.at_ms, 253402300799999) / 1000.0), $3, r.kind, r.tool,
+                r.arguments, r.outcome, r.code, r.reason, r.duration_ms, r.paths, r.bytes_changed,
+                $2::uuid IS NULL
+           FROM jsonb_to_recordset($4) AS r(record_id uuid, session_id uuid, sequence bigint,
+                at_ms bigint, kind text, tool text, arguments jsonb, outcome text, code text,
+                reason text, duration_ms bigint, paths text[], bytes_changed bigint)
+         ON CONFLICT (workspace_id, record_id) DO NOTHING
+         RETURNING 1",
+        &[
+            ws.into(),
+            revision.into(),
+            actor.into(),
+            pgrx::JsonB(rows.clone()).into(),
+        ],
+        |_| Ok(()),
+    )?;
+    Ok(written.len() as i64)
+}
+
+/// `supabash_record_discarded`: see docs/audit.md.
+pub fn record_discarded(req: wire::RecordDiscarded) -> Outcome<wire::AuditWritten> {
+    let ws = access::open(&req, &[Operation::Write, Operation::Commit])?;
+    req.check_fields().map_err(args::field)?;
+    let rows = prepare(&req.actions)?;
+    let actor = match &ws.delegation {
+        Some(d) => delegated_actor(&d.actor_subject),
+        None => match req.actor {
+            Some(a) if a.starts_with(DELEGATED_ACTOR_PREFIX) => {
+                return Err(invalid(format!(
+                    "actors starting with {DELEGATED_ACTOR_PREFIX:?} are recorded only for delegated grants"
+                )))
+            }
+            Some(a) => a,
+            None => return Err(invalid("actor is required")),
+        },
+    };
+    let written = match rows {
+        Some(rows) => write(&ws.id, None, &actor, &rows)?,
+        None => 0,
+    };
+    Ok(wire::AuditWritten { written })
+}
+
+/// `supabash_audit`: see docs/audit.md. Reads only, so it works on a hot standby.
+pub fn audit(req: wire::Audit) -> Outcome<wire::AuditPage> {
+    let ws = access::open(&req, &[Operation::History])?;
+    let limit = req.page_size.map_or(DEFAULT_AUDIT_PAGE, i64::from);
+    if !(1..=MAX_AUDIT_PAGE).contains(&limit) {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("page_size must be between 1 and {MAX_AUDIT_PAGE}"),
+        ));
+    }
+    let revision = args::uuid_opt("revision", req.revision.as_deref())?;
+    if let Some(r) = &revision {
+        access::revision_position(&ws.id, r)?;
+    }
+    let cursor = args::uuid_opt("cursor", req.cursor.as_deref())?;
+    if let Some(c) = &cursor {
+        let known = db::query_row(
+            "SELECT 1 FROM supabash.audit_records WHERE workspace_id = $1::uuid AND record_id = $2::uuid",
+            &[ws.id.as_str().into(), c.as_str().into()],
+            |_| Ok(()),
+        )?;
+        if known.is_none() {
+            return Err(
+                invalid("the cursor names no audit record of this workspace")
+                    .with_detail(json!({ "cursor": c })),
+            );
+        }
+    }
+    let mut records = db::query(
+        "SELECT a.record_id::text, a.revision_id::text, a.session_id::text, a.sequence,
+                supabash.utc_text(a.started_at), supabash.utc_text(a.recorded_at), a.actor, a.kind,
+                a.tool, a.arguments, a.outcome, a.code, a.reason, a.duration_ms, a.paths,
+                a.bytes_changed, a.discarded, a.scrubbed
+           FROM supabash.audit_records a
+          WHERE a.workspace_id = $1::uuid AND ($2::uuid IS NULL OR a.revision_id = $2::uuid)
+            AND ($3::uuid IS NULL OR (a.recorded_at, a.session_id, a.sequence, a.record_id) >
+                 (SELECT c.recorded_at, c.session_id, c.sequence, c.record_id
+                    FROM supabash.audit_records c
+                   WHERE c.workspace_id = $1::uuid AND c.record_id = $3::uuid))
+          ORDER BY a.recorded_at, a.session_id, a.sequence, a.record_id
+          LIMIT $4",
+        &[
+            ws.id.as_str().into(),
+            revision.into(),
+            cursor.into(),
+            (limit + 1).into(),
+        ],
+        record,
+    )?;
+    let more = records.len() as i64 > limit;
+    records.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| records.last().map(|r| r.record_id.clone()))
+        .flatten();
+    Ok(wire::AuditPage {
+        records,
+        next_cursor,
+    })
+}
+
+/// One stored row as the wire record.
+fn record(r: &db::Row) -> Outcome<wire::AuditRecord> {
+    let corrupt = |what: &str| {
+        Fail::new(
+            Marker::HistoryCorruption,
+            format!("a stored audit record has an unknown {what}"),
+        )
+    };
+    let kind: String = db::get(r, 8)?;
+    let outcome = match db::get::<String>(r, 11)?.as_str() {
+        "ok" => ActionOutcome::Ok,
+        "error" => ActionOutcome::Error {
+            code: db::get(r, 12)?,
+        },
+        "denied" => ActionOutcome::Denied {
+            reason: db::get(r, 13)?,
+        },
+        _ => return Err(corrupt("outcome")),
+    };
+    Ok(wire::AuditRecord {
+        record_id: db::get(r, 1)?,
+        revision: db::opt(r, 2)?,
+        session_id: db::get(r, 3)?,
+        sequence: db::get(r, 4)?,
+        at: db::get(r, 5)?,
+        recorded_at: db::get(r, 6)?,
+        actor: db::get(r, 7)?,
+        kind: serde_json::from_value(Value::String(kind)).map_err(|_| corrupt("kind"))?,
+        tool: db::get(r, 9)?,
+        arguments: db::json(r, 10)?,
+        outcome,
+        duration_ms: db::get(r, 14)?,
+        paths: db::get(r, 15)?,
+        bytes_changed: db::get(r, 16)?,
+        discarded: db::get(r, 17)?,
+        scrubbed: db::get(r, 18)?,
+    })
+}
+
+/// After purge removed `revisions` of `ws`: their records go, and so do discarded records
+/// written before the oldest revision it kept (the trail keeps the span history keeps).
+pub fn purge(ws: &str, revisions: &[String]) -> Outcome<()> {
+    if !supported() || revisions.is_empty() {
+        return Ok(());
+    }
+    db::exec(
+        "DELETE FROM supabash.audit_records
+          WHERE workspace_id = $1::uuid
+            AND (revision_id = ANY($2::uuid[])
+                 OR (revision_id IS NULL AND recorded_at <
+                     (SELECT min(committed_at) FROM supabash.revisions WHERE workspace_id = $1::uuid)))",
+        &[ws.into(), revisions.to_vec().into()],
+    )
+}
+
+/// After a redaction of `paths` in `ws`: the arguments of every record that touched one of
+/// them are scrubbed (set to null, marked `scrubbed`); the rest of the record stays.
+pub fn scrub(ws: &str, paths: &[String]) -> Outcome<()> {
+    if !supported() || paths.is_empty() {
+        return Ok(());
+    }
+    db::exec(
+        "UPDATE supabash.audit_records SET arguments = NULL, scrubbed = true
+          WHERE workspace_id = $1::uuid AND paths && $2::text[] AND NOT scrubbed",
+        &[ws.into(), paths.to_vec().into()],
+    )
+}
