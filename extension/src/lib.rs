@@ -14,6 +14,7 @@ mod commit;
 mod db;
 mod diff;
 mod fail;
+mod garbage;
 mod identity;
 mod lease;
 mod lineage;
@@ -26,6 +27,7 @@ mod redact;
 mod schema;
 mod scope;
 mod stored;
+mod verify;
 mod workspaces;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -66,8 +68,8 @@ pub(crate) fn clip(s: &str) -> &str {
 #[pg_schema]
 mod supabash {
     use crate::{
-        args, capability, checkpoint, clip, commit, diff, fail, lease, purge, read, redact, scope,
-        workspaces,
+        args, capability, checkpoint, clip, commit, diff, fail, garbage, lease, purge, read, redact,
+        scope, verify, workspaces,
     };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
@@ -85,6 +87,7 @@ mod supabash {
     #[search_path(pg_catalog, pg_temp)]
     fn call(op: &str, args: Json) -> JsonB {
         use supabash_core::rpc::requests as rq;
+        use supabash_core::rpc::verify::{Garbage, Verify};
         let _scope = scope::Guard::new();
         crate::budget::start();
         let a = args.0;
@@ -112,6 +115,8 @@ mod supabash {
             "renew_lease" => serve::<rq::RenewLease>(op, a, lease::renew),
             "release_lease" => serve::<rq::ReleaseLease>(op, a, lease::release),
             "lease" => serve::<rq::LeaseInfo>(op, a, lease::lease),
+            "verify" => serve::<Verify>(op, a, verify::verify),
+            "garbage" => serve::<Garbage>(op, a, garbage::garbage),
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),
             other => Err(fail::invalid(format!(

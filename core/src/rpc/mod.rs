@@ -8,6 +8,7 @@ mod changes;
 mod params;
 mod receipt;
 pub mod requests;
+pub mod verify;
 
 pub use answers::*;
 pub use changes::{parse_changes, Change, ChangeError, Content, Op, StagedDocument, WireChange};
@@ -82,6 +83,8 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<RenewLease>(),
         RpcInfo::of::<ReleaseLease>(),
         RpcInfo::of::<LeaseInfo>(),
+        RpcInfo::of::<verify::Verify>(),
+        RpcInfo::of::<verify::Garbage>(),
     ]
 }
 
