@@ -240,6 +240,16 @@ $$;
 CREATE VIEW public.supabash_audit_log WITH (security_invoker = true) AS
   SELECT * FROM public.supabash_audit_rows();
 
+-- Integrity (extension/src/verify.rs, garbage.rs; docs/operations.md). Verify only reads (it
+-- works on a hot standby); garbage deletes orphan bodies when asked to, so it is a write.
+CREATE FUNCTION public.supabash_verify(workspace_id text, delegated_grant text DEFAULT NULL)
+  SELECT supabash._call('verify', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_garbage(idle_days integer DEFAULT 30, apply boolean DEFAULT false)
+  SELECT supabash._write('garbage', json_build_object('idle_days', idle_days, 'apply', apply))
+$$;
+
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its
 -- waits are bounded (a timeout is the retryable SUPABASH_COMMIT_COORDINATION).
 CREATE FUNCTION public.supabash_exchange_capability(capability text) RETURNS jsonb

@@ -315,11 +315,17 @@ pub fn lock_family(ws: Workspace) -> Outcome<Workspace> {
     if !crate::schema::has_column(c"workspaces", c"store_id") {
         return lock(ws);
     }
+    lock_store(&ws.store)?;
+    read_head(&ws.id, ws.delegation)?.ok_or_else(|| denied("workspace vanished"))
+}
+
+/// Locks every workspace (of the caller's) sharing body store `store`, in id order: see
+/// [`lock_family`]. Several stores must be locked in store id order.
+pub fn lock_store(store: &str) -> Outcome<()> {
     db::exec(
         "SELECT 1 FROM supabash.workspaces WHERE store_id = $1::uuid ORDER BY id FOR NO KEY UPDATE",
-        &[ws.store.as_str().into()],
-    )?;
-    read_head(&ws.id, ws.delegation)?.ok_or_else(|| denied("workspace vanished"))
+        &[store.into()],
+    )
 }
 
 /// The position of a revision of this workspace.

@@ -25,10 +25,10 @@ pub struct Body {
 }
 
 /// A stored row: its stored form, plain size, and the hash of its base when it is a delta.
-struct Row {
-    stored: Vec<u8>,
-    size: i64,
-    base: Option<Vec<u8>>,
+pub(crate) struct Row {
+    pub(crate) stored: Vec<u8>,
+    pub(crate) size: i64,
+    pub(crate) base: Option<Vec<u8>>,
 }
 
 fn corrupt(message: &str) -> Fail {
@@ -53,11 +53,22 @@ thread_local! {
     static CHAIN_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
 }
 
-/// Fetches the rows of `hashes` and of the bases under them, in one query.
+/// Fetches the rows of `hashes` and of the bases under them, in one query; a body or base
+/// that is missing is HISTORY_CORRUPTION.
 fn fetch_chains(ws: &str, mut hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, Row>> {
     hashes.sort();
     hashes.dedup();
-    let fetched = Spi::connect(|c| {
+    let fetched = chain_rows(ws, &hashes)?;
+    if hashes.iter().any(|h| !fetched.contains_key(h)) {
+        return Err(corrupt("a stored body is missing"));
+    }
+    Ok(fetched)
+}
+
+/// The rows of `hashes` and of the bases under them, at most `MAX_CHAIN` deltas deep, by
+/// hash; what is missing is simply absent (`verify` reports it).
+pub(crate) fn chain_rows(ws: &str, hashes: &[Vec<u8>]) -> Outcome<HashMap<Vec<u8>, Row>> {
+    Spi::connect(|c| {
         CHAIN_PLAN.with(|plan| {
             let mut plan = plan.borrow_mut();
             if plan.is_none() {
@@ -68,7 +79,7 @@ fn fetch_chains(ws: &str, mut hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, 
                 ];
                 *plan = Some(c.prepare(CHAIN_SQL, &types)?.keep());
             }
-            let args = [ws.into(), hashes.clone().into(), (MAX_CHAIN as i32).into()];
+            let args = [ws.into(), hashes.to_vec().into(), (MAX_CHAIN as i32).into()];
             let table = c.select(plan.as_ref().expect("prepared"), None, &args)?;
             let mut out = HashMap::with_capacity(table.len());
             for row in table {
@@ -80,11 +91,7 @@ fn fetch_chains(ws: &str, mut hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, 
             }
             Ok::<_, Fail>(out)
         })
-    })?;
-    if hashes.iter().any(|h| !fetched.contains_key(h)) {
-        return Err(corrupt("a stored body is missing"));
-    }
-    Ok(fetched)
+    })
 }
 
 /// Decodes `hash` (and the bases under it) into `done`.

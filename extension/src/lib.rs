@@ -15,6 +15,7 @@ mod commit;
 mod db;
 mod diff;
 mod fail;
+mod garbage;
 mod identity;
 mod lease;
 mod lineage;
@@ -27,6 +28,7 @@ mod redact;
 mod schema;
 mod scope;
 mod stored;
+mod verify;
 mod workspaces;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -67,8 +69,8 @@ pub(crate) fn clip(s: &str) -> &str {
 #[pg_schema]
 mod supabash {
     use crate::{
-        args, audit, capability, checkpoint, clip, commit, diff, fail, lease, purge, read, redact,
-        scope, workspaces,
+        args, audit, capability, checkpoint, clip, commit, diff, fail, garbage, lease, purge, read,
+        redact, scope, verify, workspaces,
     };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
@@ -87,6 +89,7 @@ mod supabash {
     fn call(op: &str, args: Json) -> JsonB {
         use supabash_core::rpc::audit as au;
         use supabash_core::rpc::requests as rq;
+        use supabash_core::rpc::verify::{Garbage, Verify};
         let _scope = scope::Guard::new();
         crate::budget::start();
         let a = args.0;
@@ -116,6 +119,8 @@ mod supabash {
             "lease" => serve::<rq::LeaseInfo>(op, a, lease::lease),
             "record_discarded" => serve::<au::RecordDiscarded>(op, a, audit::record_discarded),
             "audit" => serve::<au::Audit>(op, a, audit::audit),
+            "verify" => serve::<Verify>(op, a, verify::verify),
+            "garbage" => serve::<Garbage>(op, a, garbage::garbage),
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),
             other => Err(fail::invalid(format!(

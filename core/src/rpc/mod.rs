@@ -9,6 +9,7 @@ mod changes;
 mod params;
 mod receipt;
 pub mod requests;
+pub mod verify;
 
 pub use answers::*;
 pub use changes::{parse_changes, Change, ChangeError, Content, Op, StagedDocument, WireChange};
@@ -86,6 +87,8 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<audit::RecordDiscarded>(),
         RpcInfo::of::<audit::Audit>(),
         RpcInfo::of::<audit::AuditRows>(),
+        RpcInfo::of::<verify::Verify>(),
+        RpcInfo::of::<verify::Garbage>(),
     ]
 }
 
