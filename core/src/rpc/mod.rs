@@ -5,12 +5,14 @@
 mod answers;
 pub mod body;
 mod changes;
+pub mod listing;
 mod params;
 mod receipt;
 pub mod requests;
 
 pub use answers::*;
 pub use changes::{parse_changes, Change, ChangeError, Content, Op, StagedDocument, WireChange};
+pub use listing::DirectoryPage;
 pub use params::{params_of, Param};
 pub use receipt::{ForkedFrom, Receipt, ReceiptLine};
 
@@ -68,6 +70,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<LoadSnapshot>(),
         RpcInfo::of::<LoadRevision>(),
         RpcInfo::of::<History>(),
+        RpcInfo::of::<listing::ListDirectory>(),
         RpcInfo::of::<Commit>(),
         RpcInfo::of::<Diff>(),
         RpcInfo::of::<Checkpoint>(),
