@@ -37,6 +37,9 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- Reads answer json through supabash._read: the answer is built once, as text, and reaches the
+-- caller unchanged (PostgREST passes json through), never parsed into jsonb and printed back.
+
 CREATE FUNCTION public.supabash_create_workspace(label text DEFAULT NULL) RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
@@ -59,43 +62,53 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
 $$;
 
 CREATE FUNCTION public.supabash_list_workspaces(cursor text DEFAULT NULL, page_size integer DEFAULT NULL)
-RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('list_workspaces', json_build_object('cursor', cursor, 'page_size', page_size))
+  SELECT supabash._read('list_workspaces', json_build_object('cursor', cursor, 'page_size', page_size))
 $$;
 
 CREATE FUNCTION public.supabash_load_manifest(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
-RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_manifest', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
+  SELECT supabash._read('load_manifest', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_load_document(workspace_id text, path text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
-RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_document',
+  SELECT supabash._read('load_document',
     json_build_object('workspace_id', workspace_id, 'path', path, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_load_snapshot(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
-RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_snapshot', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
+  SELECT supabash._read('load_snapshot', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_load_revision(workspace_id text, revision text, delegated_grant text DEFAULT NULL)
-RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('load_revision', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
+  SELECT supabash._read('load_revision', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_history(
   workspace_id text, cursor text DEFAULT NULL, page_size integer DEFAULT NULL,
   restart_if_missing boolean DEFAULT false, delegated_grant text DEFAULT NULL)
-RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('history', json_build_object('workspace_id', workspace_id, 'cursor', cursor,
+  SELECT supabash._read('history', json_build_object('workspace_id', workspace_id, 'cursor', cursor,
     'page_size', page_size, 'restart_if_missing', restart_if_missing, 'delegated_grant', delegated_grant))
+$$;
+
+-- A directory's direct children, paged (extension/src/listing.rs).
+CREATE FUNCTION public.supabash_list_directory(
+  workspace_id text, path text, revision text DEFAULT NULL, cursor text DEFAULT NULL,
+  page_size integer DEFAULT NULL, totals boolean DEFAULT false, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('list_directory', json_build_object('workspace_id', workspace_id, 'path', path,
+    'revision', revision, 'cursor', cursor, 'page_size', page_size, 'totals', totals, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_commit(
@@ -119,9 +132,9 @@ $$;
 CREATE FUNCTION public.supabash_diff(
   workspace_id text, from_ref jsonb, to_ref jsonb, paths text[] DEFAULT NULL,
   preview_bytes integer DEFAULT NULL, staged json DEFAULT NULL, delegated_grant text DEFAULT NULL)
-RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('diff', json_build_object('workspace_id', workspace_id, 'from_ref', from_ref,
+  SELECT supabash._read('diff', json_build_object('workspace_id', workspace_id, 'from_ref', from_ref,
     'to_ref', to_ref, 'paths', to_json(paths), 'preview_bytes', preview_bytes, 'staged', staged, 'delegated_grant', delegated_grant))
 $$;
 
@@ -134,10 +147,10 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'retention_class', retention_class, 'idempotency_key', idempotency_key, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
-CREATE FUNCTION public.supabash_checkpoints(workspace_id text, delegated_grant text DEFAULT NULL) RETURNS jsonb
+CREATE FUNCTION public.supabash_checkpoints(workspace_id text, delegated_grant text DEFAULT NULL) RETURNS json
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('checkpoints', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
+  SELECT supabash._read('checkpoints', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_delete_checkpoint(workspace_id text, checkpoint_id text, delegated_grant text DEFAULT NULL) RETURNS jsonb
@@ -182,10 +195,10 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'token', token, 'delegated_grant', delegated_grant))
 $$;
 
-CREATE FUNCTION public.supabash_lease(workspace_id text, delegated_grant text DEFAULT NULL) RETURNS jsonb
+CREATE FUNCTION public.supabash_lease(workspace_id text, delegated_grant text DEFAULT NULL) RETURNS json
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._call('lease', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
+  SELECT supabash._read('lease', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_redact(

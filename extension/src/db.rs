@@ -10,9 +10,11 @@
 use crate::fail::{Fail, Outcome};
 use pgrx::datum::{DatumWithOid, FromDatum, IntoDatum};
 use pgrx::prelude::*;
-use pgrx::spi::SpiHeapTupleData;
-use pgrx::JsonB;
+use pgrx::spi::{OwnedPreparedStatement, SpiHeapTupleData};
+use pgrx::{JsonB, PgOid};
 use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use supabash_core::Marker;
 
 /// One result row.
@@ -114,18 +116,48 @@ pub fn file_columns() -> &'static str {
 /// metadata, redacted` (see [`file_columns`]) and collects the rows. NULL content columns (a file without metadata, see
 /// `supabash.entries`) read as the body's hash and size and `{}`.
 pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
-    query(sql, args, |row| {
-        let body_hash: Vec<u8> = get(row, 2)?;
-        let body_size: i64 = get(row, 3)?;
-        Ok(FileRow {
-            path: get(row, 1)?,
-            content_hash: opt(row, 4)?.unwrap_or_else(|| body_hash.clone()),
-            content_size: opt(row, 5)?.unwrap_or(body_size),
-            metadata: json(row, 6)?.unwrap_or_else(|| Value::Object(Default::default())),
-            body_hash,
-            body_size,
-            body: None,
-            redacted: get(row, 7)?,
-        })
+    query(sql, args, file_row)
+}
+
+/// One row of a [`file_rows`] query.
+pub fn file_row(row: &Row) -> Outcome<FileRow> {
+    let body_hash: Vec<u8> = get(row, 2)?;
+    let body_size: i64 = get(row, 3)?;
+    Ok(FileRow {
+        path: get(row, 1)?,
+        content_hash: opt(row, 4)?.unwrap_or_else(|| body_hash.clone()),
+        content_size: opt(row, 5)?.unwrap_or(body_size),
+        metadata: json(row, 6)?.unwrap_or_else(|| Value::Object(Default::default())),
+        body_hash,
+        body_size,
+        body: None,
+        redacted: get(row, 7)?,
     })
+}
+
+thread_local! {
+    /// Plans of [`query_kept`], by statement text, kept for the backend's life (SPI_keepplan;
+    /// PostgreSQL replans one when the objects it uses change).
+    static KEPT: RefCell<HashMap<String, OwnedPreparedStatement>> = RefCell::new(HashMap::new());
+}
+
+/// [`query`] through a plan prepared the first time its text is seen: for a statement one call
+/// runs many times with other arguments (planning a union over a fork's sources costs more
+/// than running it). The argument types come from `args`.
+pub fn query_kept<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    mut map: impl FnMut(&Row) -> Outcome<T>,
+) -> Outcome<Vec<T>> {
+    Spi::connect(|c| {
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            if !kept.contains_key(sql) {
+                let types: Vec<PgOid> = args.iter().map(|a| PgOid::from(a.oid())).collect();
+                kept.insert(sql.to_owned(), c.prepare(sql, &types)?.keep());
+            }
+            let table = c.select(&kept[sql], None, args)?;
+            Ok::<_, Fail>(table.map(|row| map(&row)).collect::<Outcome<Vec<T>>>())
+        })
+    })?
 }

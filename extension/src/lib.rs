@@ -17,8 +17,10 @@ mod diff;
 mod fail;
 mod garbage;
 mod identity;
+mod json_text;
 mod lease;
 mod lineage;
+mod listing;
 mod purge;
 mod quota;
 mod read;
@@ -68,95 +70,131 @@ pub(crate) fn clip(s: &str) -> &str {
 /// The private schema (created by sql/schema.sql); pgrx only needs to know its name.
 #[pg_schema]
 mod supabash {
+    use crate::json_text::JsonText;
     use crate::{
-        args, audit, capability, checkpoint, clip, commit, diff, fail, garbage, lease, purge, read,
-        redact, scope, verify, workspaces,
+        args, audit, capability, checkpoint, clip, commit, diff, fail, garbage, lease, listing,
+        purge, read, redact, scope, verify, workspaces,
     };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
     use serde_json::Value;
     use supabash_core::rpc::Rpc;
 
-    /// Dispatches one RPC. `args` is `json` (text), not `jsonb`: large arguments such as a
-    /// commit's changes are parsed once, here, instead of being built into jsonb and printed
-    /// back to text; then decoded into the RPC's request type. It runs SQL, so, like every such
+    /// Dispatches one RPC and answers `jsonb`: every write's wrapper calls it (through
+    /// `supabash._write`), and so did every read of 0.4.0 and before, whose install scripts
+    /// declare it. `args` is `json` (text), not `jsonb`: large arguments such as a commit's
+    /// changes are parsed once, here, instead of being built into jsonb and printed back to
+    /// text; then decoded into the RPC's request type. It runs SQL, so, like every such
     /// function of the extension, it pins its own `search_path` whoever calls it (the native
-    /// identity and scope functions run none). Errors leave as Postgres ERRORs
-    /// with a `SUPABASH_*` marker; a panic is caught by pgrx and becomes an ERROR too, never a
-    /// crashed backend.
+    /// identity and scope functions run none). Errors leave as Postgres ERRORs with a
+    /// `SUPABASH_*` marker; a panic is caught by pgrx and becomes an ERROR too, never a crashed
+    /// backend.
     #[pg_extern(name = "_call")]
     #[search_path(pg_catalog, pg_temp)]
     fn call(op: &str, args: Json) -> JsonB {
+        match dispatch(op, args.0, false)
+            .and_then(|text| serde_json::from_str(&text).map_err(|e| fail::invalid(e.to_string())))
+        {
+            Ok(v) => JsonB(v),
+            Err(f) => f.raise(),
+        }
+    }
+
+    /// Dispatches one read RPC and answers `json`: the answer is encoded once, as text, and
+    /// reaches the caller unchanged (PostgREST passes `json` through), never parsed into
+    /// `jsonb` and printed back. Refuses every RPC that writes.
+    #[pg_extern(name = "_read")]
+    #[search_path(pg_catalog, pg_temp)]
+    fn read(op: &str, args: Json) -> JsonText {
+        match dispatch(op, args.0, true) {
+            Ok(text) => JsonText(text),
+            Err(f) => f.raise(),
+        }
+    }
+
+    /// Runs RPC `op` on `args` and answers its JSON text; `reads_only` refuses the RPCs that
+    /// write.
+    fn dispatch(op: &str, a: Value, reads_only: bool) -> fail::Outcome<String> {
         use supabash_core::rpc::audit as au;
+        use supabash_core::rpc::listing::ListDirectory;
         use supabash_core::rpc::requests as rq;
         use supabash_core::rpc::verify::{Garbage, Verify};
         let _scope = scope::Guard::new();
         crate::budget::start();
-        let a = args.0;
-        let result = match op {
-            "create_workspace" => serve::<rq::CreateWorkspace>(op, a, workspaces::create_workspace),
-            "fork" => serve::<rq::Fork>(op, a, workspaces::fork),
-            "delete_workspace" => serve::<rq::DeleteWorkspace>(op, a, workspaces::delete_workspace),
-            "list_workspaces" => serve::<rq::ListWorkspaces>(op, a, workspaces::list_workspaces),
-            "load_manifest" => serve::<rq::LoadManifest>(op, a, read::load_manifest),
-            "load_document" => serve::<rq::LoadDocument>(op, a, read::load_document),
-            "load_snapshot" => serve::<rq::LoadSnapshot>(op, a, read::load_snapshot),
-            "load_revision" => serve::<rq::LoadRevision>(op, a, read::load_revision),
-            "history" => serve::<rq::History>(op, a, read::history),
-            "commit" => serve::<rq::Commit>(op, a, commit::commit),
-            "diff" => serve::<rq::Diff>(op, a, diff::diff),
-            "checkpoint" => serve::<rq::Checkpoint>(op, a, checkpoint::checkpoint),
-            "checkpoints" => serve::<rq::Checkpoints>(op, a, checkpoint::checkpoints),
-            "delete_checkpoint" => {
-                serve::<rq::DeleteCheckpoint>(op, a, checkpoint::delete_checkpoint)
-            }
-            "purge" => serve::<rq::Purge>(op, a, purge::purge),
-            "redact" => serve::<rq::Redact>(op, a, redact::redact),
-            "exchange_capability" => serve::<rq::ExchangeCapability>(op, a, capability::exchange),
-            "acquire_lease" => serve::<rq::AcquireLease>(op, a, lease::acquire),
-            "renew_lease" => serve::<rq::RenewLease>(op, a, lease::renew),
-            "release_lease" => serve::<rq::ReleaseLease>(op, a, lease::release),
-            "lease" => serve::<rq::LeaseInfo>(op, a, lease::lease),
-            "record_discarded" => serve::<au::RecordDiscarded>(op, a, audit::record_discarded),
-            "audit" => serve::<au::Audit>(op, a, audit::audit),
-            "verify" => serve::<Verify>(op, a, verify::verify),
-            "garbage" => serve::<Garbage>(op, a, garbage::garbage),
+        let s = Serve { op, reads_only };
+        match op {
+            "create_workspace" => s.run::<rq::CreateWorkspace>(a, workspaces::create_workspace),
+            "fork" => s.run::<rq::Fork>(a, workspaces::fork),
+            "delete_workspace" => s.run::<rq::DeleteWorkspace>(a, workspaces::delete_workspace),
+            "list_workspaces" => s.run::<rq::ListWorkspaces>(a, workspaces::list_workspaces),
+            "load_manifest" => s.run::<rq::LoadManifest>(a, read::load_manifest),
+            "load_document" => s.run::<rq::LoadDocument>(a, read::load_document),
+            "load_snapshot" => s.run::<rq::LoadSnapshot>(a, read::load_snapshot),
+            "load_revision" => s.run::<rq::LoadRevision>(a, read::load_revision),
+            "history" => s.run::<rq::History>(a, read::history),
+            "list_directory" => s.run::<ListDirectory>(a, listing::list_directory),
+            "commit" => s.run::<rq::Commit>(a, commit::commit),
+            "diff" => s.run::<rq::Diff>(a, diff::diff),
+            "checkpoint" => s.run::<rq::Checkpoint>(a, checkpoint::checkpoint),
+            "checkpoints" => s.run::<rq::Checkpoints>(a, checkpoint::checkpoints),
+            "delete_checkpoint" => s.run::<rq::DeleteCheckpoint>(a, checkpoint::delete_checkpoint),
+            "purge" => s.run::<rq::Purge>(a, purge::purge),
+            "redact" => s.run::<rq::Redact>(a, redact::redact),
+            "exchange_capability" => s.run::<rq::ExchangeCapability>(a, capability::exchange),
+            "acquire_lease" => s.run::<rq::AcquireLease>(a, lease::acquire),
+            "renew_lease" => s.run::<rq::RenewLease>(a, lease::renew),
+            "release_lease" => s.run::<rq::ReleaseLease>(a, lease::release),
+            "lease" => s.run::<rq::LeaseInfo>(a, lease::lease),
+            "record_discarded" => s.run::<au::RecordDiscarded>(a, audit::record_discarded),
+            "audit" => s.run::<au::Audit>(a, audit::audit),
+            "verify" => s.run::<Verify>(a, verify::verify),
+            "garbage" => s.run::<Garbage>(a, garbage::garbage),
             #[cfg(feature = "pg_test")]
             "panic" => panic!("deliberate panic for tests"),
             other => Err(fail::invalid(format!(
                 "unknown operation {:?}",
                 clip(other)
             ))),
-        };
-        match result {
-            Ok(v) => JsonB(v),
-            Err(f) => f.raise(),
         }
     }
 
-    /// Decodes the request of RPC `R` (whose SQL name is `supabash_<op>`), runs `handler`
-    /// and encodes its answer.
-    fn serve<R: Rpc>(
-        op: &str,
-        args: Value,
-        handler: fn(R) -> fail::Outcome<R::Answer>,
-    ) -> fail::Outcome<Value> {
-        assert_eq!(
-            R::NAME.strip_prefix("supabash_"),
-            Some(op),
-            "dispatch table and contract disagree"
-        );
-        if R::MUTATES && read_only() {
-            return Err(fail::Fail::new(
-                supabash_core::Marker::ReadOnly,
-                format!(
-                    "{} writes, and this server is a hot standby (read replica) or the transaction is read-only: send it to the primary",
+    /// One dispatch: the operation's name, and whether only reads may run.
+    struct Serve<'a> {
+        op: &'a str,
+        reads_only: bool,
+    }
+
+    impl Serve<'_> {
+        /// Decodes the request of RPC `R` (whose SQL name is `supabash_<op>`), runs `handler`
+        /// and encodes its answer as JSON text.
+        fn run<R: Rpc>(
+            &self,
+            args: Value,
+            handler: fn(R) -> fail::Outcome<R::Answer>,
+        ) -> fail::Outcome<String> {
+            assert_eq!(
+                R::NAME.strip_prefix("supabash_"),
+                Some(self.op),
+                "dispatch table and contract disagree"
+            );
+            if R::MUTATES && self.reads_only {
+                return Err(fail::invalid(format!(
+                    "{} writes: supabash._read serves reads only",
                     R::NAME
-                ),
-            ));
+                )));
+            }
+            if R::MUTATES && read_only() {
+                return Err(fail::Fail::new(
+                    supabash_core::Marker::ReadOnly,
+                    format!(
+                        "{} writes, and this server is a hot standby (read replica) or the transaction is read-only: send it to the primary",
+                        R::NAME
+                    ),
+                ));
+            }
+            let answer = handler(args::decode::<R>(args)?)?;
+            Ok(serde_json::to_string(&answer).expect("answers serialise"))
         }
-        let answer = handler(args::decode::<R>(args)?)?;
-        Ok(serde_json::to_value(answer).expect("answers serialise"))
     }
 
     /// Whether this transaction cannot write: the server is in recovery (a hot standby) or the

@@ -89,7 +89,10 @@ pub fn files_at(
 }
 
 /// Resolves an optional revision argument to (revision id, position); absent means the head.
-fn pinned(ws: &Workspace, revision: Option<&str>) -> Outcome<(Option<String>, Option<i64>)> {
+pub(crate) fn pinned(
+    ws: &Workspace,
+    revision: Option<&str>,
+) -> Outcome<(Option<String>, Option<i64>)> {
     match args::uuid_opt("revision", revision)? {
         None => Ok((ws.head.clone(), ws.head_position)),
         Some(rev) => {

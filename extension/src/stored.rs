@@ -8,6 +8,7 @@
 //! `hash` always describe the plain bytes.
 
 use crate::fail::{Fail, Outcome};
+use std::cell::RefCell;
 use supabash_core::Marker;
 use zstd::zstd_safe::{CCtx, CParameter, DCtx};
 
@@ -79,7 +80,7 @@ pub fn is_delta(stored: &[u8]) -> bool {
 pub fn decode(stored: &[u8], base: Option<&[u8]>) -> Outcome<Vec<u8>> {
     match (stored.split_first(), base) {
         (Some((&PLAIN, rest)), _) => Ok(rest.to_vec()),
-        (Some((&ZSTD, frame)), _) => zstd::bulk::decompress(frame, MAX_BODY).map_err(|_| corrupt()),
+        (Some((&ZSTD, frame)), _) => whole_frame(frame),
         (Some((&DELTA, frame)), Some(base)) => {
             let size = match zstd::zstd_safe::get_frame_content_size(frame) {
                 Ok(Some(n)) if n as usize <= MAX_BODY => n as usize,
@@ -93,6 +94,36 @@ pub fn decode(stored: &[u8], base: Option<&[u8]>) -> Outcome<Vec<u8>> {
         }
         _ => Err(corrupt()),
     }
+}
+
+thread_local! {
+    /// One zstd decoder per backend, reused by every whole frame it decodes (a snapshot decodes
+    /// thousands): creating a decoder context costs more than decoding a small body.
+    static DECODER: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
+}
+
+/// The plain bytes of a whole zstd frame, decoded once into a buffer of exactly the size its
+/// header declares (every frame `encode` writes declares it).
+fn whole_frame(frame: &[u8]) -> Outcome<Vec<u8>> {
+    let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(n)) if n as usize <= MAX_BODY => n as usize,
+        Ok(None) => return zstd::bulk::decompress(frame, MAX_BODY).map_err(|_| corrupt()),
+        _ => return Err(corrupt()),
+    };
+    let mut out = Vec::with_capacity(size);
+    DECODER.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = DCtx::try_create();
+        }
+        let dctx = cell.as_mut().ok_or_else(corrupt)?;
+        // ZSTD_decompressDCtx starts every frame afresh, whatever the previous one left.
+        dctx.decompress(&mut out, frame).map_err(|_| corrupt())
+    })?;
+    if out.len() != size {
+        return Err(corrupt());
+    }
+    Ok(out)
 }
 
 /// The largest block of plain bytes a zstd frame holds, and what a block costs at most stored.

@@ -283,7 +283,7 @@ fn call_statement(rpc: &str, sig: &[(String, String)], args: Map<String, Value>)
     };
     Call {
         sql: format!(
-            "SELECT to_jsonb(public.{}({})) AS r{from}",
+            "SELECT to_json(public.{}({})) AS r{from}",
             quote_ident(rpc),
             named.join(", ")
         ),

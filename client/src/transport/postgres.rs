@@ -126,7 +126,7 @@ pub(crate) fn call_statement(
     };
     Call {
         sql: format!(
-            "SELECT to_jsonb(public.{}({})) AS r{from}",
+            "SELECT to_json(public.{}({})) AS r{from}",
             quote_ident(rpc),
             named.join(", ")
         ),
@@ -252,7 +252,7 @@ mod tests {
         let call = call_statement("f", &sig, args.as_object().unwrap().clone());
         assert_eq!(
             call.sql,
-            "SELECT to_jsonb(public.\"f\"(\"p\" => _.\"p\", \"o'k\" => $2::json)) AS r \
+            "SELECT to_json(public.\"f\"(\"p\" => _.\"p\", \"o'k\" => $2::json)) AS r \
              FROM json_to_record($1::json) AS _(\"p\" integer)"
         );
         assert_eq!(
@@ -272,11 +272,11 @@ mod tests {
         );
         assert_eq!(
             only_json.sql,
-            "SELECT to_jsonb(public.\"h\"(\"o'k\" => $1::json)) AS r"
+            "SELECT to_json(public.\"h\"(\"o'k\" => $1::json)) AS r"
         );
         assert_eq!(only_json.params, vec![None]);
         let none = call_statement("g", &[], Map::new());
-        assert_eq!(none.sql, "SELECT to_jsonb(public.\"g\"()) AS r");
+        assert_eq!(none.sql, "SELECT to_json(public.\"g\"()) AS r");
         assert!(none.params.is_empty());
     }
 }

@@ -6,6 +6,7 @@ mod answers;
 pub mod audit;
 pub mod body;
 mod changes;
+pub mod listing;
 mod params;
 mod receipt;
 pub mod requests;
@@ -13,6 +14,7 @@ pub mod verify;
 
 pub use answers::*;
 pub use changes::{parse_changes, Change, ChangeError, Content, Op, StagedDocument, WireChange};
+pub use listing::DirectoryPage;
 pub use params::{params_of, Param};
 pub use receipt::{ForkedFrom, Receipt, ReceiptLine};
 
@@ -70,6 +72,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<LoadSnapshot>(),
         RpcInfo::of::<LoadRevision>(),
         RpcInfo::of::<History>(),
+        RpcInfo::of::<listing::ListDirectory>(),
         RpcInfo::of::<Commit>(),
         RpcInfo::of::<Diff>(),
         RpcInfo::of::<Checkpoint>(),

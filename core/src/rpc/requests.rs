@@ -566,3 +566,6 @@ mod lease_tests {
         }
     }
 }
+
+// The request types of other modules of the contract (`super::listing`) use these too.
+pub(super) use {request, rpc};

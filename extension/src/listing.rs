@@ -1,0 +1,169 @@
+//! `supabash_list_directory`: a directory's direct children at a revision, paged. The scan
+//! walks the tree's path index in order and jumps over every subdirectory's contents (a loose
+//! index scan: one probe per subdirectory, one row per file), so a listing costs what the
+//! directory holds, not what the tree holds. It reads what `lineage::visible_sql` makes
+//! visible, so a fork lists its sources' files too.
+
+use crate::access::{self, Workspace};
+use crate::args;
+use crate::db::{self, FileRow};
+use crate::fail::{invalid, Fail, Outcome};
+use crate::lineage;
+use crate::read;
+use supabash_core::capability::Operation;
+use supabash_core::rpc::listing::{
+    DirectoryPage, ListDirectory, DEFAULT_DIRECTORY_PAGE, MAX_DIRECTORY_PAGE,
+};
+use supabash_core::Marker;
+
+/// Rows one probe reads at most: a probe that meets a subdirectory wastes the rest of its rows.
+const MAX_PROBE: i64 = 1024;
+
+/// Where a scan resumes: after a file's path, or at the first path past a subdirectory.
+enum Resume {
+    After(String),
+    From(String),
+}
+
+/// The directory `path` names, canonical (`/` or a valid path).
+fn directory(path: &str) -> Outcome<String> {
+    if path == "/" {
+        Ok("/".to_owned())
+    } else {
+        args::checked_path(path)
+    }
+}
+
+/// The prefix every path below `dir` starts with, and the first string past all of them
+/// (`/` is followed by `0` in the byte order the `"C"` collation of paths sorts by).
+fn bounds(dir: &str) -> (String, String) {
+    let stem = if dir == "/" { "" } else { dir };
+    (format!("{stem}/"), format!("{stem}0"))
+}
+
+/// Decodes a cursor: a child's path (a file), or a child's path and `/` (a directory).
+fn resume_at(prefix: &str, cursor: Option<&str>) -> Outcome<Resume> {
+    let Some(cursor) = cursor else {
+        return Ok(Resume::After(prefix.to_owned()));
+    };
+    let bad = || invalid("cursor is not a nextCursor of this directory");
+    let name = cursor.strip_prefix(prefix).ok_or_else(bad)?;
+    match name.strip_suffix('/') {
+        Some(dir) if !dir.is_empty() && !dir.contains('/') => {
+            Ok(Resume::From(format!("{prefix}{dir}0")))
+        }
+        None if !name.is_empty() && !name.contains('/') => Ok(Resume::After(cursor.to_owned())),
+        _ => Err(bad()),
+    }
+}
+
+/// The next at most `limit` visible rows below the directory from `at`, in path order.
+fn probe(
+    ws: &Workspace,
+    position: Option<i64>,
+    at: &Resume,
+    upper: &str,
+    limit: i64,
+) -> Outcome<Vec<FileRow>> {
+    let at_head = position.is_none() || position == ws.head_position;
+    let (op, from) = match at {
+        Resume::After(p) => (">", p),
+        Resume::From(p) => (">=", p),
+    };
+    let filter = format!("e.path {op} $5 AND e.path < $6");
+    let sql = format!(
+        "SELECT * FROM ({}) e ORDER BY 1 LIMIT $7",
+        lineage::visible_sql(ws, at_head, db::file_columns(), &filter)
+    );
+    let mut args = lineage::visible_args(ws, position);
+    args.push(from.as_str().into());
+    args.push(upper.into());
+    args.push(limit.into());
+    db::query_kept(&sql, &args, db::file_row)
+}
+
+/// Files and rendered bytes of the whole tree at a position.
+fn totals(ws: &Workspace, position: Option<i64>) -> Outcome<(i64, i64)> {
+    let at_head = position.is_none() || position == ws.head_position;
+    let sql = format!(
+        "SELECT count(*), coalesce(sum(coalesce(e.content_size, e.body_size)), 0)::bigint
+           FROM ({}) e",
+        lineage::visible_sql(ws, at_head, "e.content_size, e.body_size", "true")
+    );
+    let args = lineage::visible_args(ws, position);
+    let row = db::query_row(&sql, &args, |r| {
+        Ok((db::get::<i64>(r, 1)?, db::get::<i64>(r, 2)?))
+    })?;
+    Ok(row.unwrap_or((0, 0)))
+}
+
+/// `supabash_list_directory`.
+pub fn list_directory(req: ListDirectory) -> Outcome<DirectoryPage> {
+    let ws = access::open(&req, &[Operation::Read])?;
+    let dir = directory(&req.path)?;
+    let page_size = req.page_size.unwrap_or(DEFAULT_DIRECTORY_PAGE);
+    if !(1..=MAX_DIRECTORY_PAGE).contains(&page_size) {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("page_size must be between 1 and {MAX_DIRECTORY_PAGE}"),
+        ));
+    }
+    let (prefix, upper) = bounds(&dir);
+    let mut at = resume_at(&prefix, req.cursor.as_deref())?;
+    let (revision, position) = read::pinned(&ws, req.revision.as_deref())?;
+    let mut files = Vec::new();
+    let mut directories = Vec::new();
+    let mut next_cursor = None;
+    let want = page_size as usize;
+    // Probes start small (a directory of directories needs one row each) and grow while they
+    // meet only files.
+    let mut limit = 1;
+    'scan: while revision.is_some() {
+        let rows = probe(&ws, position, &at, &upper, limit)?;
+        let full = rows.len() as i64 == limit;
+        for row in rows {
+            if files.len() + directories.len() == want {
+                next_cursor = Some(match &at {
+                    Resume::After(p) => p.clone(),
+                    Resume::From(p) => format!("{}/", &p[..p.len() - 1]),
+                });
+                break 'scan;
+            }
+            let name = &row.path[prefix.len()..];
+            if let Some(slash) = name.find('/') {
+                let name = name[..slash].to_owned();
+                at = Resume::From(format!("{prefix}{name}0"));
+                directories.push(name);
+                limit = 1;
+                continue 'scan;
+            }
+            at = Resume::After(row.path.clone());
+            files.push(read::file(row));
+        }
+        if !full {
+            break;
+        }
+        limit = (limit * 4).min(MAX_PROBE);
+    }
+    let (tree_files, tree_bytes) = match req.totals {
+        Some(true) if revision.is_some() => {
+            let (n, bytes) = totals(&ws, position)?;
+            (Some(n), Some(bytes))
+        }
+        Some(true) => (Some(0), Some(0)),
+        _ => (None, None),
+    };
+    Ok(DirectoryPage {
+        restore_floor: crate::redact::restore_floor(&ws.id)?,
+        redaction_epoch: ws.redaction_epoch,
+        workspace_id: ws.id,
+        revision,
+        position,
+        path: dir,
+        files,
+        directories,
+        next_cursor,
+        tree_files,
+        tree_bytes,
+    })
+}
