@@ -56,7 +56,8 @@ macro_rules! rpc {
     };
 }
 
-// Other request modules (`super::audit`) declare theirs with the same macros.
+// Other request modules (`super::audit`, `super::listing`, `super::verify`) declare theirs
+// with the same macros.
 pub(super) use {request, rpc};
 
 request! {
@@ -566,6 +567,3 @@ mod lease_tests {
         }
     }
 }
-
-// The request types of other modules of the contract (`super::listing`) use these too.
-pub(super) use {request, rpc};
