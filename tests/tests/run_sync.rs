@@ -441,7 +441,17 @@ async fn a_compile_shows_its_binary_and_the_mode_it_cannot_store() {
         &[("/hello.rs", "fn main() { println!(\"hi\"); }\n")],
     )
     .await;
-    let out = run(&user, ws.id(), &[], &["rustc", "-o", "hello", "hello.rs"]);
+    // The toolchain's own rustc: a rustup shim would look for its settings in HOME, which is
+    // private to the command.
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .unwrap();
+    let rustc = format!(
+        "{}/bin/rustc",
+        String::from_utf8(sysroot.stdout).unwrap().trim()
+    );
+    let out = run(&user, ws.id(), &[], &[&rustc, "-o", "hello", "hello.rs"]);
     let doc = json_with_status(&out, 0);
     let staged = changes(&doc);
     assert_eq!(kinds_of(&staged, "/hello"), ["upsert"], "{staged:?}");
