@@ -731,3 +731,32 @@ async fn import_and_export_round_trip_byte_for_byte() {
     assert_eq!(files, original);
     assert_eq!(dirs, ["deep", "deep/er", "empty", "new-empty"]);
 }
+
+#[tokio::test]
+async fn two_thousand_files_round_trip_unchanged() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[]).await;
+    let dir = Scratch::new();
+    let src = dir.join("src");
+    for i in 0..2000 {
+        let d = src.join(format!("d{}", i % 20));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(format!("f{i}.txt")),
+            format!("file {i}\n").repeat(20),
+        )
+        .unwrap();
+    }
+    let started = Instant::now();
+    let synced = ws.stage_from_dir(&src, &ws.staged_record()).await.unwrap();
+    let staged_in = started.elapsed();
+    assert_eq!(synced.changes.len(), 2000);
+    ws.commit(CommitOptions::new("bulk")).await.unwrap();
+    // A command that changes nothing: open, materialise (every body loads), compare.
+    let started = Instant::now();
+    let doc = json_with_status(&run(&user, ws.id(), &[], &["true"]), 0);
+    let run_in = started.elapsed();
+    assert!(doc["sync"]["changes"].as_array().unwrap().is_empty());
+    assert!(doc["sync"]["applied"].as_array().unwrap().is_empty());
+    eprintln!("2000 files: staged from a directory in {staged_in:?}; `run -- true` in {run_in:?}");
+}
