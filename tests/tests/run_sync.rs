@@ -760,3 +760,49 @@ async fn two_thousand_files_round_trip_unchanged() {
     assert!(doc["sync"]["applied"].as_array().unwrap().is_empty());
     eprintln!("2000 files: staged from a directory in {staged_in:?}; `run -- true` in {run_in:?}");
 }
+
+#[tokio::test]
+async fn an_interrupt_kills_the_group_and_stages_nothing() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/a.txt", "a\n")]).await;
+    let head = ws.base_revision();
+    let dir = Scratch::new();
+    let started = dir.join("started");
+    let script = format!(
+        "echo changed > a.txt; touch {}; sleep 60",
+        started.display()
+    );
+    let child = Command::new(supabash_bin())
+        .args(["run", "--workspace", ws.id(), "--commit", "--json", "--"])
+        .args(["sh", "-c", &script])
+        .env("SUPABASH_DSN", cluster().dsn("authenticator"))
+        .env("SUPABASH_SUB", &user)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) only sends a signal to the process the test started.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
+    let waited = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        waited.elapsed() < Duration::from_secs(30),
+        "the group was killed"
+    );
+    let doc = json_with_status(&out, 130);
+    assert_eq!(doc["session"]["exit"]["status"], "interrupted");
+    assert!(doc["sync"].is_null());
+    assert_eq!(
+        reopen(Via::Postgres, &user, ws.id()).await.base_revision(),
+        head
+    );
+}
