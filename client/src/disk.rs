@@ -30,6 +30,10 @@ use supabash_core::ErrorCode;
 /// The mode a file is written with when the staged tree holds none other.
 pub const DEFAULT_FILE_MODE: u32 = 0o644;
 
+/// The largest base revision [`Workspace::materialise`] loads in one request (16 MiB); a
+/// larger one loads file by file.
+pub const SNAPSHOT_BUDGET_BYTES: u64 = 16 * 1024 * 1024;
+
 /// What [`Workspace::materialise`] wrote: enough to tell later what a program changed.
 #[skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,8 +211,9 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 impl Workspace {
     /// Writes the staged tree into `dir` (created when missing; it must be empty). Symbolic
     /// links of the tree are skipped and listed in [`Materialised::skipped`]; shell-owned
-    /// paths (`/tmp`, ...) are not written. Bodies not in memory yet load one at a time and
-    /// are not kept.
+    /// paths (`/tmp`, ...) are not written. Bodies not in memory yet come in one request when
+    /// the base revision is at most [`SNAPSHOT_BUDGET_BYTES`], one at a time otherwise, and
+    /// are not kept in the tree's cache.
     pub async fn materialise(&self, dir: &Path) -> Result<Materialised> {
         self.materialise_with(dir, MaterialiseOptions::default())
             .await
@@ -228,6 +233,7 @@ impl Workspace {
             None => {
                 let entries = self.fs().entries();
                 out.totals(&entries);
+                let mut base = self.small_base().await?;
                 for (p, entry) in entries {
                     match entry {
                         Entry::Dir => out.dir(&p)?,
@@ -236,7 +242,10 @@ impl Workspace {
                             size,
                             mode,
                         } => {
-                            let bytes = self.fs().read_transient(&p).await?;
+                            let bytes = match base.remove(&p) {
+                                Some(b) if sha256_hex(&b) == content_hash => Arc::new(b),
+                                _ => self.fs().read_transient(&p).await?,
+                            };
                             let file = WrittenFile {
                                 content_hash,
                                 size,
@@ -271,6 +280,15 @@ impl Workspace {
             }
         }
         Ok(out.record)
+    }
+
+    /// The base revision's files in one request when they total at most
+    /// [`SNAPSHOT_BUDGET_BYTES`] (otherwise none: bodies then load one at a time).
+    async fn small_base(&self) -> Result<BTreeMap<String, Vec<u8>>> {
+        if self.base_revision().is_none() || self.fs().base_bytes() > SNAPSHOT_BUDGET_BYTES {
+            return Ok(BTreeMap::new());
+        }
+        Ok(self.committed_snapshot().await?.files)
     }
 
     /// A record of the staged tree as [`Self::materialise`] would write it, without writing

@@ -441,7 +441,17 @@ async fn a_compile_shows_its_binary_and_the_mode_it_cannot_store() {
         &[("/hello.rs", "fn main() { println!(\"hi\"); }\n")],
     )
     .await;
-    let out = run(&user, ws.id(), &[], &["rustc", "-o", "hello", "hello.rs"]);
+    // The toolchain's own rustc: a rustup shim would look for its settings in HOME, which is
+    // private to the command.
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .unwrap();
+    let rustc = format!(
+        "{}/bin/rustc",
+        String::from_utf8(sysroot.stdout).unwrap().trim()
+    );
+    let out = run(&user, ws.id(), &[], &[&rustc, "-o", "hello", "hello.rs"]);
     let doc = json_with_status(&out, 0);
     let staged = changes(&doc);
     assert_eq!(kinds_of(&staged, "/hello"), ["upsert"], "{staged:?}");
@@ -720,4 +730,79 @@ async fn import_and_export_round_trip_byte_for_byte() {
     let (files, dirs) = tree_on_disk(&copy);
     assert_eq!(files, original);
     assert_eq!(dirs, ["deep", "deep/er", "empty", "new-empty"]);
+}
+
+#[tokio::test]
+async fn two_thousand_files_round_trip_unchanged() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[]).await;
+    let dir = Scratch::new();
+    let src = dir.join("src");
+    for i in 0..2000 {
+        let d = src.join(format!("d{}", i % 20));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(format!("f{i}.txt")),
+            format!("file {i}\n").repeat(20),
+        )
+        .unwrap();
+    }
+    let started = Instant::now();
+    let synced = ws.stage_from_dir(&src, &ws.staged_record()).await.unwrap();
+    let staged_in = started.elapsed();
+    assert_eq!(synced.changes.len(), 2000);
+    ws.commit(CommitOptions::new("bulk")).await.unwrap();
+    // A command that changes nothing: open, materialise (every body loads), compare.
+    let started = Instant::now();
+    let doc = json_with_status(&run(&user, ws.id(), &[], &["true"]), 0);
+    let run_in = started.elapsed();
+    assert!(doc["sync"]["changes"].as_array().unwrap().is_empty());
+    assert!(doc["sync"]["applied"].as_array().unwrap().is_empty());
+    eprintln!("2000 files: staged from a directory in {staged_in:?}; `run -- true` in {run_in:?}");
+}
+
+#[tokio::test]
+async fn an_interrupt_kills_the_group_and_stages_nothing() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/a.txt", "a\n")]).await;
+    let head = ws.base_revision();
+    let dir = Scratch::new();
+    let started = dir.join("started");
+    let script = format!(
+        "echo changed > a.txt; touch {}; sleep 60",
+        started.display()
+    );
+    let child = Command::new(supabash_bin())
+        .args(["run", "--workspace", ws.id(), "--commit", "--json", "--"])
+        .args(["sh", "-c", &script])
+        .env("SUPABASH_DSN", cluster().dsn("authenticator"))
+        .env("SUPABASH_SUB", &user)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) only sends a signal to the process the test started.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
+    let waited = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        waited.elapsed() < Duration::from_secs(30),
+        "the group was killed"
+    );
+    let doc = json_with_status(&out, 130);
+    assert_eq!(doc["session"]["exit"]["status"], "interrupted");
+    assert!(doc["sync"].is_null());
+    assert_eq!(
+        reopen(Via::Postgres, &user, ws.id()).await.base_revision(),
+        head
+    );
 }

@@ -23,6 +23,8 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The exit status of `supabash run` when the command timed out (as `timeout(1)` uses).
 pub const EXIT_TIMED_OUT: i32 = 124;
+/// The exit status after an interrupt (SIGINT, as a shell reports it).
+pub const EXIT_INTERRUPTED: i32 = 130;
 /// The exit status when the command could not be started (as a shell uses).
 pub const EXIT_NOT_STARTED: i32 = 127;
 
@@ -77,6 +79,8 @@ pub enum Exit {
     TimedOut,
     /// It could not be started.
     NotStarted,
+    /// supabash was interrupted (SIGINT) and killed the command's process group.
+    Interrupted,
 }
 
 impl Exit {
@@ -92,6 +96,7 @@ impl Exit {
             Exit::Signalled { signal } => 128 + signal,
             Exit::TimedOut => EXIT_TIMED_OUT,
             Exit::NotStarted => EXIT_NOT_STARTED,
+            Exit::Interrupted => EXIT_INTERRUPTED,
         }
     }
 }
@@ -297,15 +302,24 @@ async fn execute(
     let pgid = child
         .id()
         .ok_or("the command ended before it was watched")?;
-    let waited = tokio::time::timeout(timeout, child.wait()).await;
+    // The command has its own process group, so a Ctrl-C at the terminal reaches supabash
+    // only: it ends the command's group the same way.
+    let waited = tokio::select! {
+        waited = tokio::time::timeout(timeout, child.wait()) => Some(waited),
+        _ = tokio::signal::ctrl_c() => None,
+    };
     // Whatever the command left running in its group must not write during the sync.
     kill_group(pgid);
     Ok(match waited {
-        Err(_) => {
+        None => {
+            child.wait().await?;
+            Exit::Interrupted
+        }
+        Some(Err(_)) => {
             child.wait().await?;
             Exit::TimedOut
         }
-        Ok(status) => {
+        Some(Ok(status)) => {
             let status = status?;
             match (status.code(), status.signal()) {
                 (Some(code), _) => Exit::Exited { code },
@@ -383,7 +397,8 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     };
     let record = ws.materialise_with(&work, options).await?;
     let exit = execute(&args.command, &work, env, args.timeout, args.json).await?;
-    let stage = exit.success() || (args.stage_on_failure && exit != Exit::TimedOut);
+    let failed = matches!(exit, Exit::Exited { .. } | Exit::Signalled { .. });
+    let stage = exit.success() || (args.stage_on_failure && failed);
     let synced = if stage {
         Some(ws.stage_from_dir(&work, &record).await?)
     } else {
@@ -421,6 +436,7 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
             (None, Exit::TimedOut) => {
                 println!("timed out after {:?}: killed, nothing staged", args.timeout)
             }
+            (None, Exit::Interrupted) => println!("interrupted: killed, nothing staged"),
             (None, _) => println!(
                 "the command failed ({}): nothing staged (--stage-on-failure stages anyway)",
                 exit.status()

@@ -73,6 +73,11 @@ impl StagedTree {
         ))
     }
 
+    /// Total size of the base revision's files, in bytes.
+    pub(crate) fn base_bytes(&self) -> u64 {
+        self.lock().base.values().map(|f| f.size).sum()
+    }
+
     /// The nodes as they are now (bodies are shared, not copied).
     pub(crate) fn save_nodes(&self) -> SavedNodes {
         SavedNodes(self.lock().nodes.clone())
