@@ -311,6 +311,7 @@ async fn diff_shows_renames_as_renames_and_counts_lines() {
             .ok(&["diff", "1", "2", "--color=always"])
             .contains("\x1b[32m+2\x1b[0m"));
         assert!(!c
+            .clone()
             .with("NO_COLOR", "1")
             .ok(&["diff", "1", "2", "--color", "never"])
             .contains('\x1b'));
