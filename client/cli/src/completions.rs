@@ -19,12 +19,14 @@ pub enum CompletionShell {
     Fish,
 }
 
-/// Writes the completion script of `command` (the whole `supabash` command) for `shell`.
-pub fn write(shell: CompletionShell, command: &mut clap::Command, out: &mut dyn std::io::Write) {
+/// The completion script of `command` (the whole `supabash` command) for `shell`.
+pub fn script(shell: CompletionShell, command: &mut clap::Command) -> Vec<u8> {
     let shell = match shell {
         CompletionShell::Bash => Shell::Bash,
         CompletionShell::Zsh => Shell::Zsh,
         CompletionShell::Fish => Shell::Fish,
     };
-    clap_complete::generate(shell, command, "supabash", out);
+    let mut out = Vec::new();
+    clap_complete::generate(shell, command, "supabash", &mut out);
+    out
 }

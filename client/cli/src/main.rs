@@ -522,12 +522,8 @@ fn main() {
         Command::Verifier { command } => runtime
             .block_on(supabash_cli::verifiers::run(command))
         Command::Completions(args) => {
-            supabash_cli::completions::write(
-                args.shell,
-                &mut Cli::command(),
-                &mut std::io::stdout(),
-            );
-            Ok(())
+            let script = supabash_cli::completions::script(args.shell, &mut Cli::command());
+            std::io::Write::write_all(&mut std::io::stdout(), &script).map_err(|e| e.into())
         }
     };
     if let Err(e) = outcome {
