@@ -68,8 +68,8 @@ pub(crate) fn clip(s: &str) -> &str {
 #[pg_schema]
 mod supabash {
     use crate::{
-        args, capability, checkpoint, clip, commit, diff, fail, garbage, lease, purge, read, redact,
-        scope, verify, workspaces,
+        args, capability, checkpoint, clip, commit, diff, fail, garbage, lease, purge, read,
+        redact, scope, verify, workspaces,
     };
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};

@@ -8,12 +8,16 @@
 //! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
 //!   `supabash_agent::mcp` over stdio or streamable HTTP;
-//! - [`redact`]: `supabash redact`.
+//! - [`redact`]: `supabash redact`;
+//! - [`verify`]: `supabash verify` and `supabash gc`;
+//! - [`doctor`]: `supabash doctor`.
 
 #![deny(unsafe_code)]
 
 pub mod connect;
 pub mod devcluster;
+pub mod doctor;
 pub mod mcp;
 pub mod redact;
+pub mod verify;
 pub mod workspaces;
