@@ -64,7 +64,7 @@ impl Ws {
     async fn store(&self, admin: &Client) -> String {
         admin
             .query_one(
-                "SELECT store_id::text FROM supabash.workspaces WHERE id = $1::uuid",
+                "SELECT store_id::text FROM supabash.workspaces WHERE id = $1::text::uuid",
                 &[&self.id],
             )
             .await
@@ -146,7 +146,7 @@ async fn clean_workspaces_verify_ok_also_forked_redacted_and_purged() {
     let store = ws.store(&admin).await;
     let deltas: i64 = admin
         .query_one(
-            "SELECT count(*) FROM supabash.bodies WHERE workspace_id = $1::uuid AND base_hash IS NOT NULL",
+            "SELECT count(*) FROM supabash.bodies WHERE workspace_id = $1::text::uuid AND base_hash IS NOT NULL",
             &[&store],
         )
         .await
@@ -191,7 +191,7 @@ async fn clean_workspaces_verify_ok_also_forked_redacted_and_purged() {
         .unwrap();
     let tombstones: i64 = admin
         .query_one(
-            "SELECT count(*) FROM supabash.entries WHERE workspace_id = $1::uuid AND redacted",
+            "SELECT count(*) FROM supabash.entries WHERE workspace_id = $1::text::uuid AND redacted",
             &[&ws.id],
         )
         .await
@@ -226,7 +226,7 @@ async fn a_missing_body_is_reported_at_its_entry() {
     .await;
     exec(
         &admin,
-        "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = $2",
+        "DELETE FROM supabash.bodies WHERE workspace_id = $1::text::uuid AND hash = $2",
         &[&ws.store(&admin).await, &sha256(b"alpha body").to_vec()],
     )
     .await;
@@ -259,20 +259,20 @@ async fn flipped_bytes_and_wrong_sizes_are_reported_at_their_body() {
     exec(
         &admin,
         "UPDATE supabash.bodies SET body = overlay(body PLACING '\\x58'::bytea FROM 40 FOR 1)
-          WHERE workspace_id = $1::uuid AND hash = $2",
+          WHERE workspace_id = $1::text::uuid AND hash = $2",
         &[&store, &sha256(big.as_bytes()).to_vec()],
     )
     .await;
     exec(
         &admin,
         "UPDATE supabash.bodies SET body = overlay(body PLACING '\\x58'::bytea FROM 2 FOR 1)
-          WHERE workspace_id = $1::uuid AND hash = $2",
+          WHERE workspace_id = $1::text::uuid AND hash = $2",
         &[&store, &sha256(b"bravo").to_vec()],
     )
     .await;
     exec(
         &admin,
-        "UPDATE supabash.entries SET body_size = body_size + 1 WHERE workspace_id = $1::uuid AND path = '/sized.txt'",
+        "UPDATE supabash.entries SET body_size = body_size + 1 WHERE workspace_id = $1::text::uuid AND path = '/sized.txt'",
         &[&ws.id],
     )
     .await;
@@ -326,7 +326,7 @@ async fn with_delta() -> (Ws, Client, String, [Vec<u8>; 3]) {
     let hashes = [v1, v2, other].map(|t| sha256(t.as_bytes()).to_vec());
     let base: Option<Vec<u8>> = admin
         .query_one(
-            "SELECT base_hash FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = $2",
+            "SELECT base_hash FROM supabash.bodies WHERE workspace_id = $1::text::uuid AND hash = $2",
             &[&store, &hashes[1]],
         )
         .await
@@ -341,7 +341,7 @@ async fn a_delta_on_the_wrong_base_is_reported() {
     let (mut ws, admin, store, [_, v2, other]) = with_delta().await;
     exec(
         &admin,
-        "UPDATE supabash.bodies SET base_hash = $3 WHERE workspace_id = $1::uuid AND hash = $2",
+        "UPDATE supabash.bodies SET base_hash = $3 WHERE workspace_id = $1::text::uuid AND hash = $2",
         &[&store, &v2, &other],
     )
     .await;
@@ -363,7 +363,7 @@ async fn a_missing_delta_base_is_reported_for_the_delta_and_the_entry() {
     let (mut ws, admin, store, [v1, v2, _]) = with_delta().await;
     exec(
         &admin,
-        "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = $2",
+        "DELETE FROM supabash.bodies WHERE workspace_id = $1::text::uuid AND hash = $2",
         &[&store, &v1],
     )
     .await;
@@ -395,7 +395,7 @@ async fn a_damaged_base_breaks_its_delta() {
     exec(
         &admin,
         "UPDATE supabash.bodies SET body = overlay(body PLACING '\\x58'::bytea FROM 30 FOR 1)
-          WHERE workspace_id = $1::uuid AND hash = $2",
+          WHERE workspace_id = $1::text::uuid AND hash = $2",
         &[&store, &v1],
     )
     .await;
@@ -420,7 +420,7 @@ async fn a_broken_parent_link_is_reported_at_its_revision() {
     exec(
         &admin,
         "UPDATE supabash.revisions SET parent_revision = gen_random_uuid()
-          WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+          WHERE workspace_id = $1::text::uuid AND revision_id = $2::text::uuid",
         &[&ws.id, &r3],
     )
     .await;
@@ -443,7 +443,7 @@ async fn a_moved_position_is_reported() {
     let r3 = ws.commit(json!([upsert("/a.txt", "3")])).await;
     exec(
         &admin,
-        "UPDATE supabash.revisions SET position = 7 WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+        "UPDATE supabash.revisions SET position = 7 WHERE workspace_id = $1::text::uuid AND revision_id = $2::text::uuid",
         &[&ws.id, &r2],
     )
     .await;
@@ -476,7 +476,7 @@ async fn an_altered_receipt_is_reported_at_its_line() {
     exec(
         &admin,
         "UPDATE supabash.revisions SET lines = overlay(lines PLACING '\\x00'::bytea FROM position($3 IN lines) FOR 1)
-          WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+          WHERE workspace_id = $1::text::uuid AND revision_id = $2::text::uuid",
         &[&ws.id, &r2, &sha256(b"delta").to_vec()],
     )
     .await;
@@ -502,14 +502,14 @@ async fn an_altered_receipt_is_reported_at_its_line() {
     // Lines that do not decode, and lines that leave out a change.
     exec(
         &admin,
-        "UPDATE supabash.revisions SET lines = '\\x07'::bytea WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+        "UPDATE supabash.revisions SET lines = '\\x07'::bytea WHERE workspace_id = $1::text::uuid AND revision_id = $2::text::uuid",
         &[&ws.id, &r1],
     )
     .await;
     let no_lines = supabash_core::receipt_lines::encode(&[]).unwrap();
     exec(
         &admin,
-        "UPDATE supabash.revisions SET lines = $3 WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+        "UPDATE supabash.revisions SET lines = $3 WHERE workspace_id = $1::text::uuid AND revision_id = $2::text::uuid",
         &[&ws.id, &r2, &no_lines],
     )
     .await;
@@ -544,19 +544,19 @@ async fn every_problem_is_reported_not_only_the_first() {
     let store = ws.store(&admin).await;
     exec(
         &admin,
-        "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = $2",
+        "DELETE FROM supabash.bodies WHERE workspace_id = $1::text::uuid AND hash = $2",
         &[&store, &sha256(b"xray").to_vec()],
     )
     .await;
     exec(
         &admin,
-        "UPDATE supabash.bodies SET body = '\\x0059'::bytea WHERE workspace_id = $1::uuid AND hash = $2",
+        "UPDATE supabash.bodies SET body = '\\x0059'::bytea WHERE workspace_id = $1::text::uuid AND hash = $2",
         &[&store, &sha256(b"yankee").to_vec()],
     )
     .await;
     exec(
         &admin,
-        "UPDATE supabash.entries SET valid_until = 5 WHERE workspace_id = $1::uuid AND path = '/y.txt'",
+        "UPDATE supabash.entries SET valid_until = 5 WHERE workspace_id = $1::text::uuid AND path = '/y.txt'",
         &[&ws.id],
     )
     .await;
@@ -721,20 +721,20 @@ async fn garbage_reports_orphans_and_idle_workspaces_and_applies_to_orphans_only
     for s in [&store, &other.store(&admin).await] {
         exec(
             &admin,
-            "INSERT INTO supabash.bodies (workspace_id, hash, size, body) VALUES ($1::uuid, $2, $3, '\\x00'::bytea || $4)",
+            "INSERT INTO supabash.bodies (workspace_id, hash, size, body) VALUES ($1::text::uuid, $2, $3, '\\x00'::bytea || $4)",
             &[s, &sha256(orphan).to_vec(), &(orphan.len() as i64), &orphan.to_vec()],
         )
         .await;
         exec(
             &admin,
-            "UPDATE supabash.usage SET body_bytes = body_bytes + $2 WHERE workspace_id = $1::uuid",
+            "UPDATE supabash.usage SET body_bytes = body_bytes + $2 WHERE workspace_id = $1::text::uuid",
             &[s, &(orphan.len() as i64)],
         )
         .await;
     }
     exec(
         &admin,
-        "UPDATE supabash.workspaces SET updated_at = now() - interval '40 days' WHERE id = $1::uuid",
+        "UPDATE supabash.workspaces SET updated_at = now() - interval '40 days' WHERE id = $1::text::uuid",
         &[&idle.id],
     )
     .await;
@@ -743,7 +743,7 @@ async fn garbage_reports_orphans_and_idle_workspaces_and_applies_to_orphans_only
         async move {
             admin
                 .query_one(
-                    "SELECT body_bytes FROM supabash.usage WHERE workspace_id = $1::uuid",
+                    "SELECT body_bytes FROM supabash.usage WHERE workspace_id = $1::text::uuid",
                     &[&store],
                 )
                 .await
