@@ -209,8 +209,8 @@ async fn clean_workspaces_verify_ok_also_forked_redacted_and_purged() {
     assert_clean(&report);
     assert_eq!(
         report["checked"]["revisions"],
-        json!(2),
-        "the head and the fork point"
+        json!(1),
+        "only the head stays"
     );
     assert_clean(&fork.verify().await);
 }
