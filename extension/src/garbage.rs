@@ -38,9 +38,9 @@ pub fn garbage(req: Garbage) -> Outcome<GarbageReport> {
     };
     // Store id order is the lock order (see `access::lock_store`).
     let stores: Vec<String> = db::query(
-        "SELECT DISTINCT store_id FROM supabash.workspaces WHERE owner_id = $1::uuid ORDER BY 1",
+        "SELECT DISTINCT store_id::text FROM supabash.workspaces WHERE owner_id = $1::uuid ORDER BY 1",
         &[owner.as_str().into()],
-        |r| Ok(db::get::<pgrx::Uuid>(r, 1)?.to_string()),
+        |r| db::get::<String>(r, 1),
     )?;
     for store in stores {
         if apply {

@@ -414,6 +414,7 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             json!({ "workspace_id": id, "actor": "forker", "label": "by a test" }),
             &[Fork],
         ),
+        c("supabash_verify", json!({ "workspace_id": id }), &[History]),
         c(
             "supabash_redact",
             json!({ "workspace_id": id, "paths": ["/secret.md"], "dry_run": true }),

@@ -18,7 +18,9 @@
 //! - [`run`]: `supabash run`, a command on a materialised workspace, its changes staged back;
 //! - [`transfer`]: `supabash import` and `supabash export`;
 //! - [`fuse`]: `supabash mount` (the FUSE filesystem in `fuse_fs`, `fuse_ops`, `fuse_inodes`,
-//!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`.
+//!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`;
+//! - [`verify`]: `supabash verify` and `supabash gc`;
+//! - [`doctor`]: `supabash doctor`.
 
 #![deny(unsafe_code)]
 
@@ -26,6 +28,7 @@ pub mod completions;
 pub mod connect;
 pub mod devcluster;
 pub mod diff;
+pub mod doctor;
 pub mod exit;
 pub mod files;
 pub mod fuse;
@@ -43,4 +46,5 @@ pub mod retention;
 pub mod run;
 pub mod transfer;
 pub mod verifiers;
+pub mod verify;
 pub mod workspaces;

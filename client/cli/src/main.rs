@@ -103,6 +103,18 @@ enum Command {
     },
     /// Prints a shell completion script.
     Completions(supabash_cli::completions::CompletionsArgs),
+    /// Checks that a workspace's stored history holds together: every entry's body stored,
+    /// every body and delta chain decoding to its hash, the revision chain and head, every
+    /// receipt against the entries. Reports every problem; repairs nothing. Exits with status
+    /// 1 when it finds a problem.
+    Verify(supabash_cli::verify::VerifyArgs),
+    /// Reports the caller's orphan bodies (stored, referenced by nothing) and idle workspaces;
+    /// with --apply deletes the orphan bodies (idle workspaces are only reported).
+    Gc(supabash_cli::verify::GcArgs),
+    /// Checks the installation, one line per check: connectivity, the extension's version
+    /// and pending upgrades, privileges and row-level security, Storage policies, clock skew.
+    /// Exits with status 1 when a check fails.
+    Doctor(Box<supabash_cli::doctor::DoctorArgs>),
 }
 
 /// Arguments of `supabash storage-setup`.
@@ -467,6 +479,19 @@ fn main() {
         Command::Redact(args) => runtime
             .block_on(supabash_cli::redact::run(*args))
             .map_err(|e| e as _),
+        Command::Verify(args) => match runtime.block_on(supabash_cli::verify::run_verify(args)) {
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(1),
+            Err(e) => Err(e as _),
+        },
+        Command::Gc(args) => runtime
+            .block_on(supabash_cli::verify::run_gc(args))
+            .map_err(|e| e as _),
+        Command::Doctor(args) => match runtime.block_on(supabash_cli::doctor::run_doctor(*args)) {
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(1),
+            Err(e) => Err(e as _),
+        },
         Command::Mcp(args) => runtime
             .block_on(supabash_cli::mcp::run(*args))
             .map_err(|e| e as _),

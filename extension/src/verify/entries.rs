@@ -151,9 +151,8 @@ fn inherited_rows(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> O
          (SELECT b.size FROM supabash.bodies b WHERE b.workspace_id = $6::uuid AND b.hash = e.body_hash)",
         "e.path > $5",
     );
-    let sql = format!(
-        "SELECT * FROM ({visible}) v WHERE v.source <> $1 ORDER BY v.path LIMIT {PAGE}"
-    );
+    let sql =
+        format!("SELECT * FROM ({visible}) v WHERE v.source <> $1 ORDER BY v.path LIMIT {PAGE}");
     let mut after = String::new();
     loop {
         let page = {

@@ -109,7 +109,9 @@ impl Expect {
 fn expectations(lines: &[ReceiptLine]) -> BTreeMap<String, (Expect, Expect)> {
     let mut out: BTreeMap<String, (Expect, Expect)> = BTreeMap::new();
     let mut mention = |path: &str, before: Expect, after: Expect| {
-        out.entry(path.to_owned()).or_insert((before, Expect::Unknown)).1 = after;
+        out.entry(path.to_owned())
+            .or_insert((before, Expect::Unknown))
+            .1 = after;
     };
     for l in lines {
         let r = l.redacted;
@@ -442,7 +444,7 @@ fn check_head(ws: &Workspace, last: Option<(String, i64)>, found: &mut Found) {
     let head = ws.head.as_deref().zip(ws.head_position);
     let detail = match (head, &last) {
         (None, None) => return,
-        (Some((h, hp)), Some((id, p))) if h == id && hp == *p => return,
+        (Some((h, hp)), Some((id, p))) if h == id.as_str() && hp == *p => return,
         (Some((h, hp)), Some((id, p))) => format!(
             "the workspace's head is {h} at position {hp}, but its last revision is {id} at position {p}"
         ),

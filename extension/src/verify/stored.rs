@@ -69,7 +69,11 @@ fn check_batch(
     let rows = bodies::chain_rows(&ws.store, hashes)?;
     let mut bases: HashMap<Vec<u8>, Base> = HashMap::new();
     for hash in hashes {
-        let kept: usize = bases.values().filter_map(|b| b.bytes.as_ref()).map(Vec::len).sum();
+        let kept: usize = bases
+            .values()
+            .filter_map(|b| b.bytes.as_ref())
+            .map(Vec::len)
+            .sum();
         if kept > MAX_KEPT_BASES {
             bases.clear();
         }
@@ -162,7 +166,10 @@ fn check_body(
     if actual.as_slice() != hash {
         return Some(Problem::new(
             ProblemKind::BodyHashMismatch,
-            format!("the body decodes to bytes whose SHA-256 is {}", hex::encode(actual)),
+            format!(
+                "the body decodes to bytes whose SHA-256 is {}",
+                hex::encode(actual)
+            ),
         ));
     }
     None
@@ -231,7 +238,9 @@ fn base_bytes<'a>(
         bases.insert(h, decoded);
     }
     let base = &bases[hash];
-    base.bytes.as_deref().ok_or(BaseFault::Broken(hash.to_vec()))
+    base.bytes
+        .as_deref()
+        .ok_or(BaseFault::Broken(hash.to_vec()))
 }
 
 /// A path some entry of the store names `hash` at, the workspace's own first.
