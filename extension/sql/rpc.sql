@@ -256,10 +256,14 @@ CREATE VIEW public.supabash_audit_log WITH (security_invoker = true) AS
 -- Integrity (extension/src/verify.rs, garbage.rs; docs/operations.md). Verify only reads (it
 -- works on a hot standby); garbage deletes orphan bodies when asked to, so it is a write.
 CREATE FUNCTION public.supabash_verify(workspace_id text, delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
   SELECT supabash._call('verify', json_build_object('workspace_id', workspace_id, 'delegated_grant', delegated_grant))
 $$;
 
 CREATE FUNCTION public.supabash_garbage(idle_days integer DEFAULT 30, apply boolean DEFAULT false)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('garbage', json_build_object('idle_days', idle_days, 'apply', apply))
 $$;
 

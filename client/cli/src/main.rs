@@ -526,26 +526,37 @@ fn main() {
             .map_err(|e| e as _),
         Command::Log(args) => runtime
             .block_on(supabash_cli::history::log(*args))
+            .map_err(|e| e as _),
         Command::Show(args) => runtime
             .block_on(supabash_cli::history::show(*args))
+            .map_err(|e| e as _),
         Command::Ls(args) => runtime
             .block_on(supabash_cli::files::ls(*args))
+            .map_err(|e| e as _),
         Command::Tree(args) => runtime
             .block_on(supabash_cli::files::tree(*args))
+            .map_err(|e| e as _),
         Command::Cat(args) => runtime
             .block_on(supabash_cli::files::cat(*args))
+            .map_err(|e| e as _),
         Command::Diff(args) => runtime
             .block_on(supabash_cli::diff::run(*args))
+            .map_err(|e| e as _),
         Command::Restore(args) => runtime
             .block_on(supabash_cli::history::restore(*args))
+            .map_err(|e| e as _),
         Command::Checkpoint(args) => runtime
             .block_on(supabash_cli::retention::checkpoint(*args))
+            .map_err(|e| e as _),
         Command::Checkpoints(args) => runtime
             .block_on(supabash_cli::retention::checkpoints(*args))
+            .map_err(|e| e as _),
         Command::Purge(args) => runtime
             .block_on(supabash_cli::retention::purge(*args))
+            .map_err(|e| e as _),
         Command::Verifier { command } => runtime
             .block_on(supabash_cli::verifiers::run(command))
+            .map_err(|e| e as _),
         Command::Completions(args) => {
             let script = supabash_cli::completions::script(args.shell, &mut Cli::command());
             std::io::Write::write_all(&mut std::io::stdout(), &script).map_err(|e| e.into())

@@ -14,6 +14,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use supabash::audit::{Action, ActionKind, ActionOutcome};
 use supabash::disk::{MaterialiseOptions, Synced};
 use supabash::workspace::CommitOptions;
 use supabash::Workspace;
@@ -143,6 +144,35 @@ impl SessionOutcome {
             revision,
         }
     }
+}
+
+/// The audit record of a run session: the command (redacted with the agent's rules and the
+/// connection's own secrets), how it ended, how long it took, what it changed.
+fn session_action(
+    command: &[String],
+    exit: Exit,
+    started: Instant,
+    synced: Option<&Synced>,
+    secrets: &[&String],
+) -> Action {
+    let redactor = secrets
+        .iter()
+        .fold(Redactor::default(), |r, s| r.with_literal(s.as_str()));
+    let argv: Vec<String> = command.iter().map(|a| redactor.redact(a)).collect();
+    let code = match exit {
+        _ if exit.success() => None,
+        Exit::TimedOut => Some("TIMED_OUT"),
+        Exit::Interrupted => Some("INTERRUPTED"),
+        Exit::NotStarted => Some("NOT_STARTED"),
+        Exit::Exited { .. } | Exit::Signalled { .. } => Some("COMMAND_FAILED"),
+    };
+    let outcome = code.map_or(ActionOutcome::Ok, |c| ActionOutcome::Error { code: c.into() });
+    Action::new(ActionKind::RunSession, "run")
+        .with_arguments(json!({ "command": argv, "exit": exit, "staged": synced.is_some() }))
+        .with_outcome(outcome)
+        .with_duration(started.elapsed())
+        .with_paths(synced.map(Synced::paths_touched).unwrap_or_default())
+        .with_bytes_changed(synced.map_or(0, Synced::bytes_changed))
 }
 
 /// Parses `90s`, `10m`, `1h`, `500ms` or a number of seconds.
@@ -384,7 +414,8 @@ pub fn print_synced(synced: &Synced) {
 /// `supabash run`; answers the exit status to end with.
 pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     let started = Instant::now();
-    let secrets: Vec<&String> = args.connect.secrets().collect();
+    let owned_secrets: Vec<String> = args.connect.secrets().collect();
+    let secrets: Vec<&String> = owned_secrets.iter().collect();
     let scratch = PrivateDir::new("run")?;
     let (work, home) = (scratch.path().join("work"), scratch.path().join("home"));
     std::fs::DirBuilder::new().mode(0o700).create(&home)?;
@@ -404,6 +435,14 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     } else {
         None
     };
+    let command: Vec<String> = args
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // The session's audit record travels with the commit it leads to; without one it is
+    // written as discarded (this process's staged tree ends with it).
+    ws.record(session_action(&command, exit, started, synced.as_ref(), &secrets));
     let revision = match &synced {
         Some(s) if args.commit && !s.changes.is_empty() => {
             let options = CommitOptions::new(args.actor.clone());
@@ -415,11 +454,9 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
         }
         _ => None,
     };
-    let command = args
-        .command
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    if revision.is_none() {
+        ws.discard().await?;
+    }
     let outcome = SessionOutcome::new(
         &args.workspace,
         command,
