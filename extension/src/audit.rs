@@ -85,9 +85,13 @@ pub fn write(ws: &str, revision: Option<&str>, actor: &str, rows: &Value) -> Out
     Ok(written.len() as i64)
 }
 
-/// `supabash_record_discarded`: see docs/audit.md.
+/// `supabash_record_discarded`: see docs/audit.md. Any grant that can work on the tree (`read`,
+/// `write` or `commit`) may record what its session did.
 pub fn record_discarded(req: wire::RecordDiscarded) -> Outcome<wire::AuditWritten> {
-    let ws = access::open(&req, &[Operation::Write, Operation::Commit])?;
+    let ws = access::open(
+        &req,
+        &[Operation::Read, Operation::Write, Operation::Commit],
+    )?;
     req.check_fields().map_err(args::field)?;
     let rows = prepare(&req.actions)?;
     let actor = match &ws.delegation {

@@ -420,6 +420,16 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             json!({ "workspace_id": id, "paths": ["/secret.md"], "dry_run": true }),
             &[Redact],
         ),
+        c("supabash_audit", json!({ "workspace_id": id }), &[History]),
+        c(
+            "supabash_record_discarded",
+            json!({ "workspace_id": id, "actor": "agent", "actions": [{
+                "record_id": "00000000-0000-4000-8000-0000000000a1",
+                "session_id": "00000000-0000-4000-8000-0000000000a2",
+                "sequence": 0, "at_ms": 0, "kind": "bash", "tool": "bash",
+                "outcome": {"status": "ok"}, "duration_ms": 0 }] }),
+            &[Read, Write, Commit],
+        ),
     ]
 }
 

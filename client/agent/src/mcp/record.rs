@@ -32,13 +32,20 @@ pub(crate) async fn tracking<T>(call: impl std::future::Future<Output = T>) -> (
 fn note(paths: &[&str], bytes: usize) {
     let _ = TOUCHED.try_with(|log| {
         let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
-        log.paths.extend(paths.iter().map(|p| (*p).to_owned()));
+        // The shell-owned roots (`/tmp`, ...) are never committed: no change of the tree.
+        log.paths.extend(
+            paths
+                .iter()
+                .filter(|p| !supabash_core::path::is_shell_owned(p))
+                .map(|p| (*p).to_owned()),
+        );
         log.bytes += bytes as u64;
     });
 }
 
 /// An [`AgentFs`] that forwards everything and notes, for the tool call running, every path it
-/// is asked to change (whether or not the change succeeds) and the bytes written.
+/// is asked to change (whether or not the change succeeds; a directory only when it did not
+/// exist) and the bytes written.
 pub struct RecordingFs(pub Arc<dyn AgentFs>);
 
 #[async_trait::async_trait]
@@ -64,7 +71,10 @@ impl AgentFs for RecordingFs {
         self.0.lstat(path).await
     }
     async fn mkdir(&self, path: &str, recursive: bool) -> FsResult<()> {
-        note(&[path], 0);
+        // Tools create parents they may already have: only a new directory is a change.
+        if !self.0.exists(path).await {
+            note(&[path], 0);
+        }
         self.0.mkdir(path, recursive).await
     }
     async fn readdir(&self, path: &str) -> FsResult<Vec<DirEntry>> {
