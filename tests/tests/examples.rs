@@ -171,18 +171,22 @@ async fn run_example(lang: Lang, kid: &str) {
 
     // retry: the workspace row lock is held for 2.5 s, so the first attempts meet
     // SUPABASH_COMMIT_COORDINATION (the commit waits 1 s for the lock) and a retry lands.
-    let mut locker = admin(cluster()).await;
-    let tx = locker.transaction().await.unwrap();
-    tx.execute(
-        "SELECT 1 FROM supabash.workspaces WHERE id = $1::text::uuid FOR UPDATE",
-        &[&ws],
-    )
-    .await
-    .unwrap();
+    let (locked, is_locked) = tokio::sync::oneshot::channel();
+    let lock_ws = ws.clone();
     let release = tokio::spawn(async move {
+        let mut locker = admin(cluster()).await;
+        let tx = locker.transaction().await.unwrap();
+        tx.execute(
+            "SELECT 1 FROM supabash.workspaces WHERE id = $1::text::uuid FOR UPDATE",
+            &[&lock_ws],
+        )
+        .await
+        .unwrap();
+        locked.send(()).unwrap();
         tokio::time::sleep(Duration::from_millis(2500)).await;
         tx.rollback().await.unwrap();
     });
+    is_locked.await.unwrap();
     let retried = ex.step(&["retry", &ws], &[]).await;
     release.await.unwrap();
     assert!(
