@@ -179,7 +179,7 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
         dir.display(),
         dir.display()
     );
-    println!("mounted {}", dir.display());
+    mount_control::say(&format!("mounted {}\n", dir.display()));
     let ended = loop {
         tokio::select! {
             ended = &mut done => break ended,
