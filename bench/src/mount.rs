@@ -149,6 +149,8 @@ pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
         .unwrap();
     assert!(line.starts_with("mounted"), "the mount did not start");
     let _mounted = Mounted(child, mnt.clone());
+    // Empty directories are not stored: `git gc` packed every ref, and git wants `.git/refs`.
+    sh(&mnt, "mkdir -p .git/refs/heads .git/refs/tags");
     // First touches: every body loads lazily (and is verified) once; git refreshes its index.
     let cold_read = timed(&mnt, READ_ALL);
     let cold_status = timed(&mnt, GIT_STATUS);
