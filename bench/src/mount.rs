@@ -106,7 +106,7 @@ pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
     }
     sh(
         &local,
-        "git init -q && git add -A && git -c user.email=b@e -c user.name=bench commit -qm seed && git gc -q",
+        "git init -q && git add -A && git -c gc.auto=0 -c user.email=b@e -c user.name=bench commit -qm seed && git gc -q",
     );
     let user = uuid::Uuid::new_v4().to_string();
     let claims = json!({ "role": "authenticated", "sub": user, "aud": "authenticated" });
