@@ -106,7 +106,7 @@ pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
     }
     sh(
         &local,
-        "git init -q && git add -A && git -c user.email=b@e -c user.name=bench commit -qm seed && git gc -q",
+        "git init -q && git add -A && git -c gc.auto=0 -c user.email=b@e -c user.name=bench commit -qm seed && git gc -q",
     );
     let user = uuid::Uuid::new_v4().to_string();
     let claims = json!({ "role": "authenticated", "sub": user, "aud": "authenticated" });
@@ -149,6 +149,8 @@ pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
         .unwrap();
     assert!(line.starts_with("mounted"), "the mount did not start");
     let _mounted = Mounted(child, mnt.clone());
+    // Empty directories are not stored: `git gc` packed every ref, and git wants `.git/refs`.
+    sh(&mnt, "mkdir -p .git/refs/heads .git/refs/tags");
     // First touches: every body loads lazily (and is verified) once; git refreshes its index.
     let cold_read = timed(&mnt, READ_ALL);
     let cold_status = timed(&mnt, GIT_STATUS);

@@ -50,6 +50,7 @@ fn supabash(user: &str) -> Command {
 struct Mount {
     dir: PathBuf,
     child: Option<Child>,
+    stdout: Option<BufReader<std::process::ChildStdout>>,
 }
 
 impl Mount {
@@ -67,9 +68,8 @@ impl Mount {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut line).unwrap();
         if !line.starts_with("mounted ") {
             let out = child.wait_with_output().unwrap();
             panic!(
@@ -80,6 +80,7 @@ impl Mount {
         Mount {
             dir,
             child: Some(child),
+            stdout: Some(stdout),
         }
     }
 
@@ -148,16 +149,19 @@ impl Mount {
             .clone()
     }
 
-    /// Stops the mount with SIGTERM (a clean unmount) and returns its exit and stderr.
+    /// Stops the mount with SIGTERM (a clean unmount) and returns its exit, and its stderr
+    /// after what it printed on stdout.
     fn stop(mut self) -> (bool, String) {
         let child = self.child.take().unwrap();
         terminate(&child);
+        let mut printed = String::new();
+        if let Some(mut stdout) = self.stdout.take() {
+            std::io::Read::read_to_string(&mut stdout, &mut printed).unwrap();
+        }
         let out = wait(child);
         let _ = std::fs::remove_dir(&self.dir);
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), format!("{printed}{stderr}"))
     }
 }
 
@@ -269,7 +273,11 @@ async fn git_runs_and_nothing_is_committed_until_asked() {
     })
     .await;
     assert!(ok, "{stderr}");
-    assert!(stderr.contains("\"outcome\":\"committed\""), "{stderr}");
+    let revision = receipt["receipt"]["revision"].as_str().unwrap();
+    assert!(
+        stderr.contains(&format!("\"commits\":[\"{revision}\"]")),
+        "the session summary names its commit: {stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -384,6 +392,10 @@ async fn commit_on_unmount_commits_once_the_mount_ends() {
     })
     .await;
     assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("committed revision"),
+        "the receipt is printed: {stderr}"
+    );
     let paths = committed_paths(&user, &id).await;
     assert_eq!(paths, ["/README.md", "/result.txt"]);
     let ws = reopen(Via::Postgres, &user, &id).await;

@@ -69,19 +69,13 @@ fn owner(dir: &Path) -> std::io::Result<(u32, u32)> {
     Ok((meta.uid(), meta.gid()))
 }
 
-/// Mounts `kernel` at `dir` on a thread of its own; returns an unmounter and a receiver that
-/// yields when the session ends (unmounted by anyone).
+/// Mounts `kernel` at `dir` on a thread of its own; returns a receiver that yields when the
+/// session ends (unmounted by anyone).
 pub(crate) fn start(
     kernel: Kernel,
     dir: &Path,
     read_only: bool,
-) -> Result<
-    (
-        fuser::SessionUnmounter,
-        tokio::sync::oneshot::Receiver<std::io::Result<()>>,
-    ),
-    BoxError,
-> {
+) -> Result<tokio::sync::oneshot::Receiver<std::io::Result<()>>, BoxError> {
     use fuser::MountOption;
     let mut config = fuser::Config::default();
     config.mount_options = vec![
@@ -102,19 +96,32 @@ pub(crate) fn start(
     std::thread::Builder::new()
         .name("supabash-fuse".into())
         .spawn(move || match fuser::Session::new(kernel, &dir, &config) {
-            Ok(mut session) => {
-                let _ = ready_tx.send(Ok(session.unmount_callable()));
+            Ok(session) => {
+                let _ = ready_tx.send(Ok(()));
                 let _ = done_tx.send(session.run());
             }
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
             }
         })?;
-    let unmounter = ready_rx
+    ready_rx
         .recv()
         .map_err(|_| "the FUSE session thread ended before mounting")?
         .map_err(|e| format!("mounting failed: {e} (is fusermount3 installed?)"))?;
-    Ok((unmounter, done_rx))
+    Ok(done_rx)
+}
+
+/// Unmounts `dir` (as `fusermount3 -u` does; a busy mount stays and can be retried).
+pub(crate) fn unmount(dir: &Path) -> Result<(), String> {
+    let out = std::process::Command::new("fusermount3")
+        .arg("-u")
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("fusermount3: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
 }
 
 /// Waits for Ctrl-C or SIGTERM.
@@ -161,7 +168,7 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
         fs: fs.clone(),
         runtime: tokio::runtime::Handle::current(),
     };
-    let (mut unmounter, mut done) = start(kernel, &dir, read_only)?;
+    let mut done = start(kernel, &dir, read_only)?;
     let session = mount_control::Session {
         read_only,
         actor: args.actor.clone(),
@@ -179,12 +186,12 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
         dir.display(),
         dir.display()
     );
-    println!("mounted {}", dir.display());
+    mount_control::say(&format!("mounted {}\n", dir.display()));
     let ended = loop {
         tokio::select! {
             ended = &mut done => break ended,
             _ = stop_signal() => {
-                if let Err(e) = unmounter.unmount() {
+                if let Err(e) = unmount(&dir) {
                     eprintln!("supabash mount: unmount failed ({e}); still mounted, close what uses {} and try again", dir.display());
                 }
             }

@@ -654,7 +654,8 @@ impl MountFs {
             f.handles = f.handles.saturating_sub(1);
             f.handles == 0
         });
-        if last && st.files.get(&ino).is_some_and(|f| !f.dirty) {
+        if last {
+            // A buffer the tree refused (its close already failed) goes with its last handle.
             st.files.remove(&ino);
         }
         result

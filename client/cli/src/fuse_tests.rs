@@ -1,7 +1,7 @@
 //! The mount over an in-memory staged tree (no database): what real tools do on it. The
 //! end-to-end tests with a cluster and the `supabash` binary are in `tests/tests/mount.rs`.
 
-use crate::fuse::start;
+use crate::fuse::{start, unmount};
 use crate::fuse_fs::MountFs;
 use crate::fuse_ops::Kernel;
 use std::path::{Path, PathBuf};
@@ -12,7 +12,6 @@ use supabash::{Limits, StagedTree};
 struct Mounted {
     dir: PathBuf,
     tree: Arc<StagedTree>,
-    unmounter: Option<fuser::SessionUnmounter>,
     done: Option<tokio::sync::oneshot::Receiver<std::io::Result<()>>>,
 }
 
@@ -30,11 +29,10 @@ impl Mounted {
             fs,
             runtime: tokio::runtime::Handle::current(),
         };
-        let (unmounter, done) = start(kernel, &dir, read_only).unwrap();
+        let done = start(kernel, &dir, read_only).unwrap();
         Some(Mounted {
             dir,
             tree,
-            unmounter: Some(unmounter),
             done: Some(done),
         })
     }
@@ -69,8 +67,12 @@ impl Mounted {
     }
 
     async fn unmount(mut self) {
-        if let Some(mut u) = self.unmounter.take() {
-            u.unmount().unwrap();
+        // The kernel releases the last handles of exited processes asynchronously.
+        let mut tries = 0;
+        while let Err(e) = unmount(&self.dir) {
+            tries += 1;
+            assert!(tries < 50, "unmount: {e}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
         if let Some(done) = self.done.take() {
             done.await.unwrap().unwrap();

@@ -202,11 +202,18 @@ pub struct ChangesArgs {
     pub json: bool,
 }
 
+/// Prints `text` on stdout; a closed stdout is not an error of the command (the mount process
+/// may outlive whoever read its first line).
+pub fn say(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
 /// The lines of a receipt, for people.
 pub fn print_receipt(result: &CommitResult) {
     let r = &result.receipt;
-    println!(
-        "committed revision {} ({} change(s), position {})",
+    let mut text = format!(
+        "committed revision {} ({} change(s), position {})\n",
         r.revision,
         r.changes.len(),
         r.position
@@ -217,8 +224,9 @@ pub fn print_receipt(result: &CommitResult) {
             .as_ref()
             .map(|f| format!(" (from {f})"))
             .unwrap_or_default();
-        println!("    {} {}{from}", line.op, line.path);
+        text.push_str(&format!("    {} {}{from}\n", line.op, line.path));
     }
+    say(&text);
 }
 
 /// `supabash commit --mount DIR`.
