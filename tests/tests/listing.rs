@@ -438,7 +438,7 @@ async fn a_lazily_opened_workspace_reads_edits_and_commits_like_an_eager_one() {
         assert_eq!(fs.read_text("/docs/sub0/new.md").await.unwrap(), "new");
         let moves = committed
             .receipt
-            .lines
+            .changes
             .iter()
             .filter(|l| l.from.is_some())
             .count();
