@@ -56,6 +56,9 @@ macro_rules! rpc {
     };
 }
 
+// The request types of other modules of the contract (`super::listing`) use these too.
+pub(super) use {request, rpc};
+
 request! {
     "supabash_create_workspace", mutates = true, answers::WorkspaceCreated;
     /// `supabash_create_workspace`: a new, empty workspace owned by the caller.
@@ -559,6 +562,3 @@ mod lease_tests {
         }
     }
 }
-
-// The request types of other modules of the contract (`super::listing`) use these too.
-pub(super) use {request, rpc};
