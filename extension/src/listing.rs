@@ -115,30 +115,6 @@ pub fn list_directory(req: ListDirectory) -> Outcome<DirectoryPage> {
     let mut directories = Vec::new();
     let mut next_cursor = None;
     let want = page_size as usize;
-    let at_head = position.is_none() || position == ws.head_position;
-    if revision.is_some() && at_head && ws.sources.is_empty() {
-        // The common case in one statement: a workspace's own head.
-        for (row, is_dir) in walk_head(&ws, &at, &prefix, &upper, want)? {
-            if files.len() + directories.len() == want {
-                next_cursor = Some(cursor_of(&at));
-                break;
-            }
-            at = next_at(&prefix, &row.path, is_dir);
-            if is_dir {
-                directories.push(child_name(&prefix, &row.path).to_owned());
-            } else {
-                files.push(read::file(row));
-            }
-        }
-        return page(
-            req.totals,
-            ws,
-            (revision, position),
-            dir,
-            (files, directories),
-            next_cursor,
-        );
-    }
     // Probes start small (a directory of directories needs one row each) and grow while they
     // meet only files.
     let mut limit = 1;
@@ -169,26 +145,7 @@ pub fn list_directory(req: ListDirectory) -> Outcome<DirectoryPage> {
         }
         limit = (limit * 4).min(MAX_PROBE);
     }
-    page(
-        req.totals,
-        ws,
-        (revision, position),
-        dir,
-        (files, directories),
-        next_cursor,
-    )
-}
-
-/// The answer: a page of `dir`'s children, with the tree's totals when asked.
-fn page(
-    totals_wanted: Option<bool>,
-    ws: Workspace,
-    (revision, position): (Option<String>, Option<i64>),
-    dir: String,
-    (files, directories): (Vec<supabash_core::rpc::File>, Vec<String>),
-    next_cursor: Option<String>,
-) -> Outcome<DirectoryPage> {
-    let (tree_files, tree_bytes) = match totals_wanted {
+    let (tree_files, tree_bytes) = match req.totals {
         Some(true) if revision.is_some() => {
             let (n, bytes) = totals(&ws, position)?;
             (Some(n), Some(bytes))
@@ -208,79 +165,5 @@ fn page(
         next_cursor,
         tree_files,
         tree_bytes,
-    })
-}
-
-/// The cursor that resumes where `at` stands.
-fn cursor_of(at: &Resume) -> String {
-    match at {
-        Resume::After(p) => p.clone(),
-        Resume::From(p) => format!("{}/", &p[..p.len() - 1]),
-    }
-}
-
-/// The child of the directory (`prefix`) that `path` lies in or is.
-fn child_name<'a>(prefix: &str, path: &'a str) -> &'a str {
-    let name = &path[prefix.len()..];
-    name.split('/').next().unwrap_or(name)
-}
-
-/// Where the scan resumes after the child `path` lies in (a subdirectory's when `is_dir`).
-fn next_at(prefix: &str, path: &str, is_dir: bool) -> Resume {
-    if is_dir {
-        Resume::From(format!("{prefix}{}0", child_name(prefix, path)))
-    } else {
-        Resume::After(path.to_owned())
-    }
-}
-
-/// The loose index scan of a workspace's own head in one recursive statement: each step finds
-/// the first open path past the previous child (past a subdirectory's whole contents), up to
-/// `want + 1` children. Rows are file rows and whether each stands for a subdirectory.
-fn walk_head(
-    ws: &Workspace,
-    at: &Resume,
-    prefix: &str,
-    upper: &str,
-    want: usize,
-) -> Outcome<Vec<(FileRow, bool)>> {
-    // The smallest string past `p` is `p` and U+0001 (text holds no NUL).
-    let from = match at {
-        Resume::After(p) => format!("{p}\u{1}"),
-        Resume::From(p) => p.clone(),
-    };
-    let cols = db::file_columns();
-    let step = |bound: &str| {
-        format!(
-            "SELECT {cols}, strpos(substr(e.path, $3), '/') > 0 FROM supabash.entries e
-              WHERE e.workspace_id = $1::uuid AND e.valid_until IS NULL
-                AND e.path >= {bound} AND e.path < $4
-              ORDER BY e.path LIMIT 1"
-        )
-    };
-    let sql = format!(
-        "WITH RECURSIVE walk (path, body_hash, body_size, content_hash, content_size, metadata,
-                              redacted, dir) AS (
-           ({first})
-           UNION ALL
-           SELECT n.* FROM walk w, LATERAL ({next}) n
-         )
-         SELECT * FROM walk LIMIT $5",
-        first = step("$2"),
-        next = step(
-            "CASE WHEN w.dir THEN left(w.path, $3 + strpos(substr(w.path, $3), '/') - 2) || '0'
-                  ELSE w.path || chr(1) END"
-        ),
-    );
-    let start = prefix.chars().count() as i32 + 1;
-    let args = [
-        ws.id.as_str().into(),
-        from.as_str().into(),
-        start.into(),
-        upper.into(),
-        (want as i64 + 1).into(),
-    ];
-    db::query_kept(&sql, &args, |row| {
-        Ok((db::file_row(row)?, db::get(row, 8)?))
     })
 }
