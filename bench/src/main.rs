@@ -8,6 +8,7 @@
 
 mod fork;
 mod mount;
+mod listing;
 mod report;
 
 use report::{ms, stats, Report};
@@ -254,8 +255,8 @@ async fn manifest_load(rest: &mut SqlRpc, ws: &Ws, r: &mut Report) {
     r.summary(
         "Manifest load, 10,000 files",
         format!("{} ms (p90 {})", f2(s.median), f2(s.p90)),
-        "—".into(),
-        None,
+        "≤ 28 ms".into(),
+        Some(s.median <= 28.0),
     );
 }
 
@@ -1357,7 +1358,7 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
 }
 
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, bulk, history, writers, rebase, disk, storage, memory, fork, mount, profile; `latency` includes the
+/// (comma-separated: latency, reads, listing, bulk, history, writers, rebase, disk, storage, memory, fork, mount, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1380,6 +1381,14 @@ async fn main() {
         let big = commit_latency(&cluster, &mut rest, &mut r).await;
         eprintln!("bench: manifest");
         manifest_load(&mut rest, &big, &mut r).await;
+    }
+    if selected("reads") {
+        eprintln!("bench: reads");
+        listing::reads(&cluster, &mut rest, &mut r).await;
+    }
+    if selected("listing") {
+        eprintln!("bench: listing");
+        listing::listing(&cluster, &mut rest, &mut r).await;
     }
     if selected("bulk") {
         eprintln!("bench: bulk throughput");

@@ -37,7 +37,7 @@ pub use error::{Result, SupabashError};
 pub use limits::Limits;
 pub use manager::{ManagerEvent, ManagerOptions, WorkspaceHandle, WorkspaceManager};
 pub use observe::{EventOutcome, OperationEvent};
-pub use open::{Request, WorkspaceBuilder};
+pub use open::{OpenMode, Request, WorkspaceBuilder};
 pub use supabash_core::ErrorCode;
 pub use transport::{PostgresTransport, PostgrestTransport, Transport};
 pub use tree::{Errno, FsError, StagedTree};

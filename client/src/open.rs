@@ -16,11 +16,141 @@
 
 use crate::auth::{Session, SupabaseConfig};
 use crate::codec::DocumentCodec;
+use crate::documents::StoredFile;
 use crate::error::Result;
 use crate::observe::{OperationEvent, OperationObserver};
+use crate::transport::call;
+use crate::tree::{BaseEntry, DirectorySource, Listing};
 use crate::{Limits, Transport, Workspace};
 use reqwest::header::HeaderMap;
 use std::sync::Arc;
+use supabash_core::rpc::listing::ListDirectory;
+use supabash_core::rpc::DirectoryPage;
+
+/// How `open` loads the base tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpenMode {
+    /// Lists the root first (with the tree's size): a tree of at most [`EAGER_MAX_FILES`]
+    /// files then loads its whole manifest, a larger one opens lazily. The environment
+    /// variable `SUPABASH_OPEN_MODE` (`eager` or `lazy`) overrides the choice, so a test suite
+    /// can run in either mode.
+    #[default]
+    Auto,
+    /// The whole manifest, in one request.
+    Eager,
+    /// The root's listing; every other directory the first time something in it is touched.
+    Lazy,
+}
+
+/// The largest tree [`OpenMode::Auto`] loads whole.
+pub const EAGER_MAX_FILES: i64 = 2_000;
+
+impl OpenMode {
+    /// `Auto` with the environment's override applied.
+    fn resolved(self) -> OpenMode {
+        match (self, std::env::var("SUPABASH_OPEN_MODE").as_deref()) {
+            (OpenMode::Auto, Ok("eager")) => OpenMode::Eager,
+            (OpenMode::Auto, Ok("lazy")) => OpenMode::Lazy,
+            (mode, _) => mode,
+        }
+    }
+}
+
+/// A base opened from its root listing.
+pub(crate) struct LazyBase {
+    pub revision: String,
+    pub root: Listing,
+    /// Files and rendered bytes of the whole tree.
+    pub totals: (u64, u64),
+    pub redaction_epoch: i64,
+    pub restore_floor: Option<i64>,
+}
+
+/// Lists a workspace's directories over a transport.
+pub(crate) struct RemoteDirectories {
+    pub transport: Arc<dyn Transport>,
+    pub workspace_id: String,
+}
+
+impl RemoteDirectories {
+    /// One page of `dir` at `revision` (default: the head).
+    async fn page(
+        &self,
+        dir: &str,
+        revision: Option<&str>,
+        cursor: Option<String>,
+        totals: bool,
+    ) -> Result<DirectoryPage> {
+        let request = ListDirectory {
+            workspace_id: self.workspace_id.clone(),
+            path: dir.to_owned(),
+            revision: revision.map(str::to_owned),
+            cursor,
+            totals: totals.then_some(true),
+            ..Default::default()
+        };
+        call(self.transport.as_ref(), &request).await
+    }
+
+    /// The rest of a listing whose first page is `page`, pinned to its revision.
+    async fn complete(&self, mut page: DirectoryPage) -> Result<Listing> {
+        let mut listing = Listing::default();
+        loop {
+            for f in page.files {
+                let f = StoredFile::try_from(f)?;
+                listing.files.push(BaseEntry {
+                    path: f.path,
+                    content_hash: f.content_hash,
+                    size: f.size,
+                });
+            }
+            listing.directories.extend(page.directories);
+            let Some(cursor) = page.next_cursor else {
+                return Ok(listing);
+            };
+            page = self
+                .page(&page.path, page.revision.as_deref(), Some(cursor), false)
+                .await?;
+        }
+    }
+
+    /// The base `mode` opens from the root listing, or `None` when the whole manifest should
+    /// be loaded instead (an eager open, a small tree, an empty workspace).
+    pub(crate) async fn lazy_base(&self, mode: OpenMode) -> Result<Option<LazyBase>> {
+        let mode = mode.resolved();
+        if mode == OpenMode::Eager {
+            return Ok(None);
+        }
+        let first = self.page("/", None, None, true).await?;
+        let Some(revision) = first.revision.clone() else {
+            return Ok(None);
+        };
+        let files = first.tree_files.unwrap_or(0);
+        let bytes = first.tree_bytes.unwrap_or(0);
+        // A root page holding the whole tree is as good as the manifest.
+        let whole = first.directories.is_empty() && first.next_cursor.is_none();
+        if mode == OpenMode::Auto && !whole && files <= EAGER_MAX_FILES {
+            return Ok(None);
+        }
+        let (redaction_epoch, restore_floor) = (first.redaction_epoch, first.restore_floor);
+        Ok(Some(LazyBase {
+            revision,
+            root: self.complete(first).await?,
+            totals: (files.max(0) as u64, bytes.max(0) as u64),
+            redaction_epoch,
+            restore_floor,
+        }))
+    }
+}
+
+#[async_trait::async_trait]
+impl DirectorySource for RemoteDirectories {
+    async fn list(&self, revision: &str, dir: &str) -> Result<Listing> {
+        let first = self.page(dir, Some(revision), None, false).await?;
+        self.complete(first).await
+    }
+}
 
 /// Opens or creates a workspace. `S` is where it comes from: a transport the host holds
 /// ([`Workspace::builder`]) or an incoming request ([`Workspace::builder_from_request`]).
@@ -32,6 +162,7 @@ pub struct WorkspaceBuilder<S = Arc<dyn Transport>> {
     codec: Option<Arc<dyn DocumentCodec>>,
     observer: Option<OperationObserver>,
     actor: Option<String>,
+    mode: OpenMode,
 }
 
 /// The source of a [`WorkspaceBuilder`] made by [`Workspace::builder_from_request`].
@@ -66,7 +197,14 @@ impl<S> WorkspaceBuilder<S> {
             codec: None,
             observer: None,
             actor: None,
+            mode: OpenMode::Auto,
         }
+    }
+
+    /// How `open` loads the tree (default [`OpenMode::Auto`]).
+    pub fn open_mode(mut self, mode: OpenMode) -> Self {
+        self.mode = mode;
+        self
     }
 
     /// The client limits (default [`Limits::default`]).
@@ -129,7 +267,13 @@ impl WorkspaceBuilder {
 
     /// Opens a workspace the caller owns, pinned to its current head. Bodies load lazily.
     pub async fn open(self, workspace_id: &str) -> Result<Workspace> {
-        let ws = Workspace::open(self.source.clone(), workspace_id, self.limits.clone()).await?;
+        let ws = Workspace::open_as(
+            self.source.clone(),
+            workspace_id,
+            self.limits.clone(),
+            self.mode,
+        )
+        .await?;
         Ok(self.apply(ws))
     }
 }

@@ -8,6 +8,7 @@ use crate::documents::StoredFile;
 use crate::error::{Result, SupabashError};
 use crate::limits::Limits;
 use crate::observe::{OperationCounts, OperationObserver, Timed};
+use crate::open::{OpenMode, RemoteDirectories};
 use crate::transport::{call, Transport};
 use crate::tree::{BaseEntry, BodySource, StagedChange, StagedTree};
 use serde_json::Value;
@@ -329,12 +330,49 @@ impl Workspace {
         Self::open(transport, &created.workspace_id, limits).await
     }
 
-    /// Opens a workspace the caller owns, pinned to its current head. Bodies load lazily.
+    /// Opens a workspace the caller owns, pinned to its current head ([`OpenMode::Auto`]).
+    /// Bodies load lazily.
     pub(crate) async fn open(
         transport: Arc<dyn Transport>,
         workspace_id: &str,
         limits: Limits,
     ) -> Result<Self> {
+        Self::open_as(transport, workspace_id, limits, OpenMode::Auto).await
+    }
+
+    /// [`Self::open`], loading the tree as `mode` says.
+    pub(crate) async fn open_as(
+        transport: Arc<dyn Transport>,
+        workspace_id: &str,
+        limits: Limits,
+        mode: OpenMode,
+    ) -> Result<Self> {
+        let directories = Arc::new(RemoteDirectories {
+            transport: transport.clone(),
+            workspace_id: workspace_id.to_owned(),
+        });
+        if let Some(lazy) = directories.lazy_base(mode).await? {
+            let source = Arc::new(RemoteSource {
+                transport: transport.clone(),
+                workspace_id: workspace_id.to_owned(),
+            });
+            let tree = StagedTree::lazy(
+                lazy.revision,
+                lazy.root,
+                lazy.totals,
+                source,
+                directories,
+                limits.clone(),
+            );
+            let (epoch, floor) = (lazy.redaction_epoch, lazy.restore_floor);
+            return Ok(Self::with_tree(
+                transport,
+                workspace_id,
+                tree,
+                (epoch, floor),
+                limits,
+            ));
+        }
         let base = Base::load(transport.as_ref(), workspace_id, None).await?;
         Ok(Self::with_base(transport, workspace_id, base, limits))
     }
@@ -351,6 +389,19 @@ impl Workspace {
             workspace_id: workspace_id.to_owned(),
         });
         let tree = StagedTree::from_base(base.revision, base.entries, Some(source), limits.clone());
+        let fences = (base.redaction_epoch, base.restore_floor);
+        Self::with_tree(transport, workspace_id, tree, fences, limits)
+    }
+
+    /// A workspace over `tree` (loaded from `workspace_id` at redaction epoch and restore
+    /// floor `fences`).
+    fn with_tree(
+        transport: Arc<dyn Transport>,
+        workspace_id: &str,
+        tree: StagedTree,
+        (redaction_epoch, restore_floor): (i64, Option<i64>),
+        limits: Limits,
+    ) -> Self {
         Workspace {
             transport,
             id: workspace_id.to_owned(),
@@ -358,8 +409,8 @@ impl Workspace {
             limits,
             codec: Arc::new(PlainCodec),
             pending: Mutex::new(Pending {
-                redaction_epoch: base.redaction_epoch,
-                restore_floor: base.restore_floor,
+                redaction_epoch,
+                restore_floor,
                 ..Pending::default()
             }),
             audit: AuditQueue::default(),
@@ -713,7 +764,9 @@ impl Workspace {
         if let Some(path) = old.redacted.first() {
             return Err(crate::documents::redacted(path));
         }
-        self.tree.stage_files(old.files.into_iter().collect())?;
+        self.tree
+            .stage_files(old.files.into_iter().collect())
+            .await?;
         self.pending().restore_source = Some(revision.to_owned());
         Ok(Restored {
             source_revision: revision.to_owned(),
@@ -865,7 +918,7 @@ impl Workspace {
             self.limits.clone(),
         )
         .with_codec(self.codec.clone());
-        target.tree.apply_files(files, &removed)?;
+        target.tree.apply_files(files, &removed).await?;
         target.commit(options.with_rebase(true)).await
     }
 

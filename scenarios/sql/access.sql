@@ -157,5 +157,5 @@ SELECT coalesce(string_agg(r.rolname || ' on ' || o.what, ', '), 'no leaks') AS 
 BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/secret.md'));
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/secret.md')::jsonb);
 ROLLBACK;

@@ -121,7 +121,7 @@ COMMIT;
 BEGIN;
 SET LOCAL request.jwt.claims = :'service';
 SET LOCAL ROLE service_role;
-SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws'), delegated_grant => pgt.id('grant')) -> 'files');
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws'), delegated_grant => pgt.id('grant'))::jsonb -> 'files');
 SELECT pgt.show(supabash_commit(workspace_id => pgt.id('ws'), delegated_grant => pgt.id('grant'),
   base_revision => pgt.id('r1'), actor => 'claims-to-be-alice', correlation_id => 'forged',
   changes => '[{"op": "upsert", "path": "/report.md", "text": "final"}]') -> 'receipt');
@@ -136,7 +136,7 @@ SELECT rpc, pgt.try(call) FROM (VALUES
 -- Over PostgREST the grant travels in the X-Supabash-Grant header (request.headers), never in
 -- a URL: the same read with no grant argument.
 SELECT set_config('request.headers', json_build_object('x-supabash-grant', pgt.id('grant'))::text, true) IS NOT NULL AS header_set;
-SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws')) -> 'files');
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws'))::jsonb -> 'files');
 COMMIT;
 
 -- Only the database records delegated actors: a user cannot commit as one.

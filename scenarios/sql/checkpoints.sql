@@ -38,7 +38,7 @@ SELECT pgt.try($$SELECT supabash_checkpoint(workspace_id => pgt.id('ws'), label 
   idempotency_key => 'release-1')$$) AS key_reused;
 -- A checkpoint of an older revision, without a key (each call makes a new one).
 SELECT pgt.show(pgt.keep('cp2', supabash_checkpoint(workspace_id => pgt.id('ws'), revision => pgt.id('r1')), 'checkpointId'));
-SELECT pgt.show(supabash_checkpoints(workspace_id => pgt.id('ws')));
+SELECT pgt.show(supabash_checkpoints(workspace_id => pgt.id('ws'))::jsonb);
 COMMIT;
 
 BEGIN;
@@ -46,7 +46,7 @@ SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
 SELECT pgt.show(supabash_delete_checkpoint(workspace_id => pgt.id('ws'), checkpoint_id => pgt.id('cp2')));
 SELECT pgt.try($$SELECT supabash_delete_checkpoint(workspace_id => pgt.id('ws'), checkpoint_id => pgt.id('cp2'))$$) AS deleted_twice;
-SELECT pgt.show(jsonb_path_query_array(supabash_checkpoints(workspace_id => pgt.id('ws')), '$[*].checkpointId'));
+SELECT pgt.show(jsonb_path_query_array(supabash_checkpoints(workspace_id => pgt.id('ws'))::jsonb, '$[*].checkpointId'));
 -- Refused checkpoint requests.
 SELECT label, pgt.try(call) FROM (VALUES
   ('unknown revision',      $$SELECT supabash_checkpoint(workspace_id => pgt.id('ws'), revision => '11111111-1111-4111-8111-111111111111')$$),

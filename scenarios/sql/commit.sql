@@ -43,8 +43,8 @@ COMMIT;
 BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/notes/hello.md'));
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/img/dot.bin'));
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/notes/hello.md')::jsonb);
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/img/dot.bin')::jsonb);
 ROLLBACK;
 
 -- 2. Delete, move, and a new file, on base r1.
@@ -70,8 +70,8 @@ SELECT pgt.show(pgt.keep('r4', supabash_commit(
   changes => '[{"op": "move", "from": "/a.txt", "path": "/b.txt"},
                {"op": "move", "from": "/notes/renamed.md", "path": "/notes/final.md", "text": "final\n"}]'),
   'receipt', 'revision'));
-SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws')));
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/b.txt')) ~ '"text": "from a"' AS b_holds_a;
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws'))::jsonb);
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/b.txt')::jsonb) ~ '"text": "from a"' AS b_holds_a;
 COMMIT;
 
 -- 4. Replays. The same request again (by transaction id) returns the stored receipt of r1,
@@ -159,7 +159,7 @@ SELECT pgt.try($$SELECT supabash_commit(workspace_id => pgt.id('ws'), actor => '
   source_revision => '11111111-1111-4111-8111-111111111111', changes => '[]')$$) AS unknown_source_revision;
 -- Nothing of the above was written: the head is still r4 with the same two files.
 SELECT pgt.show(jsonb_build_object('revision', m -> 'revision', 'paths', jsonb_path_query_array(m, '$.files[*].path')))
-  FROM supabash_load_manifest(workspace_id => pgt.id('ws')) AS m;
+  FROM (SELECT supabash_load_manifest(workspace_id => pgt.id('ws'))::jsonb) AS _m(m);
 SELECT pgt.show(jsonb_build_object('revisions', jsonb_array_length(h -> 'records')))
-  FROM supabash_history(workspace_id => pgt.id('ws')) AS h;
+  FROM (SELECT supabash_history(workspace_id => pgt.id('ws'))::jsonb) AS _h(h);
 ROLLBACK;

@@ -36,19 +36,19 @@ SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
 -- Every kind between two revisions, with default previews.
 SELECT pgt.show(supabash_diff(workspace_id => pgt.id('ws'),
-  from_ref => jsonb_build_object('revision', pgt.id('r1')), to_ref => jsonb_build_object('revision', pgt.id('r2'))));
+  from_ref => jsonb_build_object('revision', pgt.id('r1')), to_ref => jsonb_build_object('revision', pgt.id('r2')))::jsonb);
 -- Previews of 4 bytes: "aéééé" is cut after "aé" (3 bytes), never inside a character.
 SELECT pgt.show(jsonb_path_query_array(supabash_diff(workspace_id => pgt.id('ws'),
   from_ref => jsonb_build_object('revision', pgt.id('r1')), to_ref => '{"head": true}',
-  paths => '{/new.md,/mod.md}', preview_bytes => 4), '$.entries[*].preview'));
+  paths => '{/new.md,/mod.md}', preview_bytes => 4)::jsonb, '$.entries[*].preview'));
 -- Previews off.
 SELECT pgt.show(supabash_diff(workspace_id => pgt.id('ws'),
   from_ref => jsonb_build_object('revision', pgt.id('r1')), to_ref => '{"head": true}',
-  paths => '{/mod.md}', preview_bytes => 0));
+  paths => '{/mod.md}', preview_bytes => 0)::jsonb);
 -- A checkpoint as a side (cp1 pins r1), filtered to the /mv directory: only the move.
 SELECT pgt.show(supabash_diff(workspace_id => pgt.id('ws'),
   from_ref => jsonb_build_object('checkpoint', pgt.id('cp1')), to_ref => '{"head": true}',
-  paths => '{/mv}'));
+  paths => '{/mv}')::jsonb);
 -- The head against a staged tree: a 4-byte emoji is never split either.
 SELECT pgt.show(supabash_diff(workspace_id => pgt.id('ws'),
   from_ref => '{"head": true}', to_ref => '{"staged": true}', preview_bytes => 5,
@@ -57,10 +57,10 @@ SELECT pgt.show(supabash_diff(workspace_id => pgt.id('ws'),
               {"path": "/mv/b.md", "text": "moving content"},
               {"path": "/new.md", "text": "aéééé"},
               {"path": "/bin.dat", "base64": "AAED"},
-              {"path": "/emoji.md", "text": "😀😀"}]'));
+              {"path": "/emoji.md", "text": "😀😀"}]')::jsonb);
 -- Identical sides: no entries.
 SELECT pgt.show(supabash_diff(workspace_id => pgt.id('ws'), from_ref => '{"head": true}',
-  to_ref => jsonb_build_object('revision', pgt.id('r2'))));
+  to_ref => jsonb_build_object('revision', pgt.id('r2')))::jsonb);
 ROLLBACK;
 
 -- Refused diffs.

@@ -41,22 +41,22 @@ BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
 -- The fork's tree is the source's; its history starts with the fork.
-SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('fork')) -> 'files');
-SELECT pgt.show(supabash_history(workspace_id => pgt.id('fork')) -> 'records');
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('fork'))::jsonb -> 'files');
+SELECT pgt.show(supabash_history(workspace_id => pgt.id('fork'))::jsonb -> 'records');
 -- Each side commits; neither sees the other.
 SELECT pgt.keep('f2', supabash_commit(workspace_id => pgt.id('fork'), actor => 'alice',
-  base_revision => supabash_load_manifest(workspace_id => pgt.id('fork')) ->> 'revision',
+  base_revision => supabash_load_manifest(workspace_id => pgt.id('fork'))::jsonb ->> 'revision',
   changes => '[{"op": "delete", "path": "/a.md"}, {"op": "upsert", "path": "/c.md", "text": "gamma"}]'),
   'receipt', 'revision') IS NOT NULL AS fork_committed;
 SELECT supabash_commit(workspace_id => pgt.id('ws'), actor => 'alice', base_revision => pgt.id('r1'),
   changes => '[{"op": "upsert", "path": "/b.md", "text": "beta 2"}]') -> 'receipt' ->> 'position' AS source_committed;
 SELECT string_agg(f ->> 'path', ', ' ORDER BY f ->> 'path') AS fork_files
-  FROM jsonb_array_elements(supabash_load_snapshot(workspace_id => pgt.id('fork')) -> 'files') f;
+  FROM jsonb_array_elements(supabash_load_snapshot(workspace_id => pgt.id('fork'))::jsonb -> 'files') f;
 SELECT string_agg((f ->> 'path') || '=' || (f ->> 'text'), ', ' ORDER BY f ->> 'path') AS source_files
-  FROM jsonb_array_elements(supabash_load_snapshot(workspace_id => pgt.id('ws')) -> 'files') f;
+  FROM jsonb_array_elements(supabash_load_snapshot(workspace_id => pgt.id('ws'))::jsonb -> 'files') f;
 -- The caller's workspaces, a page of one at a time.
-SELECT pgt.show(supabash_list_workspaces(page_size => 1) #- '{workspaces,0,storeBytes}');
-SELECT jsonb_array_length(supabash_list_workspaces(cursor => pgt.id('ws')) -> 'workspaces') AS after_the_first;
+SELECT pgt.show(supabash_list_workspaces(page_size => 1)::jsonb #- '{workspaces,0,storeBytes}');
+SELECT jsonb_array_length(supabash_list_workspaces(cursor => pgt.id('ws'))::jsonb -> 'workspaces') AS after_the_first;
 COMMIT;
 
 -- Bob: forks, deletes and lists nothing of Alice's.
@@ -65,7 +65,7 @@ SET LOCAL request.jwt.claims = :'bob';
 SET LOCAL ROLE authenticated;
 SELECT pgt.try(format($$SELECT supabash_fork(workspace_id => %L, actor => 'bob')$$, pgt.id('ws'))) AS bob_forks;
 SELECT pgt.try(format($$SELECT supabash_delete_workspace(workspace_id => %L)$$, pgt.id('ws'))) AS bob_deletes;
-SELECT pgt.show(supabash_list_workspaces()) AS bob_lists;
+SELECT pgt.show(supabash_list_workspaces()::jsonb) AS bob_lists;
 COMMIT;
 -- Anon may not call them at all.
 BEGIN;
@@ -90,7 +90,7 @@ SET LOCAL ROLE authenticated;
 SELECT pgt.show(supabash_delete_workspace(workspace_id => pgt.id('ws')) - 'bodies' - 'bytes');
 SELECT pgt.try(format($$SELECT supabash_load_manifest(workspace_id => %L)$$, pgt.id('ws'))) AS source_is_gone;
 SELECT string_agg(f ->> 'path', ', ' ORDER BY f ->> 'path') AS fork_still_reads
-  FROM jsonb_array_elements(supabash_load_snapshot(workspace_id => pgt.id('fork')) -> 'files') f;
+  FROM jsonb_array_elements(supabash_load_snapshot(workspace_id => pgt.id('fork'))::jsonb -> 'files') f;
 SELECT pgt.show(supabash_delete_workspace(workspace_id => pgt.id('fork')) - 'bodies' - 'bytes');
 COMMIT;
 SELECT count(*) AS workspaces_left FROM supabash.workspaces WHERE store_id = pgt.id('ws')::uuid;

@@ -30,24 +30,24 @@ BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
 -- The first page in full.
-SELECT pgt.show(supabash_history(workspace_id => pgt.id('ws'), page_size => 2));
+SELECT pgt.show(supabash_history(workspace_id => pgt.id('ws'), page_size => 2)::jsonb);
 -- The pages after it, shown as (revision, cause) pairs and the next cursor.
 SELECT pgt.show(jsonb_build_object(
          'records', jsonb_path_query_array(h, '$.records[*].revision'),
          'causes', jsonb_path_query_array(h, '$.records[*].cause'),
          'nextCursor', h -> 'nextCursor'))
-  FROM supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r2'), page_size => 2) AS h;
+  FROM (SELECT supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r2'), page_size => 2)::jsonb) AS _h(h);
 SELECT pgt.show(jsonb_build_object(
          'records', jsonb_path_query_array(h, '$.records[*].revision'),
          'nextCursor', h -> 'nextCursor'))
-  FROM supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r4'), page_size => 2) AS h;
+  FROM (SELECT supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r4'), page_size => 2)::jsonb) AS _h(h);
 -- After the newest record: an empty page.
-SELECT pgt.show(supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r5')));
+SELECT pgt.show(supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r5'))::jsonb);
 -- The default page holds all five.
 SELECT pgt.show(jsonb_build_object(
          'records', jsonb_path_query_array(h, '$.records[*].revision'),
          'nextCursor', h -> 'nextCursor'))
-  FROM supabash_history(workspace_id => pgt.id('ws')) AS h;
+  FROM (SELECT supabash_history(workspace_id => pgt.id('ws'))::jsonb) AS _h(h);
 -- An unknown cursor is an error ...
 SELECT pgt.try($$SELECT supabash_history(workspace_id => pgt.id('ws'),
   cursor => '11111111-1111-4111-8111-111111111111', page_size => 2)$$) AS unknown_cursor;

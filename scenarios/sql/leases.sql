@@ -23,12 +23,12 @@ SELECT pgt.show(pgt.keep('ws', supabash_create_workspace(), 'workspaceId')) IS N
 SELECT pgt.keep('r1', supabash_commit(workspace_id => pgt.id('ws'), actor => 'carol',
   changes => '[{"op": "upsert", "path": "/a.md", "text": "one"}]'), 'receipt', 'revision') IS NOT NULL AS r1;
 -- No lease yet.
-SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws'))) AS no_lease;
+SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws'))::jsonb) AS no_lease;
 -- Host A takes it for 30 s.
 SELECT pgt.show(pgt.keep('tok_a', supabash_acquire_lease(workspace_id => pgt.id('ws'),
   holder => 'host-a', ttl_seconds => 30), 'token'));
 -- Anyone who may read the workspace sees the holder, never the token.
-SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws')));
+SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws'))::jsonb);
 COMMIT;
 
 BEGIN;
@@ -57,7 +57,7 @@ SELECT pg_sleep(1.2) IS NOT NULL AS waited;
 BEGIN;
 SET LOCAL request.jwt.claims = :'carol';
 SET LOCAL ROLE authenticated;
-SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws'))) AS expired;
+SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws'))::jsonb) AS expired;
 SELECT pgt.try($$SELECT supabash_commit(workspace_id => pgt.id('ws'), actor => 'a', base_revision => pgt.id('r2'),
   lease => pgt.id('tok_a2'), changes => '[{"op": "upsert", "path": "/a.md", "text": "late"}]')$$) AS commit_after_expiry;
 SELECT pgt.try($$SELECT supabash_renew_lease(workspace_id => pgt.id('ws'), token => pgt.id('tok_a2'), ttl_seconds => 30)$$) AS renew_after_expiry;
@@ -66,7 +66,7 @@ SELECT pgt.show(pgt.keep('tok_b', supabash_acquire_lease(workspace_id => pgt.id(
   holder => 'host-b', ttl_seconds => 30), 'token'));
 SELECT pgt.show(supabash_release_lease(workspace_id => pgt.id('ws'), token => pgt.id('tok_b')));
 SELECT pgt.show(supabash_release_lease(workspace_id => pgt.id('ws'), token => pgt.id('tok_b'))) AS again;
-SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws'))) AS released;
+SELECT pgt.show(supabash_lease(workspace_id => pgt.id('ws'))::jsonb) AS released;
 -- Malformed input.
 SELECT rpc, pgt.try(call) FROM (VALUES
   ('ttl 0',        $$SELECT supabash_acquire_lease(workspace_id => pgt.id('ws'), holder => 'h', ttl_seconds => 0)$$),

@@ -62,10 +62,10 @@ SELECT count(*) AS bodies, sum(size) AS body_bytes FROM supabash.bodies WHERE wo
 BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/f.md', revision => pgt.id('r3')) -> 'text') AS r3_text;
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/f.md', revision => pgt.id('r5')) -> 'text') AS r5_text;
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/f.md', revision => pgt.id('r3'))::jsonb -> 'text') AS r3_text;
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/f.md', revision => pgt.id('r5'))::jsonb -> 'text') AS r5_text;
 SELECT pgt.try($$SELECT supabash_load_revision(workspace_id => pgt.id('ws'), revision => pgt.id('r1'))$$) AS r1_purged;
-SELECT pgt.show(jsonb_path_query_array(supabash_history(workspace_id => pgt.id('ws')), '$.records[*].revision'));
+SELECT pgt.show(jsonb_path_query_array(supabash_history(workspace_id => pgt.id('ws'))::jsonb, '$.records[*].revision'));
 -- A cursor that was purged: error, or restart from the oldest retained revision.
 SELECT pgt.try($$SELECT supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r2'))$$) AS purged_cursor;
 SELECT pgt.try($$SELECT jsonb_path_query_array(supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r2'),
@@ -81,7 +81,7 @@ SET LOCAL ROLE authenticated;
 SELECT pgt.show(supabash_purge(workspace_id => pgt.id('ws'), keep_revisions => 0, floor_revision => pgt.id('r5'), dry_run => true));
 SELECT pgt.show(supabash_purge(workspace_id => pgt.id('ws'), keep_revisions => 0, floor_revision => pgt.id('r6'), dry_run => true));
 SELECT pgt.show(supabash_purge(workspace_id => pgt.id('ws'), keep_revisions => 0));
-SELECT pgt.show(jsonb_path_query_array(supabash_history(workspace_id => pgt.id('ws')), '$.records[*].revision'));
+SELECT pgt.show(jsonb_path_query_array(supabash_history(workspace_id => pgt.id('ws'))::jsonb, '$.records[*].revision'));
 ROLLBACK;
 
 -- Max age: three more revisions, r7 and r8 backdated by two days (as the superuser, to stand in
@@ -102,7 +102,7 @@ BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
 SELECT pgt.show(supabash_purge(workspace_id => pgt.id('ws'), max_age_seconds => 86400));
-SELECT pgt.show(jsonb_path_query_array(supabash_history(workspace_id => pgt.id('ws')), '$.records[*].revision'));
+SELECT pgt.show(jsonb_path_query_array(supabash_history(workspace_id => pgt.id('ws'))::jsonb, '$.records[*].revision'));
 -- Refused purges.
 SELECT label, pgt.try(call) FROM (VALUES
   ('negative keep',      $$SELECT supabash_purge(workspace_id => pgt.id('ws'), keep_revisions => -1)$$),

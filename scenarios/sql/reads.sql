@@ -17,8 +17,8 @@ BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
 SELECT pgt.show(pgt.keep('ws', supabash_create_workspace(), 'workspaceId')) IS NOT NULL AS created;
-SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws')));
-SELECT pgt.show(supabash_load_snapshot(workspace_id => pgt.id('ws')));
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws'))::jsonb);
+SELECT pgt.show(supabash_load_snapshot(workspace_id => pgt.id('ws'))::jsonb);
 SELECT pgt.try($$SELECT supabash_load_document(workspace_id => pgt.id('ws'), path => '/a.md')$$) AS missing_document;
 COMMIT;
 
@@ -40,18 +40,18 @@ BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
 -- The manifest lists the head tree without bodies.
-SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws')));
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws'))::jsonb);
 -- A document at the head, and pinned to r1.
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/a.md'));
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/a.md', revision => pgt.id('r1')));
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/b.md', revision => pgt.id('r1')));
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/a.md')::jsonb);
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/a.md', revision => pgt.id('r1'))::jsonb);
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/b.md', revision => pgt.id('r1'))::jsonb);
 -- Bytes 00 01 02 are valid UTF-8, but a NUL cannot travel as JSON text: base64.
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/nul.bin'));
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/nul.bin')::jsonb);
 -- A whole pinned snapshot in one call.
-SELECT pgt.show(supabash_load_snapshot(workspace_id => pgt.id('ws'), revision => pgt.id('r1')));
-SELECT pgt.show(supabash_load_snapshot(workspace_id => pgt.id('ws')));
+SELECT pgt.show(supabash_load_snapshot(workspace_id => pgt.id('ws'), revision => pgt.id('r1'))::jsonb);
+SELECT pgt.show(supabash_load_snapshot(workspace_id => pgt.id('ws'))::jsonb);
 -- A revision: its stored receipt and its tree.
-SELECT pgt.show(supabash_load_revision(workspace_id => pgt.id('ws'), revision => pgt.id('r2')));
+SELECT pgt.show(supabash_load_revision(workspace_id => pgt.id('ws'), revision => pgt.id('r2'))::jsonb);
 ROLLBACK;
 
 -- Refused reads.

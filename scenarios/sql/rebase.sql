@@ -62,10 +62,10 @@ SELECT pgt.show(pgt.keep('r3', supabash_commit(workspace_id => pgt.id('ws'), act
   changes => '[{"op": "upsert", "path": "/b.md", "text": "b by alice"},
                {"op": "move", "from": "/c.md", "path": "/e.md"}]'), 'receipt', 'revision'));
 SELECT pgt.show(jsonb_object_agg(f ->> 'path', f ->> 'text'))
-  FROM supabash_load_snapshot(workspace_id => pgt.id('ws')) AS s, jsonb_array_elements(s -> 'files') AS f;
+  FROM (SELECT supabash_load_snapshot(workspace_id => pgt.id('ws'))::jsonb) AS _s(s), jsonb_array_elements(s -> 'files') AS f;
 -- History rebuilds the same receipt.
 SELECT h -> 'records' -> 2 ->> 'rebasedFrom' = pgt.id('r1') AS history_names_the_base
-  FROM supabash_history(workspace_id => pgt.id('ws')) AS h;
+  FROM (SELECT supabash_history(workspace_id => pgt.id('ws'))::jsonb) AS _h(h);
 COMMIT;
 
 -- 4. A base that is not a retained revision of this workspace is unknown: no rebase.

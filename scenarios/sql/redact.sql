@@ -55,11 +55,11 @@ SELECT paths, hash_count, reason FROM supabash.redactions WHERE workspace_id = p
 BEGIN;
 SET LOCAL request.jwt.claims = :'alice';
 SET LOCAL ROLE authenticated;
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/key.md', revision => pgt.id('r1')) - 'revision');
-SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/key.md') -> 'text') AS head_text;
-SELECT pgt.show(supabash_history(workspace_id => pgt.id('ws')) #> '{records,0}' -> 'metadata') AS r1_metadata;
-SELECT pgt.show(supabash_history(workspace_id => pgt.id('ws')) #> '{records,0}' -> 'cause') AS r1_cause;
-SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws')) -> 'redactionEpoch') AS epoch;
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/key.md', revision => pgt.id('r1'))::jsonb - 'revision');
+SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/key.md')::jsonb -> 'text') AS head_text;
+SELECT pgt.show(supabash_history(workspace_id => pgt.id('ws'))::jsonb #> '{records,0}' -> 'metadata') AS r1_metadata;
+SELECT pgt.show(supabash_history(workspace_id => pgt.id('ws'))::jsonb #> '{records,0}' -> 'cause') AS r1_cause;
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws'))::jsonb -> 'redactionEpoch') AS epoch;
 -- Commits: without the epoch (or with the old one) refused; with it accepted.
 SELECT pgt.try($$SELECT supabash_commit(workspace_id => pgt.id('ws'), actor => 'alice', base_revision => pgt.id('r3'),
   changes => '[{"op": "upsert", "path": "/c.md", "text": "c"}]')$$) AS no_epoch;

@@ -335,6 +335,11 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             &[Read],
         ),
         c(
+            "supabash_list_directory",
+            json!({ "workspace_id": id, "path": "/", "totals": true }),
+            &[Read],
+        ),
+        c(
             "supabash_load_revision",
             json!({ "workspace_id": id, "revision": ws.r1 }),
             &[History, Restore],

@@ -42,6 +42,14 @@ fn reads(ws: &str, first: &str, head: &str, checkpoint: &str) -> Vec<(&'static s
                                    "staged": [{"path": "/notes/a.md", "text": "staged"}] }),
         ),
         ("supabash_checkpoints", json!({ "workspace_id": ws })),
+        (
+            "supabash_list_directory",
+            json!({ "workspace_id": ws, "path": "/notes", "totals": true }),
+        ),
+        (
+            "supabash_list_directory",
+            json!({ "workspace_id": ws, "path": "/", "revision": first, "page_size": 1 }),
+        ),
     ]
 }
 

@@ -103,6 +103,10 @@ fn every_rpc(f: &Fixture) -> Vec<(&'static str, Value)> {
         ),
         ("supabash_load_snapshot", json!({ "workspace_id": ws })),
         (
+            "supabash_list_directory",
+            json!({ "workspace_id": ws, "path": "/" }),
+        ),
+        (
             "supabash_load_revision",
             json!({ "workspace_id": ws, "revision": f.r1 }),
         ),

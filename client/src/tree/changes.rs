@@ -168,6 +168,8 @@ impl StagedTree {
         &self,
         codec: &dyn DocumentCodec,
     ) -> Result<Vec<StagedDocument>> {
+        // The staged side is the whole tree.
+        self.load_all().await?;
         let mut docs = Vec::new();
         for (p, body) in self.staged_files()? {
             let bytes = self.bytes_of(&body).await?;

@@ -6,11 +6,14 @@
 
 mod changes;
 mod errno;
+mod lazy;
 mod ops;
 pub(crate) mod sync;
 
 pub use changes::StagedChange;
 pub use errno::{Errno, FsError, FsResult};
+pub(crate) use lazy::Reach;
+pub use lazy::{DirectorySource, Listing};
 pub use ops::{DirEntry, FileKind, Stat};
 
 use crate::documents::StoredFile;
@@ -120,6 +123,8 @@ pub(crate) struct Inner {
     /// Verified lazy bodies.
     pub loaded: HashMap<Lazy, Arc<Vec<u8>>>,
     pub committing: bool,
+    /// Directories of the base not listed yet (a lazily opened tree; see `lazy`).
+    pub unloaded: lazy::Unloaded,
 }
 
 /// One fetch of a lazy body that concurrent readers share.
@@ -131,6 +136,8 @@ pub struct StagedTree {
     /// Lazy loads under way, by (revision, path): concurrent reads of one file share one fetch.
     in_flight: Mutex<HashMap<(String, String), Flight>>,
     source: Option<Arc<dyn BodySource>>,
+    /// Lists unloaded directories (a lazily opened tree).
+    directories: Option<Arc<dyn DirectorySource>>,
     limits: Limits,
 }
 
@@ -185,14 +192,36 @@ impl StagedTree {
             base_revision: None,
             loaded: HashMap::new(),
             committing: false,
+            unloaded: lazy::Unloaded::default(),
         };
         inner.rebase(revision, entries);
         StagedTree {
             inner: Mutex::new(inner),
             in_flight: Mutex::default(),
             source,
+            directories: None,
             limits,
         }
+    }
+
+    /// A tree whose base is `revision`, opened from its root directory's listing `root`: every
+    /// other directory is listed through `directories` the first time something in it is
+    /// touched. `tree_files` and `tree_bytes` count the whole base (for the tree's limits).
+    pub fn lazy(
+        revision: String,
+        root: Listing,
+        (tree_files, tree_bytes): (u64, u64),
+        source: Arc<dyn BodySource>,
+        directories: Arc<dyn DirectorySource>,
+        limits: Limits,
+    ) -> Self {
+        let mut tree = Self::from_base(Some(revision), Vec::new(), Some(source), limits);
+        tree.directories = Some(directories);
+        let inner = tree.inner.get_mut().expect("staged tree lock");
+        inner.unloaded.files = tree_files;
+        inner.unloaded.bytes = tree_bytes;
+        inner.add_listing("/", root);
+        tree
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -357,6 +386,8 @@ impl StagedTree {
         inner.nodes.retain(|p, _| !committable(p));
         inner.loaded.clear();
         inner.base.clear();
+        // `entries` is the whole tree: nothing stays unlisted.
+        inner.unloaded = lazy::Unloaded::default();
         for e in entries {
             if let Some(bytes) = held.remove(&(e.path.clone(), e.content_hash.clone())) {
                 let lazy = Lazy {
@@ -393,8 +424,9 @@ impl StagedTree {
     }
 
     /// Replaces every committable path with `files` (path, rendered bytes); shell-owned paths
-    /// stay. Used by restore.
-    pub(crate) fn stage_files(&self, files: Vec<(String, Vec<u8>)>) -> Result<()> {
+    /// stay. Used by restore (which lists every unloaded directory first).
+    pub(crate) async fn stage_files(&self, files: Vec<(String, Vec<u8>)>) -> Result<()> {
+        self.load_all().await?;
         let mut inner = self.lock();
         Self::check_idle(&inner)?;
         inner.nodes.retain(|p, _| !committable(p));
@@ -404,11 +436,14 @@ impl StagedTree {
 
     /// Writes `files` (path, rendered bytes, parents created) and removes `removed`, leaving
     /// every other path as it is. Used to stage a fork's net change onto its source.
-    pub(crate) fn apply_files(
+    pub(crate) async fn apply_files(
         &self,
         files: Vec<(String, Vec<u8>)>,
         removed: &[String],
     ) -> Result<()> {
+        for p in removed.iter().chain(files.iter().map(|(p, _)| p)) {
+            self.load_towards(p, Reach::Above).await?;
+        }
         let mut inner = self.lock();
         Self::check_idle(&inner)?;
         for p in removed {
@@ -476,6 +511,7 @@ impl Inner {
             .collect();
         self.base_revision = revision;
         self.loaded.clear();
+        self.unloaded = lazy::Unloaded::default();
         self.reset_to_base();
     }
 
@@ -496,6 +532,10 @@ impl Inner {
                 size: f.size,
             };
             self.nodes.insert(p, Node::file(Body::Lazy(lazy)));
+        }
+        for dir in &self.unloaded.dirs {
+            insert_parents(&mut self.nodes, dir);
+            self.nodes.insert(dir.clone(), Node::dir());
         }
     }
 }

@@ -3,7 +3,7 @@
 //! `symlink`, which act on the link itself.
 
 use super::errno::{posix, Errno, FsError, FsResult};
-use super::{committable, insert_parents, Body, Inner, Node, StagedTree};
+use super::{committable, insert_parents, Body, Inner, Node, Reach, StagedTree};
 use crate::error::SupabashError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -114,10 +114,10 @@ fn follow(nodes: &BTreeMap<String, Node>, p: &str, follow_last: bool) -> FsResul
 }
 
 /// Checks file count, total bytes, file size and path length of the committable files.
-fn check_limits(tree: &StagedTree, nodes: &BTreeMap<String, Node>) -> Result<(), SupabashError> {
+fn check_limits(tree: &StagedTree, inner: &Inner) -> Result<(), SupabashError> {
     let limits = tree.limits();
     let (mut files, mut bytes) = (0usize, 0usize);
-    for (p, node) in nodes {
+    for (p, node) in &inner.nodes {
         if let Node::File { body, .. } = node {
             if committable(p) {
                 limits.check_path(p)?;
@@ -127,19 +127,46 @@ fn check_limits(tree: &StagedTree, nodes: &BTreeMap<String, Node>) -> Result<(),
             }
         }
     }
-    limits.check_tree(files, bytes)
+    // A lazily opened tree counts what it has not listed yet as the server reported it.
+    let unloaded = &inner.unloaded;
+    limits.check_tree(
+        files + unloaded.files as usize,
+        bytes + unloaded.bytes as usize,
+    )
 }
 
 impl StagedTree {
     /// Checks the whole committable tree against the limits.
     pub(crate) fn check_limits(&self) -> Result<(), SupabashError> {
-        check_limits(self, &self.lock().nodes)
+        check_limits(self, &self.lock())
     }
 
     fn canon(&self, input: &str) -> FsResult<String> {
         let p = path::resolve("/", input).map_err(|e| invalid_path(input, e))?;
         self.limits().check_path(&p)?;
         Ok(p)
+    }
+
+    /// Lists the unloaded directories an operation on `input` needs (see [`Reach`]), at the path
+    /// and, through symbolic links, at what it resolves to. The operation itself reports a bad
+    /// or missing path.
+    async fn reach(&self, input: &str, follow_last: bool, reach: Reach) -> FsResult<()> {
+        let Ok(canon) = self.canon(input) else {
+            return Ok(());
+        };
+        let mut seen = canon.clone();
+        self.load_towards(&seen, reach).await?;
+        for _ in 0..MAX_LINK_HOPS {
+            let next = follow(&self.lock().nodes, &canon, follow_last);
+            match next {
+                Ok(next) if next != seen => {
+                    self.load_towards(&next, reach).await?;
+                    seen = next;
+                }
+                _ => break,
+            }
+        }
+        Ok(())
     }
 
     fn mutable(&self) -> FsResult<std::sync::MutexGuard<'_, Inner>> {
@@ -173,6 +200,7 @@ impl StagedTree {
 
     /// Reads a file's bytes.
     pub async fn read(&self, p: &str) -> FsResult<Vec<u8>> {
+        self.reach(p, true, Reach::Above).await?;
         let body = self.body_at(p, "open")?;
         Ok(self.bytes_of(&body).await?.as_ref().clone())
     }
@@ -190,6 +218,7 @@ impl StagedTree {
 
     /// Creates or replaces a file.
     pub async fn write(&self, p: &str, data: impl Into<Vec<u8>>) -> FsResult<()> {
+        self.reach(p, true, Reach::Above).await?;
         let data = data.into();
         let canon = self.canon(p)?;
         let mut inner = self.mutable()?;
@@ -209,7 +238,7 @@ impl StagedTree {
             node.meta_mut().mode = meta.mode;
         }
         inner.nodes.insert(target.clone(), node);
-        if let Err(e) = check_limits(self, &inner.nodes) {
+        if let Err(e) = check_limits(self, &inner) {
             match old {
                 Some(n) => inner.nodes.insert(target, n),
                 None => inner.nodes.remove(&target),
@@ -232,6 +261,9 @@ impl StagedTree {
 
     /// True when the path exists (following links).
     pub async fn exists(&self, p: &str) -> bool {
+        if self.reach(p, true, Reach::Above).await.is_err() {
+            return false;
+        }
         let Ok(canon) = self.canon(p) else {
             return false;
         };
@@ -273,16 +305,19 @@ impl StagedTree {
 
     /// Stats a path, following links.
     pub async fn stat(&self, p: &str) -> FsResult<Stat> {
+        self.reach(p, true, Reach::Above).await?;
         self.stat_of(p, true)
     }
 
     /// Stats a path itself (a link is reported as a link).
     pub async fn lstat(&self, p: &str) -> FsResult<Stat> {
+        self.reach(p, false, Reach::Above).await?;
         self.stat_of(p, false)
     }
 
     /// Creates a directory (and its parents when `recursive`).
     pub async fn mkdir(&self, p: &str, recursive: bool) -> FsResult<()> {
+        self.reach(p, true, Reach::Above).await?;
         let canon = self.canon(p)?;
         let mut inner = self.mutable()?;
         let target = follow(&inner.nodes, &canon, true)?;
@@ -317,6 +352,7 @@ impl StagedTree {
 
     /// Lists a directory, sorted by name, with entry kinds.
     pub async fn readdir(&self, p: &str) -> FsResult<Vec<DirEntry>> {
+        self.reach(p, true, Reach::Children).await?;
         let canon = self.canon(p)?;
         let inner = self.lock();
         let dir = follow(&inner.nodes, &canon, true)?;
@@ -336,6 +372,7 @@ impl StagedTree {
 
     /// Removes a path. A non-empty directory needs `recursive`; `force` ignores a missing path.
     pub async fn rm(&self, p: &str, recursive: bool, force: bool) -> FsResult<()> {
+        self.reach(p, false, Reach::Subtree).await?;
         let canon = self.canon(p)?;
         let mut inner = self.mutable()?;
         let target = follow(&inner.nodes, &canon, false)?;
@@ -364,6 +401,8 @@ impl StagedTree {
 
     /// Copies a file, link or (with `recursive`) directory to exactly `dst`.
     pub async fn cp(&self, src: &str, dst: &str, recursive: bool) -> FsResult<()> {
+        self.reach(src, true, Reach::Subtree).await?;
+        self.reach(dst, true, Reach::Subtree).await?;
         let (src_c, dst_c) = (self.canon(src)?, self.canon(dst)?);
         let mut inner = self.mutable()?;
         let from = follow(&inner.nodes, &src_c, true)?;
@@ -404,7 +443,7 @@ impl StagedTree {
                 }
             }
         }
-        if let Err(e) = check_limits(self, &inner.nodes) {
+        if let Err(e) = check_limits(self, &inner) {
             inner.nodes = saved;
             return Err(e.into());
         }
@@ -413,6 +452,8 @@ impl StagedTree {
 
     /// Renames a path (a directory moves with everything below it).
     pub async fn mv(&self, src: &str, dst: &str) -> FsResult<()> {
+        self.reach(src, false, Reach::Subtree).await?;
+        self.reach(dst, false, Reach::Subtree).await?;
         let (src_c, dst_c) = (self.canon(src)?, self.canon(dst)?);
         let mut inner = self.mutable()?;
         let from = follow(&inner.nodes, &src_c, false)?;
@@ -455,7 +496,7 @@ impl StagedTree {
         for (k, n) in moved {
             inner.nodes.insert(format!("{to}{}", &k[from.len()..]), n);
         }
-        if let Err(e) = check_limits(self, &inner.nodes) {
+        if let Err(e) = check_limits(self, &inner) {
             inner.nodes = saved;
             return Err(e.into());
         }
@@ -476,16 +517,19 @@ impl StagedTree {
 
     /// Sets the permission bits (kept in memory only).
     pub async fn chmod(&self, p: &str, mode: u32) -> FsResult<()> {
+        self.reach(p, true, Reach::Above).await?;
         self.with_node(p, "chmod", |n| n.meta_mut().mode = mode & 0o7777)
     }
 
     /// Sets the modification time (kept in memory only).
     pub async fn utimes(&self, p: &str, mtime: SystemTime) -> FsResult<()> {
+        self.reach(p, true, Reach::Above).await?;
         self.with_node(p, "utime", |n| n.meta_mut().mtime = mtime)
     }
 
     /// Creates a symbolic link at `link` pointing to `target` (stored as given).
     pub async fn symlink(&self, target: &str, link: &str) -> FsResult<()> {
+        self.reach(link, false, Reach::Above).await?;
         let canon = self.canon(link)?;
         let mut inner = self.mutable()?;
         let at = follow(&inner.nodes, &canon, false)?;
@@ -503,6 +547,7 @@ impl StagedTree {
 
     /// The target of a symbolic link.
     pub async fn readlink(&self, p: &str) -> FsResult<String> {
+        self.reach(p, false, Reach::Above).await?;
         let canon = self.canon(p)?;
         let inner = self.lock();
         let at = follow(&inner.nodes, &canon, false)?;
@@ -515,6 +560,7 @@ impl StagedTree {
 
     /// The canonical path with every link resolved; the path must exist.
     pub async fn realpath(&self, p: &str) -> FsResult<String> {
+        self.reach(p, true, Reach::Above).await?;
         let canon = self.canon(p)?;
         let inner = self.lock();
         let real = follow(&inner.nodes, &canon, true)?;

@@ -2,6 +2,7 @@
 //! computed change set to the base yields the staged tree.
 
 use super::*;
+use changes::ChangeKind;
 use proptest::prelude::*;
 use serde_json::json;
 use supabash_core::hash::sha256_hex;
@@ -29,20 +30,89 @@ fn tree_over(base: &BTreeMap<String, Vec<u8>>, limits: Limits) -> StagedTree {
     tree_loading_from(base, Arc::new(MemorySource(base.clone())), limits)
 }
 
+/// Lists directories of a base held in memory, counting the listings.
+struct MemoryDirectories {
+    base: BTreeMap<String, Vec<u8>>,
+    lists: std::sync::Mutex<Vec<String>>,
+}
+
+impl MemoryDirectories {
+    fn new(base: &BTreeMap<String, Vec<u8>>) -> Self {
+        MemoryDirectories {
+            base: base.clone(),
+            lists: Default::default(),
+        }
+    }
+
+    fn listing(&self, dir: &str) -> Listing {
+        let prefix = if dir == "/" {
+            "/".to_owned()
+        } else {
+            format!("{dir}/")
+        };
+        let mut listing = Listing::default();
+        for (p, b) in self.base.range(prefix.clone()..) {
+            let Some(rest) = p.strip_prefix(&prefix) else {
+                break;
+            };
+            match rest.split_once('/') {
+                Some((name, _)) => {
+                    if listing.directories.last().map(String::as_str) != Some(name) {
+                        listing.directories.push(name.to_owned());
+                    }
+                }
+                None => listing.files.push(entry(p, b)),
+            }
+        }
+        listing
+    }
+}
+
+#[async_trait::async_trait]
+impl DirectorySource for MemoryDirectories {
+    async fn list(&self, _revision: &str, dir: &str) -> Result<Listing> {
+        self.lists.lock().unwrap().push(dir.to_owned());
+        Ok(self.listing(dir))
+    }
+}
+
+fn entry(p: &str, b: &[u8]) -> BaseEntry {
+    BaseEntry {
+        path: p.to_owned(),
+        content_hash: sha256_hex(b),
+        size: b.len() as u64,
+    }
+}
+
+/// Whether trees of these tests open lazily: `SUPABASH_OPEN_MODE=lazy` runs them all so.
+fn lazy_by_default() -> bool {
+    std::env::var("SUPABASH_OPEN_MODE").as_deref() == Ok("lazy")
+}
+
 /// A tree at revision `r0` whose base is `base`, its bodies loaded from `source`.
 fn tree_loading_from(
     base: &BTreeMap<String, Vec<u8>>,
     source: Arc<dyn BodySource>,
     limits: Limits,
 ) -> StagedTree {
-    let entries = base
-        .iter()
-        .map(|(p, b)| BaseEntry {
-            path: p.clone(),
-            content_hash: sha256_hex(b),
-            size: b.len() as u64,
-        })
-        .collect();
+    tree_in(lazy_by_default(), base, source, limits)
+}
+
+/// [`tree_loading_from`], opened from its root listing when `lazy`.
+fn tree_in(
+    lazy: bool,
+    base: &BTreeMap<String, Vec<u8>>,
+    source: Arc<dyn BodySource>,
+    limits: Limits,
+) -> StagedTree {
+    if lazy {
+        let dirs = Arc::new(MemoryDirectories::new(base));
+        let bytes = base.values().map(|b| b.len() as u64).sum();
+        let root = dirs.listing("/");
+        let totals = (base.len() as u64, bytes);
+        return StagedTree::lazy("r0".into(), root, totals, source, dirs, limits);
+    }
+    let entries = base.iter().map(|(p, b)| entry(p, b)).collect();
     StagedTree::from_base(Some("r0".into()), entries, Some(source), limits)
 }
 
@@ -82,6 +152,7 @@ fn apply(base: &mut BTreeMap<String, Vec<u8>>, changes: &[WireChange]) {
 }
 
 async fn committable_files(tree: &StagedTree) -> BTreeMap<String, Vec<u8>> {
+    tree.load_all().await.unwrap();
     let paths: Vec<String> = tree
         .lock()
         .nodes
@@ -290,6 +361,7 @@ proptest! {
     fn change_set_applied_to_base_equals_staged_tree(
         base_pick in proptest::collection::vec((0usize..6, 0..CONTENTS.len()), 0..5),
         ops in proptest::collection::vec(op(), 0..25),
+        lazy in any::<bool>(),
     ) {
         let mut base = BTreeMap::new();
         for (p, c) in base_pick {
@@ -299,7 +371,7 @@ proptest! {
             }
         }
         rt().block_on(async {
-            let t = tree_over(&base, Limits::default());
+            let t = tree_in(lazy, &base, Arc::new(MemorySource(base.clone())), Limits::default());
             for op in ops {
                 let _ = match op {
                     Op::Write(p, c) => t.write(PATHS[p], CONTENTS[c]).await,
@@ -399,4 +471,100 @@ async fn the_memory_estimate_counts_loaded_and_staged_bodies_once() {
     assert!((15_000..16_000).contains(&staged), "{staged}");
     tree.discard().unwrap();
     assert!(tree.memory_bytes() < staged);
+}
+
+/// A lazily opened tree over a base of directories `/d0` .. `/d9` of ten files each, and its
+/// directory source.
+fn lazy_tree(
+    limits: Limits,
+) -> (
+    StagedTree,
+    Arc<MemoryDirectories>,
+    BTreeMap<String, Vec<u8>>,
+) {
+    let mut base = BTreeMap::new();
+    for d in 0..10 {
+        for f in 0..10 {
+            base.insert(format!("/d{d}/s/f{f}.md"), format!("{d}-{f}").into_bytes());
+        }
+    }
+    base.insert("/top.md".into(), b"top".to_vec());
+    let dirs = Arc::new(MemoryDirectories::new(&base));
+    let bytes = base.values().map(|b| b.len() as u64).sum();
+    let tree = StagedTree::lazy(
+        "r0".into(),
+        dirs.listing("/"),
+        (base.len() as u64, bytes),
+        Arc::new(MemorySource(base.clone())),
+        dirs.clone(),
+        limits,
+    );
+    (tree, dirs, base)
+}
+
+#[tokio::test]
+async fn a_lazy_tree_lists_a_directory_the_first_time_something_in_it_is_touched() {
+    let (tree, dirs, _) = lazy_tree(Limits::default());
+    let lists = || dirs.lists.lock().unwrap().clone();
+    let names: Vec<String> = tree
+        .readdir("/")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names.len(), 11);
+    assert!(lists().is_empty(), "the root came with the open");
+    assert_eq!(tree.stat("/d3").await.unwrap().kind, FileKind::Directory);
+    assert!(lists().is_empty(), "a directory's own stat lists nothing");
+    assert_eq!(tree.read("/d3/s/f4.md").await.unwrap(), b"3-4");
+    assert_eq!(lists(), ["/d3", "/d3/s"]);
+    tree.read("/d3/s/f5.md").await.unwrap();
+    assert_eq!(lists().len(), 2, "listed once");
+    assert!(tree.is_partially_loaded());
+    assert!(tree.changes().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn removing_and_renaming_unlisted_directories_stage_every_file_below() {
+    let (tree, _, base) = lazy_tree(Limits::default());
+    tree.rm("/d1", true, false).await.unwrap();
+    tree.mv("/d2", "/moved").await.unwrap();
+    tree.write("/d4/s/new.md", "new").await.unwrap();
+    let changes = tree.changes().unwrap();
+    let count = |k: ChangeKind| changes.iter().filter(|c| c.kind == k).count();
+    assert_eq!(count(ChangeKind::Delete), 10);
+    assert_eq!(count(ChangeKind::Move), 10);
+    assert_eq!(count(ChangeKind::Upsert), 1);
+    let planned = tree.wire_changes(&crate::codec::PlainCodec).await.unwrap();
+    let mut applied = base.clone();
+    apply(&mut applied, &planned.wire);
+    assert_eq!(applied, committable_files(&tree).await);
+    assert!(!tree.is_partially_loaded());
+}
+
+#[tokio::test]
+async fn a_lazy_tree_counts_what_it_has_not_listed_against_its_limits() {
+    let (tree, _, _) = lazy_tree(Limits::default().with_max_files(102));
+    tree.write("/one.md", "1").await.unwrap();
+    let e = tree.write("/two.md", "2").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::QuotaExceeded, "{e:?}");
+    tree.rm("/d0/s/f0.md", false, false).await.unwrap();
+    tree.write("/two.md", "2").await.unwrap();
+}
+
+#[tokio::test]
+async fn discard_and_commit_keep_unlisted_directories_unlisted() {
+    let (tree, dirs, _) = lazy_tree(Limits::default());
+    tree.write("/d5/s/f0.md", "edited").await.unwrap();
+    tree.discard().unwrap();
+    assert_eq!(tree.read("/d5/s/f0.md").await.unwrap(), b"5-0");
+    tree.write("/d5/s/f0.md", "edited").await.unwrap();
+    tree.begin_commit().unwrap();
+    tree.end_commit(Some("r1".into()));
+    assert!(tree.changes().unwrap().is_empty());
+    assert_eq!(tree.read("/d6/s/f1.md").await.unwrap(), b"6-1");
+    assert_eq!(tree.read("/d5/s/f0.md").await.unwrap(), b"edited");
+    assert_eq!(dirs.lists.lock().unwrap().len(), 4);
+    assert_eq!(tree.readdir("/d7/s").await.unwrap().len(), 10);
 }
