@@ -858,6 +858,11 @@ fn doctor_args(db: Option<String>) -> DoctorArgs {
             url: None,
             token: None,
             apikey: None,
+            dsn_file: None,
+            token_file: None,
+            apikey_file: None,
+            profile: None,
+            config: None,
         },
         db,
         storage_url: None,
@@ -919,6 +924,11 @@ async fn doctor_over_postgrest_and_unreachable() {
             &supabash_tests::client::user_claims(&user),
         )),
         apikey: Some("test-publishable-key".into()),
+        dsn_file: None,
+        token_file: None,
+        apikey_file: None,
+        profile: None,
+        config: None,
     };
     let report = doctor::run(&args).await;
     assert!(report.ok(), "{}", report.render());

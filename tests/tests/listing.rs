@@ -423,7 +423,7 @@ async fn a_lazily_opened_workspace_reads_edits_and_commits_like_an_eager_one() {
         let eager_diff = eager_diff.await.unwrap();
         assert_eq!(lazy_diff.entries, eager_diff.entries);
         assert!(!lazy_diff.entries.is_empty());
-        eager.discard().unwrap();
+        eager.discard().await.unwrap();
         let committed = lazy.commit(CommitOptions::new("lazy")).await.unwrap();
         assert!(lazy.changes().unwrap().is_empty());
         // Reopened either way, the tree is what the lazy tree committed.

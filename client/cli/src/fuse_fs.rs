@@ -749,6 +749,7 @@ impl MountFs {
                 st.links.len()
             );
         }
+        ws.record(st.summary.action(self.read_only));
         let result = ws.commit(options).await;
         st.summary
             .committed(result.as_ref().ok().map(|r| r.receipt.revision.clone()));

@@ -2,6 +2,8 @@
 //! the bytes it wrote and its outcome (for the log line at unmount, and for an audit record).
 
 use serde::Serialize;
+use serde_json::json;
+use supabash::audit::{Action, ActionKind};
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -81,6 +83,18 @@ impl Summary {
             failed_commits: self.failed_commits,
             outcome,
         }
+    }
+}
+
+impl Summary {
+    /// The audit record of the session so far (`supabash::audit`): a mount session's record
+    /// travels with each commit it makes, and with the discard when it ends uncommitted.
+    pub fn action(&self, read_only: bool) -> Action {
+        Action::new(ActionKind::MountSession, "mount")
+            .with_arguments(json!({ "readOnly": read_only, "commits": self.commits.len() }))
+            .with_duration(self.started.elapsed())
+            .with_paths(self.paths.iter().cloned().collect())
+            .with_bytes_changed(self.bytes_written)
     }
 }
 

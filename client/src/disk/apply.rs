@@ -230,7 +230,7 @@ async fn stage(
         });
         files.push((p.clone(), bytes));
     }
-    tree.apply_files(files, &[])?;
+    tree.apply_files(files, &[]).await?;
     tree.check_limits()?;
     for (p, mode) in &plan.modes {
         tree.chmod(p, *mode).await.map_err(fs_error)?;
