@@ -7,8 +7,8 @@
 #![deny(unsafe_code)]
 
 mod fork;
-mod mount;
 mod listing;
+mod mount;
 mod report;
 
 use report::{ms, stats, Report};

@@ -820,3 +820,53 @@ async fn verifiers_are_registered_rotated_and_revoked_by_the_owner() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `supabash audit`: every record, or one revision's, over both transports; a discarded
+/// session's record is listed as discarded.
+#[tokio::test]
+async fn audit_lists_a_revisions_actions_and_discarded_ones() {
+    use supabash::audit::{Action, ActionKind, ActionOutcome};
+    for via in BOTH {
+        let user = new_user();
+        let ws = workspace_with(via, &user, &[("/a.md", "a\n")]).await;
+        ws.fs().write("/b.md", "b\n").await.unwrap();
+        ws.record(
+            Action::new(ActionKind::Bash, "bash")
+                .with_arguments(serde_json::json!({ "command": "echo b > /b.md" }))
+                .with_paths(vec!["/b.md".into()])
+                .with_bytes_changed(2),
+        );
+        let rev = ws
+            .commit(CommitOptions::new("tester"))
+            .await
+            .unwrap()
+            .receipt
+            .revision;
+        ws.fs().write("/c.md", "c\n").await.unwrap();
+        ws.record(
+            Action::new(ActionKind::McpTool, "write").with_outcome(ActionOutcome::Denied {
+                reason: "path-reserved".into(),
+            }),
+        );
+        ws.discard().await.unwrap();
+
+        let conn = Conn::new(via, &user).with("SUPABASH_WORKSPACE", ws.id());
+        let of_rev = conn.json(&["audit", &rev]);
+        let records = of_rev.as_array().unwrap();
+        assert_eq!(records.len(), 1, "{via:?}: {of_rev}");
+        assert_eq!(records[0]["kind"], "bash");
+        assert_eq!(records[0]["paths"], serde_json::json!(["/b.md"]));
+        assert_eq!(records[0]["revision"], rev.as_str());
+        let all = conn.json(&["audit"]);
+        assert_eq!(all.as_array().unwrap().len(), 2, "{via:?}: {all}");
+        let text = conn.ok(&["audit"]);
+        assert!(text.contains("bash bash by tester: ok"), "{text}");
+        assert!(
+            text.contains("denied (path-reserved)") && text.contains("discarded"),
+            "{text}"
+        );
+        // Another user sees nothing of it: permission status.
+        let other = Conn::new(via, &new_user()).with("SUPABASH_WORKSPACE", ws.id());
+        assert_eq!(other.run(&["audit"]).status.code(), Some(4), "{via:?}");
+    }
+}

@@ -54,7 +54,9 @@ impl Example {
             }
             Lang::JavaScript => {
                 assert!(
-                    examples_dir().join("js/node_modules/@supabase/supabase-js").exists(),
+                    examples_dir()
+                        .join("js/node_modules/@supabase/supabase-js")
+                        .exists(),
                     "the JavaScript example's client is missing: run scripts/setup.sh --examples"
                 );
                 let mut c = Command::new("node");
@@ -93,7 +95,11 @@ async fn rest_v1_proxy(upstream: &str) -> String {
     let app = axum::Router::new().fallback(move |req: Request| {
         let (upstream, http) = (upstream.clone(), http.clone());
         async move {
-            let path_and_query = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+            let path_and_query = req
+                .uri()
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or("/");
             let Some(rest) = path_and_query.strip_prefix("/rest/v1") else {
                 return Response::builder().status(404).body(Body::empty()).unwrap();
             };
@@ -157,7 +163,10 @@ async fn run_example(lang: Lang, kid: &str) {
     let ws = basics["workspace"].as_str().unwrap().to_owned();
     let pages = basics["historyPages"].as_array().unwrap();
     assert_eq!(pages.len(), 2, "one receipt per page: {basics}");
-    assert_eq!(basics["position"], 3, "the conflict was retried on the head: {basics}");
+    assert_eq!(
+        basics["position"], 3,
+        "the conflict was retried on the head: {basics}"
+    );
     let head: String = db
         .query_one(
             "SELECT head_revision::text FROM supabash.workspaces WHERE id = $1::text::uuid",
@@ -167,7 +176,10 @@ async fn run_example(lang: Lang, kid: &str) {
         .unwrap()
         .get(0);
     assert_eq!(basics["head"], head.as_str());
-    assert_eq!(basics["conflictHead"], pages[1][0], "the 409 named the head");
+    assert_eq!(
+        basics["conflictHead"], pages[1][0],
+        "the 409 named the head"
+    );
 
     // retry: the workspace row lock is held for 2.5 s, so the first attempts meet
     // SUPABASH_COMMIT_COORDINATION (the commit waits 1 s for the lock) and a retry lands.

@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 use serde_json::json;
-use supabash::audit::{Action, ActionKind};
 use std::collections::BTreeSet;
 use std::time::Instant;
+use supabash::audit::{Action, ActionKind};
 
 /// The running record of a mount session.
 #[derive(Debug, Clone)]

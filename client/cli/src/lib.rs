@@ -20,10 +20,12 @@
 //! - [`fuse`]: `supabash mount` (the FUSE filesystem in `fuse_fs`, `fuse_ops`, `fuse_inodes`,
 //!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`;
 //! - [`verify`]: `supabash verify` and `supabash gc`;
-//! - [`doctor`]: `supabash doctor`.
+//! - [`doctor`]: `supabash doctor`;
+//! - [`audit`]: `supabash audit`, the audit trail of agent actions.
 
 #![deny(unsafe_code)]
 
+pub mod audit;
 pub mod completions;
 pub mod connect;
 pub mod devcluster;

@@ -166,7 +166,9 @@ fn session_action(
         Exit::NotStarted => Some("NOT_STARTED"),
         Exit::Exited { .. } | Exit::Signalled { .. } => Some("COMMAND_FAILED"),
     };
-    let outcome = code.map_or(ActionOutcome::Ok, |c| ActionOutcome::Error { code: c.into() });
+    let outcome = code.map_or(ActionOutcome::Ok, |c| ActionOutcome::Error {
+        code: c.into(),
+    });
     Action::new(ActionKind::RunSession, "run")
         .with_arguments(json!({ "command": argv, "exit": exit, "staged": synced.is_some() }))
         .with_outcome(outcome)
@@ -442,7 +444,13 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
         .collect();
     // The session's audit record travels with the commit it leads to; without one it is
     // written as discarded (this process's staged tree ends with it).
-    ws.record(session_action(&command, exit, started, synced.as_ref(), &secrets));
+    ws.record(session_action(
+        &command,
+        exit,
+        started,
+        synced.as_ref(),
+        &secrets,
+    ));
     let revision = match &synced {
         Some(s) if args.commit && !s.changes.is_empty() => {
             let options = CommitOptions::new(args.actor.clone());
