@@ -6,6 +6,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod binary;
 pub mod capability;
 pub mod client;
 pub mod cluster;

@@ -3,68 +3,15 @@
 //! user's token): output and `--json` shapes, exit statuses, secrets kept out of every output,
 //! profiles from a config file, completion scripts, and diffs that show renames as renames.
 //!
-//! The binary is `$SUPABASH_BIN`, else `supabash` beside this test's directory of the target
-//! (`target/debug/supabash`), built with the running cargo when missing or older than the
-//! sources.
+//! The binary comes from `supabash_tests::binary` (`$SUPABASH_BIN`, else the build's own).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-use std::time::SystemTime;
 use supabash::workspace::CommitOptions;
 use supabash::Workspace;
 use supabash_tests::client::{
     cluster, new_user, postrust_url, sign, user_claims, workspace_with, Via, BOTH,
 };
-use supabash_tests::cluster::repo_root;
-
-/// The newest modification time of any file below `dir`.
-fn newest(dir: &Path) -> SystemTime {
-    let mut t = SystemTime::UNIX_EPOCH;
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = e.path();
-        let m = if path.is_dir() {
-            newest(&path)
-        } else {
-            e.metadata().and_then(|m| m.modified()).unwrap_or(t)
-        };
-        t = t.max(m);
-    }
-    t
-}
-
-fn binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("SUPABASH_BIN") {
-            return PathBuf::from(p);
-        }
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        let bin = profile_dir.join("supabash");
-        let root = repo_root();
-        let sources = ["client/cli", "client/src", "client/agent/src", "core/src"]
-            .iter()
-            .map(|d| newest(&root.join(d)))
-            .max()
-            .unwrap();
-        let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
-        if built.is_none_or(|b| b < sources) {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let mut build = Command::new(cargo);
-            build
-                .current_dir(&root)
-                .args(["build", "-q", "-p", "supabash-cli", "--bin", "supabash"])
-                .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap());
-            if profile_dir.ends_with("release") {
-                build.arg("--release");
-            }
-            assert!(build.status().unwrap().success(), "building supabash");
-        }
-        bin
-    })
-}
 
 /// How the binary reaches the database: environment variables only (no secret on the command
 /// line).
@@ -95,7 +42,7 @@ impl Conn {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(binary());
+        let mut c = Command::new(supabash_tests::binary::supabash());
         c.args(args);
         for k in [
             "SUPABASH_DSN",

@@ -6,30 +6,9 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use supabash::Workspace;
 use supabash_tests::client::{cluster, new_user, reopen, workspace_with, Via};
-
-/// The `supabash` binary, built once per test process (`SUPABASH_BIN` overrides).
-fn binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("SUPABASH_BIN") {
-            return PathBuf::from(bin);
-        }
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
-            .args(["build", "-q", "-p", "supabash-cli", "--bin", "supabash"])
-            .current_dir(root)
-            .status()
-            .unwrap();
-        assert!(status.success(), "building the supabash binary failed");
-        // This test runs from <target>/debug/deps; the binary lands in <target>/debug.
-        let exe = std::env::current_exe().unwrap();
-        exe.parent().unwrap().parent().unwrap().join("supabash")
-    })
-}
 
 fn fuse_missing() -> bool {
     if Path::new("/dev/fuse").exists() {
@@ -40,7 +19,7 @@ fn fuse_missing() -> bool {
 }
 
 fn supabash(user: &str) -> Command {
-    let mut c = Command::new(binary());
+    let mut c = Command::new(supabash_tests::binary::supabash());
     c.env("SUPABASH_DSN", cluster().dsn("authenticator"))
         .env("SUPABASH_SUB", user);
     c

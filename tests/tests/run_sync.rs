@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use supabash::disk::{DirChangeKind, NotStagedReason};
 use supabash::workspace::CommitOptions;
@@ -35,40 +34,13 @@ impl Drop for Scratch {
     }
 }
 
-/// The `supabash` binary of this build, built (or found up to date) once: test targets of
-/// this crate do not get other packages' binaries from cargo.
-fn supabash_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("SUPABASH_BIN") {
-            return PathBuf::from(bin);
-        }
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        let target_dir = profile_dir.parent().unwrap();
-        let profile = match profile_dir.file_name().unwrap().to_str().unwrap() {
-            "debug" => "dev".to_owned(),
-            other => other.to_owned(),
-        };
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "supabash-cli", "--bin", "supabash"])
-            .args(["--profile", &profile])
-            .env("CARGO_TARGET_DIR", target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "building the supabash binary failed");
-        profile_dir.join("supabash")
-    })
-}
-
 /// `supabash ARGS` acting as `user` over a direct connection.
 fn supabash(user: &str, args: &[&str]) -> Output {
     supabash_env(user, args, &[])
 }
 
 fn supabash_env(user: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(supabash_bin())
+    Command::new(supabash_tests::binary::supabash())
         .args(args)
         .env("SUPABASH_DSN", cluster().dsn("authenticator"))
         .env("SUPABASH_SUB", user)
@@ -772,7 +744,7 @@ async fn an_interrupt_kills_the_group_and_stages_nothing() {
         "echo changed > a.txt; touch {}; sleep 60",
         started.display()
     );
-    let child = Command::new(supabash_bin())
+    let child = Command::new(supabash_tests::binary::supabash())
         .args(["run", "--workspace", ws.id(), "--commit", "--json", "--"])
         .args(["sh", "-c", &script])
         .env("SUPABASH_DSN", cluster().dsn("authenticator"))
