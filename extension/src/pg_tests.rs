@@ -23,8 +23,10 @@ mod tests {
         Spi::run("SET LOCAL ROLE authenticated").unwrap();
     }
 
+    /// Runs `sql` (one RPC call) and answers its result, `json` (reads) or `jsonb` (writes).
     fn call(sql: &str, args: Vec<pgrx::datum::DatumWithOid>) -> Value {
-        Spi::get_one_with_args::<JsonB>(sql, &args)
+        let sql = format!("SELECT to_jsonb(answer) FROM ({sql}) AS rpc(answer)");
+        Spi::get_one_with_args::<JsonB>(&sql, &args)
             .unwrap()
             .unwrap()
             .0
