@@ -18,6 +18,9 @@
 import { createClient } from "@supabase/supabase-js";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+// Node 20 has no WebSocket of its own; supabase-js's realtime client needs one even when, as
+// here, only .rpc() is used (Node 22 and later need no `ws`).
+import ws from "ws";
 
 const URL = process.env.SUPABASE_URL;
 const KEY = process.env.SUPABASE_PUBLISHABLE_KEY;
@@ -30,6 +33,7 @@ function client(token, grant) {
   return createClient(URL, KEY, {
     global: { headers },
     auth: { persistSession: false, autoRefreshToken: false },
+    realtime: { transport: ws },
   });
 }
 
