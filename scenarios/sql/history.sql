@@ -53,7 +53,7 @@ SELECT pgt.try($$SELECT supabash_history(workspace_id => pgt.id('ws'),
   cursor => '11111111-1111-4111-8111-111111111111', page_size => 2)$$) AS unknown_cursor;
 -- ... unless the caller asks to restart from the oldest.
 SELECT pgt.try($$SELECT jsonb_build_object(
-         'records', jsonb_path_query_array(h, '$.records[*].revision'), 'nextCursor', h -> 'nextCursor')
+         'records', jsonb_path_query_array(h::jsonb, '$.records[*].revision'), 'nextCursor', h -> 'nextCursor')
   FROM supabash_history(workspace_id => pgt.id('ws'), cursor => '11111111-1111-4111-8111-111111111111',
                         page_size => 2, restart_if_missing => true) AS h$$) AS restarted;
 -- Page sizes are 1..1000; the cursor must be a UUID.

@@ -69,7 +69,7 @@ SELECT pgt.show(jsonb_path_query_array(supabash_history(workspace_id => pgt.id('
 -- A cursor that was purged: error, or restart from the oldest retained revision.
 SELECT pgt.try($$SELECT supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r2'))$$) AS purged_cursor;
 SELECT pgt.try($$SELECT jsonb_path_query_array(supabash_history(workspace_id => pgt.id('ws'), cursor => pgt.id('r2'),
-  restart_if_missing => true), '$.records[*].revision')$$) AS restarted;
+  restart_if_missing => true)::jsonb, '$.records[*].revision')$$) AS restarted;
 ROLLBACK;
 
 -- A floor keeps every revision from the floor on: with the floor at r5 nothing is left to
