@@ -618,10 +618,11 @@ async fn another_users_workspace_runs_nothing() {
     let touch = format!("touch {}", marker.display());
     let intruder = new_user();
     let out = run(&intruder, ws.id(), &[], &["sh", "-c", &touch]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // Exit statuses follow the error taxonomy (docs/cli.md): 4 permission, 2 usage.
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(!marker.exists());
     let out = run(&owner, "not-a-uuid", &[], &["sh", "-c", &touch]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(!marker.exists());
     let dir = Scratch::new();
     let target = dir.join("out");
@@ -629,7 +630,7 @@ async fn another_users_workspace_runs_nothing() {
         &intruder,
         &["export", "--workspace", ws.id(), target.to_str().unwrap()],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(!target.exists(), "nothing written");
 }
 
@@ -687,7 +688,7 @@ async fn import_and_export_round_trip_byte_for_byte() {
         &user,
         &["export", "--workspace", ws.id(), out_dir.to_str().unwrap()],
     );
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
     assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
 
     // Through the library in one session, empty directories come back too (revisions hold
