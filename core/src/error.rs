@@ -118,10 +118,13 @@ pub enum Marker {
     RedactionInvalidated,
     RestoreCrossesRedaction,
     RedactionCurrentBody,
+    /// The installed schema is older than the library serves: run `ALTER EXTENSION supabash
+    /// UPDATE`.
+    SchemaOutdated,
 }
 
 /// Every marker, for lookups and documentation.
-pub const MARKERS: [Marker; 22] = [
+pub const MARKERS: [Marker; 23] = [
     Marker::AuthenticationRequired,
     Marker::WorkspaceDenied,
     Marker::InvalidArgument,
@@ -144,6 +147,7 @@ pub const MARKERS: [Marker; 22] = [
     Marker::RedactionInvalidated,
     Marker::RestoreCrossesRedaction,
     Marker::RedactionCurrentBody,
+    Marker::SchemaOutdated,
 ];
 
 impl Marker {
@@ -172,6 +176,7 @@ impl Marker {
             Marker::RedactionInvalidated => "SUPABASH_REDACTION_INVALIDATED",
             Marker::RestoreCrossesRedaction => "SUPABASH_RESTORE_CROSSES_REDACTION",
             Marker::RedactionCurrentBody => "SUPABASH_REDACTION_CURRENT_BODY",
+            Marker::SchemaOutdated => "SUPABASH_SCHEMA_OUTDATED",
         }
     }
 
@@ -200,7 +205,8 @@ impl Marker {
             Marker::LeaseLost => "PT412",
             Marker::RedactionInvalidated
             | Marker::RestoreCrossesRedaction
-            | Marker::RedactionCurrentBody => "55000",
+            | Marker::RedactionCurrentBody
+            | Marker::SchemaOutdated => "55000",
         }
     }
 
@@ -228,6 +234,8 @@ impl Marker {
             Marker::RestoreCrossesRedaction => ErrorCode::RestoreCrossesRedaction,
             // The content is still in use at the head: redacting it is refused, not wrong input.
             Marker::RedactionCurrentBody => ErrorCode::PolicyDenied,
+            // The database must be upgraded by its operator: nothing the caller can fix.
+            Marker::SchemaOutdated => ErrorCode::Backend,
         }
     }
 

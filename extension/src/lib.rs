@@ -4,42 +4,17 @@
 
 use pgrx::prelude::*;
 
-mod access;
-mod args;
-mod audit;
-mod bodies;
-mod budget;
-mod capability;
-mod checkpoint;
-mod commit;
-mod db;
-mod diff;
-mod fail;
-mod garbage;
-mod identity;
-mod json_text;
-mod lease;
-mod lineage;
-mod listing;
-mod purge;
-mod quota;
-mod read;
-mod rebase;
-mod receipts;
-mod redact;
-mod schema;
-mod scope;
-mod stored;
-mod verify;
-mod workspaces;
+mod pg;
+mod rpc;
+mod store;
 
 ::pgrx::pg_module_magic!(name, version);
 
 /// Registers the extension's settings when a backend loads the library.
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    budget::define();
-    quota::define();
+    pg::budget::define();
+    store::usage::define();
 }
 
 // The SQL layer, by concern (extension/sql/schema.sql lists the files). The policies ask the
@@ -62,39 +37,29 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges");
 extension_sql_file!("../sql/install_check.sql", name = "install_check");
 extension_sql_file!("../sql/finalize.sql", name = "finalize", finalize);
 
-/// Shortens user input quoted in error messages.
-pub(crate) fn clip(s: &str) -> &str {
-    supabash_core::limits::utf8_prefix(s, 64)
-}
-
 /// The private schema (created by sql/schema.sql); pgrx only needs to know its name.
 #[pg_schema]
 mod supabash {
-    use crate::json_text::JsonText;
-    use crate::{
-        args, audit, capability, checkpoint, clip, commit, diff, fail, garbage, lease, listing,
-        purge, read, redact, scope, verify, workspaces,
-    };
+    use crate::pg::json_text::JsonText;
+    use crate::pg::{identity, scope};
+    use crate::rpc::{self, capability, Entry};
     use pgrx::prelude::*;
     use pgrx::{Json, JsonB};
-    use serde_json::Value;
-    use supabash_core::rpc::Rpc;
 
     /// Dispatches one RPC and answers `jsonb`: every write's wrapper calls it (through
-    /// `supabash._write`), and so did every read of 0.4.0 and before, whose install scripts
-    /// declare it. `args` is `json` (text), not `jsonb`: large arguments such as a commit's
-    /// changes are parsed once, here, instead of being built into jsonb and printed back to
-    /// text; then decoded into the RPC's request type. It runs SQL, so, like every such
-    /// function of the extension, it pins its own `search_path` whoever calls it (the native
-    /// identity and scope functions run none). Errors leave as Postgres ERRORs with a
-    /// `SUPABASH_*` marker; a panic is caught by pgrx and becomes an ERROR too, never a crashed
-    /// backend.
+    /// `supabash._write`), and so did every read of 0.4.0, whose install script declares it.
+    /// `args` is `json` (text), not `jsonb`: large arguments such as a commit's changes are
+    /// parsed once, here, instead of being built into jsonb and printed back to text. It runs
+    /// SQL, so, like every such function of the extension, it pins its own `search_path`
+    /// whoever calls it (the native identity and scope functions run none). Errors leave as
+    /// Postgres ERRORs with a `SUPABASH_*` marker; a panic is caught by pgrx and becomes an
+    /// ERROR too, never a crashed backend.
     #[pg_extern(name = "_call")]
     #[search_path(pg_catalog, pg_temp)]
     fn call(op: &str, args: Json) -> JsonB {
-        match dispatch(op, args.0, false)
-            .and_then(|text| serde_json::from_str(&text).map_err(|e| fail::invalid(e.to_string())))
-        {
+        match rpc::dispatch(Entry::Any, op, args.0).and_then(|text| {
+            serde_json::from_str(&text).map_err(|e| crate::pg::fail::invalid(e.to_string()))
+        }) {
             Ok(v) => JsonB(v),
             Err(f) => f.raise(),
         }
@@ -106,121 +71,28 @@ mod supabash {
     #[pg_extern(name = "_read")]
     #[search_path(pg_catalog, pg_temp)]
     fn read(op: &str, args: Json) -> JsonText {
-        match dispatch(op, args.0, true) {
+        match rpc::dispatch(Entry::ReadsOnly, op, args.0) {
             Ok(text) => JsonText(text),
             Err(f) => f.raise(),
         }
     }
 
-    /// Runs RPC `op` on `args` and answers its JSON text; `reads_only` refuses the RPCs that
-    /// write.
-    fn dispatch(op: &str, a: Value, reads_only: bool) -> fail::Outcome<String> {
-        use supabash_core::rpc::audit as au;
-        use supabash_core::rpc::listing::ListDirectory;
-        use supabash_core::rpc::requests as rq;
-        use supabash_core::rpc::verify::{Garbage, Verify};
-        let _scope = scope::Guard::new();
-        crate::budget::start();
-        let s = Serve { op, reads_only };
-        match op {
-            "create_workspace" => s.run::<rq::CreateWorkspace>(a, workspaces::create_workspace),
-            "fork" => s.run::<rq::Fork>(a, workspaces::fork),
-            "delete_workspace" => s.run::<rq::DeleteWorkspace>(a, workspaces::delete_workspace),
-            "list_workspaces" => s.run::<rq::ListWorkspaces>(a, workspaces::list_workspaces),
-            "load_manifest" => s.run::<rq::LoadManifest>(a, read::load_manifest),
-            "load_document" => s.run::<rq::LoadDocument>(a, read::load_document),
-            "load_snapshot" => s.run::<rq::LoadSnapshot>(a, read::load_snapshot),
-            "load_revision" => s.run::<rq::LoadRevision>(a, read::load_revision),
-            "history" => s.run::<rq::History>(a, read::history),
-            "list_directory" => s.run::<ListDirectory>(a, listing::list_directory),
-            "commit" => s.run::<rq::Commit>(a, commit::commit),
-            "diff" => s.run::<rq::Diff>(a, diff::diff),
-            "checkpoint" => s.run::<rq::Checkpoint>(a, checkpoint::checkpoint),
-            "checkpoints" => s.run::<rq::Checkpoints>(a, checkpoint::checkpoints),
-            "delete_checkpoint" => s.run::<rq::DeleteCheckpoint>(a, checkpoint::delete_checkpoint),
-            "purge" => s.run::<rq::Purge>(a, purge::purge),
-            "redact" => s.run::<rq::Redact>(a, redact::redact),
-            "exchange_capability" => s.run::<rq::ExchangeCapability>(a, capability::exchange),
-            "acquire_lease" => s.run::<rq::AcquireLease>(a, lease::acquire),
-            "renew_lease" => s.run::<rq::RenewLease>(a, lease::renew),
-            "release_lease" => s.run::<rq::ReleaseLease>(a, lease::release),
-            "lease" => s.run::<rq::LeaseInfo>(a, lease::lease),
-            "record_discarded" => s.run::<au::RecordDiscarded>(a, audit::record_discarded),
-            "audit" => s.run::<au::Audit>(a, audit::audit),
-            "verify" => s.run::<Verify>(a, verify::verify),
-            "garbage" => s.run::<Garbage>(a, garbage::garbage),
-            #[cfg(feature = "pg_test")]
-            "panic" => panic!("deliberate panic for tests"),
-            other => Err(fail::invalid(format!(
-                "unknown operation {:?}",
-                clip(other)
-            ))),
-        }
-    }
-
-    /// One dispatch: the operation's name, and whether only reads may run.
-    struct Serve<'a> {
-        op: &'a str,
-        reads_only: bool,
-    }
-
-    impl Serve<'_> {
-        /// Decodes the request of RPC `R` (whose SQL name is `supabash_<op>`), runs `handler`
-        /// and encodes its answer as JSON text.
-        fn run<R: Rpc>(
-            &self,
-            args: Value,
-            handler: fn(R) -> fail::Outcome<R::Answer>,
-        ) -> fail::Outcome<String> {
-            assert_eq!(
-                R::NAME.strip_prefix("supabash_"),
-                Some(self.op),
-                "dispatch table and contract disagree"
-            );
-            if R::MUTATES && self.reads_only {
-                return Err(fail::invalid(format!(
-                    "{} writes: supabash._read serves reads only",
-                    R::NAME
-                )));
-            }
-            if R::MUTATES && read_only() {
-                return Err(fail::Fail::new(
-                    supabash_core::Marker::ReadOnly,
-                    format!(
-                        "{} writes, and this server is a hot standby (read replica) or the transaction is read-only: send it to the primary",
-                        R::NAME
-                    ),
-                ));
-            }
-            let answer = handler(args::decode::<R>(args)?)?;
-            Ok(serde_json::to_string(&answer).expect("answers serialise"))
-        }
-    }
-
-    /// Whether this transaction cannot write: the server is in recovery (a hot standby) or the
-    /// transaction was declared read-only.
-    fn read_only() -> bool {
-        // SAFETY: RecoveryInProgress reads shared state and may be called in any backend;
-        // XactReadOnly is the backend's own flag, read on the backend's only thread.
-        unsafe { pgrx::pg_sys::RecoveryInProgress() || pgrx::pg_sys::XactReadOnly }
-    }
-
     /// The request's claims (see `identity`).
     #[pg_extern(name = "request_claims", stable, parallel_safe)]
     fn request_claims() -> JsonB {
-        JsonB(crate::identity::claims())
+        JsonB(identity::claims())
     }
 
     /// The claimed role when the session runs as it (row-level security).
     #[pg_extern(name = "request_role", stable, parallel_safe)]
     fn request_role() -> Option<String> {
-        crate::identity::role(&crate::identity::claims())
+        identity::role(&identity::claims())
     }
 
     /// The calling user: `sub` of an `authenticated` caller (row-level security).
     #[pg_extern(name = "request_owner", stable, parallel_safe)]
     fn request_owner() -> Option<pgrx::Uuid> {
-        crate::identity::owner(&crate::identity::claims())
+        identity::owner(&identity::claims())
     }
 
     /// The workspace a delegated grant scoped the running call to (row-level security).

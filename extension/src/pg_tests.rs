@@ -323,6 +323,45 @@ mod tests {
         commit(&ws, None, json!([{"op": "delete", "path": "/missing"}]));
     }
 
+    /// The handler table and the SQL layer agree: every native operation has its public
+    /// `supabash_<op>` wrapper, and every operation a wrapper sends is in the table.
+    #[pg_test]
+    fn the_handler_table_matches_the_sql_wrappers() {
+        let table: std::collections::BTreeSet<&str> =
+            crate::rpc::operations().into_iter().collect();
+        for op in &table {
+            let exists = Spi::get_one_with_args::<bool>(
+                "SELECT EXISTS (SELECT 1 FROM pg_proc
+                                 WHERE pronamespace = 'public'::regnamespace AND proname = $1)",
+                &[format!("supabash_{op}").into()],
+            )
+            .unwrap()
+            .unwrap();
+            assert!(exists, "no SQL wrapper supabash_{op}");
+        }
+        let sent: Vec<String> = Spi::get_one::<Vec<String>>(
+            r"SELECT array_agg(DISTINCT m[1]) FROM pg_proc p,
+                     regexp_matches(p.prosrc, 'supabash\._(?:write|read|call)\(''([a-z_]+)''', 'g') AS m
+               WHERE p.pronamespace IN ('public'::regnamespace, 'supabash'::regnamespace)",
+        )
+        .unwrap()
+        .unwrap();
+        assert!(sent.len() >= 20, "the wrappers were found: {sent:?}");
+        for op in sent {
+            assert!(table.contains(op.as_str()), "{op} is sent but not routed");
+        }
+    }
+
+    /// An installed schema older than the support window is refused on every RPC with the
+    /// upgrade hint (the schema is made to look like 0.3.0's: no leases table).
+    #[pg_test(
+        error = "SUPABASH_SCHEMA_OUTDATED: this database's supabash schema is older than 0.4.0, the oldest this library serves: run ALTER EXTENSION supabash UPDATE"
+    )]
+    fn an_older_schema_is_refused() {
+        Spi::run("ALTER TABLE supabash.leases RENAME TO leases_gone").unwrap();
+        new_workspace(ALICE);
+    }
+
     #[pg_test(error = "deliberate panic for tests")]
     fn panic_becomes_an_error() {
         Spi::run("SELECT supabash._call('panic', '{}')").unwrap();

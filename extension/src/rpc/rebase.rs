@@ -1,8 +1,8 @@
 //! Path-level rebase: a commit made on an older base applies on top of the head when no path
 //! it touches changed in between (docs/sql-contract.md, `supabash_commit`'s `rebase`).
 
-use crate::db;
-use crate::fail::{Fail, Outcome};
+use crate::pg::db;
+use crate::pg::fail::{Fail, Outcome};
 use serde_json::json;
 use supabash_core::Marker;
 

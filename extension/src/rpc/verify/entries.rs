@@ -3,10 +3,10 @@
 //! stores or reads from its sources names a stored body of the recorded size.
 
 use super::{short, Found};
-use crate::access::Workspace;
-use crate::db;
-use crate::fail::Outcome;
-use crate::lineage;
+use crate::pg::db;
+use crate::pg::fail::Outcome;
+use crate::store::access::Workspace;
+use crate::store::lineage;
 use supabash_core::rpc::verify::{Checked, Problem, ProblemKind};
 
 /// Rows per page.

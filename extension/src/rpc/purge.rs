@@ -2,13 +2,14 @@
 //! checkpointed revision and every revision at or after the floor are always kept, so no
 //! retained revision ever becomes unreadable; nor does any fork (see `lineage`).
 
-use crate::access;
-use crate::args;
-use crate::bodies;
-use crate::db;
-use crate::fail::{invalid, Outcome};
-use crate::lineage;
-use crate::quota;
+use super::Call;
+use crate::pg::args;
+use crate::pg::db;
+use crate::pg::fail::{invalid, Outcome};
+use crate::store::access;
+use crate::store::bodies;
+use crate::store::lineage;
+use crate::store::usage;
 use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
 use supabash_core::rpc::requests as rq;
@@ -19,12 +20,7 @@ use supabash_core::rpc::PurgeReport;
 /// versions always stay, see `lineage`). `$1` workspace, `$2` keep, `$3` max age, `$4` head,
 /// `$5` floor, `$6` whether the workspace is a fork.
 fn doomed_sql() -> String {
-    // A schema older than 0.4.0 has no forks.
-    let forks = if crate::schema::has_column(c"workspaces", c"fork_of") {
-        "UNION SELECT fork_position FROM supabash.workspaces WHERE fork_of = $1::uuid"
-    } else {
-        ""
-    };
+    let forks = "UNION SELECT fork_position FROM supabash.workspaces WHERE fork_of = $1::uuid";
     format!("
 WITH ranked AS (
   SELECT revision_id, position, committed_at,
@@ -61,7 +57,7 @@ struct Plan {
 }
 
 /// `supabash_purge`.
-pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
+pub fn purge(call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
     // Purge deletes bodies, which the workspace's whole fork family shares.
     let ws = access::lock_family(access::open(&req, &[Operation::Purge])?)?;
     let (mut keep, max_age) = (req.keep_revisions.map(i64::from), req.max_age_seconds);
@@ -122,20 +118,16 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
         // A purged commit's transaction id and idempotency key stay spent (see commit's replay).
         let delete = "DELETE FROM supabash.revisions
                        WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])";
-        let sql = if crate::schema::has_table(c"purged_commits") {
-            format!(
-                "WITH gone AS ({delete} RETURNING workspace_id, transaction_id, idempotency_key, revision_id)
-                 INSERT INTO supabash.purged_commits (workspace_id, transaction_id, idempotency_key, revision_id)
-                 SELECT * FROM gone"
-            )
-        } else {
-            delete.to_owned()
-        };
+        let sql = format!(
+            "WITH gone AS ({delete} RETURNING workspace_id, transaction_id, idempotency_key, revision_id)
+             INSERT INTO supabash.purged_commits (workspace_id, transaction_id, idempotency_key, revision_id)
+             SELECT * FROM gone"
+        );
         db::exec(
             &sql,
             &[ws.id.as_str().into(), plan.revisions.clone().into()],
         )?;
-        crate::audit::purge(&ws.id, &plan.revisions)?;
+        crate::store::audit::purge(&call.schema, &ws.id, &plan.revisions)?;
         db::exec(
             "DELETE FROM supabash.entries e USING unnest($2::text[], $3::bigint[]) AS d(path, valid_from)
               WHERE e.workspace_id = $1::uuid AND e.path = d.path AND e.valid_from = d.valid_from",
@@ -145,7 +137,7 @@ pub fn purge(req: rq::Purge) -> Outcome<PurgeReport> {
             "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
             &[ws.store.as_str().into(), plan.bodies.into()],
         )?;
-        quota::add_bytes(&ws.store, &ws.owner, -plan.bytes)?;
+        usage::add_bytes(&ws.store, &ws.owner, -plan.bytes)?;
     }
     Ok(report)
 }

@@ -9,9 +9,10 @@
 //! `SUPABASH_INVALID_CAPABILITY` with the same message, except expiry
 //! (`SUPABASH_EXPIRED_CAPABILITY`); nothing in an error repeats the token.
 
-use crate::db;
-use crate::fail::{Fail, Outcome};
-use crate::scope;
+use super::Call;
+use crate::pg::db;
+use crate::pg::fail::{Fail, Outcome};
+use crate::pg::scope;
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 use supabash_core::capability::{
@@ -107,19 +108,13 @@ struct Verifier {
 }
 
 /// `supabash_exchange_capability`: see docs/sql-contract.md.
-pub fn exchange(req: rq::ExchangeCapability) -> Outcome<Grant> {
-    let role = crate::identity::role(&crate::identity::claims());
+pub fn exchange(_call: &Call, req: rq::ExchangeCapability) -> Outcome<Grant> {
+    let role = crate::pg::identity::role(&crate::pg::identity::claims());
     if role.as_deref() != Some("service_role") {
         return Err(invalid());
     }
     if req.capability.len() > MAX_TOKEN_BYTES {
         return Err(invalid());
-    }
-    if !crate::schema::has_column(c"capability_verifiers", c"public_key") {
-        return Err(Fail::new(
-            Marker::InvalidCapability,
-            "this database still has a supabash schema older than its library, which verified HS256 capabilities: run ALTER EXTENSION supabash UPDATE, then register the verifier again",
-        ));
     }
     let compact = parse_compact(&req.capability, ALGORITHM).map_err(refused)?;
     let verifier = db::row(

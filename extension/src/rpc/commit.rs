@@ -1,15 +1,16 @@
 //! The native commit: authorise, lock, replay, compare-and-swap, then apply every change with a
 //! handful of set-based statements. Any error rolls the whole transaction back.
 
-use crate::access::{self, Workspace};
-use crate::args;
-use crate::bodies;
-use crate::db;
-use crate::fail::{invalid, Fail, Outcome};
-use crate::lineage;
-use crate::quota;
-use crate::rebase;
-use crate::receipts;
+use super::Call;
+use crate::pg::args;
+use crate::pg::db;
+use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::rpc::rebase;
+use crate::store::access::{self, Workspace};
+use crate::store::bodies;
+use crate::store::lineage;
+use crate::store::revisions;
+use crate::store::usage;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
@@ -159,13 +160,13 @@ fn context(req: &mut rq::Commit) -> Outcome<Context> {
 /// Returns the stored receipt when this request was already committed, or an idempotency
 /// conflict when the same transaction id or key was used for a different request.
 fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<CommitResult>> {
-    let found = receipts::rows(
+    let found = revisions::rows(
         &format!(
             "SELECT {} FROM supabash.revisions
               WHERE workspace_id = $1::uuid
                 AND (transaction_id = $2::uuid OR idempotency_key = $3)
               ORDER BY position LIMIT 1",
-            receipts::columns()
+            revisions::COLUMNS
         ),
         &[
             ws.into(),
@@ -194,9 +195,6 @@ fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Commit
 /// Refuses a transaction id or idempotency key that committed a revision purge has since
 /// removed: its receipt is gone, but it must not commit a second time.
 fn spent_by_purged(ws: &str, ctx: &Context) -> Outcome<()> {
-    if !crate::schema::has_table(c"purged_commits") {
-        return Ok(());
-    }
     let purged = db::query_row(
         "SELECT revision_id::text FROM supabash.purged_commits
           WHERE workspace_id = $1::uuid AND (transaction_id = $2::uuid OR idempotency_key = $3)
@@ -238,7 +236,7 @@ fn versions(
 }
 
 /// A stored file row as a path and its version.
-fn version(r: crate::db::FileRow) -> (String, Version) {
+fn version(r: crate::pg::db::FileRow) -> (String, Version) {
     let v = Version {
         body_hash: r.body_hash,
         body_size: r.body_size,
@@ -444,7 +442,7 @@ fn check_restore(
     };
     let position = access::revision_position(&ws.id, source)?;
     let tree = |at: Option<i64>| -> Outcome<BTreeMap<String, Version>> {
-        Ok(crate::read::files_at(ws, at, None, false)?
+        Ok(crate::rpc::read::files_at(ws, at, None, false)?
             .into_iter()
             .map(version)
             .collect())
@@ -481,20 +479,20 @@ fn check_redaction(ws: &str, ctx: &Context, epoch: i64) -> Outcome<()> {
     if let Some(source) = &ctx.source_revision {
         // A missing source is reported after the replay check, as before.
         if let Ok(position) = access::revision_position(ws, source) {
-            crate::redact::check_restore_source(ws, source, position)?;
+            crate::rpc::redact::check_restore_source(ws, source, position)?;
         }
     }
     Ok(())
 }
 
 /// `supabash_commit`: see docs/sql-contract.md.
-pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
+pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     // Authorise first: a caller who may not commit here costs no decoding or hashing.
     let opened = access::open(&req, &[Operation::Commit])?;
     let ws = opened.id.clone();
     let changes = parse_changes(std::mem::take(&mut req.changes)).map_err(change_error)?;
     let mut ctx = context(&mut req)?;
-    let audit = crate::audit::prepare(&req.audit.take().unwrap_or_default())?;
+    let audit = crate::store::audit::prepare(&req.audit.take().unwrap_or_default())?;
     let (changes, mut new_bytes) = hash_changes(changes);
     let locked = access::lock(opened)?;
     check_redaction(&ws, &ctx, locked.redaction_epoch)?;
@@ -547,7 +545,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
     if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
         return Ok(replayed);
     }
-    crate::lease::check_commit(&ws, req.lease.as_deref())?;
+    crate::rpc::lease::check_commit(&ws, req.lease.as_deref())?;
 
     let mut touched: Vec<String> = Vec::with_capacity(changes.len());
     for c in &changes {
@@ -623,7 +621,7 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         })
         .collect();
     let added = bodies::store(&locked.store, new_bodies)?;
-    quota::add_bytes(&locked.store, &locked.owner, added)?;
+    usage::add_bytes(&locked.store, &locked.owner, added)?;
     write_entries(&locked, position, plan)?;
 
     let receipt = Receipt {
@@ -644,9 +642,15 @@ pub fn commit(mut req: rq::Commit) -> Outcome<CommitResult> {
         committed_at,
         changes: lines,
     };
-    receipts::insert(&receipt, &request_hash)?;
+    revisions::insert(&receipt, &request_hash)?;
     if let Some(rows) = &audit {
-        crate::audit::write(&ws, Some(&receipt.revision), &receipt.actor, rows)?;
+        crate::store::audit::write(
+            &call.schema,
+            &ws,
+            Some(&receipt.revision),
+            &receipt.actor,
+            rows,
+        )?;
     }
     db::exec(
         "UPDATE supabash.workspaces SET head_revision = $2::uuid, head_position = $3, updated_at = now()

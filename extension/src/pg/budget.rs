@@ -7,7 +7,7 @@
 //! decodes (the stored form, the decoded bytes, the answer's JSON and its `jsonb`);
 //! BENCHMARKS.md has the measured figure.
 
-use crate::fail::{Fail, Outcome};
+use crate::pg::fail::{Fail, Outcome};
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use serde_json::json;
 use std::cell::Cell;

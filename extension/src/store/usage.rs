@@ -8,8 +8,8 @@
 //! Two workspaces created at the same moment may pass the count by one each (no lock spans an
 //! owner's workspaces).
 
-use crate::db;
-use crate::fail::{Fail, Outcome};
+use crate::pg::db;
+use crate::pg::fail::{Fail, Outcome};
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use serde_json::json;
 use supabash_core::Marker;
@@ -47,14 +47,14 @@ pub fn check_new_workspace(owner: &str) -> Outcome<()> {
     if max == 0 {
         return Ok(());
     }
-    // Counted from usage where it counts workspaces (0.4.0 on): a delegated call sees all of the
-    // owner's usage rows but only its own fork family's workspaces.
-    let sql = if counts_workspaces() {
-        "SELECT coalesce(sum(workspaces), 0)::bigint FROM supabash.usage WHERE owner_id = $1::uuid"
-    } else {
-        "SELECT count(*) FROM supabash.workspaces WHERE owner_id = $1::uuid"
-    };
-    let have = db::query_row(sql, &[owner.into()], |r| db::get::<i64>(r, 1))?.unwrap_or(0);
+    // Counted from usage: a delegated call sees all of the owner's usage rows but only its own
+    // fork family's workspaces.
+    let have = db::query_row(
+        "SELECT coalesce(sum(workspaces), 0)::bigint FROM supabash.usage WHERE owner_id = $1::uuid",
+        &[owner.into()],
+        |r| db::get::<i64>(r, 1),
+    )?
+    .unwrap_or(0);
     if have >= i64::from(max) {
         return Err(Fail::new(
             Marker::Quota,
@@ -65,21 +65,8 @@ pub fn check_new_workspace(owner: &str) -> Outcome<()> {
     Ok(())
 }
 
-/// Whether usage is kept (not on a schema older than 0.3.0, whose upgrade computes it).
-fn kept() -> bool {
-    crate::schema::has_table(c"usage")
-}
-
-/// Whether usage rows count their store's live workspaces (0.4.0 on).
-fn counts_workspaces() -> bool {
-    crate::schema::has_column(c"usage", c"workspaces")
-}
-
 /// Counts a fork made (`delta` 1) or a workspace deleted (-1) in its body store's usage.
 pub fn count_workspaces(store: &str, delta: i32) -> Outcome<()> {
-    if !counts_workspaces() {
-        return Ok(());
-    }
     db::exec(
         "UPDATE supabash.usage SET workspaces = greatest(workspaces + $2, 0) WHERE workspace_id = $1::uuid",
         &[store.into(), delta.into()],
@@ -88,9 +75,6 @@ pub fn count_workspaces(store: &str, delta: i32) -> Outcome<()> {
 
 /// Starts the usage record of a new workspace (its own body store).
 pub fn open_usage(workspace: &str, owner: &str) -> Outcome<()> {
-    if !kept() {
-        return Ok(());
-    }
     db::exec(
         "INSERT INTO supabash.usage (workspace_id, owner_id) VALUES ($1::uuid, $2::uuid)",
         &[workspace.into(), owner.into()],
@@ -100,7 +84,7 @@ pub fn open_usage(workspace: &str, owner: &str) -> Outcome<()> {
 /// Adds `bytes` (negative when purge reclaimed them) to the body store's usage, then, when the
 /// byte quota is set and `bytes` grew it, refuses usage past it across the owner's workspaces.
 pub fn add_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
-    if bytes == 0 || !kept() {
+    if bytes == 0 {
         return Ok(());
     }
     db::exec(

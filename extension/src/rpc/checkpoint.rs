@@ -1,9 +1,10 @@
 //! Checkpoints: named pins on a revision that purge never removes. Creation is idempotent by key.
 
-use crate::access;
-use crate::args;
-use crate::db::{self, Row};
-use crate::fail::{Fail, Outcome};
+use super::Call;
+use crate::pg::args;
+use crate::pg::db::{self, Row};
+use crate::pg::fail::{Fail, Outcome};
+use crate::store::access;
 use serde_json::json;
 use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
@@ -29,7 +30,7 @@ fn checkpoint_of(r: &Row, at: usize) -> Outcome<Checkpoint> {
 }
 
 /// `supabash_checkpoint`: pins a revision (default: the head).
-pub fn checkpoint(req: rq::Checkpoint) -> Outcome<Checkpoint> {
+pub fn checkpoint(_call: &Call, req: rq::Checkpoint) -> Outcome<Checkpoint> {
     req.check_fields().map_err(args::field)?;
     let ws = access::open_locked(&req, &[Operation::Checkpoint])?;
     let revision = match args::uuid_opt("revision", req.revision.as_deref())? {
@@ -85,7 +86,7 @@ pub fn checkpoint(req: rq::Checkpoint) -> Outcome<Checkpoint> {
 }
 
 /// `supabash_checkpoints`: all checkpoints, oldest first.
-pub fn checkpoints(req: rq::Checkpoints) -> Outcome<Vec<Checkpoint>> {
+pub fn checkpoints(_call: &Call, req: rq::Checkpoints) -> Outcome<Vec<Checkpoint>> {
     let ws = access::open(&req, &[Operation::Checkpoint])?;
     db::query(
         &format!(
@@ -98,7 +99,7 @@ pub fn checkpoints(req: rq::Checkpoints) -> Outcome<Vec<Checkpoint>> {
 }
 
 /// `supabash_delete_checkpoint`: removes one checkpoint (its revision becomes purgeable).
-pub fn delete_checkpoint(req: rq::DeleteCheckpoint) -> Outcome<CheckpointDeleted> {
+pub fn delete_checkpoint(_call: &Call, req: rq::DeleteCheckpoint) -> Outcome<CheckpointDeleted> {
     let ws = access::open_locked(&req, &[Operation::Checkpoint])?;
     let id = args::uuid("checkpoint_id", &req.checkpoint_id)?;
     db::row(

@@ -3,11 +3,11 @@
 //! hashes at a time, their stored forms fetched in batches of bounded size.
 
 use super::{short, Found};
-use crate::access::Workspace;
-use crate::bodies::{self, Row, MAX_CHAIN};
-use crate::db;
-use crate::fail::Outcome;
-use crate::stored;
+use crate::pg::db;
+use crate::pg::fail::Outcome;
+use crate::store::access::Workspace;
+use crate::store::bodies::{self, Row, MAX_CHAIN};
+use crate::store::encoding;
 use std::collections::HashMap;
 use supabash_core::hash::sha256;
 use supabash_core::rpc::verify::{Checked, Problem, ProblemKind};
@@ -99,7 +99,7 @@ fn check_body(
     rows: &HashMap<Vec<u8>, Row>,
     bases: &mut HashMap<Vec<u8>, Base>,
 ) -> Option<Problem> {
-    if stored::is_delta(&row.stored) != row.base.is_some() {
+    if encoding::is_delta(&row.stored) != row.base.is_some() {
         return Some(Problem::new(
             ProblemKind::BodyUnreadable,
             if row.base.is_some() {
@@ -139,7 +139,7 @@ fn check_body(
             }
         },
     };
-    let bytes = match stored::decode(&row.stored, base) {
+    let bytes = match encoding::decode(&row.stored, base) {
         Ok(bytes) => bytes,
         Err(_) => {
             return Some(Problem::new(
@@ -208,7 +208,7 @@ fn base_bytes<'a>(
         let row = &rows[&h];
         let decoded = match &row.base {
             None => Base {
-                bytes: stored::decode(&row.stored, None).ok(),
+                bytes: encoding::decode(&row.stored, None).ok(),
                 depth: 0,
             },
             Some(under) => {
@@ -217,13 +217,13 @@ fn base_bytes<'a>(
                     bytes: under
                         .bytes
                         .as_deref()
-                        .and_then(|b| stored::decode(&row.stored, Some(b)).ok()),
+                        .and_then(|b| encoding::decode(&row.stored, Some(b)).ok()),
                     depth: under.depth + 1,
                 }
             }
         };
         let intact = decoded.bytes.as_deref().is_some_and(|b| {
-            stored::is_delta(&row.stored) == row.base.is_some()
+            encoding::is_delta(&row.stored) == row.base.is_some()
                 && b.len() as i64 == row.size
                 && sha256(b).as_slice() == h.as_slice()
         });

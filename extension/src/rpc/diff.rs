@@ -2,12 +2,13 @@
 //! the caller sends. Kinds: added, deleted, modified, moved (a deleted and an added path with
 //! the same content hash). Previews are cut on a UTF-8 boundary and marked `[truncated]`.
 
-use crate::access::{self, Workspace};
-use crate::args;
-use crate::bodies;
-use crate::db;
-use crate::fail::{invalid, Fail, Outcome};
-use crate::read::files_at;
+use super::Call;
+use crate::pg::args;
+use crate::pg::db;
+use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::rpc::read::files_at;
+use crate::store::access::{self, Workspace};
+use crate::store::bodies;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
@@ -53,7 +54,7 @@ fn staged_side(staged: Option<&[StagedDocument]>) -> Outcome<Side> {
         let Change::Upsert { path, content } = change else {
             unreachable!("only upserts")
         };
-        let v = crate::commit::Version::of(&content);
+        let v = crate::rpc::commit::Version::of(&content);
         let file = SideFile {
             content_hash: v.content_hash,
             body_hash: v.body_hash,
@@ -167,7 +168,7 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 /// `supabash_diff`.
-pub fn diff(req: rq::Diff) -> Outcome<Diff> {
+pub fn diff(_call: &Call, req: rq::Diff) -> Outcome<Diff> {
     let ws = access::open(&req, &[Operation::History])?;
     let preview_bytes = req
         .preview_bytes

@@ -6,10 +6,10 @@
 //! Lines redaction scrubbed match any content; tombstones match any present version.
 
 use super::{short, Found};
-use crate::access::Workspace;
-use crate::db;
-use crate::fail::Outcome;
-use crate::lineage;
+use crate::pg::db;
+use crate::pg::fail::Outcome;
+use crate::store::access::Workspace;
+use crate::store::lineage;
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::receipt_lines;
 use supabash_core::rpc::verify::{Checked, Problem, ProblemKind};

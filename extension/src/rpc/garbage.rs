@@ -5,18 +5,19 @@
 //! their bytes back to the owner's usage; idle workspaces are only reported (deleting one is
 //! `supabash_delete_workspace`).
 
-use crate::access;
-use crate::bodies;
-use crate::db;
-use crate::fail::{invalid, Outcome};
-use crate::quota;
+use super::Call;
+use crate::pg::db;
+use crate::pg::fail::{invalid, Outcome};
+use crate::store::access;
+use crate::store::bodies;
+use crate::store::usage;
 use supabash_core::rpc::verify::{
     Garbage, GarbageReport, IdleWorkspace, Orphan, DEFAULT_IDLE_DAYS, MAX_IDLE_DAYS,
     MAX_LISTED_IDLE, MAX_LISTED_ORPHANS,
 };
 
 /// `supabash_garbage`: the signed-in user's own stores and workspaces.
-pub fn garbage(req: Garbage) -> Outcome<GarbageReport> {
+pub fn garbage(_call: &Call, req: Garbage) -> Outcome<GarbageReport> {
     let owner = access::caller()?;
     let idle_days = req.idle_days.unwrap_or(DEFAULT_IDLE_DAYS);
     if !(0..=MAX_IDLE_DAYS).contains(&idle_days) {
@@ -49,7 +50,7 @@ pub fn garbage(req: Garbage) -> Outcome<GarbageReport> {
         orphans(&store, &mut report)?;
         if apply {
             let (bodies, bytes) = bodies::collect_garbage(&store)?;
-            quota::add_bytes(&store, &owner, -bytes)?;
+            usage::add_bytes(&store, &owner, -bytes)?;
             report.deleted_bodies += bodies;
             report.deleted_bytes += bytes;
         }

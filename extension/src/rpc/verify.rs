@@ -17,8 +17,9 @@ mod entries;
 mod history;
 mod stored;
 
-use crate::access;
-use crate::fail::Outcome;
+use super::Call;
+use crate::pg::fail::Outcome;
+use crate::store::access;
 use supabash_core::capability::Operation;
 use supabash_core::rpc::verify::{Checked, Problem, Verify, VerifyReport, MAX_LISTED_PROBLEMS};
 
@@ -39,7 +40,7 @@ impl Found {
 }
 
 /// `supabash_verify`: the owner, or a delegated grant allowing `history`.
-pub fn verify(req: Verify) -> Outcome<VerifyReport> {
+pub fn verify(_call: &Call, req: Verify) -> Outcome<VerifyReport> {
     let ws = access::open(&req, &[Operation::History])?;
     let mut found = Found::default();
     let mut checked = Checked::default();

@@ -7,7 +7,7 @@
 //! Only statements that write go through [`rows`], [`row`] and [`exec`], which assign the
 //! transaction id (pgrx's `update`).
 
-use crate::fail::{Fail, Outcome};
+use crate::pg::fail::{Fail, Outcome};
 use pgrx::datum::{DatumWithOid, FromDatum, IntoDatum};
 use pgrx::prelude::*;
 use pgrx::spi::{OwnedPreparedStatement, SpiHeapTupleData};
@@ -105,11 +105,7 @@ pub struct FileRow {
 /// The select list of a [`file_rows`] query over `supabash.entries` aliased `e`, for the
 /// installed schema (`redacted` reads `false` on a schema without redaction).
 pub fn file_columns() -> &'static str {
-    if crate::redact::supported() {
-        "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, e.redacted"
-    } else {
-        "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, false"
-    }
+    "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, e.redacted"
 }
 
 /// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,

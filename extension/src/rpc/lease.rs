@@ -7,10 +7,11 @@
 //! also serves schemas older than 0.4.0 (see `schema`): there is no lease table, so no lease
 //! can exist, a read answers null and a write asks for the upgrade.
 
-use crate::access::{self, Workspace};
-use crate::args;
-use crate::db::{self, Row};
-use crate::fail::{invalid, Fail, Outcome};
+use super::Call;
+use crate::pg::args;
+use crate::pg::db::{self, Row};
+use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::store::access::{self, Workspace};
 use serde_json::json;
 use supabash_core::capability::Operation;
 use supabash_core::rpc::requests as rq;
@@ -25,14 +26,6 @@ const READ: &[Operation] = &[Operation::Read, Operation::Commit];
 /// The columns [`lease_of`] reads, in order.
 const COLUMNS: &str = "holder, token::text, supabash.utc_text(acquired_at),
     supabash.utc_text(renewed_at), supabash.utc_text(expires_at)";
-
-fn has_leases() -> bool {
-    crate::schema::has_table(c"leases")
-}
-
-fn needs_upgrade() -> Fail {
-    invalid("leases need extension version 0.4.0: run ALTER EXTENSION supabash UPDATE")
-}
 
 fn lease_of(r: &Row, taken_over: bool, head: Option<String>) -> Outcome<Lease> {
     Ok(Lease {
@@ -72,19 +65,16 @@ fn held(holder: &str, expires_at: &str) -> Fail {
         Marker::LeaseHeld,
         format!(
             "the workspace is leased to {:?} until {expires_at}; retry after it expires",
-            crate::clip(holder)
+            crate::pg::clip(holder)
         ),
     )
     .with_detail(json!({ "holder": holder, "expiresAt": expires_at }))
 }
 
 /// `supabash_acquire_lease`.
-pub fn acquire(req: rq::AcquireLease) -> Outcome<Lease> {
+pub fn acquire(_call: &Call, req: rq::AcquireLease) -> Outcome<Lease> {
     req.check_fields().map_err(|e| invalid(e.to_string()))?;
     let Workspace { id, head, .. } = access::open_locked(&req, WRITE)?;
-    if !has_leases() {
-        return Err(needs_upgrade());
-    }
     let taken_over = match current(&id)? {
         Some((_, holder, expires_at, true)) if holder != req.holder => {
             return Err(held(&holder, &expires_at))
@@ -115,13 +105,10 @@ pub fn acquire(req: rq::AcquireLease) -> Outcome<Lease> {
 }
 
 /// `supabash_renew_lease`: LEASE_LOST unless `token` is the live lease.
-pub fn renew(req: rq::RenewLease) -> Outcome<Lease> {
+pub fn renew(_call: &Call, req: rq::RenewLease) -> Outcome<Lease> {
     req.check_fields().map_err(|e| invalid(e.to_string()))?;
     let Workspace { id, head, .. } = access::open_locked(&req, WRITE)?;
     let token = args::uuid("token", &req.token)?;
-    if !has_leases() {
-        return Err(needs_upgrade());
-    }
     db::row(
         &format!(
             "UPDATE supabash.leases SET renewed_at = t, expires_at = t + $3 * interval '1 second'
@@ -140,12 +127,9 @@ pub fn renew(req: rq::RenewLease) -> Outcome<Lease> {
 }
 
 /// `supabash_release_lease`: removes the lease `token` names, live or expired.
-pub fn release(req: rq::ReleaseLease) -> Outcome<LeaseReleased> {
+pub fn release(_call: &Call, req: rq::ReleaseLease) -> Outcome<LeaseReleased> {
     let Workspace { id, .. } = access::open_locked(&req, WRITE)?;
     let token = args::uuid("token", &req.token)?;
-    if !has_leases() {
-        return Ok(LeaseReleased { released: false });
-    }
     let live = db::row(
         "DELETE FROM supabash.leases WHERE workspace_id = $1::uuid AND token = $2::uuid
          RETURNING expires_at > clock_timestamp()",
@@ -158,11 +142,8 @@ pub fn release(req: rq::ReleaseLease) -> Outcome<LeaseReleased> {
 }
 
 /// `supabash_lease`: a read (no transaction id; works on a hot standby).
-pub fn lease(req: rq::LeaseInfo) -> Outcome<Option<LeaseState>> {
+pub fn lease(_call: &Call, req: rq::LeaseInfo) -> Outcome<Option<LeaseState>> {
     let ws = access::open(&req, READ)?;
-    if !has_leases() {
-        return Ok(None);
-    }
     db::query_row(
         "SELECT holder, supabash.utc_text(acquired_at), supabash.utc_text(renewed_at),
                 supabash.utc_text(expires_at)
@@ -185,7 +166,7 @@ pub fn lease(req: rq::LeaseInfo) -> Outcome<Option<LeaseState>> {
 /// whose lease lapsed never commits. Without a live lease and without a token, nothing changes.
 pub fn check_commit(ws: &str, presented: Option<&str>) -> Outcome<()> {
     let presented = args::uuid_opt("lease", presented)?;
-    let row = if has_leases() { current(ws)? } else { None };
+    let row = current(ws)?;
     match (row, presented) {
         (Some((token, _, _, true)), Some(p)) if token == p => Ok(()),
         (Some((_, holder, expires_at, true)), None) => Err(held(&holder, &expires_at)),

@@ -1,14 +1,15 @@
 //! Workspaces as a whole: create, fork, delete and list. A fork copies nothing (see `lineage`);
 //! deleting a workspace its forks still read from keeps, hidden, exactly what they read.
 
-use crate::access;
-use crate::args;
-use crate::bodies;
-use crate::db;
-use crate::fail::{invalid, Fail, Outcome};
-use crate::lineage;
-use crate::quota;
-use crate::receipts;
+use super::Call;
+use crate::pg::args;
+use crate::pg::db;
+use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::store::access;
+use crate::store::bodies;
+use crate::store::lineage;
+use crate::store::revisions;
+use crate::store::usage;
 use serde_json::json;
 use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
 use supabash_core::hash::sha256;
@@ -28,52 +29,33 @@ fn check_label(label: Option<&str>) -> Outcome<()> {
 }
 
 /// `supabash_create_workspace`: a new, empty workspace owned by the caller, its own body store.
-pub fn create_workspace(req: rq::CreateWorkspace) -> Outcome<WorkspaceCreated> {
+pub fn create_workspace(_call: &Call, req: rq::CreateWorkspace) -> Outcome<WorkspaceCreated> {
     let owner = access::caller()?;
     check_label(req.label.as_deref())?;
-    quota::check_new_workspace(&owner)?;
-    let forks = crate::schema::has_column(c"workspaces", c"store_id");
-    let sql = if forks {
+    usage::check_new_workspace(&owner)?;
+    let created = db::row(
         "INSERT INTO supabash.workspaces (id, owner_id, store_id, label)
          SELECT g, $1::uuid, g, $2 FROM gen_random_uuid() AS g
-         RETURNING id::text, supabash.utc_text(created_at)"
-    } else {
-        "INSERT INTO supabash.workspaces (owner_id) VALUES ($1::uuid)
-         RETURNING id::text, supabash.utc_text(created_at)"
-    };
-    let args = if forks {
-        vec![owner.as_str().into(), req.label.into()]
-    } else {
-        vec![owner.as_str().into()]
-    };
-    let created = db::row(sql, &args, |r| {
-        Ok(WorkspaceCreated {
-            workspace_id: db::get(r, 1)?,
-            created_at: db::get(r, 2)?,
-            head_revision: None,
-        })
-    })?
+         RETURNING id::text, supabash.utc_text(created_at)",
+        &[owner.as_str().into(), req.label.into()],
+        |r| {
+            Ok(WorkspaceCreated {
+                workspace_id: db::get(r, 1)?,
+                created_at: db::get(r, 2)?,
+                head_revision: None,
+            })
+        },
+    )?
     .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the workspace was not created"))?;
-    quota::open_usage(&created.workspace_id, &owner)?;
+    usage::open_usage(&created.workspace_id, &owner)?;
     Ok(created)
-}
-
-/// Refuses what a schema older than 0.4.0 cannot do.
-fn needs_forks() -> Outcome<()> {
-    if crate::schema::has_column(c"workspaces", c"store_id") {
-        return Ok(());
-    }
-    Err(invalid(
-        "this database's supabash schema predates forks: run ALTER EXTENSION supabash UPDATE",
-    ))
 }
 
 /// `supabash_fork`: a new workspace of the same owner whose first revision's tree is the
 /// source's at `revision` (default: its head). O(1) rows, no bytes: the fork reads the source
 /// (see `lineage`). The source is locked while the fork is made, so a purge cannot remove the
 /// fork point between the read and the insert.
-pub fn fork(req: rq::Fork) -> Outcome<WorkspaceForked> {
-    needs_forks()?;
+pub fn fork(_call: &Call, req: rq::Fork) -> Outcome<WorkspaceForked> {
     let src = access::open_locked(&req, &[Operation::Fork])?;
     check_label(req.label.as_deref())?;
     check_texts(&[
@@ -117,7 +99,7 @@ pub fn fork(req: rq::Fork) -> Outcome<WorkspaceForked> {
             None => return Err(invalid("actor is required")),
         },
     };
-    quota::check_new_workspace(&src.owner)?;
+    usage::check_new_workspace(&src.owner)?;
     let (id, created_at): (String, String) = db::row(
         "INSERT INTO supabash.workspaces
                 (id, owner_id, store_id, label, fork_of, fork_revision, fork_position,
@@ -173,8 +155,8 @@ pub fn fork(req: rq::Fork) -> Outcome<WorkspaceForked> {
             .expect("requests serialise")
             .as_bytes(),
     );
-    receipts::insert(&receipt, &request_hash)?;
-    quota::count_workspaces(&src.store, 1)?;
+    revisions::insert(&receipt, &request_hash)?;
+    usage::count_workspaces(&src.store, 1)?;
     Ok(WorkspaceForked {
         workspace_id: id,
         created_at,
@@ -188,10 +170,9 @@ pub fn fork(req: rq::Fork) -> Outcome<WorkspaceForked> {
 /// workspace of its family uses. With forks, its row stays, marked deleted (no RPC finds it),
 /// its revisions and checkpoints go, and of its entries only what its forks read is kept;
 /// a deleted source goes for good once its last fork does.
-pub fn delete_workspace(req: rq::DeleteWorkspace) -> Outcome<WorkspaceDeleted> {
-    needs_forks()?;
+pub fn delete_workspace(_call: &Call, req: rq::DeleteWorkspace) -> Outcome<WorkspaceDeleted> {
     let ws = access::lock_family(access::open(&req, &[])?)?;
-    quota::count_workspaces(&ws.store, -1)?;
+    usage::count_workspaces(&ws.store, -1)?;
     let mut reclaimed = Reclaimed {
         store: ws.store.clone(),
         owner: ws.owner.clone(),
@@ -224,7 +205,7 @@ impl Reclaimed {
     /// while a workspace of the store still exists: bodies and usage are visible only then.
     fn collect(&mut self) -> Outcome<()> {
         let (bodies, bytes) = bodies::collect_garbage(&self.store)?;
-        quota::add_bytes(&self.store, &self.owner, -bytes)?;
+        usage::add_bytes(&self.store, &self.owner, -bytes)?;
         self.bodies += bodies;
         self.bytes += bytes;
         Ok(())
@@ -299,8 +280,7 @@ fn keep_only_fork_points(id: &str, is_fork: bool) -> Outcome<()> {
 }
 
 /// `supabash_list_workspaces`: the caller's workspaces (not deleted ones), oldest first.
-pub fn list_workspaces(req: rq::ListWorkspaces) -> Outcome<WorkspacePage> {
-    needs_forks()?;
+pub fn list_workspaces(_call: &Call, req: rq::ListWorkspaces) -> Outcome<WorkspacePage> {
     let owner = access::caller()?;
     let limit = req.page_size.map_or(DEFAULT_WORKSPACE_PAGE, i64::from);
     if !(1..=MAX_WORKSPACE_PAGE).contains(&limit) {

@@ -15,7 +15,7 @@
 //! A fork family shares one body store (`workspaces.store_id`), so bodies are never copied and
 //! deduplicate across the family.
 
-use crate::access::Workspace;
+use crate::store::access::Workspace;
 use pgrx::datum::DatumWithOid;
 
 /// The first position of a fork: its fork revision, whose tree is its source's at the fork point.

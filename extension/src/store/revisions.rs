@@ -2,50 +2,19 @@
 //! `supabash_core::receipt_lines`. The JSON receipt is rebuilt from the row on every read, so a
 //! replay returns exactly what the commit returned.
 
-use crate::db;
-use crate::fail::{Fail, Outcome};
+use crate::pg::db;
+use crate::pg::fail::{Fail, Outcome};
 use pgrx::datum::DatumWithOid;
 use supabash_core::receipt_lines;
 use supabash_core::rpc::{ForkedFrom, Receipt};
 use supabash_core::Marker;
 
-/// The select list [`rows`] expects, in order, for `supabash.revisions`; the columns older
-/// schemas lack come last (see [`LATER`]).
-const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
+/// The select list [`rows`] expects, in order, for `supabash.revisions`.
+pub const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
      transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
-     source_revision::text, supabash.utc_text(committed_at), lines, request_hash";
-
-/// Columns later versions added to `supabash.revisions`: name, how it is selected, and the cast
-/// of its inserted value. NULL stands in for each on a schema that predates it (the shared library serves older schemas until they are
-/// updated; see `schema`).
-const LATER: [(&std::ffi::CStr, &str, &str); 4] = [
-    (c"delegation_key_id", "delegation_key_id", ""),
-    (
-        c"forked_from_workspace",
-        "forked_from_workspace::text",
-        "::uuid",
-    ),
-    (
-        c"forked_from_revision",
-        "forked_from_revision::text",
-        "::uuid",
-    ),
-    (c"rebased_from", "rebased_from::text", "::uuid"),
-];
-
-fn has(column: &std::ffi::CStr) -> bool {
-    crate::schema::has_column(c"revisions", column)
-}
-
-/// The select list [`rows`] expects, for the installed schema.
-pub fn columns() -> String {
-    let mut list = COLUMNS.to_owned();
-    for (column, select, _) in LATER {
-        list.push_str(", ");
-        list.push_str(if has(column) { select } else { "NULL::text" });
-    }
-    list
-}
+     source_revision::text, supabash.utc_text(committed_at), lines, request_hash,
+     delegation_key_id, forked_from_workspace::text, forked_from_revision::text,
+     rebased_from::text";
 
 /// A stored receipt and the hash of the request that made it.
 pub struct Stored {
@@ -91,24 +60,15 @@ pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
 /// Stores the receipt of a new revision.
 pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
     let lines = receipt_lines::encode(&receipt.changes).map_err(corrupt)?;
-    // An older schema lacks the later columns (nothing there could fill them).
-    let (mut names, mut values) = (String::new(), String::new());
-    for (i, (column, _, cast)) in LATER.iter().enumerate() {
-        if has(column) {
-            names.push_str(&format!(", {}", column.to_str().expect("ASCII")));
-            values.push_str(&format!(", ${}{cast}", 14 + i));
-        }
-    }
     let forked = receipt.forked_from.as_ref();
-    crate::db::exec(
-        &format!(
-            "INSERT INTO supabash.revisions
+    db::exec(
+        "INSERT INTO supabash.revisions
                     (workspace_id, revision_id, position, parent_revision, transaction_id,
                      idempotency_key, request_hash, committed_at, actor, correlation_id, cause,
-                     metadata, source_revision, lines{names})
+                     metadata, source_revision, lines, delegation_key_id,
+                     forked_from_workspace, forked_from_revision, rebased_from)
              VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8, $9, $10, $11,
-                     $12::uuid, $13{values})"
-        ),
+                     $12::uuid, $13, $14, $15::uuid, $16::uuid, $17::uuid)",
         &[
             receipt.workspace_id.as_str().into(),
             receipt.revision.as_str().into(),

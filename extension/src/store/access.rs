@@ -6,8 +6,8 @@
 //! A grant opens row-level security for exactly one workspace of one owner through a *scope*
 //! (see `scope`).
 
-use crate::db;
-use crate::fail::{Fail, Outcome};
+use crate::pg::db;
+use crate::pg::fail::{Fail, Outcome};
 use serde_json::json;
 use supabash_core::capability::Operation;
 use supabash_core::rpc::requests::WorkspaceRequest;
@@ -23,8 +23,8 @@ pub struct Workspace {
     /// The body store its bodies live in (shared by a fork family; see `lineage`).
     pub store: String,
     /// For a fork: the workspaces it reads from, nearest first (see `lineage`).
-    pub sources: Vec<crate::lineage::Source>,
-    /// How many redactions the workspace has seen (0 on a schema without redaction).
+    pub sources: Vec<crate::store::lineage::Source>,
+    /// How many redactions the workspace has seen.
     pub redaction_epoch: i64,
     /// Set when the caller is a job holding a delegated grant.
     pub delegation: Option<Delegation>,
@@ -57,24 +57,17 @@ fn denied(message: &str) -> Fail {
 /// revocation end it.
 fn delegate(grant: &str, workspace: &str, need: &[Operation]) -> Outcome<Delegation> {
     let refused = || denied("the delegated grant does not allow this operation on this workspace");
-    let Some(hash) = crate::capability::grant_hash(grant) else {
+    let Some(hash) = crate::rpc::capability::grant_hash(grant) else {
         return Err(refused());
     };
     let need: Vec<String> = need.iter().map(|o| o.as_str().to_owned()).collect();
-    // On a schema older than 0.3.0 (see `schema`) grants have no generation: revocation
-    // deleted them, as it did then.
-    let current = if crate::schema::has_column(c"grants", c"generation") {
-        "JOIN supabash.capability_verifiers v ON v.key_id = g.key_id AND v.generation = g.generation"
-    } else {
-        ""
-    };
     let (owner, delegation) = db::query_row(
-        &format!(
-            "SELECT g.owner_id::text, g.actor_subject, g.correlation_id, g.key_id, g.operations
-               FROM supabash.grants g {current}
-              WHERE g.grant_hash = $1 AND g.workspace_id = $2::uuid
-                AND g.expires_at > clock_timestamp() AND g.operations && $3"
-        ),
+        "SELECT g.owner_id::text, g.actor_subject, g.correlation_id, g.key_id, g.operations
+           FROM supabash.grants g
+           JOIN supabash.capability_verifiers v
+             ON v.key_id = g.key_id AND v.generation = g.generation
+          WHERE g.grant_hash = $1 AND g.workspace_id = $2::uuid
+            AND g.expires_at > clock_timestamp() AND g.operations && $3",
         &[hash.into(), workspace.into(), need.into()],
         |r| {
             let owner: String = db::get(r, 1)?;
@@ -88,7 +81,7 @@ fn delegate(grant: &str, workspace: &str, need: &[Operation]) -> Outcome<Delegat
         },
     )?
     .ok_or_else(refused)?;
-    crate::scope::set(workspace, Some(&owner));
+    crate::pg::scope::set(workspace, Some(&owner));
     Ok(delegation)
 }
 
@@ -103,7 +96,7 @@ pub const GRANT_HEADER: &str = "x-supabash-grant";
 /// The grant the call presents: the argument, or else the [`GRANT_HEADER`] header. Both at
 /// once must agree.
 fn presented_grant(argument: Option<&str>) -> Outcome<Option<String>> {
-    let header = crate::identity::header(GRANT_HEADER);
+    let header = crate::pg::identity::header(GRANT_HEADER);
     match (argument, header) {
         (Some(a), Some(h)) if a != h => {
             Err(denied("the delegated grant argument and header disagree"))
@@ -123,7 +116,7 @@ fn authorize(
 ) -> Outcome<Option<Delegation>> {
     let grant = presented_grant(grant)?;
     supabash_core::limits::check_text("delegated_grant", grant.as_deref(), MAX_GRANT_CHARS)
-        .map_err(crate::args::field)?;
+        .map_err(crate::pg::args::field)?;
     let who = identity();
     match (who.role.as_deref(), grant.as_deref()) {
         (Some("authenticated"), Some(_)) => Err(denied(
@@ -160,10 +153,10 @@ impl Identity {
 }
 
 fn identity() -> Identity {
-    let claims = crate::identity::claims();
+    let claims = crate::pg::identity::claims();
     Identity {
-        owner: crate::identity::owner(&claims).map(|u| u.to_string()),
-        role: crate::identity::role(&claims),
+        owner: crate::pg::identity::owner(&claims).map(|u| u.to_string()),
+        role: crate::pg::identity::role(&claims),
     }
 }
 
@@ -173,16 +166,10 @@ pub fn caller() -> Outcome<String> {
 }
 
 fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspace>> {
-    if !crate::schema::has_column(c"workspaces", c"store_id") {
-        return read_head_before_forks(id, delegation);
-    }
     let found = db::query_row(
-        &format!(
-            "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
-                    fork_of IS NOT NULL, {}
-               FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL",
-            epoch_column()
-        ),
+        "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
+                fork_of IS NOT NULL, redaction_epoch
+           FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL",
         &[id.into()],
         |r| {
             Ok((
@@ -198,7 +185,7 @@ fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspa
         return Ok(None);
     };
     if delegation.is_some() {
-        crate::scope::widen_to_store(&store);
+        crate::pg::scope::widen_to_store(&store);
     }
     let sources = if forked { sources(id)? } else { Vec::new() };
     Ok(Some(Workspace {
@@ -213,18 +200,9 @@ fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspa
     }))
 }
 
-/// The select expression of a workspace's redaction epoch for the installed schema.
-fn epoch_column() -> &'static str {
-    if crate::redact::supported() {
-        "redaction_epoch"
-    } else {
-        "0::bigint"
-    }
-}
-
 /// A fork's sources, nearest first, each with the position it is read at (the fork point of
 /// the workspace before it). Deleted sources count: a fork still reads what they kept for it.
-fn sources(id: &str) -> Outcome<Vec<crate::lineage::Source>> {
+fn sources(id: &str) -> Outcome<Vec<crate::store::lineage::Source>> {
     let chain: Vec<(String, i64)> = db::query(
         "WITH RECURSIVE up (id, fork_of, fork_position, depth) AS (
            SELECT id, fork_of, fork_position, 0 FROM supabash.workspaces WHERE id = $1::uuid
@@ -233,10 +211,10 @@ fn sources(id: &str) -> Outcome<Vec<crate::lineage::Source>> {
              FROM supabash.workspaces w JOIN up ON w.id = up.fork_of
             WHERE up.depth <= $2)
          SELECT fork_of::text, fork_position FROM up WHERE fork_of IS NOT NULL ORDER BY depth",
-        &[id.into(), (crate::lineage::MAX_DEPTH as i64).into()],
+        &[id.into(), (crate::store::lineage::MAX_DEPTH as i64).into()],
         |r| Ok((db::get(r, 1)?, db::get(r, 2)?)),
     )?;
-    if chain.len() > crate::lineage::MAX_DEPTH {
+    if chain.len() > crate::store::lineage::MAX_DEPTH {
         return Err(Fail::new(
             Marker::HistoryCorruption,
             "the fork chain is deeper than any fork can be",
@@ -244,43 +222,17 @@ fn sources(id: &str) -> Outcome<Vec<crate::lineage::Source>> {
     }
     Ok(chain
         .into_iter()
-        .map(|(workspace, position)| crate::lineage::Source {
+        .map(|(workspace, position)| crate::store::lineage::Source {
             workspace,
             position,
         })
         .collect())
 }
 
-/// [`read_head`] on a schema older than 0.4.0: no forks, each workspace its own body store.
-fn read_head_before_forks(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspace>> {
-    let head = db::query_row(
-        "SELECT head_revision::text, head_position, owner_id::text FROM supabash.workspaces
-          WHERE id = $1::uuid",
-        &[id.into()],
-        |r| {
-            Ok((
-                db::opt::<String>(r, 1)?,
-                db::opt::<i64>(r, 2)?,
-                db::get::<String>(r, 3)?,
-            ))
-        },
-    )?;
-    Ok(head.map(|(head, head_position, owner)| Workspace {
-        id: id.to_owned(),
-        owner,
-        head,
-        head_position,
-        store: id.to_owned(),
-        sources: Vec::new(),
-        redaction_epoch: 0,
-        delegation,
-    }))
-}
-
 /// Opens the workspace a request names for a caller allowed one of `need`. Another user's
 /// workspace and a missing one give the same authorisation error, so ids cannot be probed.
 pub fn open(request: &impl WorkspaceRequest, need: &[Operation]) -> Outcome<Workspace> {
-    let id = crate::args::uuid("workspace_id", request.workspace_id())?;
+    let id = crate::pg::args::uuid("workspace_id", request.workspace_id())?;
     let delegation = authorize(request.delegated_grant(), &id, need)?;
     read_head(&id, delegation)?.ok_or_else(|| {
         denied("workspace not found or not owned by the caller")
@@ -312,9 +264,6 @@ pub fn lock(ws: Workspace) -> Outcome<Workspace> {
 /// family can reference a body while it goes. Take it instead of [`lock`], never after it
 /// (the id order is what keeps two such operations from deadlocking).
 pub fn lock_family(ws: Workspace) -> Outcome<Workspace> {
-    if !crate::schema::has_column(c"workspaces", c"store_id") {
-        return lock(ws);
-    }
     lock_store(&ws.store)?;
     read_head(&ws.id, ws.delegation)?.ok_or_else(|| denied("workspace vanished"))
 }

@@ -1,24 +1,28 @@
 //! The audit trail (`supabash.audit_records`): what agents did through the client's surfaces.
 //! A commit writes the records of the actions that led to it in its own transaction ([`write`],
 //! called by `commit` after its replay check, so a replayed commit writes nothing again);
-//! `supabash_record_discarded` writes a discarded session's; `supabash_audit` pages them.
+//! `supabash_record_discarded` writes a discarded session's; `supabash_audit` pages them ([`page`]).
 //! Purge removes the records of the revisions it removes ([`purge`]); a path redaction scrubs
 //! the arguments of every record that touched a redacted path ([`scrub`]). Records are
 //! append-only otherwise (sql/privileges.sql).
 
-use crate::access;
-use crate::args;
-use crate::db;
-use crate::fail::{invalid, Fail, Outcome};
+use crate::pg::args;
+use crate::pg::db;
+use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::schema::Schema;
 use serde_json::{json, Value};
-use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
-use supabash_core::limits::{DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE};
 use supabash_core::rpc::audit::{self as wire, Action, ActionOutcome};
 use supabash_core::Marker;
 
-/// Whether the installed schema has the audit trail (0.5.0 on).
-fn supported() -> bool {
-    crate::schema::has_table(c"audit_records")
+/// Refuses audit records on a schema without the audit trail (0.4.0).
+fn check_schema(schema: &Schema) -> Outcome<()> {
+    if schema.audit_trail {
+        return Ok(());
+    }
+    Err(Fail::new(
+        Marker::SchemaOutdated,
+        "the audit trail needs the 0.5.0 schema: run ALTER EXTENSION supabash UPDATE",
+    ))
 }
 
 /// Checks actions (the shared limits, their UUIDs) and flattens them into the rows
@@ -59,7 +63,14 @@ pub fn prepare(actions: &[Action]) -> Outcome<Option<Value>> {
 /// Writes prepared rows for workspace `ws`: led to `revision`, or discarded when `None`. A
 /// record id already written is skipped, so a retry writes nothing twice. Returns how many
 /// were written.
-pub fn write(ws: &str, revision: Option<&str>, actor: &str, rows: &Value) -> Outcome<i64> {
+pub fn write(
+    schema: &Schema,
+    ws: &str,
+    revision: Option<&str>,
+    actor: &str,
+    rows: &Value,
+) -> Outcome<i64> {
+    check_schema(schema)?;
     // Times past year 9999 are clamped: the client's clock is the client's business.
     let written = db::rows(
         "INSERT INTO supabash.audit_records
@@ -85,53 +96,20 @@ pub fn write(ws: &str, revision: Option<&str>, actor: &str, rows: &Value) -> Out
     Ok(written.len() as i64)
 }
 
-/// `supabash_record_discarded`: see docs/audit.md. Any grant that can work on the tree (`read`,
-/// `write` or `commit`) may record what its session did.
-pub fn record_discarded(req: wire::RecordDiscarded) -> Outcome<wire::AuditWritten> {
-    let ws = access::open(
-        &req,
-        &[Operation::Read, Operation::Write, Operation::Commit],
-    )?;
-    req.check_fields().map_err(args::field)?;
-    let rows = prepare(&req.actions)?;
-    let actor = match &ws.delegation {
-        Some(d) => delegated_actor(&d.actor_subject),
-        None => match req.actor {
-            Some(a) if a.starts_with(DELEGATED_ACTOR_PREFIX) => {
-                return Err(invalid(format!(
-                    "actors starting with {DELEGATED_ACTOR_PREFIX:?} are recorded only for delegated grants"
-                )))
-            }
-            Some(a) => a,
-            None => return Err(invalid("actor is required")),
-        },
-    };
-    let written = match rows {
-        Some(rows) => write(&ws.id, None, &actor, &rows)?,
-        None => 0,
-    };
-    Ok(wire::AuditWritten { written })
-}
-
-/// `supabash_audit`: see docs/audit.md. Reads only, so it works on a hot standby.
-pub fn audit(req: wire::Audit) -> Outcome<wire::AuditPage> {
-    let ws = access::open(&req, &[Operation::History])?;
-    let limit = req.page_size.map_or(DEFAULT_AUDIT_PAGE, i64::from);
-    if !(1..=MAX_AUDIT_PAGE).contains(&limit) {
-        return Err(Fail::new(
-            Marker::Quota,
-            format!("page_size must be between 1 and {MAX_AUDIT_PAGE}"),
-        ));
-    }
-    let revision = args::uuid_opt("revision", req.revision.as_deref())?;
-    if let Some(r) = &revision {
-        access::revision_position(&ws.id, r)?;
-    }
-    let cursor = args::uuid_opt("cursor", req.cursor.as_deref())?;
+/// Up to `limit` records of workspace `ws` (of one revision, when given) after the record
+/// `cursor` names, in recording order. A cursor that names no record of the workspace is refused.
+pub fn page(
+    schema: &Schema,
+    ws: &str,
+    revision: Option<String>,
+    cursor: Option<String>,
+    limit: i64,
+) -> Outcome<Vec<wire::AuditRecord>> {
+    check_schema(schema)?;
     if let Some(c) = &cursor {
         let known = db::query_row(
             "SELECT 1 FROM supabash.audit_records WHERE workspace_id = $1::uuid AND record_id = $2::uuid",
-            &[ws.id.as_str().into(), c.as_str().into()],
+            &[ws.into(), c.as_str().into()],
             |_| Ok(()),
         )?;
         if known.is_none() {
@@ -141,7 +119,7 @@ pub fn audit(req: wire::Audit) -> Outcome<wire::AuditPage> {
             );
         }
     }
-    let mut records = db::query(
+    db::query(
         "SELECT a.record_id::text, a.revision_id::text, a.session_id::text, a.sequence,
                 supabash.utc_text(a.started_at), supabash.utc_text(a.recorded_at), a.actor, a.kind,
                 a.tool, a.arguments, a.outcome, a.code, a.reason, a.duration_ms, a.paths,
@@ -154,23 +132,9 @@ pub fn audit(req: wire::Audit) -> Outcome<wire::AuditPage> {
                    WHERE c.workspace_id = $1::uuid AND c.record_id = $3::uuid))
           ORDER BY a.recorded_at, a.session_id, a.sequence, a.record_id
           LIMIT $4",
-        &[
-            ws.id.as_str().into(),
-            revision.into(),
-            cursor.into(),
-            (limit + 1).into(),
-        ],
+        &[ws.into(), revision.into(), cursor.into(), limit.into()],
         record,
-    )?;
-    let more = records.len() as i64 > limit;
-    records.truncate(limit as usize);
-    let next_cursor = more
-        .then(|| records.last().map(|r| r.record_id.clone()))
-        .flatten();
-    Ok(wire::AuditPage {
-        records,
-        next_cursor,
-    })
+    )
 }
 
 /// One stored row as the wire record.
@@ -214,8 +178,8 @@ fn record(r: &db::Row) -> Outcome<wire::AuditRecord> {
 
 /// After purge removed `revisions` of `ws`: their records go, and so do discarded records
 /// written before the oldest revision it kept (the trail keeps the span history keeps).
-pub fn purge(ws: &str, revisions: &[String]) -> Outcome<()> {
-    if !supported() || revisions.is_empty() {
+pub fn purge(schema: &Schema, ws: &str, revisions: &[String]) -> Outcome<()> {
+    if !schema.audit_trail || revisions.is_empty() {
         return Ok(());
     }
     db::exec(
@@ -230,8 +194,8 @@ pub fn purge(ws: &str, revisions: &[String]) -> Outcome<()> {
 
 /// After a redaction of `paths` in `ws`: the arguments of every record that touched one of
 /// them are scrubbed (set to null, marked `scrubbed`); the rest of the record stays.
-pub fn scrub(ws: &str, paths: &[String]) -> Outcome<()> {
-    if !supported() || paths.is_empty() {
+pub fn scrub(schema: &Schema, ws: &str, paths: &[String]) -> Outcome<()> {
+    if !schema.audit_trail || paths.is_empty() {
         return Ok(());
     }
     db::exec(

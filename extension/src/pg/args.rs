@@ -1,7 +1,7 @@
 //! A call's arguments: decoded once into the RPC's request type (`supabash_core::rpc`), then
 //! the checks a field needs beyond its type (UUIDs, paths, the shared field limits).
 
-use crate::fail::{invalid, Fail, Outcome};
+use crate::pg::fail::{invalid, Fail, Outcome};
 use serde_json::Value;
 use supabash_core::limits::FieldError;
 use supabash_core::rpc::Rpc;
@@ -25,7 +25,12 @@ pub fn decode<R: Rpc>(args: Value) -> Outcome<R> {
 pub fn uuid(name: &str, value: &str) -> Outcome<String> {
     uuid::Uuid::parse_str(value)
         .map(|u| u.hyphenated().to_string())
-        .map_err(|_| invalid(format!("{name} is not a UUID: {:?}", crate::clip(value))))
+        .map_err(|_| {
+            invalid(format!(
+                "{name} is not a UUID: {:?}",
+                crate::pg::clip(value)
+            ))
+        })
 }
 
 /// An optional UUID argument.
@@ -47,7 +52,10 @@ pub fn checked_path(p: &str) -> Outcome<String> {
     supabash_core::path::validate(p)
         .map(str::to_owned)
         .map_err(|e| {
-            Fail::new(Marker::InvalidPath, format!("{:?}: {e}", crate::clip(p)))
-                .with_detail(serde_json::json!({ "path": crate::clip(p), "reason": e.reason() }))
+            Fail::new(
+                Marker::InvalidPath,
+                format!("{:?}: {e}", crate::pg::clip(p)),
+            )
+            .with_detail(serde_json::json!({ "path": crate::pg::clip(p), "reason": e.reason() }))
         })
 }

@@ -12,14 +12,15 @@
 //! epoch moves), collects bodies across the fork family's store, and refuses to redact in a
 //! fork what the fork only inherits (see [`check_not_inherited`]).
 
-use crate::access::{self, Workspace};
-use crate::args;
-use crate::bodies;
-use crate::db;
-use crate::fail::{invalid, Fail, Outcome};
-use crate::lineage;
-use crate::quota;
-use crate::stored;
+use super::Call;
+use crate::pg::args;
+use crate::pg::db;
+use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::store::access::{self, Workspace};
+use crate::store::bodies;
+use crate::store::encoding;
+use crate::store::lineage;
+use crate::store::usage;
 use serde_json::json;
 use std::collections::HashSet;
 use supabash_core::capability::{delegated_actor, Operation};
@@ -32,17 +33,9 @@ use supabash_core::Marker;
 /// Most paths, hashes or metadata keys one call may name (each list).
 const MAX_SELECTORS: usize = 10_000;
 
-/// Whether the installed schema knows redaction (0.4.0 on; see `schema`).
-pub fn supported() -> bool {
-    crate::schema::has_column(c"entries", c"redacted")
-}
-
 /// The position a restore's source must not be before: the boundary of the latest path
 /// redaction, if any (the restore fence).
 pub fn restore_floor(ws: &str) -> Outcome<Option<i64>> {
-    if !supported() {
-        return Ok(None);
-    }
     Ok(db::query_row(
         "SELECT max(boundary_position) FROM supabash.redactions
           WHERE workspace_id = $1::uuid AND cardinality(paths) > 0",
@@ -245,7 +238,7 @@ fn detach_dependants(store: &str, dead: &[Vec<u8>]) -> Outcome<()> {
         let body = loaded
             .remove(&hash)
             .ok_or_else(|| Fail::new(Marker::HistoryCorruption, "a stored body is missing"))?;
-        forms.push(stored::encode(&body.bytes, None).0);
+        forms.push(encoding::encode(&body.bytes, None).0);
         hashes.push(hash);
     }
     db::exec(
@@ -421,7 +414,7 @@ fn selection(req: &rq::Redact) -> Outcome<Selection> {
                 .ok_or_else(|| {
                     invalid(format!(
                         "body_hashes: {:?} is not a SHA-256 in hex (64 hex digits)",
-                        crate::clip(h)
+                        crate::pg::clip(h)
                     ))
                 })
         })
@@ -435,7 +428,7 @@ fn selection(req: &rq::Redact) -> Outcome<Selection> {
     {
         return Err(invalid(format!(
             "metadata_keys: {:?} must be 1 to {MAX_LABEL_BYTES} bytes",
-            crate::clip(k)
+            crate::pg::clip(k)
         )));
     }
     let clear_cause = req.clear_cause == Some(true);
@@ -507,13 +500,8 @@ fn selected_revisions(
 }
 
 /// `supabash_redact`: see docs/sql-contract.md.
-pub fn redact(req: rq::Redact) -> Outcome<RedactReport> {
+pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     let sel = selection(&req)?;
-    if !supported() {
-        return Err(invalid(
-            "redaction needs the 0.4.0 schema: run ALTER EXTENSION supabash UPDATE",
-        ));
-    }
     // Redaction deletes bodies, which the workspace's whole fork family shares.
     let ws = access::lock_family(access::open(&req, &[Operation::Redact])?)?;
     let (boundary_revision, boundary) =
@@ -574,7 +562,7 @@ pub fn redact(req: rq::Redact) -> Outcome<RedactReport> {
         &report,
     )?;
     // Audit records of actions that touched a redacted path keep no arguments.
-    crate::audit::scrub(&ws.id, &sel.paths)?;
+    crate::store::audit::scrub(&call.schema, &ws.id, &sel.paths)?;
     // The forks that shared a redacted version may hold it in a staged tree too.
     db::exec(
         "UPDATE supabash.workspaces SET redaction_epoch = redaction_epoch + 1, updated_at = now()
@@ -651,7 +639,7 @@ fn apply(
             "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
             &[ws.store.as_str().into(), dead.to_vec().into()],
         )?;
-        quota::add_bytes(&ws.store, &ws.owner, -report.bytes)?;
+        usage::add_bytes(&ws.store, &ws.owner, -report.bytes)?;
     }
     Ok(())
 }

@@ -4,12 +4,13 @@
 //! directory holds, not what the tree holds. It reads what `lineage::visible_sql` makes
 //! visible, so a fork lists its sources' files too.
 
-use crate::access::{self, Workspace};
-use crate::args;
-use crate::db::{self, FileRow};
-use crate::fail::{invalid, Fail, Outcome};
-use crate::lineage;
-use crate::read;
+use super::Call;
+use crate::pg::args;
+use crate::pg::db::{self, FileRow};
+use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::rpc::read;
+use crate::store::access::{self, Workspace};
+use crate::store::lineage;
 use supabash_core::capability::Operation;
 use supabash_core::rpc::listing::{
     DirectoryPage, ListDirectory, DEFAULT_DIRECTORY_PAGE, MAX_DIRECTORY_PAGE,
@@ -98,7 +99,7 @@ fn totals(ws: &Workspace, position: Option<i64>) -> Outcome<(i64, i64)> {
 }
 
 /// `supabash_list_directory`.
-pub fn list_directory(req: ListDirectory) -> Outcome<DirectoryPage> {
+pub fn list_directory(_call: &Call, req: ListDirectory) -> Outcome<DirectoryPage> {
     let ws = access::open(&req, &[Operation::Read])?;
     let dir = directory(&req.path)?;
     let page_size = req.page_size.unwrap_or(DEFAULT_DIRECTORY_PAGE);
@@ -154,7 +155,7 @@ pub fn list_directory(req: ListDirectory) -> Outcome<DirectoryPage> {
         _ => (None, None),
     };
     Ok(DirectoryPage {
-        restore_floor: crate::redact::restore_floor(&ws.id)?,
+        restore_floor: crate::rpc::redact::restore_floor(&ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,

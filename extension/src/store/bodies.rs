@@ -2,10 +2,10 @@
 //! as deltas against the previous version of their file where that is smaller, and loading
 //! plain bytes back through any chain of deltas. `stored` owns the byte format.
 
-use crate::budget;
-use crate::db;
-use crate::fail::{Fail, Outcome};
-use crate::stored;
+use crate::pg::budget;
+use crate::pg::db;
+use crate::pg::fail::{Fail, Outcome};
+use crate::store::encoding;
 use pgrx::prelude::*;
 use pgrx::spi::OwnedPreparedStatement;
 use pgrx::{PgBuiltInOids, PgOid};
@@ -119,17 +119,17 @@ fn resolve(
             continue;
         }
         let row = &rows[&h];
-        if stored::is_delta(&row.stored) != row.base.is_some() {
+        if encoding::is_delta(&row.stored) != row.base.is_some() {
             return Err(corrupt("a stored body and its base disagree"));
         }
         let body = match &row.base {
             None => Body {
-                bytes: stored::decode(&row.stored, None)?,
+                bytes: encoding::decode(&row.stored, None)?,
                 depth: 0,
             },
             Some(base) => {
                 let base = &done[base];
-                let bytes = stored::decode(&row.stored, Some(&base.bytes))?;
+                let bytes = encoding::decode(&row.stored, Some(&base.bytes))?;
                 // A delta decoded against the wrong bytes need not fail; its hash does.
                 if sha256(&bytes).as_slice() != h.as_slice() {
                     return Err(corrupt("a stored body does not match its hash"));
@@ -148,7 +148,7 @@ fn resolve(
 /// The plain bytes of every body in `hashes` (and of the bases they sit on), by hash. A body
 /// or base that is missing or unreadable is HISTORY_CORRUPTION. The caller has charged the
 /// call's budget for `hashes` (see [`load_charged`]); the bases under deltas, at most
-/// `stored::MAX_DELTA_BODY` each, are charged here.
+/// `encoding::MAX_DELTA_BODY` each, are charged here.
 fn load(ws: &str, hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, Body>> {
     let rows = fetch_chains(ws, hashes.clone())?;
     let bases: u64 = rows
@@ -186,8 +186,8 @@ pub fn load_charged(ws: &str, wanted: &[(Vec<u8>, i64)]) -> Outcome<HashMap<Vec<
 }
 
 /// The first `max` plain bytes of each body in `wanted` (`(hash, size)`), by hash. Whole bodies
-/// are fetched only as far as `stored::prefix_needed(max)` and decoded only that far; deltas
-/// (at most `stored::MAX_DELTA_BODY`) are decoded whole, charged to the call's budget.
+/// are fetched only as far as `encoding::prefix_needed(max)` and decoded only that far; deltas
+/// (at most `encoding::MAX_DELTA_BODY`) are decoded whole, charged to the call's budget.
 pub fn prefixes(
     ws: &str,
     wanted: &[(Vec<u8>, i64)],
@@ -207,7 +207,7 @@ pub fn prefixes(
         &[
             ws.into(),
             hashes.into(),
-            (stored::prefix_needed(max) as i32).into(),
+            (encoding::prefix_needed(max) as i32).into(),
         ],
         |r| {
             Ok((
@@ -225,7 +225,7 @@ pub fn prefixes(
             let size = sizes.get(hash.as_slice()).copied().unwrap_or(0);
             deltas.push((hash, size));
         } else {
-            out.insert(hash, stored::decode_prefix(&stored_prefix, max)?);
+            out.insert(hash, encoding::decode_prefix(&stored_prefix, max)?);
         }
     }
     let mut loaded = load_charged(ws, &deltas)?;
@@ -257,7 +257,7 @@ fn stored_equal(ws: &str, bodies: &[&New]) -> Outcome<bool> {
         let form = stored
             .get(&b.hash)
             .ok_or_else(|| corrupt("a stored body is missing"))?;
-        let same = match stored::same_bytes(form, &b.bytes)? {
+        let same = match encoding::same_bytes(form, &b.bytes)? {
             Some(same) => same,
             None => load(ws, vec![b.hash.clone()])?
                 .get(&b.hash)
@@ -279,9 +279,9 @@ pub struct New {
 }
 
 impl New {
-    /// The base worth trying: both bodies at most `stored::MAX_DELTA_BODY`.
+    /// The base worth trying: both bodies at most `encoding::MAX_DELTA_BODY`.
     fn candidate_base(&self) -> Option<&Vec<u8>> {
-        let small = |n: usize| n <= stored::MAX_DELTA_BODY;
+        let small = |n: usize| n <= encoding::MAX_DELTA_BODY;
         match &self.previous {
             Some((hash, size)) if small(*size) && small(self.bytes.len()) => Some(hash),
             _ => None,
@@ -291,7 +291,7 @@ impl New {
 
 /// Stores new bodies once; an existing body under the same hash must hold the same bytes.
 /// A body is stored as a delta against its file's previous version when both are at most
-/// `stored::MAX_DELTA_BODY`, the previous version sits on fewer than `MAX_CHAIN` deltas,
+/// `encoding::MAX_DELTA_BODY`, the previous version sits on fewer than `MAX_CHAIN` deltas,
 /// and the delta is the smallest form. Arrays are unnested in the select list (lock-step,
 /// streamed) rather than in FROM, where a function scan would first copy every body into a
 /// tuplestore that spills past `work_mem`.
@@ -318,7 +318,7 @@ pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<i64> {
             .candidate_base()
             .and_then(|h| bases.get(h).map(|body| (h, body)))
             .filter(|(_, body)| body.depth < MAX_CHAIN);
-        let (form, delta) = stored::encode(&b.bytes, base.map(|(_, body)| body.bytes.as_slice()));
+        let (form, delta) = encoding::encode(&b.bytes, base.map(|(_, body)| body.bytes.as_slice()));
         encoded.push(form);
         base_hashes.push(base.filter(|_| delta).map(|(h, _)| h.clone()));
     }
@@ -365,12 +365,7 @@ pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<i64> {
 /// delta base down a chain: the SQL of their `(hash, size)`, with `$1` the store and `$2`..`$4`
 /// entries to count as gone already (workspace ids, paths, valid_from; see `purge`).
 pub fn garbage_sql() -> String {
-    // Before 0.4.0 each workspace was its own store.
-    let store = if crate::schema::has_column(c"workspaces", c"store_id") {
-        "w.store_id"
-    } else {
-        "w.id"
-    };
+    let store = "w.store_id";
     format!(
         "
 WITH RECURSIVE gone (workspace_id, path, valid_from) AS (

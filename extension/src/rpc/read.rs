@@ -1,13 +1,14 @@
 //! Every read of one workspace: manifest, pinned documents and snapshots, revisions and
 //! history pages.
 
-use crate::access::{self, Workspace};
-use crate::args;
-use crate::bodies;
-use crate::db::{self, FileRow};
-use crate::fail::{Fail, Outcome};
-use crate::lineage;
-use crate::receipts;
+use super::Call;
+use crate::pg::args;
+use crate::pg::db::{self, FileRow};
+use crate::pg::fail::{Fail, Outcome};
+use crate::store::access::{self, Workspace};
+use crate::store::bodies;
+use crate::store::lineage;
+use crate::store::revisions;
 use serde_json::json;
 use std::collections::HashMap;
 use supabash_core::capability::Operation;
@@ -103,12 +104,12 @@ pub(crate) fn pinned(
 }
 
 /// `supabash_load_manifest`: the tree without bodies at a pinned revision (default: head).
-pub fn load_manifest(req: rq::LoadManifest) -> Outcome<Tree> {
+pub fn load_manifest(_call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
     let ws = access::open(&req, &[Operation::Read])?;
     let (revision, position) = pinned(&ws, req.revision.as_deref())?;
     Ok(Tree {
         files: files(files_at(&ws, position, None, false)?),
-        restore_floor: crate::redact::restore_floor(&ws.id)?,
+        restore_floor: crate::rpc::redact::restore_floor(&ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,
@@ -117,7 +118,7 @@ pub fn load_manifest(req: rq::LoadManifest) -> Outcome<Tree> {
 }
 
 /// `supabash_load_document`: one file, with its body, at a pinned revision (default: head).
-pub fn load_document(req: rq::LoadDocument) -> Outcome<Document> {
+pub fn load_document(_call: &Call, req: rq::LoadDocument) -> Outcome<Document> {
     let ws = access::open(&req, &[Operation::Read])?;
     let path = args::checked_path(&req.path)?;
     let (revision, position) = pinned(&ws, req.revision.as_deref())?;
@@ -138,7 +139,7 @@ pub fn load_document(req: rq::LoadDocument) -> Outcome<Document> {
 }
 
 /// `supabash_load_snapshot`: every file with its body at a pinned revision (default: head).
-pub fn load_snapshot(req: rq::LoadSnapshot) -> Outcome<Tree> {
+pub fn load_snapshot(_call: &Call, req: rq::LoadSnapshot) -> Outcome<Tree> {
     let ws = access::open(&req, &[Operation::Read])?;
     let (revision, position) = pinned(&ws, req.revision.as_deref())?;
     let files = if revision.is_none() {
@@ -147,7 +148,7 @@ pub fn load_snapshot(req: rq::LoadSnapshot) -> Outcome<Tree> {
         files(files_at(&ws, position, None, true)?)
     };
     Ok(Tree {
-        restore_floor: crate::redact::restore_floor(&ws.id)?,
+        restore_floor: crate::rpc::redact::restore_floor(&ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,
@@ -158,10 +159,10 @@ pub fn load_snapshot(req: rq::LoadSnapshot) -> Outcome<Tree> {
 
 /// The receipt of a revision.
 fn receipt(ws: &str, revision: &str) -> Outcome<Receipt> {
-    let found = receipts::rows(
+    let found = revisions::rows(
         &format!(
             "SELECT {} FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
-            receipts::columns()
+            revisions::COLUMNS
         ),
         &[ws.into(), revision.into()],
     )?;
@@ -175,7 +176,7 @@ fn receipt(ws: &str, revision: &str) -> Outcome<Receipt> {
 }
 
 /// `supabash_load_revision`: a revision's receipt and its full tree with bodies.
-pub fn load_revision(req: rq::LoadRevision) -> Outcome<RevisionTree> {
+pub fn load_revision(_call: &Call, req: rq::LoadRevision) -> Outcome<RevisionTree> {
     let ws = access::open(&req, &[Operation::History, Operation::Restore])?;
     let revision = args::uuid("revision", &req.revision)?;
     let position = access::revision_position(&ws.id, &revision)?;
@@ -187,7 +188,7 @@ pub fn load_revision(req: rq::LoadRevision) -> Outcome<RevisionTree> {
 
 /// `supabash_history`: receipts oldest first, a page at a time. The cursor is the revision id
 /// of the last record of the previous page.
-pub fn history(req: rq::History) -> Outcome<HistoryPage> {
+pub fn history(_call: &Call, req: rq::History) -> Outcome<HistoryPage> {
     let ws = access::open(&req, &[Operation::History])?;
     let limit = req.page_size.map_or(DEFAULT_HISTORY_PAGE, i64::from);
     if !(1..=MAX_HISTORY_PAGE).contains(&limit) {
@@ -210,11 +211,11 @@ pub fn history(req: rq::History) -> Outcome<HistoryPage> {
             }
         },
     };
-    let mut records: Vec<Receipt> = receipts::rows(
+    let mut records: Vec<Receipt> = revisions::rows(
         &format!(
             "SELECT {} FROM supabash.revisions
               WHERE workspace_id = $1::uuid AND position > $2 ORDER BY position LIMIT $3",
-            receipts::columns()
+            revisions::COLUMNS
         ),
         &[ws.id.as_str().into(), after.into(), (limit + 1).into()],
     )?

@@ -7,7 +7,7 @@
 //! compresses text better. Only this module reads or writes the stored form; `size` and
 //! `hash` always describe the plain bytes.
 
-use crate::fail::{Fail, Outcome};
+use crate::pg::fail::{Fail, Outcome};
 use std::cell::RefCell;
 use supabash_core::Marker;
 use zstd::zstd_safe::{CCtx, CParameter, DCtx};

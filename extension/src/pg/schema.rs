@@ -1,0 +1,51 @@
+//! What the installed schema has, computed once per call. The one shared library serves the
+//! current schema and the one before it (the support window, README "Versions and upgrades"):
+//! a database still on the previous version keeps working until `ALTER EXTENSION supabash
+//! UPDATE` runs, and the few things the newer schema added are asked of [`Schema`], never
+//! probed where they are used. An older schema gets `SUPABASH_SCHEMA_OUTDATED` on every RPC.
+
+use crate::pg::fail::{Fail, Outcome};
+use pgrx::pg_sys;
+use std::ffi::CStr;
+use supabash_core::Marker;
+
+/// The schema versions the library serves, newest first.
+pub const SERVED: [&str; 2] = ["0.5.0", "0.4.0"];
+
+/// The installed schema's features that differ inside the support window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schema {
+    /// `supabash.audit_records` exists (0.5.0): the audit trail is written and read.
+    pub audit_trail: bool,
+}
+
+impl Schema {
+    /// The installed schema, or `SUPABASH_SCHEMA_OUTDATED` when it is older than the window.
+    pub fn installed() -> Outcome<Schema> {
+        if has_table(c"audit_records") {
+            return Ok(Schema { audit_trail: true });
+        }
+        // 0.4.0 added leases and redaction; anything without them predates the window.
+        if has_table(c"leases") && has_table(c"redactions") {
+            return Ok(Schema { audit_trail: false });
+        }
+        Err(Fail::new(
+            Marker::SchemaOutdated,
+            format!(
+                "this database's supabash schema is older than {}, the oldest this library serves: run ALTER EXTENSION supabash UPDATE",
+                SERVED[SERVED.len() - 1]
+            ),
+        ))
+    }
+}
+
+/// Whether table `supabash.<name>` exists (read from the catalog caches).
+fn has_table(name: &CStr) -> bool {
+    // SAFETY: both lookups only read the catalog caches, take NUL-terminated names that outlive
+    // the calls, and return InvalidOid when nothing is found (missing_ok = true).
+    unsafe {
+        let schema = pg_sys::get_namespace_oid(c"supabash".as_ptr(), true);
+        schema != pg_sys::InvalidOid
+            && pg_sys::get_relname_relid(name.as_ptr(), schema) != pg_sys::InvalidOid
+    }
+}

@@ -1,0 +1,66 @@
+//! The audit RPCs: `supabash_record_discarded` writes a discarded session's records,
+//! `supabash_audit` pages a workspace's trail (the table is `store::audit`'s).
+
+use super::Call;
+use crate::pg::args;
+use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::store::{access, audit};
+use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
+use supabash_core::limits::{DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE};
+use supabash_core::rpc::audit as wire;
+use supabash_core::Marker;
+
+/// `supabash_record_discarded`: see docs/audit.md. Any grant that can work on the tree (`read`,
+/// `write` or `commit`) may record what its session did.
+pub fn record_discarded(call: &Call, req: wire::RecordDiscarded) -> Outcome<wire::AuditWritten> {
+    let ws = access::open(
+        &req,
+        &[Operation::Read, Operation::Write, Operation::Commit],
+    )?;
+    req.check_fields().map_err(args::field)?;
+    let rows = audit::prepare(&req.actions)?;
+    let actor = match &ws.delegation {
+        Some(d) => delegated_actor(&d.actor_subject),
+        None => match req.actor {
+            Some(a) if a.starts_with(DELEGATED_ACTOR_PREFIX) => {
+                return Err(invalid(format!(
+                    "actors starting with {DELEGATED_ACTOR_PREFIX:?} are recorded only for delegated grants"
+                )))
+            }
+            Some(a) => a,
+            None => return Err(invalid("actor is required")),
+        },
+    };
+    let written = match rows {
+        Some(rows) => audit::write(&call.schema, &ws.id, None, &actor, &rows)?,
+        None => 0,
+    };
+    Ok(wire::AuditWritten { written })
+}
+
+/// `supabash_audit`: see docs/audit.md. Reads only, so it works on a hot standby.
+pub fn audit(call: &Call, req: wire::Audit) -> Outcome<wire::AuditPage> {
+    let ws = access::open(&req, &[Operation::History])?;
+    let limit = req.page_size.map_or(DEFAULT_AUDIT_PAGE, i64::from);
+    if !(1..=MAX_AUDIT_PAGE).contains(&limit) {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("page_size must be between 1 and {MAX_AUDIT_PAGE}"),
+        ));
+    }
+    let revision = args::uuid_opt("revision", req.revision.as_deref())?;
+    if let Some(r) = &revision {
+        access::revision_position(&ws.id, r)?;
+    }
+    let cursor = args::uuid_opt("cursor", req.cursor.as_deref())?;
+    let mut records = audit::page(&call.schema, &ws.id, revision, cursor, limit + 1)?;
+    let more = records.len() as i64 > limit;
+    records.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| records.last().map(|r| r.record_id.clone()))
+        .flatten();
+    Ok(wire::AuditPage {
+        records,
+        next_cursor,
+    })
+}
