@@ -10,23 +10,17 @@
 //! (`SUPABASH_EXPIRED_CAPABILITY`); nothing in an error repeats the token.
 
 use super::Call;
-use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
-use crate::pg::scope;
+use crate::store::access;
+use crate::store::grants::{self, NewGrant, Verifier, GRANT_BYTES};
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use supabash_core::capability::{
-    b64_encode, parse_compact, CapabilityError, Policy, PostgresClaims, ALGORITHM, MAX_TOKEN_BYTES,
+    b64_encode, parse_compact, CapabilityError, Compact, PostgresClaims, ALGORITHM, MAX_TOKEN_BYTES,
 };
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::Grant;
 use supabash_core::Marker;
-
-/// Random bytes in a minted grant.
-const GRANT_BYTES: usize = 32;
-
-/// Expired nonces and grants one exchange removes at most (the rest wait for the next one).
-const CLEANUP_BATCH: i64 = 64;
 
 /// Whether `signature` is a valid Ed25519 signature of `input` under `public_key` (strict
 /// verification: no malleable or small-order encodings).
@@ -71,16 +65,6 @@ pub fn strong_random(n: usize) -> Vec<u8> {
     buf
 }
 
-/// The stored form of a presented grant: SHA-256 of its bytes; `None` when it is not the
-/// unpadded base64url of [`GRANT_BYTES`] bytes.
-pub fn grant_hash(grant: &str) -> Option<Vec<u8>> {
-    use base64::Engine;
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(grant)
-        .ok()?;
-    (raw.len() == GRANT_BYTES).then(|| Sha256::digest(&raw).to_vec())
-}
-
 fn refused(e: CapabilityError) -> Fail {
     match e {
         CapabilityError::Expired => {
@@ -98,111 +82,39 @@ fn invalid() -> Fail {
     ))
 }
 
-/// A verifier as registered.
-struct Verifier {
-    policy: Policy,
-    public_key: Vec<u8>,
-    generation: String,
-    /// The database's clock, in Unix seconds.
-    now: i64,
-}
-
-/// `supabash_exchange_capability`: see docs/sql-contract.md.
+/// `supabash_exchange_capability`: see docs/sql-contract.md. Only `service_role` exchanges;
+/// the token is verified, its nonce spent, and a random grant minted whose hash is stored.
 pub fn exchange(_call: &Call, req: rq::ExchangeCapability) -> Outcome<Grant> {
     let role = crate::pg::identity::role(&crate::pg::identity::claims());
-    if role.as_deref() != Some("service_role") {
+    if role.as_deref() != Some("service_role") || req.capability.len() > MAX_TOKEN_BYTES {
         return Err(invalid());
     }
-    if req.capability.len() > MAX_TOKEN_BYTES {
-        return Err(invalid());
-    }
-    let compact = parse_compact(&req.capability, ALGORITHM).map_err(refused)?;
-    let verifier = db::row(
-        "SELECT issuer, audience, origin, clock_skew_seconds::bigint, max_lifetime_seconds::bigint,
-                public_key, generation::text,
-                floor(extract(epoch FROM clock_timestamp()))::bigint
-           FROM supabash.capability_verifiers WHERE key_id = $1 AND public_key IS NOT NULL",
-        &[compact.header.kid.as_str().into()],
-        |r| {
-            Ok(Verifier {
-                policy: Policy {
-                    issuer: db::get(r, 1)?,
-                    audience: db::get(r, 2)?,
-                    origin: db::get(r, 3)?,
-                    skew_secs: db::get(r, 4)?,
-                    max_lifetime_secs: db::get(r, 5)?,
-                },
-                public_key: db::get(r, 6)?,
-                generation: db::get(r, 7)?,
-                now: db::get(r, 8)?,
-            })
-        },
-    )?
-    .ok_or_else(invalid)?;
-    if !ed25519_valid(
-        &verifier.public_key,
-        compact.signing_input.as_bytes(),
-        &compact.signature,
-    ) {
-        return Err(invalid());
-    }
-    let policy = verifier.policy;
+    let (compact, verifier) = verified(&req.capability)?;
     let claims = PostgresClaims::from_map(compact.claims).map_err(refused)?;
-    let ops = claims.validate(&policy, verifier.now).map_err(refused)?;
+    let ops = claims
+        .validate(&verifier.policy, verifier.now)
+        .map_err(refused)?;
     let workspace = claims.binding.workspace.as_str();
-
-    // The owner of the named workspace, seen through a scope limited to this one lookup.
-    scope::set(workspace, None);
-    let owner = db::row(
-        "SELECT owner_id::text FROM supabash.workspaces WHERE id = $1::uuid",
-        &[workspace.into()],
-        |r| db::get::<String>(r, 1),
-    );
-    scope::clear();
-    let owner = owner?.ok_or_else(invalid)?;
-
-    // Forget what can no longer matter, skipping rows another transaction holds (a concurrent
-    // exchange's cleanup, a revocation) instead of waiting on them.
-    db::exec(
-        "WITH n AS (DELETE FROM supabash.capability_nonces WHERE nonce_hash IN (
-                      SELECT nonce_hash FROM supabash.capability_nonces
-                       WHERE expires_at <= clock_timestamp()
-                       LIMIT $1 FOR UPDATE SKIP LOCKED))
-         DELETE FROM supabash.grants WHERE grant_hash IN (
-           SELECT grant_hash FROM supabash.grants WHERE expires_at <= clock_timestamp()
-            LIMIT $1 FOR UPDATE SKIP LOCKED)",
-        &[CLEANUP_BATCH.into()],
-    )?;
-    let nonce = Sha256::digest(format!("{}\0{}", claims.common.iss, claims.common.nonce)).to_vec();
-    let fresh = db::row(
-        "INSERT INTO supabash.capability_nonces (nonce_hash, expires_at)
-         VALUES ($1, to_timestamp($2)) ON CONFLICT DO NOTHING RETURNING true",
-        &[nonce.into(), claims.common.nonce_forget_at(&policy).into()],
-        |_| Ok(()),
-    )?;
-    if fresh.is_none() {
+    let owner = access::owner_unscoped(workspace)?.ok_or_else(invalid)?;
+    grants::forget_expired()?;
+    let forget_at = claims.common.nonce_forget_at(&verifier.policy);
+    if !grants::spend_nonce(&claims.common.iss, &claims.common.nonce, forget_at)? {
         return Err(invalid());
     }
     let grant = strong_random(GRANT_BYTES);
     let operations = ops.to_wire();
-    let expires_at = db::row(
-        "INSERT INTO supabash.grants
-                (grant_hash, key_id, generation, workspace_id, owner_id, actor_subject, operations,
-                 correlation_id, expires_at)
-         VALUES ($1, $2, $3::uuid, $4::uuid, $5::uuid, $6, $7, $8, to_timestamp($9))
-         RETURNING supabash.utc_text(expires_at)",
-        &[
-            Sha256::digest(&grant).to_vec().into(),
-            compact.header.kid.as_str().into(),
-            verifier.generation.as_str().into(),
-            workspace.into(),
-            owner.as_str().into(),
-            claims.common.sub.as_str().into(),
-            operations.clone().into(),
-            claims.common.cid.clone().into(),
-            claims.common.exp.into(),
-        ],
-        |r| db::get::<String>(r, 1),
+    let expires_at = grants::insert_grant(
+        &grant,
+        NewGrant {
+            key_id: &compact.header.kid,
+            generation: &verifier.generation,
+            workspace,
+            owner: &owner,
+            actor_subject: &claims.common.sub,
+            operations: operations.clone(),
+            correlation_id: claims.common.cid.clone(),
+            expires_at: claims.common.exp,
+        },
     )?
     .ok_or_else(invalid)?;
     Ok(Grant {
@@ -213,6 +125,20 @@ pub fn exchange(_call: &Call, req: rq::ExchangeCapability) -> Outcome<Grant> {
         correlation_id: claims.common.cid.clone(),
         expires_at,
     })
+}
+
+/// Parses a compact token and checks its signature under its registered verifier's key.
+fn verified(token: &str) -> Outcome<(Compact<'_>, Verifier)> {
+    let compact = parse_compact(token, ALGORITHM).map_err(refused)?;
+    let verifier = grants::verifier(&compact.header.kid)?.ok_or_else(invalid)?;
+    if !ed25519_valid(
+        &verifier.public_key,
+        compact.signing_input.as_bytes(),
+        &compact.signature,
+    ) {
+        return Err(invalid());
+    }
+    Ok((compact, verifier))
 }
 
 #[cfg(test)]
@@ -236,12 +162,5 @@ mod tests {
             .to_bytes();
         assert!(!ed25519_valid(&other, b"header.claims", &good));
         assert!(!ed25519_valid(&public[..31], b"header.claims", &good));
-    }
-
-    #[test]
-    fn grant_hash_needs_exactly_32_bytes() {
-        assert!(grant_hash(&b64_encode(&[1u8; 32])).is_some());
-        assert!(grant_hash(&b64_encode(&[1u8; 31])).is_none());
-        assert!(grant_hash("not base64!").is_none());
     }
 }

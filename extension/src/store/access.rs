@@ -57,30 +57,12 @@ fn denied(message: &str) -> Fail {
 /// revocation end it.
 fn delegate(grant: &str, workspace: &str, need: &[Operation]) -> Outcome<Delegation> {
     let refused = || denied("the delegated grant does not allow this operation on this workspace");
-    let Some(hash) = crate::rpc::capability::grant_hash(grant) else {
+    let Some(hash) = crate::store::grants::grant_hash(grant) else {
         return Err(refused());
     };
     let need: Vec<String> = need.iter().map(|o| o.as_str().to_owned()).collect();
-    let (owner, delegation) = db::query_row(
-        "SELECT g.owner_id::text, g.actor_subject, g.correlation_id, g.key_id, g.operations
-           FROM supabash.grants g
-           JOIN supabash.capability_verifiers v
-             ON v.key_id = g.key_id AND v.generation = g.generation
-          WHERE g.grant_hash = $1 AND g.workspace_id = $2::uuid
-            AND g.expires_at > clock_timestamp() AND g.operations && $3",
-        &[hash.into(), workspace.into(), need.into()],
-        |r| {
-            let owner: String = db::get(r, 1)?;
-            let delegation = Delegation {
-                actor_subject: db::get(r, 2)?,
-                correlation_id: db::opt(r, 3)?,
-                key_id: db::get(r, 4)?,
-                operations: db::get(r, 5)?,
-            };
-            Ok((owner, delegation))
-        },
-    )?
-    .ok_or_else(refused)?;
+    let (owner, delegation) =
+        crate::store::grants::find(hash, workspace, need)?.ok_or_else(refused)?;
     crate::pg::scope::set(workspace, Some(&owner));
     Ok(delegation)
 }
@@ -158,6 +140,19 @@ fn identity() -> Identity {
         owner: crate::pg::identity::owner(&claims).map(|u| u.to_string()),
         role: crate::pg::identity::role(&claims),
     }
+}
+
+/// The owner of workspace `id`, looked up through a scope limited to this one lookup (what a
+/// capability exchange needs before any grant exists).
+pub fn owner_unscoped(id: &str) -> Outcome<Option<String>> {
+    crate::pg::scope::set(id, None);
+    let owner = db::row(
+        "SELECT owner_id::text FROM supabash.workspaces WHERE id = $1::uuid",
+        &[id.into()],
+        |r| db::get::<String>(r, 1),
+    );
+    crate::pg::scope::clear();
+    owner
 }
 
 /// The verified owner id of the caller, or the reason there is none.
