@@ -3,9 +3,9 @@
 
 use super::Call;
 use crate::pg::args;
-use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::fail::{Fail, Outcome};
 use crate::store::{access, audit};
-use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
+use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE};
 use supabash_core::rpc::audit as wire;
 use supabash_core::Marker;
@@ -19,18 +19,7 @@ pub fn record_discarded(call: &Call, req: wire::RecordDiscarded) -> Outcome<wire
     )?;
     req.check_fields().map_err(args::field)?;
     let rows = audit::prepare(&req.actions)?;
-    let actor = match &ws.delegation {
-        Some(d) => delegated_actor(&d.actor_subject),
-        None => match req.actor {
-            Some(a) if a.starts_with(DELEGATED_ACTOR_PREFIX) => {
-                return Err(invalid(format!(
-                    "actors starting with {DELEGATED_ACTOR_PREFIX:?} are recorded only for delegated grants"
-                )))
-            }
-            Some(a) => a,
-            None => return Err(invalid("actor is required")),
-        },
-    };
+    let actor = access::recorded_actor(ws.delegation.as_ref(), req.actor.clone())?;
     let written = match rows {
         Some(rows) => audit::write(&call.schema, &ws.id, None, &actor, &rows)?,
         None => 0,

@@ -6,14 +6,14 @@ use crate::pg::args;
 use crate::pg::db;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::rpc::rebase;
-use crate::store::access::{self, Workspace};
+use crate::store::access::{self, Delegation, Workspace};
 use crate::store::bodies;
 use crate::store::lineage;
 use crate::store::revisions;
 use crate::store::usage;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
+use supabash_core::capability::Operation;
 use supabash_core::document::{metadata_to_json, render};
 use supabash_core::hash::sha256;
 use supabash_core::rpc::requests as rq;
@@ -485,7 +485,10 @@ fn check_redaction(ws: &str, ctx: &Context, epoch: i64) -> Outcome<()> {
     Ok(())
 }
 
-/// `supabash_commit`: see docs/sql-contract.md.
+/// `supabash_commit`: see docs/sql-contract.md. Authorise, decode and hash (before the lock),
+/// lock and check the redaction epoch, settle who is recorded, replay, check the lease and the
+/// base, simulate the changes on the touched paths, then write bodies, entries, the receipt,
+/// the audit records and the new head. Any error rolls all of it back.
 pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     // Authorise first: a caller who may not commit here costs no decoding or hashing.
     let opened = access::open(&req, &[Operation::Commit])?;
@@ -493,90 +496,17 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     let changes = parse_changes(std::mem::take(&mut req.changes)).map_err(change_error)?;
     let mut ctx = context(&mut req)?;
     let audit = crate::store::audit::prepare(&req.audit.take().unwrap_or_default())?;
-    let (changes, mut new_bytes) = hash_changes(changes);
+    let (changes, new_bytes) = hash_changes(changes);
     let locked = access::lock(opened)?;
     check_redaction(&ws, &ctx, locked.redaction_epoch)?;
-    let (head, head_position) = (locked.head.clone(), locked.head_position);
-    let delegation = locked.delegation.clone();
-    // A delegated commit is recorded under the grant's subject, correlation id and key id,
-    // whatever the caller sent; the reserved actor prefix is the database's alone.
-    let restore_only = match &delegation {
-        Some(d) => !d.allows(Operation::Write),
-        None => false,
-    };
-    let delegation_key_id = match delegation {
-        Some(d) => {
-            ctx.actor = Some(delegated_actor(&d.actor_subject));
-            ctx.correlation_id = d.correlation_id;
-            Some(d.key_id)
-        }
-        None => {
-            if ctx
-                .actor
-                .as_deref()
-                .is_some_and(|a| a.starts_with(DELEGATED_ACTOR_PREFIX))
-            {
-                return Err(invalid(format!(
-                    "actors starting with {DELEGATED_ACTOR_PREFIX:?} are recorded only for delegated grants"
-                )));
-            }
-            None
-        }
-    };
-    let actor = ctx
-        .actor
-        .clone()
-        .ok_or_else(|| invalid("actor is required"))?;
-    let digests: Vec<Value> = changes.iter().map(Hashed::digest).collect();
-    let mut request = json!({
-        "workspaceId": ws, "baseRevision": ctx.base, "changes": digests,
-        "actor": actor, "correlationId": ctx.correlation_id,
-        "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
-        "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
-    });
-    // Only when set, so the requests of commits made before the flag existed hash as before.
-    if ctx.rebase {
-        request["rebase"] = json!(true);
-    }
-    if let Some(rows) = &audit {
-        request["audit"] = json!(hex::encode(sha256(rows.to_string().as_bytes())));
-    }
-    let request_hash = sha256(request.to_string().as_bytes());
+    let recorded = recorded_as(&mut ctx, locked.delegation.clone())?;
+    let request_hash = request_hash(&ws, &ctx, &recorded.actor, &changes, audit.as_ref());
     if let Some(replayed) = replay(&ws, &ctx, &request_hash)? {
         return Ok(replayed);
     }
     crate::rpc::lease::check_commit(&ws, req.lease.as_deref())?;
-
-    let mut touched: Vec<String> = Vec::with_capacity(changes.len());
-    for c in &changes {
-        match c {
-            Hashed::Upsert { path, .. } | Hashed::Delete { path } => touched.push(path.clone()),
-            Hashed::Move { from, path, .. } => touched.extend([from.clone(), path.clone()]),
-        }
-    }
-    touched.sort();
-    touched.dedup();
-    // The head moved: strictly a conflict, or with rebase one unless no touched path changed
-    // since the base (then the commit applies on the head, as if based on it).
-    let rebased_from = if head == ctx.base {
-        None
-    } else if ctx.rebase {
-        let head_position = head_position.unwrap_or(0);
-        rebase::check(
-            &ws,
-            ctx.base.as_deref(),
-            head.as_deref(),
-            head_position,
-            &touched,
-        )?;
-        ctx.base.clone()
-    } else {
-        return Err(Fail::new(
-            Marker::CommitConflict,
-            "the workspace head moved since the base revision",
-        )
-        .with_detail(json!({ "expectedRevision": ctx.base, "actualRevision": head })));
-    };
+    let touched = touched_paths(&changes);
+    let rebased_from = check_base(&locked, &ctx, &touched)?;
     if let Some(source) = &ctx.source_revision {
         access::revision_position(&ws, source)?;
     }
@@ -589,20 +519,156 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         })
         .collect();
     let lines = simulate(&changes, &mut state)?;
-    if restore_only {
+    if recorded.restore_only {
         check_restore(&locked, ctx.source_revision.as_deref(), &state)?;
     }
 
     // Positions count each workspace's own commits (taken under its lock, so order = commit
     // order), revealing nothing about other tenants' commit rates.
-    let position = head_position.unwrap_or(0) + 1;
+    let position = locked.head_position.unwrap_or(0) + 1;
     let committed_at = db::query_row("SELECT supabash.utc_text(now())", &[], |r| {
         db::get::<String>(r, 1)
     })?
     .expect("a SELECT without FROM returns one row");
-
     let plan = plan(&initial, &state);
-    // A new body's candidate delta base is the body its path held before this commit.
+    store_new_bodies(&locked, &plan, &initial, new_bytes)?;
+    write_entries(&locked, position, plan)?;
+
+    let receipt = Receipt {
+        workspace_id: ws.clone(),
+        revision: uuid::Uuid::new_v4().to_string(),
+        parent_revision: locked.head.clone(),
+        position,
+        transaction_id: ctx.transaction_id.clone(),
+        idempotency_key: ctx.idempotency_key.clone(),
+        actor: recorded.actor,
+        correlation_id: ctx.correlation_id,
+        cause: ctx.cause,
+        metadata: ctx.metadata,
+        source_revision: ctx.source_revision,
+        delegation_key_id: recorded.delegation_key_id,
+        forked_from: None,
+        rebased_from,
+        committed_at,
+        changes: lines,
+    };
+    revisions::insert(&receipt, &request_hash)?;
+    if let Some(rows) = &audit {
+        crate::store::audit::write(
+            &call.schema,
+            &ws,
+            Some(&receipt.revision),
+            &receipt.actor,
+            rows,
+        )?;
+    }
+    access::set_head(&ws, &receipt.revision, position)?;
+    Ok(CommitResult {
+        receipt,
+        replayed: false,
+    })
+}
+
+/// Who a commit is recorded under, and what its grant lets it do.
+struct Recorded {
+    actor: String,
+    delegation_key_id: Option<String>,
+    /// A grant with `commit` but without `write` commits only an exact restore.
+    restore_only: bool,
+}
+
+/// Settles who is recorded: a delegated commit under the grant's subject, correlation id and
+/// key id, whatever the caller sent; the reserved actor prefix is the database's alone.
+fn recorded_as(ctx: &mut Context, delegation: Option<Delegation>) -> Outcome<Recorded> {
+    let actor = access::recorded_actor(delegation.as_ref(), ctx.actor.take())?;
+    ctx.actor = Some(actor.clone());
+    let Some(d) = delegation else {
+        return Ok(Recorded {
+            actor,
+            delegation_key_id: None,
+            restore_only: false,
+        });
+    };
+    ctx.correlation_id = d.correlation_id.clone();
+    Ok(Recorded {
+        actor,
+        restore_only: !d.allows(Operation::Write),
+        delegation_key_id: Some(d.key_id),
+    })
+}
+
+/// The hash that identifies a request for replays: every field that shapes the revision, with
+/// the changes by content hash.
+fn request_hash(
+    ws: &str,
+    ctx: &Context,
+    actor: &str,
+    changes: &[Hashed],
+    audit: Option<&Value>,
+) -> [u8; 32] {
+    let digests: Vec<Value> = changes.iter().map(Hashed::digest).collect();
+    let mut request = json!({
+        "workspaceId": ws, "baseRevision": ctx.base, "changes": digests,
+        "actor": actor, "correlationId": ctx.correlation_id,
+        "idempotencyKey": ctx.idempotency_key, "cause": ctx.cause,
+        "metadata": ctx.metadata, "sourceRevision": ctx.source_revision,
+    });
+    // Only when set, so the requests of commits made before the flag existed hash as before.
+    if ctx.rebase {
+        request["rebase"] = json!(true);
+    }
+    if let Some(rows) = audit {
+        request["audit"] = json!(hex::encode(sha256(rows.to_string().as_bytes())));
+    }
+    sha256(request.to_string().as_bytes())
+}
+
+/// Every path the changes touch (both ends of a move), sorted, once each.
+fn touched_paths(changes: &[Hashed]) -> Vec<String> {
+    let mut touched: Vec<String> = Vec::with_capacity(changes.len());
+    for c in changes {
+        match c {
+            Hashed::Upsert { path, .. } | Hashed::Delete { path } => touched.push(path.clone()),
+            Hashed::Move { from, path, .. } => touched.extend([from.clone(), path.clone()]),
+        }
+    }
+    touched.sort();
+    touched.dedup();
+    touched
+}
+
+/// Compare-and-swap on the base: when the head moved, strictly a conflict, or with rebase one
+/// unless no touched path changed since the base (then the commit applies on the head, as if
+/// based on it, and answers the base it was rebased from).
+fn check_base(ws: &Workspace, ctx: &Context, touched: &[String]) -> Outcome<Option<String>> {
+    if ws.head == ctx.base {
+        return Ok(None);
+    }
+    if !ctx.rebase {
+        return Err(Fail::new(
+            Marker::CommitConflict,
+            "the workspace head moved since the base revision",
+        )
+        .with_detail(json!({ "expectedRevision": ctx.base, "actualRevision": ws.head })));
+    }
+    rebase::check(
+        &ws.id,
+        ctx.base.as_deref(),
+        ws.head.as_deref(),
+        ws.head_position.unwrap_or(0),
+        touched,
+    )?;
+    Ok(ctx.base.clone())
+}
+
+/// Stores the bodies the commit introduces and counts their bytes in the owner's usage. A new
+/// body's candidate delta base is the body its path held before this commit.
+fn store_new_bodies(
+    ws: &Workspace,
+    plan: &Plan,
+    initial: &BTreeMap<String, Version>,
+    mut new_bytes: HashMap<Vec<u8>, Vec<u8>>,
+) -> Outcome<()> {
     let new_bodies: Vec<bodies::New> = plan
         .paths
         .iter()
@@ -620,45 +686,6 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
             })
         })
         .collect();
-    let added = bodies::store(&locked.store, new_bodies)?;
-    usage::add_bytes(&locked.store, &locked.owner, added)?;
-    write_entries(&locked, position, plan)?;
-
-    let receipt = Receipt {
-        workspace_id: ws.clone(),
-        revision: uuid::Uuid::new_v4().to_string(),
-        parent_revision: head,
-        position,
-        transaction_id: ctx.transaction_id.clone(),
-        idempotency_key: ctx.idempotency_key.clone(),
-        actor,
-        correlation_id: ctx.correlation_id,
-        cause: ctx.cause,
-        metadata: ctx.metadata,
-        source_revision: ctx.source_revision,
-        delegation_key_id,
-        forked_from: None,
-        rebased_from,
-        committed_at,
-        changes: lines,
-    };
-    revisions::insert(&receipt, &request_hash)?;
-    if let Some(rows) = &audit {
-        crate::store::audit::write(
-            &call.schema,
-            &ws,
-            Some(&receipt.revision),
-            &receipt.actor,
-            rows,
-        )?;
-    }
-    db::exec(
-        "UPDATE supabash.workspaces SET head_revision = $2::uuid, head_position = $3, updated_at = now()
-          WHERE id = $1::uuid",
-        &[ws.as_str().into(), receipt.revision.as_str().into(), position.into()],
-    )?;
-    Ok(CommitResult {
-        receipt,
-        replayed: false,
-    })
+    let added = bodies::store(&ws.store, new_bodies)?;
+    usage::add_bytes(&ws.store, &ws.owner, added)
 }

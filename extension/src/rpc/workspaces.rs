@@ -4,14 +4,14 @@
 use super::Call;
 use crate::pg::args;
 use crate::pg::db;
-use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::fail::{Fail, Outcome};
 use crate::store::access;
 use crate::store::bodies;
 use crate::store::lineage;
 use crate::store::revisions;
 use crate::store::usage;
 use serde_json::json;
-use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
+use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
 use supabash_core::limits::{
     check_texts, DEFAULT_WORKSPACE_PAGE, MAX_CAUSE_BYTES, MAX_LABEL_BYTES,
@@ -57,74 +57,11 @@ pub fn create_workspace(_call: &Call, req: rq::CreateWorkspace) -> Outcome<Works
 /// fork point between the read and the insert.
 pub fn fork(_call: &Call, req: rq::Fork) -> Outcome<WorkspaceForked> {
     let src = access::open_locked(&req, &[Operation::Fork])?;
-    check_label(req.label.as_deref())?;
-    check_texts(&[
-        ("actor", req.actor.as_deref(), MAX_LABEL_BYTES),
-        ("cause", req.cause.as_deref(), MAX_CAUSE_BYTES),
-    ])
-    .map_err(args::field)?;
-    if src.sources.len() + 1 >= lineage::MAX_DEPTH {
-        return Err(Fail::new(
-            Marker::Quota,
-            format!(
-                "a fork may be at most {} forks deep; fork an earlier workspace of the family",
-                lineage::MAX_DEPTH - 1
-            ),
-        ));
-    }
-    let (revision, position) = match args::uuid_opt("revision", req.revision.as_deref())? {
-        Some(r) => {
-            let p = access::revision_position(&src.id, &r)?;
-            (r, p)
-        }
-        None => match (&src.head, src.head_position) {
-            (Some(h), Some(p)) => (h.clone(), p),
-            _ => {
-                return Err(Fail::new(
-                    Marker::RevisionNotFound,
-                    "the workspace has no revision to fork: commit first",
-                ))
-            }
-        },
-    };
-    let actor = match &src.delegation {
-        Some(d) => delegated_actor(&d.actor_subject),
-        None => match req.actor.clone() {
-            Some(a) if a.starts_with(DELEGATED_ACTOR_PREFIX) => {
-                return Err(invalid(format!(
-                    "actors starting with {DELEGATED_ACTOR_PREFIX:?} are recorded only for delegated grants"
-                )))
-            }
-            Some(a) => a,
-            None => return Err(invalid("actor is required")),
-        },
-    };
+    check_fork_request(&req, &src)?;
+    let (revision, position) = fork_point(&src, req.revision.as_deref())?;
+    let actor = access::recorded_actor(src.delegation.as_ref(), req.actor.clone())?;
     usage::check_new_workspace(&src.owner)?;
-    let (id, created_at): (String, String) = db::row(
-        "INSERT INTO supabash.workspaces
-                (id, owner_id, store_id, label, fork_of, fork_revision, fork_position,
-                 head_revision, head_position)
-         SELECT g, $1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, gen_random_uuid(), $7
-           FROM gen_random_uuid() AS g
-         RETURNING id::text, supabash.utc_text(created_at)",
-        &[
-            src.owner.as_str().into(),
-            src.store.as_str().into(),
-            req.label.clone().into(),
-            src.id.as_str().into(),
-            revision.as_str().into(),
-            position.into(),
-            lineage::FIRST_POSITION.into(),
-        ],
-        |r| Ok((db::get(r, 1)?, db::get(r, 2)?)),
-    )?
-    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the fork was not created"))?;
-    let head: String = db::query_row(
-        "SELECT head_revision::text FROM supabash.workspaces WHERE id = $1::uuid",
-        &[id.as_str().into()],
-        |r| db::get(r, 1),
-    )?
-    .expect("the fork was just inserted");
+    let (id, created_at, head) = insert_fork(&src, req.label.clone(), &revision, position)?;
     let forked_from = ForkedFrom {
         workspace_id: src.id.clone(),
         revision,
@@ -163,6 +100,70 @@ pub fn fork(_call: &Call, req: rq::Fork) -> Outcome<WorkspaceForked> {
         head_revision: head,
         forked_from,
     })
+}
+
+/// Checks a fork request's texts and that the new fork stays within the lineage depth.
+fn check_fork_request(req: &rq::Fork, src: &access::Workspace) -> Outcome<()> {
+    check_label(req.label.as_deref())?;
+    check_texts(&[
+        ("actor", req.actor.as_deref(), MAX_LABEL_BYTES),
+        ("cause", req.cause.as_deref(), MAX_CAUSE_BYTES),
+    ])
+    .map_err(args::field)?;
+    if src.sources.len() + 1 >= lineage::MAX_DEPTH {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!(
+                "a fork may be at most {} forks deep; fork an earlier workspace of the family",
+                lineage::MAX_DEPTH - 1
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The revision a fork starts from and its position: the one named, or the source's head.
+fn fork_point(src: &access::Workspace, revision: Option<&str>) -> Outcome<(String, i64)> {
+    if let Some(r) = args::uuid_opt("revision", revision)? {
+        let p = access::revision_position(&src.id, &r)?;
+        return Ok((r, p));
+    }
+    match (&src.head, src.head_position) {
+        (Some(h), Some(p)) => Ok((h.clone(), p)),
+        _ => Err(Fail::new(
+            Marker::RevisionNotFound,
+            "the workspace has no revision to fork: commit first",
+        )),
+    }
+}
+
+/// Inserts the fork's workspace row (same owner and body store, reading `src` at `position`)
+/// with its first revision as head: its id, creation time and head revision.
+fn insert_fork(
+    src: &access::Workspace,
+    label: Option<String>,
+    revision: &str,
+    position: i64,
+) -> Outcome<(String, String, String)> {
+    db::row(
+        "INSERT INTO supabash.workspaces
+                (id, owner_id, store_id, label, fork_of, fork_revision, fork_position,
+                 head_revision, head_position)
+         SELECT g, $1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, gen_random_uuid(), $7
+           FROM gen_random_uuid() AS g
+         RETURNING id::text, supabash.utc_text(created_at), head_revision::text",
+        &[
+            src.owner.as_str().into(),
+            src.store.as_str().into(),
+            label.into(),
+            src.id.as_str().into(),
+            revision.into(),
+            position.into(),
+            lineage::FIRST_POSITION.into(),
+        ],
+        |r| Ok((db::get(r, 1)?, db::get(r, 2)?, db::get(r, 3)?)),
+    )?
+    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the fork was not created"))
 }
 
 /// `supabash_delete_workspace`: the owner's alone (a delegated grant never reaches it). Without

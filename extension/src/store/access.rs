@@ -9,7 +9,7 @@
 use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
 use serde_json::json;
-use supabash_core::capability::Operation;
+use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
 use supabash_core::rpc::requests::WorkspaceRequest;
 use supabash_core::Marker;
 
@@ -155,6 +155,24 @@ pub fn owner_unscoped(id: &str) -> Outcome<Option<String>> {
     owner
 }
 
+/// The actor a write is recorded under: a delegated call's is the grant's subject under the
+/// reserved prefix, whatever the caller sent; anyone else must name one without that prefix.
+pub fn recorded_actor(
+    delegation: Option<&Delegation>,
+    requested: Option<String>,
+) -> Outcome<String> {
+    match (delegation, requested) {
+        (Some(d), _) => Ok(delegated_actor(&d.actor_subject)),
+        (None, Some(a)) if a.starts_with(DELEGATED_ACTOR_PREFIX) => Err(crate::pg::fail::invalid(
+            format!(
+                "actors starting with {DELEGATED_ACTOR_PREFIX:?} are recorded only for delegated grants"
+            ),
+        )),
+        (None, Some(a)) => Ok(a),
+        (None, None) => Err(crate::pg::fail::invalid("actor is required")),
+    }
+}
+
 /// The verified owner id of the caller, or the reason there is none.
 pub fn caller() -> Outcome<String> {
     identity().owner()
@@ -269,6 +287,15 @@ pub fn lock_store(store: &str) -> Outcome<()> {
     db::exec(
         "SELECT 1 FROM supabash.workspaces WHERE store_id = $1::uuid ORDER BY id FOR NO KEY UPDATE",
         &[store.into()],
+    )
+}
+
+/// Moves the head of locked workspace `ws` to `revision` at `position`.
+pub fn set_head(ws: &str, revision: &str, position: i64) -> Outcome<()> {
+    db::exec(
+        "UPDATE supabash.workspaces SET head_revision = $2::uuid, head_position = $3, updated_at = now()
+          WHERE id = $1::uuid",
+        &[ws.into(), revision.into(), position.into()],
     )
 }
 
