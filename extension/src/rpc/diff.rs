@@ -187,8 +187,26 @@ pub fn diff(_call: &Call, req: rq::Diff) -> Outcome<Diff> {
         .collect::<Outcome<_>>()?;
     let from = side(&ws, &req.from_ref, req.staged.as_deref())?;
     let to = side(&ws, &req.to_ref, req.staged.as_deref())?;
+    let mut entries = compare(&from, &to);
+    entries.retain(|(e, _, _)| {
+        in_scope(&filter, &e.path) || e.from.as_deref().is_some_and(|f| in_scope(&filter, f))
+    });
+    entries.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+    let entries = with_previews(&ws, entries, preview_bytes as usize)?;
+    Ok(Diff {
+        from: from.label,
+        to: to.label,
+        entries,
+    })
+}
 
-    let mut entries: Vec<(DiffEntry, Option<&SideFile>, Option<&SideFile>)> = Vec::new();
+/// A diff entry with the sides a preview shows (none for a move).
+type Compared<'a> = (DiffEntry, Option<&'a SideFile>, Option<&'a SideFile>);
+
+/// The entries between two sides: modified paths, then moves (a deleted and an added path with
+/// the same content, paired by core's move rule), additions and deletions.
+fn compare<'a>(from: &'a Side, to: &'a Side) -> Vec<Compared<'a>> {
+    let mut entries: Vec<Compared> = Vec::new();
     let mut deleted = Vec::new();
     for (path, before) in &from.files {
         match to.files.get(path) {
@@ -228,21 +246,19 @@ pub fn diff(_call: &Call, req: rq::Diff) -> Outcome<Diff> {
             None,
         ));
     }
-    entries.retain(|(e, _, _)| {
-        in_scope(&filter, &e.path) || e.from.as_deref().is_some_and(|f| in_scope(&filter, f))
-    });
-    entries.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+    entries
+}
 
-    let max = preview_bytes as usize;
-    // A preview shows `max` bytes and says whether there are more: decode one whole UTF-8
-    // character beyond it.
+/// Fills each entry's text preview of at most `max` bytes (or marks it binary). A preview says
+/// whether there is more: one whole UTF-8 character beyond `max` is decoded.
+fn with_previews(ws: &Workspace, entries: Vec<Compared>, max: usize) -> Outcome<Vec<DiffEntry>> {
     let decoded = max + 4;
     let bodies = if max > 0 {
-        preview_bodies(&ws, &entries, decoded)?
+        preview_bodies(ws, &entries, decoded)?
     } else {
         HashMap::new()
     };
-    let entries = entries
+    Ok(entries
         .into_iter()
         .map(|(mut e, before, after)| {
             if max > 0 && e.kind != DiffKind::Moved {
@@ -260,12 +276,7 @@ pub fn diff(_call: &Call, req: rq::Diff) -> Outcome<Diff> {
             }
             e
         })
-        .collect();
-    Ok(Diff {
-        from: from.label,
-        to: to.label,
-        entries,
-    })
+        .collect())
 }
 
 fn entry(
@@ -293,7 +304,7 @@ fn entry(
 /// The first `max` plain bytes of every stored body the previews need.
 fn preview_bodies(
     ws: &Workspace,
-    entries: &[(DiffEntry, Option<&SideFile>, Option<&SideFile>)],
+    entries: &[Compared],
     max: usize,
 ) -> Outcome<HashMap<Vec<u8>, Vec<u8>>> {
     let mut wanted: Vec<(Vec<u8>, i64)> = entries

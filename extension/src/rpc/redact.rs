@@ -504,17 +504,7 @@ pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     let sel = selection(&req)?;
     // Redaction deletes bodies, which the workspace's whole fork family shares.
     let ws = access::lock_family(access::open(&req, &[Operation::Redact])?)?;
-    let (boundary_revision, boundary) =
-        match args::uuid_opt("before_revision", req.before_revision.as_deref())? {
-            Some(r) => {
-                let p = access::revision_position(&ws.id, &r)?;
-                (r, p)
-            }
-            None => match (&ws.head, ws.head_position) {
-                (Some(h), Some(p)) => (h.clone(), p),
-                _ => return Err(invalid("the workspace has no revisions to redact")),
-            },
-        };
+    let (boundary_revision, boundary) = boundary(&ws, req.before_revision.as_deref())?;
     check_not_current(&ws.id, &sel)?;
     check_not_inherited(&ws, &sel)?;
     let only_metadata = sel.paths.is_empty() && sel.hashes.is_empty();
@@ -522,23 +512,7 @@ pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     let forks = sharing_forks(&ws.id, boundary)?;
     let copies = matched_copies(&forks, &matched)?;
     let revisions = selected_revisions(&ws.id, boundary, &matched, only_metadata)?;
-    let gone: Vec<(String, String, i64)> = matched
-        .iter()
-        .filter(|m| !m.straddles(boundary))
-        .map(|m| (ws.id.clone(), m.path.clone(), m.valid_from))
-        .chain(
-            copies
-                .iter()
-                .map(|c| (c.workspace.clone(), c.path.clone(), lineage::FIRST_POSITION)),
-        )
-        .collect();
-    // Only a redaction that tombstones something frees bodies (a scrub of metadata, or one
-    // that matched nothing, leaves the store as it is).
-    let dead = if matched.is_empty() {
-        Vec::new()
-    } else {
-        dead_bodies(&ws.store, &gone)?
-    };
+    let dead = freed_bodies(&ws, boundary, &matched, &copies)?;
     let bytes: i64 = dead.iter().map(|(_, s)| *s).sum();
     let dead_hashes: Vec<Vec<u8>> = dead.into_iter().map(|(h, _)| h).collect();
     let mut report = RedactReport {
@@ -563,19 +537,79 @@ pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     )?;
     // Audit records of actions that touched a redacted path keep no arguments.
     crate::store::audit::scrub(&call.schema, &ws.id, &sel.paths)?;
-    // The forks that shared a redacted version may hold it in a staged tree too.
+    report.epoch = bump_epochs(&ws.id, &forks)?;
+    record(
+        &ws,
+        &report,
+        &sel,
+        (&boundary_revision, boundary),
+        req.reason.clone(),
+    )?;
+    Ok(report)
+}
+
+/// The revision a redaction reaches up to, and its position: the one named, or the head.
+fn boundary(ws: &Workspace, before: Option<&str>) -> Outcome<(String, i64)> {
+    if let Some(r) = args::uuid_opt("before_revision", before)? {
+        let p = access::revision_position(&ws.id, &r)?;
+        return Ok((r, p));
+    }
+    match (&ws.head, ws.head_position) {
+        (Some(h), Some(p)) => Ok((h.clone(), p)),
+        _ => Err(invalid("the workspace has no revisions to redact")),
+    }
+}
+
+/// The bodies (hash, size) the tombstoned versions and fork copies leave unused. Only a
+/// redaction that tombstones something frees bodies (a scrub of metadata, or one that matched
+/// nothing, leaves the store as it is).
+fn freed_bodies(
+    ws: &Workspace,
+    boundary: i64,
+    matched: &[Match],
+    copies: &[Copy],
+) -> Outcome<Vec<(Vec<u8>, i64)>> {
+    if matched.is_empty() {
+        return Ok(Vec::new());
+    }
+    let gone: Vec<(String, String, i64)> = matched
+        .iter()
+        .filter(|m| !m.straddles(boundary))
+        .map(|m| (ws.id.clone(), m.path.clone(), m.valid_from))
+        .chain(
+            copies
+                .iter()
+                .map(|c| (c.workspace.clone(), c.path.clone(), lineage::FIRST_POSITION)),
+        )
+        .collect();
+    dead_bodies(&ws.store, &gone)
+}
+
+/// Moves the redaction epoch of the workspace and of the forks that shared a redacted version
+/// (they may hold it in a staged tree too); answers the workspace's new epoch.
+fn bump_epochs(ws: &str, forks: &[String]) -> Outcome<i64> {
     db::exec(
         "UPDATE supabash.workspaces SET redaction_epoch = redaction_epoch + 1, updated_at = now()
           WHERE id = ANY($1::uuid[])",
-        &[forks.clone().into()],
+        &[forks.to_vec().into()],
     )?;
-    report.epoch = db::row(
+    db::row(
         "UPDATE supabash.workspaces SET redaction_epoch = redaction_epoch + 1, updated_at = now()
           WHERE id = $1::uuid RETURNING redaction_epoch",
-        &[ws.id.as_str().into()],
+        &[ws.into()],
         |r| db::get::<i64>(r, 1),
     )?
-    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "workspace vanished"))?;
+    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "workspace vanished"))
+}
+
+/// Records the redaction (its boundary, paths, how many hashes, reason and actor).
+fn record(
+    ws: &Workspace,
+    report: &RedactReport,
+    sel: &Selection,
+    (boundary_revision, boundary): (&str, i64),
+    reason: Option<String>,
+) -> Outcome<()> {
     let actor = match &ws.delegation {
         Some(d) => delegated_actor(&d.actor_subject),
         None => ws.owner.clone(),
@@ -588,14 +622,13 @@ pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
             ws.id.as_str().into(),
             report.redaction_id.as_str().into(),
             boundary.into(),
-            boundary_revision.as_str().into(),
+            boundary_revision.into(),
             sel.paths.clone().into(),
             (sel.hashes.len() as i32).into(),
-            req.reason.clone().into(),
+            reason.into(),
             actor.into(),
         ],
-    )?;
-    Ok(report)
+    )
 }
 
 /// The writes of an applied redaction, in an order that never leaves a kept body without
