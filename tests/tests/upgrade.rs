@@ -4,7 +4,11 @@
 //!
 //! 1. `CREATE EXTENSION supabash VERSION 'X'`, and data written through the RPCs as PostgREST's
 //!    roles would: two users' workspaces, commits with text, binary content, metadata and a
-//!    move, a checkpoint, a purge, a registered capability verifier and an exchanged grant;
+//!    move, a checkpoint, a purge, a registered capability verifier and an exchanged grant. A
+//!    version older than the support window (`SERVED_SCHEMAS`: the library serves the current
+//!    schema and the one before it) must first refuse every RPC with
+//!    `SUPABASH_SCHEMA_OUTDATED`; it is then updated to the oldest served version, and the data
+//!    is written there;
 //! 2. the answer of every read RPC on that data;
 //! 3. `ALTER EXTENSION supabash UPDATE` (the chain of `supabash--A--B.sql` scripts);
 //! 4. then: (a) the catalog equals a fresh `CREATE EXTENSION supabash` in another database
@@ -18,11 +22,10 @@
 //! scripts of older versions.
 
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::path::Path;
 use supabash::capability::PostgresSigner;
 use supabash_core::capability::{Operation, OperationSet};
-use supabash_tests::capability::forge_hs256;
+use supabash_core::SERVED_SCHEMAS;
 use supabash_tests::cluster::repo_root;
 use supabash_tests::{Caller, Cluster, SqlRpc};
 use tokio_postgres::{Client, NoTls};
@@ -251,34 +254,6 @@ fn first_difference(b: &Value, a: &Value, path: &str) -> String {
     format!("at {path}: {b} vs {a}")
 }
 
-/// A capability as versions before 0.3.0 verify it: HS256 under the registered secret, for
-/// `subject` with read, history, write and commit on `workspace`.
-fn hs256_token(kid: &str, secret: &str, workspace: &str, subject: &str) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
-    let key = base64_decode(secret);
-    let claims = json!({
-        "ver": 1, "iss": ISS, "aud": AUD, "origin": ORIGIN, "sub": subject,
-        "ops": ["read", "write", "commit", "history"], "iat": now, "exp": now + 900,
-        "nonce": supabash::capability::new_nonce(), "cid": "cid-job",
-        "backend": "postgres", "workspace": workspace,
-    });
-    forge_hs256(
-        &key,
-        &json!({ "alg": "HS256", "kid": kid, "typ": "JWT" }),
-        &claims,
-    )
-}
-
-fn base64_decode(s: &str) -> Vec<u8> {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(s)
-        .expect("unpadded base64url")
-}
-
 fn ops(list: &[Operation]) -> OperationSet {
     OperationSet::new(list.iter().copied()).unwrap()
 }
@@ -289,11 +264,10 @@ struct Filled {
     bob: Caller,
     /// (owner, workspace id)
     workspaces: Vec<(Caller, String)>,
-    /// Bob's workspace's grant (read, history, write, commit), and the key id and secret of
-    /// the old version's verifier (HS256 before 0.3.0, an Ed25519 private key from 0.3.0 on).
+    /// Bob's workspace's grant (read, history, write, commit), and the key id of the old
+    /// version's verifier.
     grant: String,
     kid: String,
-    old_secret: String,
     purged: String,
 }
 
@@ -315,7 +289,7 @@ async fn commit(rest: &mut SqlRpc, who: &Caller, ws: &str, args: Value) -> Strin
 }
 
 /// Fills database `db` (which has the old version) through the RPCs.
-async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc, hs256: bool) -> Filled {
+async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
     let alice = Caller::new_user();
     let bob = Caller::new_user();
     let a = rest.create_workspace(&alice).await;
@@ -432,9 +406,7 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc, hs256: bool) -> Fi
         )
         .trim()
         .to_owned();
-    let grant = if hs256 {
-        old_grant(cluster, db, rest, kid, &secret, &b, &bob).await
-    } else {
+    let grant = {
         // 0.3.0 on: the database generated an Ed25519 pair and returned the private key.
         let token = PostgresSigner::new(kid, &secret, ISS, AUD, ORIGIN)
             .unwrap()
@@ -478,56 +450,8 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc, hs256: bool) -> Fi
         bob,
         grant,
         kid: kid.to_owned(),
-        old_secret: secret,
         purged: r1,
     }
-}
-
-/// A grant for Bob's workspace on a version before 0.3.0, which verified HS256 under a secret
-/// the database returned. The current library (serving the old schema until it is updated)
-/// verifies Ed25519 only and refuses the exchange with a clear "update first", so the grant the
-/// old library minted for such a token is stored as it stored it: the SHA-256 of 32 random bytes.
-async fn old_grant(
-    cluster: &Cluster,
-    db: &str,
-    rest: &mut SqlRpc,
-    kid: &str,
-    secret: &str,
-    b: &str,
-    bob: &Caller,
-) -> String {
-    let token = hs256_token(kid, secret, b, "job-7");
-    let refused = rest
-        .call(
-            &Caller::Service,
-            "supabash_exchange_capability",
-            json!({ "capability": token }),
-        )
-        .await
-        .expect_err("the library verifies no HS256 token");
-    assert!(
-        refused.message.contains("ALTER EXTENSION supabash UPDATE"),
-        "{refused}"
-    );
-    let raw: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(73).wrapping_add(11));
-    let grant = {
-        use base64::Engine;
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
-    };
-    let Caller::User(bob_id) = bob else {
-        unreachable!()
-    };
-    cluster.psql(
-        db,
-        &format!(
-            "INSERT INTO supabash.grants (grant_hash, key_id, workspace_id, owner_id, actor_subject,
-                                          operations, correlation_id, expires_at)
-             VALUES (sha256('\\x{}'::bytea), '{kid}', '{b}', '{bob_id}', 'job-7',
-                     ARRAY['read', 'write', 'commit', 'history'], 'cid-job', now() + interval '15 minutes')",
-            hex::encode(raw)
-        ),
-    );
-    grant
 }
 
 fn base64_encode(bytes: &[u8]) -> String {
@@ -776,21 +700,22 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
                 panic!("CREATE EXTENSION supabash VERSION '{version}' (is it installed? `just install`): {e}")
             });
         let mut rest = SqlRpc::connect(&dsn(cluster, "authenticator", &name)).await;
-        let hs256 = parse_version(&version) < parse_version("0.3.0");
-        let filled = fill(cluster, &name, &mut rest, hs256).await;
-        let mut before = reads(&mut rest, &filled).await;
-        assert!(before.len() > 30, "{} reads", before.len());
-        // Before 0.3.0, positions came from one sequence for all workspaces; the upgrade
-        // renumbers each workspace's revisions 1, 2, 3, ... in the same order, so the answers
-        // read before are expected with positions renumbered that way.
-        if parse_version(&version) < parse_version("0.3.0") {
-            let renumber = renumbering(&admin).await;
-            for (_, answer) in &mut before {
-                if let Ok(v) = answer {
-                    renumber_positions(v, &renumber, None);
-                }
-            }
+        if !SERVED_SCHEMAS.contains(&version.as_str()) {
+            // Older than the support window: every RPC is refused with the upgrade hint, and the
+            // data is written once the schema is the oldest one served (the chain of upgrade
+            // scripts still runs from this version).
+            outside_the_window_is_refused(&mut rest, &version).await;
+            let oldest = SERVED_SCHEMAS[SERVED_SCHEMAS.len() - 1];
+            admin
+                .batch_execute(&format!("ALTER EXTENSION supabash UPDATE TO '{oldest}'"))
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("ALTER EXTENSION supabash UPDATE TO {oldest} from {version}: {e:?}")
+                });
         }
+        let filled = fill(cluster, &name, &mut rest).await;
+        let before = reads(&mut rest, &filled).await;
+        assert!(before.len() > 30, "{} reads", before.len());
 
         admin
             .batch_execute("ALTER EXTENSION supabash UPDATE")
@@ -869,8 +794,7 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             .unwrap();
         assert_eq!(doc["text"], json!("after the upgrade\n"));
         assert_eq!(doc["revision"], json!(rev));
-        // The old grant still commits. The old verifier's HS256 secret is gone: its tokens are
-        // refused until the key id is registered again, now as an Ed25519 key.
+        // The old grant still commits, and the verifier registered again mints new ones.
         let (_, bob_ws) = &filled.workspaces[1];
         let head = rest
             .call(
@@ -890,21 +814,6 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             ]}),
         )
         .await;
-        if hs256 {
-            let old = hs256_token(&filled.kid, &filled.old_secret, bob_ws, "job-8");
-            let refused = rest
-                .call(
-                    &Caller::Service,
-                    "supabash_exchange_capability",
-                    json!({ "capability": old }),
-                )
-                .await
-                .expect_err("an HS256 token after the upgrade");
-            assert!(
-                refused.message.starts_with("SUPABASH_INVALID_CAPABILITY"),
-                "{refused}"
-            );
-        }
         let key = cluster
             .psql(
                 &name,
@@ -1037,43 +946,23 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
     }
 }
 
-/// (workspace, old position) -> the workspace's own count of retained revisions up to it.
-async fn renumbering(admin: &Client) -> HashMap<(String, i64), i64> {
-    let rows = admin
-        .query(
-            "SELECT workspace_id::text, position,
-                    row_number() OVER (PARTITION BY workspace_id ORDER BY position)
-               FROM supabash.revisions",
-            &[],
-        )
-        .await
-        .unwrap();
-    rows.iter()
-        .map(|r| ((r.get(0), r.get(1)), r.get(2)))
-        .collect()
-}
-
-/// Replaces every `position` number in `v` through `map`, for the workspace the enclosing
-/// object names (`workspaceId`).
-fn renumber_positions(v: &mut Value, map: &HashMap<(String, i64), i64>, ws: Option<&str>) {
-    match v {
-        Value::Object(o) => {
-            let ws = o
-                .get("workspaceId")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .or(ws.map(str::to_owned));
-            for (k, x) in o.iter_mut() {
-                match (k.as_str(), x.as_i64(), ws.as_deref()) {
-                    ("position", Some(p), Some(w)) => {
-                        *x = json!(map.get(&(w.to_owned(), p)).copied().unwrap_or(p))
-                    }
-                    _ => renumber_positions(x, map, ws.as_deref()),
-                }
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(|x| renumber_positions(x, map, ws)),
-        _ => {}
+/// On a schema older than the support window, writes and reads alike answer
+/// `SUPABASH_SCHEMA_OUTDATED` with the upgrade hint, and nothing is written.
+async fn outside_the_window_is_refused(rest: &mut SqlRpc, version: &str) {
+    let alice = Caller::new_user();
+    for (rpc, args) in [
+        ("supabash_create_workspace", json!({})),
+        ("supabash_list_workspaces", json!({})),
+    ] {
+        let refused = rest
+            .call(&alice, rpc, args)
+            .await
+            .expect_err("an outdated schema is refused");
+        assert!(
+            refused.message.starts_with("SUPABASH_SCHEMA_OUTDATED")
+                && refused.message.contains("ALTER EXTENSION supabash UPDATE"),
+            "{rpc} on {version}: {refused}"
+        );
     }
 }
 

@@ -1,5 +1,5 @@
 //! What the installed schema has, computed once per call. The one shared library serves the
-//! current schema and the one before it (the support window, README "Versions and upgrades"):
+//! current schema and the one before it (the support window, `supabash_core::SERVED_SCHEMAS`, README "Versions and upgrades"):
 //! a database still on the previous version keeps working until `ALTER EXTENSION supabash
 //! UPDATE` runs, and the few things the newer schema added are asked of [`Schema`], never
 //! probed where they are used. An older schema gets `SUPABASH_SCHEMA_OUTDATED` on every RPC.
@@ -7,10 +7,7 @@
 use crate::pg::fail::{Fail, Outcome};
 use pgrx::pg_sys;
 use std::ffi::CStr;
-use supabash_core::Marker;
-
-/// The schema versions the library serves, newest first.
-pub const SERVED: [&str; 2] = ["0.5.0", "0.4.0"];
+use supabash_core::{Marker, SERVED_SCHEMAS};
 
 /// The installed schema's features that differ inside the support window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +30,7 @@ impl Schema {
             Marker::SchemaOutdated,
             format!(
                 "this database's supabash schema is older than {}, the oldest this library serves: run ALTER EXTENSION supabash UPDATE",
-                SERVED[SERVED.len() - 1]
+                SERVED_SCHEMAS[SERVED_SCHEMAS.len() - 1]
             ),
         ))
     }
