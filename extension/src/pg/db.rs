@@ -88,49 +88,6 @@ pub fn json(row: &Row, i: usize) -> Outcome<Option<Value>> {
     Ok(row.get::<JsonB>(i)?.map(|j| j.0))
 }
 
-/// A row of the shape most reads share: path, bytea hashes, sizes, metadata, and the body
-/// once a caller attached it (see `bodies::load`).
-pub struct FileRow {
-    pub path: String,
-    pub body_hash: Vec<u8>,
-    pub body_size: i64,
-    pub content_hash: Vec<u8>,
-    pub content_size: i64,
-    pub metadata: Value,
-    pub body: Option<Vec<u8>>,
-    /// A tombstone (see `redact`): no body to load.
-    pub redacted: bool,
-}
-
-/// The select list of a [`file_rows`] query over `supabash.entries` aliased `e`, for the
-/// installed schema (`redacted` reads `false` on a schema without redaction).
-pub fn file_columns() -> &'static str {
-    "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, e.redacted"
-}
-
-/// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,
-/// metadata, redacted` (see [`file_columns`]) and collects the rows. NULL content columns (a file without metadata, see
-/// `supabash.entries`) read as the body's hash and size and `{}`.
-pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
-    query(sql, args, file_row)
-}
-
-/// One row of a [`file_rows`] query.
-pub fn file_row(row: &Row) -> Outcome<FileRow> {
-    let body_hash: Vec<u8> = get(row, 2)?;
-    let body_size: i64 = get(row, 3)?;
-    Ok(FileRow {
-        path: get(row, 1)?,
-        content_hash: opt(row, 4)?.unwrap_or_else(|| body_hash.clone()),
-        content_size: opt(row, 5)?.unwrap_or(body_size),
-        metadata: json(row, 6)?.unwrap_or_else(|| Value::Object(Default::default())),
-        body_hash,
-        body_size,
-        body: None,
-        redacted: get(row, 7)?,
-    })
-}
-
 thread_local! {
     /// Plans of [`query_kept`], by statement text, kept for the backend's life (SPI_keepplan;
     /// PostgreSQL replans one when the objects it uses change).

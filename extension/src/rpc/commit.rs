@@ -8,50 +8,18 @@ use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::rpc::rebase;
 use crate::store::access::{self, Delegation, Workspace};
 use crate::store::bodies;
-use crate::store::lineage;
+use crate::store::entries::{self, Version};
 use crate::store::revisions;
 use crate::store::usage;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
-use supabash_core::document::{metadata_to_json, render};
 use supabash_core::hash::sha256;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{
     parse_changes, Change, ChangeError, CommitResult, Content, Receipt, ReceiptLine,
 };
 use supabash_core::Marker;
-
-/// The stored state of one path.
-#[derive(Clone, PartialEq)]
-pub(crate) struct Version {
-    pub(crate) body_hash: Vec<u8>,
-    pub(crate) body_size: i64,
-    pub(crate) content_hash: Vec<u8>,
-    pub(crate) content_size: i64,
-    pub(crate) metadata: Value,
-}
-
-impl Version {
-    /// Hashes new content: the body, and the rendered document (the same hash when there is
-    /// no metadata).
-    pub(crate) fn of(content: &Content) -> Self {
-        let body_hash = sha256(&content.body).to_vec();
-        let (content_hash, content_size) = if content.metadata.is_empty() {
-            (body_hash.clone(), content.body.len())
-        } else {
-            let rendered = render(&content.body, &content.metadata);
-            (sha256(&rendered).to_vec(), rendered.len())
-        };
-        Version {
-            body_hash,
-            body_size: content.body.len() as i64,
-            content_hash,
-            content_size: content_size as i64,
-            metadata: metadata_to_json(&content.metadata),
-        }
-    }
-}
 
 /// A change with its new content already hashed (done before the lock is taken).
 enum Hashed {
@@ -160,21 +128,8 @@ fn context(req: &mut rq::Commit) -> Outcome<Context> {
 /// Returns the stored receipt when this request was already committed, or an idempotency
 /// conflict when the same transaction id or key was used for a different request.
 fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<CommitResult>> {
-    let found = revisions::rows(
-        &format!(
-            "SELECT {} FROM supabash.revisions
-              WHERE workspace_id = $1::uuid
-                AND (transaction_id = $2::uuid OR idempotency_key = $3)
-              ORDER BY position LIMIT 1",
-            revisions::COLUMNS
-        ),
-        &[
-            ws.into(),
-            ctx.transaction_id.as_str().into(),
-            ctx.idempotency_key.clone().into(),
-        ],
-    )?;
-    let Some(found) = found.into_iter().next() else {
+    let found = revisions::committed_by(ws, &ctx.transaction_id, ctx.idempotency_key.as_deref())?;
+    let Some(found) = found else {
         return spent_by_purged(ws, ctx).map(|()| None);
     };
     if found.request_hash == request_hash {
@@ -195,17 +150,7 @@ fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Commit
 /// Refuses a transaction id or idempotency key that committed a revision purge has since
 /// removed: its receipt is gone, but it must not commit a second time.
 fn spent_by_purged(ws: &str, ctx: &Context) -> Outcome<()> {
-    let purged = db::query_row(
-        "SELECT revision_id::text FROM supabash.purged_commits
-          WHERE workspace_id = $1::uuid AND (transaction_id = $2::uuid OR idempotency_key = $3)
-          LIMIT 1",
-        &[
-            ws.into(),
-            ctx.transaction_id.as_str().into(),
-            ctx.idempotency_key.clone().into(),
-        ],
-        |r| db::get::<String>(r, 1),
-    )?;
+    let purged = revisions::purged_by(ws, &ctx.transaction_id, ctx.idempotency_key.as_deref())?;
     match purged {
         None => Ok(()),
         Some(revision) => Err(Fail::new(
@@ -218,33 +163,6 @@ fn spent_by_purged(ws: &str, ctx: &Context) -> Outcome<()> {
             "idempotencyKey": ctx.idempotency_key,
         }))),
     }
-}
-
-/// The stored versions of `paths` at position `at` (`None`: the head).
-fn versions(
-    ws: &Workspace,
-    at: Option<i64>,
-    paths: Vec<String>,
-) -> Outcome<BTreeMap<String, Version>> {
-    let sql = lineage::visible_sql(ws, at.is_none(), db::file_columns(), "e.path = ANY($5)");
-    let mut args = lineage::visible_args(ws, at);
-    args.push(paths.into());
-    Ok(db::file_rows(&sql, &args)?
-        .into_iter()
-        .map(version)
-        .collect())
-}
-
-/// A stored file row as a path and its version.
-fn version(r: crate::pg::db::FileRow) -> (String, Version) {
-    let v = Version {
-        body_hash: r.body_hash,
-        body_size: r.body_size,
-        content_hash: r.content_hash,
-        content_size: r.content_size,
-        metadata: r.metadata,
-    };
-    (r.path, v)
 }
 
 fn line(
@@ -337,92 +255,6 @@ fn plan(initial: &BTreeMap<String, Version>, state: &BTreeMap<String, Option<Ver
     plan
 }
 
-/// Closes the open interval of every changed path and opens the new ones, set-based. In a
-/// fork, a closed path that was still inherited first gets its copy row (see `lineage`): the
-/// inherited row as it is, tombstone or not, valid from the fork's first position to this one.
-fn write_entries(ws: &Workspace, position: i64, plan: Plan) -> Outcome<()> {
-    if !plan.close.is_empty() {
-        let closed: HashSet<String> = db::rows(
-            "UPDATE supabash.entries SET valid_until = $2
-              WHERE workspace_id = $1::uuid AND valid_until IS NULL AND path = ANY($3)
-              RETURNING path",
-            &[
-                ws.id.as_str().into(),
-                position.into(),
-                plan.close.clone().into(),
-            ],
-            |r| db::get::<String>(r, 1),
-        )?
-        .into_iter()
-        .collect();
-        let inherited: Vec<String> = plan
-            .close
-            .iter()
-            .filter(|p| !closed.contains(*p))
-            .cloned()
-            .collect();
-        if !ws.sources.is_empty() && !inherited.is_empty() {
-            let visible = lineage::visible_sql(ws, true, db::file_columns(), "e.path = ANY($5)");
-            let mut args = lineage::visible_args(ws, None);
-            args.extend([
-                inherited.into(),
-                lineage::FIRST_POSITION.into(),
-                position.into(),
-            ]);
-            db::exec(
-                &format!(
-                    "INSERT INTO supabash.entries
-                            (workspace_id, path, valid_from, valid_until, body_hash, body_size,
-                             content_hash, content_size, metadata, redacted)
-                     SELECT $1::uuid, v.path, $6, $7, v.body_hash, v.body_size,
-                            v.content_hash, v.content_size, v.metadata, v.redacted
-                       FROM ({visible}) AS v (path, body_hash, body_size, content_hash, content_size, metadata, redacted)"
-                ),
-                &args,
-            )?;
-        }
-    }
-    let paths: Vec<&String> = plan.paths.iter().collect();
-    let versions: Vec<&Version> = plan.versions.iter().collect();
-    insert_rows(&ws.id, (position, None), &paths, &versions)
-}
-
-/// Inserts entry rows of `ws` valid over `[from, until)`, set-based.
-fn insert_rows(
-    ws: &str,
-    (from, until): (i64, Option<i64>),
-    paths: &[&String],
-    versions: &[&Version],
-) -> Outcome<()> {
-    if paths.is_empty() {
-        return Ok(());
-    }
-    let paths: Vec<String> = paths.iter().map(|p| (*p).clone()).collect();
-    let bh: Vec<Vec<u8>> = versions.iter().map(|v| v.body_hash.clone()).collect();
-    let bs: Vec<i64> = versions.iter().map(|v| v.body_size).collect();
-    // Without metadata the content is the body: NULL content columns (see supabash.entries).
-    let plain = |v: &Version| v.metadata.as_object().is_none_or(|m| m.is_empty());
-    let ch: Vec<Option<Vec<u8>>> = versions
-        .iter()
-        .map(|v| (!plain(v)).then(|| v.content_hash.clone()))
-        .collect();
-    let cs: Vec<Option<i64>> = versions
-        .iter()
-        .map(|v| (!plain(v)).then_some(v.content_size))
-        .collect();
-    let md: Vec<Option<pgrx::JsonB>> = versions
-        .iter()
-        .map(|v| (!plain(v)).then(|| pgrx::JsonB(v.metadata.clone())))
-        .collect();
-    db::exec(
-        "INSERT INTO supabash.entries
-                (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata)
-         SELECT $1::uuid, unnest($4::text[]), $2, $3, unnest($5::bytea[]), unnest($6::bigint[]),
-                unnest($7::bytea[]), unnest($8::bigint[]), unnest($9::jsonb[])",
-        &[ws.into(), from.into(), until.into(), paths.into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
-    )
-}
-
 /// What a grant with `commit` but without `write` may commit: exactly a restore. The request
 /// names `source_revision`, and the touched paths end exactly as they are in that revision,
 /// covering every path where the head differs from it: the new head's tree is the source's.
@@ -444,7 +276,7 @@ fn check_restore(
     let tree = |at: Option<i64>| -> Outcome<BTreeMap<String, Version>> {
         Ok(crate::rpc::read::files_at(ws, at, None, false)?
             .into_iter()
-            .map(version)
+            .map(entries::version)
             .collect())
     };
     let (source_tree, head_tree) = (tree(Some(position))?, tree(None)?);
@@ -510,7 +342,7 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     if let Some(source) = &ctx.source_revision {
         access::revision_position(&ws, source)?;
     }
-    let initial = versions(&locked, None, touched.clone())?;
+    let initial = entries::versions(&locked, None, touched.clone())?;
     let mut state: BTreeMap<String, Option<Version>> = touched
         .into_iter()
         .map(|p| {
@@ -532,7 +364,7 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     .expect("a SELECT without FROM returns one row");
     let plan = plan(&initial, &state);
     store_new_bodies(&locked, &plan, &initial, new_bytes)?;
-    write_entries(&locked, position, plan)?;
+    entries::write(&locked, position, &plan.close, &plan.paths, &plan.versions)?;
 
     let receipt = Receipt {
         workspace_id: ws.clone(),

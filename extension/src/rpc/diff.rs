@@ -54,7 +54,7 @@ fn staged_side(staged: Option<&[StagedDocument]>) -> Outcome<Side> {
         let Change::Upsert { path, content } = change else {
             unreachable!("only upserts")
         };
-        let v = crate::rpc::commit::Version::of(&content);
+        let v = crate::store::entries::Version::of(&content);
         let file = SideFile {
             content_hash: v.content_hash,
             body_hash: v.body_hash,

@@ -6,10 +6,11 @@
 
 use super::Call;
 use crate::pg::args;
-use crate::pg::db::{self, FileRow};
+use crate::pg::db;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::rpc::read;
 use crate::store::access::{self, Workspace};
+use crate::store::entries::{self, FileRow};
 use crate::store::lineage;
 use supabash_core::capability::Operation;
 use supabash_core::rpc::listing::{
@@ -74,13 +75,13 @@ fn probe(
     let filter = format!("e.path {op} $5 AND e.path < $6");
     let sql = format!(
         "SELECT * FROM ({}) e ORDER BY 1 LIMIT $7",
-        lineage::visible_sql(ws, at_head, db::file_columns(), &filter)
+        lineage::visible_sql(ws, at_head, entries::FILE_COLUMNS, &filter)
     );
     let mut args = lineage::visible_args(ws, position);
     args.push(from.as_str().into());
     args.push(upper.into());
     args.push(limit.into());
-    db::query_kept(&sql, &args, db::file_row)
+    db::query_kept(&sql, &args, entries::file_row)
 }
 
 /// Files and rendered bytes of the whole tree at a position.

@@ -3,10 +3,10 @@
 
 use super::Call;
 use crate::pg::args;
-use crate::pg::db::{self, FileRow};
 use crate::pg::fail::{Fail, Outcome};
 use crate::store::access::{self, Workspace};
 use crate::store::bodies;
+use crate::store::entries::{self, FileRow};
 use crate::store::lineage;
 use crate::store::revisions;
 use serde_json::json;
@@ -56,13 +56,13 @@ pub fn files_at(
         lineage::visible_sql(
             ws,
             at_head,
-            db::file_columns(),
+            entries::FILE_COLUMNS,
             "$5::text IS NULL OR e.path = $5"
         )
     );
     let mut args = lineage::visible_args(ws, position);
     args.push(only.into());
-    let mut rows = db::file_rows(&sql, &args)?;
+    let mut rows = entries::file_rows(&sql, &args)?;
     if bodies {
         // Tombstones name no body.
         let wanted: Vec<(Vec<u8>, i64)> = rows
@@ -159,14 +159,7 @@ pub fn load_snapshot(_call: &Call, req: rq::LoadSnapshot) -> Outcome<Tree> {
 
 /// The receipt of a revision.
 fn receipt(ws: &str, revision: &str) -> Outcome<Receipt> {
-    let found = revisions::rows(
-        &format!(
-            "SELECT {} FROM supabash.revisions WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
-            revisions::COLUMNS
-        ),
-        &[ws.into(), revision.into()],
-    )?;
-    let stored = found.into_iter().next().ok_or_else(|| {
+    let stored = revisions::find(ws, revision)?.ok_or_else(|| {
         Fail::new(
             Marker::RevisionNotFound,
             "revision not found in this workspace",
@@ -211,17 +204,10 @@ pub fn history(_call: &Call, req: rq::History) -> Outcome<HistoryPage> {
             }
         },
     };
-    let mut records: Vec<Receipt> = revisions::rows(
-        &format!(
-            "SELECT {} FROM supabash.revisions
-              WHERE workspace_id = $1::uuid AND position > $2 ORDER BY position LIMIT $3",
-            revisions::COLUMNS
-        ),
-        &[ws.id.as_str().into(), after.into(), (limit + 1).into()],
-    )?
-    .into_iter()
-    .map(|s| s.receipt)
-    .collect();
+    let mut records: Vec<Receipt> = revisions::page(&ws.id, after, limit + 1)?
+        .into_iter()
+        .map(|s| s.receipt)
+        .collect();
     let more = records.len() as i64 > limit;
     records.truncate(limit as usize);
     let next_cursor = if more {

@@ -10,7 +10,7 @@ use supabash_core::rpc::{ForkedFrom, Receipt};
 use supabash_core::Marker;
 
 /// The select list [`rows`] expects, in order, for `supabash.revisions`.
-pub const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
+const COLUMNS: &str = "workspace_id::text, revision_id::text, parent_revision::text, position,
      transaction_id::text, idempotency_key, actor, correlation_id, cause, metadata,
      source_revision::text, supabash.utc_text(committed_at), lines, request_hash,
      delegation_key_id, forked_from_workspace::text, forked_from_revision::text,
@@ -30,7 +30,7 @@ fn corrupt(e: impl std::fmt::Display) -> Fail {
 }
 
 /// Runs a read-only query selecting [`COLUMNS`] and rebuilds each receipt.
-pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
+fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
     db::query(sql, args, |r| {
         let lines: Vec<u8> = db::get(r, 13)?;
         Ok(Stored {
@@ -55,6 +55,68 @@ pub fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
             request_hash: db::get(r, 14)?,
         })
     })
+}
+
+/// The revision `revision` of workspace `ws`.
+pub fn find(ws: &str, revision: &str) -> Outcome<Option<Stored>> {
+    Ok(rows(
+        &format!(
+            "SELECT {COLUMNS} FROM supabash.revisions
+              WHERE workspace_id = $1::uuid AND revision_id = $2::uuid"
+        ),
+        &[ws.into(), revision.into()],
+    )?
+    .into_iter()
+    .next())
+}
+
+/// Up to `limit` revisions of `ws` after position `after`, oldest first.
+pub fn page(ws: &str, after: i64, limit: i64) -> Outcome<Vec<Stored>> {
+    rows(
+        &format!(
+            "SELECT {COLUMNS} FROM supabash.revisions
+              WHERE workspace_id = $1::uuid AND position > $2 ORDER BY position LIMIT $3"
+        ),
+        &[ws.into(), after.into(), limit.into()],
+    )
+}
+
+/// The first revision of `ws` committed with transaction id `transaction_id` or idempotency
+/// key `key` (what a replay looks for).
+pub fn committed_by(ws: &str, transaction_id: &str, key: Option<&str>) -> Outcome<Option<Stored>> {
+    Ok(rows(
+        &format!(
+            "SELECT {COLUMNS} FROM supabash.revisions
+              WHERE workspace_id = $1::uuid
+                AND (transaction_id = $2::uuid OR idempotency_key = $3)
+              ORDER BY position LIMIT 1"
+        ),
+        &[ws.into(), transaction_id.into(), key.into()],
+    )?
+    .into_iter()
+    .next())
+}
+
+/// The revision, since purged, that transaction id `transaction_id` or idempotency key `key`
+/// committed in `ws` (purge keeps them spent).
+pub fn purged_by(ws: &str, transaction_id: &str, key: Option<&str>) -> Outcome<Option<String>> {
+    db::query_row(
+        "SELECT revision_id::text FROM supabash.purged_commits
+          WHERE workspace_id = $1::uuid AND (transaction_id = $2::uuid OR idempotency_key = $3)
+          LIMIT 1",
+        &[ws.into(), transaction_id.into(), key.into()],
+        |r| db::get::<String>(r, 1),
+    )
+}
+
+/// The position of revision `revision` of `ws` when it lies below position `below`.
+pub fn position_below(ws: &str, revision: &str, below: i64) -> Outcome<Option<i64>> {
+    db::query_row(
+        "SELECT position FROM supabash.revisions
+          WHERE workspace_id = $1::uuid AND revision_id = $2::uuid AND position < $3",
+        &[ws.into(), revision.into(), below.into()],
+        |r| db::get::<i64>(r, 1),
+    )
 }
 
 /// Stores the receipt of a new revision.

@@ -1,0 +1,218 @@
+//! The entry rows (`supabash.entries`): one interval-versioned row per path version, open
+//! (`valid_until IS NULL`) at the head. A commit closes the open rows of the paths it changes
+//! and opens new ones ([`write`]); reads select [`FILE_COLUMNS`] through `lineage`'s view of
+//! what a workspace sees and collect them as [`FileRow`]s.
+
+use crate::pg::db::{self, Row};
+use crate::pg::fail::Outcome;
+use crate::store::access::Workspace;
+use crate::store::lineage;
+use pgrx::datum::DatumWithOid;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use supabash_core::document::{metadata_to_json, render};
+use supabash_core::hash::sha256;
+use supabash_core::rpc::Content;
+
+/// A row of the shape most reads share: path, bytea hashes, sizes, metadata, and the body
+/// once a caller attached it (see `bodies::load`).
+pub struct FileRow {
+    pub path: String,
+    pub body_hash: Vec<u8>,
+    pub body_size: i64,
+    pub content_hash: Vec<u8>,
+    pub content_size: i64,
+    pub metadata: Value,
+    pub body: Option<Vec<u8>>,
+    /// A tombstone (see `redact`): no body to load.
+    pub redacted: bool,
+}
+
+/// The select list of a [`file_rows`] query over `supabash.entries` aliased `e`.
+pub const FILE_COLUMNS: &str =
+    "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, e.redacted";
+
+/// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,
+/// metadata, redacted` (see [`FILE_COLUMNS`]) and collects the rows. NULL content columns (a file without metadata, see
+/// `supabash.entries`) read as the body's hash and size and `{}`.
+pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
+    db::query(sql, args, file_row)
+}
+
+/// One row of a [`file_rows`] query.
+pub fn file_row(row: &Row) -> Outcome<FileRow> {
+    let body_hash: Vec<u8> = db::get(row, 2)?;
+    let body_size: i64 = db::get(row, 3)?;
+    Ok(FileRow {
+        path: db::get(row, 1)?,
+        content_hash: db::opt(row, 4)?.unwrap_or_else(|| body_hash.clone()),
+        content_size: db::opt(row, 5)?.unwrap_or(body_size),
+        metadata: db::json(row, 6)?.unwrap_or_else(|| Value::Object(Default::default())),
+        body_hash,
+        body_size,
+        body: None,
+        redacted: db::get(row, 7)?,
+    })
+}
+
+/// The stored state of one path.
+#[derive(Clone, PartialEq)]
+pub struct Version {
+    pub body_hash: Vec<u8>,
+    pub body_size: i64,
+    pub content_hash: Vec<u8>,
+    pub content_size: i64,
+    pub metadata: Value,
+}
+
+impl Version {
+    /// Hashes new content: the body, and the rendered document (the same hash when there is
+    /// no metadata).
+    pub fn of(content: &Content) -> Self {
+        let body_hash = sha256(&content.body).to_vec();
+        let (content_hash, content_size) = if content.metadata.is_empty() {
+            (body_hash.clone(), content.body.len())
+        } else {
+            let rendered = render(&content.body, &content.metadata);
+            (sha256(&rendered).to_vec(), rendered.len())
+        };
+        Version {
+            body_hash,
+            body_size: content.body.len() as i64,
+            content_hash,
+            content_size: content_size as i64,
+            metadata: metadata_to_json(&content.metadata),
+        }
+    }
+}
+
+/// The stored versions of `paths` at position `at` (`None`: the head).
+pub fn versions(
+    ws: &Workspace,
+    at: Option<i64>,
+    paths: Vec<String>,
+) -> Outcome<BTreeMap<String, Version>> {
+    let sql = lineage::visible_sql(ws, at.is_none(), FILE_COLUMNS, "e.path = ANY($5)");
+    let mut args = lineage::visible_args(ws, at);
+    args.push(paths.into());
+    Ok(file_rows(&sql, &args)?.into_iter().map(version).collect())
+}
+
+/// A stored file row as a path and its version.
+pub fn version(r: FileRow) -> (String, Version) {
+    let v = Version {
+        body_hash: r.body_hash,
+        body_size: r.body_size,
+        content_hash: r.content_hash,
+        content_size: r.content_size,
+        metadata: r.metadata,
+    };
+    (r.path, v)
+}
+
+/// Closes the open interval of every path in `close` and opens one for each of `paths` with
+/// its version from `position` on, set-based. In a fork, a closed path that was still
+/// inherited first gets its copy row (see `lineage`): the inherited row as it is, tombstone or
+/// not, valid from the fork's first position to this one.
+pub fn write(
+    ws: &Workspace,
+    position: i64,
+    close: &[String],
+    paths: &[String],
+    versions: &[Version],
+) -> Outcome<()> {
+    if !close.is_empty() {
+        let closed: HashSet<String> = db::rows(
+            "UPDATE supabash.entries SET valid_until = $2
+              WHERE workspace_id = $1::uuid AND valid_until IS NULL AND path = ANY($3)
+              RETURNING path",
+            &[
+                ws.id.as_str().into(),
+                position.into(),
+                close.to_vec().into(),
+            ],
+            |r| db::get::<String>(r, 1),
+        )?
+        .into_iter()
+        .collect();
+        let inherited: Vec<String> = close
+            .iter()
+            .filter(|p| !closed.contains(*p))
+            .cloned()
+            .collect();
+        if !ws.sources.is_empty() && !inherited.is_empty() {
+            let visible = lineage::visible_sql(ws, true, FILE_COLUMNS, "e.path = ANY($5)");
+            let mut args = lineage::visible_args(ws, None);
+            args.extend([
+                inherited.into(),
+                lineage::FIRST_POSITION.into(),
+                position.into(),
+            ]);
+            db::exec(
+                &format!(
+                    "INSERT INTO supabash.entries
+                            (workspace_id, path, valid_from, valid_until, body_hash, body_size,
+                             content_hash, content_size, metadata, redacted)
+                     SELECT $1::uuid, v.path, $6, $7, v.body_hash, v.body_size,
+                            v.content_hash, v.content_size, v.metadata, v.redacted
+                       FROM ({visible}) AS v (path, body_hash, body_size, content_hash, content_size, metadata, redacted)"
+                ),
+                &args,
+            )?;
+        }
+    }
+    let paths: Vec<&String> = paths.iter().collect();
+    let versions: Vec<&Version> = versions.iter().collect();
+    insert_rows(&ws.id, (position, None), &paths, &versions)
+}
+
+/// Inserts entry rows of `ws` valid over `[from, until)`, set-based.
+fn insert_rows(
+    ws: &str,
+    (from, until): (i64, Option<i64>),
+    paths: &[&String],
+    versions: &[&Version],
+) -> Outcome<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let paths: Vec<String> = paths.iter().map(|p| (*p).clone()).collect();
+    let bh: Vec<Vec<u8>> = versions.iter().map(|v| v.body_hash.clone()).collect();
+    let bs: Vec<i64> = versions.iter().map(|v| v.body_size).collect();
+    // Without metadata the content is the body: NULL content columns (see supabash.entries).
+    let plain = |v: &Version| v.metadata.as_object().is_none_or(|m| m.is_empty());
+    let ch: Vec<Option<Vec<u8>>> = versions
+        .iter()
+        .map(|v| (!plain(v)).then(|| v.content_hash.clone()))
+        .collect();
+    let cs: Vec<Option<i64>> = versions
+        .iter()
+        .map(|v| (!plain(v)).then_some(v.content_size))
+        .collect();
+    let md: Vec<Option<pgrx::JsonB>> = versions
+        .iter()
+        .map(|v| (!plain(v)).then(|| pgrx::JsonB(v.metadata.clone())))
+        .collect();
+    db::exec(
+        "INSERT INTO supabash.entries
+                (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata)
+         SELECT $1::uuid, unnest($4::text[]), $2, $3, unnest($5::bytea[]), unnest($6::bigint[]),
+                unnest($7::bytea[]), unnest($8::bigint[]), unnest($9::jsonb[])",
+        &[ws.into(), from.into(), until.into(), paths.into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
+    )
+}
+
+/// The paths of `paths` that changed in `ws` in positions `(lo, hi]`: one of the workspace's
+/// own rows for it opens or closes there (an edit, a create, a delete, or a fork's first touch
+/// of an inherited path, whose copied row closes there). Sorted.
+pub fn changed_between(ws: &str, paths: &[String], lo: i64, hi: i64) -> Outcome<Vec<String>> {
+    db::query(
+        "SELECT DISTINCT path FROM supabash.entries
+          WHERE workspace_id = $1::uuid AND path = ANY($2)
+            AND ((valid_from > $3 AND valid_from <= $4)
+                 OR (valid_until > $3 AND valid_until <= $4))
+          ORDER BY path",
+        &[ws.into(), paths.to_vec().into(), lo.into(), hi.into()],
+        |r| db::get::<String>(r, 1),
+    )
+}
