@@ -2,32 +2,14 @@
 
 use super::Call;
 use crate::pg::args;
-use crate::pg::db::{self, Row};
 use crate::pg::fail::{Fail, Outcome};
-use crate::store::access;
+use crate::store::{access, checkpoints};
 use serde_json::json;
 use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{Checkpoint, CheckpointDeleted};
 use supabash_core::Marker;
-
-/// The columns [`checkpoint_of`] reads, in order.
-const COLUMNS: &str = "checkpoint_id::text, revision_id::text, label, retention_class,
-    idempotency_key, supabash.utc_text(created_at)";
-
-/// Reads [`COLUMNS`] starting at column `at`.
-fn checkpoint_of(r: &Row, at: usize) -> Outcome<Checkpoint> {
-    Ok(Checkpoint {
-        checkpoint_id: db::get(r, at)?,
-        revision: db::get(r, at + 1)?,
-        label: db::opt(r, at + 2)?,
-        retention_class: db::opt(r, at + 3)?,
-        idempotency_key: db::opt(r, at + 4)?,
-        created_at: db::get(r, at + 5)?,
-        replayed: false,
-    })
-}
 
 /// `supabash_checkpoint`: pins a revision (default: the head).
 pub fn checkpoint(_call: &Call, req: rq::Checkpoint) -> Outcome<Checkpoint> {
@@ -52,15 +34,8 @@ pub fn checkpoint(_call: &Call, req: rq::Checkpoint) -> Outcome<Checkpoint> {
             .as_bytes(),
     )
     .to_vec();
-    if key.is_some() {
-        let existing = db::row(
-            &format!(
-                "SELECT request_hash, {COLUMNS} FROM supabash.checkpoints
-                  WHERE workspace_id = $1::uuid AND idempotency_key = $2"
-            ),
-            &[ws.id.as_str().into(), key.clone().into()],
-            |r| Ok((db::get::<Vec<u8>>(r, 1)?, checkpoint_of(r, 2)?)),
-        )?;
+    if let Some(key) = &key {
+        let existing = checkpoints::by_key(&ws.id, key)?;
         if let Some((hash, mut cp)) = existing {
             if hash != request_hash {
                 return Err(Fail::new(
@@ -72,14 +47,15 @@ pub fn checkpoint(_call: &Call, req: rq::Checkpoint) -> Outcome<Checkpoint> {
             return Ok(cp);
         }
     }
-    let cp = db::row(
-        &format!(
-            "INSERT INTO supabash.checkpoints
-                    (workspace_id, revision_id, label, retention_class, idempotency_key, request_hash)
-             VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6) RETURNING {COLUMNS}"
-        ),
-        &[ws.id.as_str().into(), revision.as_str().into(), label.into(), class.into(), key.into(), request_hash.into()],
-        |r| checkpoint_of(r, 1),
+    let cp = checkpoints::insert(
+        &ws.id,
+        checkpoints::New {
+            revision,
+            label,
+            retention_class: class,
+            idempotency_key: key,
+            request_hash,
+        },
     )?
     .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the checkpoint was not created"))?;
     Ok(cp)
@@ -88,33 +64,18 @@ pub fn checkpoint(_call: &Call, req: rq::Checkpoint) -> Outcome<Checkpoint> {
 /// `supabash_checkpoints`: all checkpoints, oldest first.
 pub fn checkpoints(_call: &Call, req: rq::Checkpoints) -> Outcome<Vec<Checkpoint>> {
     let ws = access::open(&req, &[Operation::Checkpoint])?;
-    db::query(
-        &format!(
-            "SELECT {COLUMNS} FROM supabash.checkpoints WHERE workspace_id = $1::uuid
-              ORDER BY created_at, checkpoint_id"
-        ),
-        &[ws.id.as_str().into()],
-        |r| checkpoint_of(r, 1),
-    )
+    checkpoints::list(&ws.id)
 }
 
 /// `supabash_delete_checkpoint`: removes one checkpoint (its revision becomes purgeable).
 pub fn delete_checkpoint(_call: &Call, req: rq::DeleteCheckpoint) -> Outcome<CheckpointDeleted> {
     let ws = access::open_locked(&req, &[Operation::Checkpoint])?;
     let id = args::uuid("checkpoint_id", &req.checkpoint_id)?;
-    db::row(
-        "DELETE FROM supabash.checkpoints WHERE workspace_id = $1::uuid AND checkpoint_id = $2::uuid
-         RETURNING checkpoint_id::text",
-        &[ws.id.as_str().into(), id.as_str().into()],
-        |r| {
-            Ok(CheckpointDeleted {
-                checkpoint_id: db::get(r, 1)?,
-                deleted: true,
-            })
-        },
-    )?
-    .ok_or_else(|| {
-        Fail::new(Marker::CheckpointNotFound, "checkpoint not found in this workspace")
-            .with_detail(json!({ "checkpointId": id }))
+    checkpoints::delete(&ws.id, &id)?.ok_or_else(|| {
+        Fail::new(
+            Marker::CheckpointNotFound,
+            "checkpoint not found in this workspace",
+        )
+        .with_detail(json!({ "checkpointId": id }))
     })
 }

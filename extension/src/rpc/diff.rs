@@ -4,7 +4,6 @@
 
 use super::Call;
 use crate::pg::args;
-use crate::pg::db;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::rpc::read::files_at;
 use crate::store::access::{self, Workspace};
@@ -105,18 +104,13 @@ fn side(ws: &Workspace, reference: &DiffRef, staged: Option<&[StagedDocument]>) 
         DiffRef::Revision(r) => stored_side(ws, &args::uuid("revision", r)?),
         DiffRef::Checkpoint(c) => {
             let checkpoint = args::uuid("checkpoint", c)?;
-            let revision = db::query_row(
-                "SELECT revision_id::text FROM supabash.checkpoints
-                  WHERE workspace_id = $1::uuid AND checkpoint_id = $2::uuid",
-                &[ws.id.as_str().into(), checkpoint.as_str().into()],
-                |r| db::get::<String>(r, 1),
-            )?
-            .ok_or_else(|| {
-                Fail::new(
-                    Marker::CheckpointNotFound,
-                    "checkpoint not found in this workspace",
-                )
-            })?;
+            let revision = crate::store::checkpoints::revision_of(&ws.id, &checkpoint)?
+                .ok_or_else(|| {
+                    Fail::new(
+                        Marker::CheckpointNotFound,
+                        "checkpoint not found in this workspace",
+                    )
+                })?;
             stored_side(ws, &revision)
         }
         DiffRef::Head => match &ws.head {
