@@ -537,7 +537,8 @@ pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     )?;
     // Audit records of actions that touched a redacted path keep no arguments.
     crate::store::audit::scrub(&call.schema, &ws.id, &sel.paths)?;
-    report.epoch = bump_epochs(&ws.id, &forks)?;
+    // The forks that shared a redacted version may hold it in a staged tree too.
+    report.epoch = crate::store::workspaces::bump_epochs(&ws.id, &forks)?;
     record(
         &ws,
         &report,
@@ -583,23 +584,6 @@ fn freed_bodies(
         )
         .collect();
     dead_bodies(&ws.store, &gone)
-}
-
-/// Moves the redaction epoch of the workspace and of the forks that shared a redacted version
-/// (they may hold it in a staged tree too); answers the workspace's new epoch.
-fn bump_epochs(ws: &str, forks: &[String]) -> Outcome<i64> {
-    db::exec(
-        "UPDATE supabash.workspaces SET redaction_epoch = redaction_epoch + 1, updated_at = now()
-          WHERE id = ANY($1::uuid[])",
-        &[forks.to_vec().into()],
-    )?;
-    db::row(
-        "UPDATE supabash.workspaces SET redaction_epoch = redaction_epoch + 1, updated_at = now()
-          WHERE id = $1::uuid RETURNING redaction_epoch",
-        &[ws.into()],
-        |r| db::get::<i64>(r, 1),
-    )?
-    .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "workspace vanished"))
 }
 
 /// Records the redaction (its boundary, paths, how many hashes, reason and actor).

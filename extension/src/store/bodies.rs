@@ -402,3 +402,42 @@ pub fn collect_garbage(store: &str) -> Outcome<(i64, i64)> {
     )?;
     Ok((gone.len() as i64, gone.iter().sum()))
 }
+
+/// The orphan bodies of a store: how many, their bytes, and the first listed by hash as
+/// (hex hash, size).
+pub struct Orphans {
+    pub count: i64,
+    pub bytes: i64,
+    pub listed: Vec<(String, i64)>,
+}
+
+/// The orphan bodies of `store` (see [`garbage_sql`]), listing at most `room` of them.
+pub fn orphans(store: &str, room: i64) -> Outcome<Orphans> {
+    let none: Vec<String> = Vec::new();
+    Ok(db::query_row(
+        &format!(
+            "WITH g AS ({}), listed AS (SELECT hash, size FROM g ORDER BY hash LIMIT $5)
+             SELECT (SELECT count(*) FROM g), (SELECT coalesce(sum(size), 0)::bigint FROM g),
+                    (SELECT coalesce(array_agg(encode(hash, 'hex') ORDER BY hash), '{{}}') FROM listed),
+                    (SELECT coalesce(array_agg(size ORDER BY hash), '{{}}') FROM listed)",
+            garbage_sql()
+        ),
+        &[
+            store.into(),
+            none.clone().into(),
+            none.into(),
+            Vec::<i64>::new().into(),
+            room.into(),
+        ],
+        |r| {
+            let hashes: Vec<String> = db::get(r, 3)?;
+            let sizes: Vec<i64> = db::get(r, 4)?;
+            Ok(Orphans {
+                count: db::get(r, 1)?,
+                bytes: db::get(r, 2)?,
+                listed: hashes.into_iter().zip(sizes).collect(),
+            })
+        },
+    )?
+    .expect("an aggregate query returns one row"))
+}

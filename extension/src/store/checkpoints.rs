@@ -98,3 +98,11 @@ pub fn delete(ws: &str, id: &str) -> Outcome<Option<CheckpointDeleted>> {
         },
     )
 }
+
+/// Deletes every checkpoint of `ws`.
+pub fn delete_all(ws: &str) -> Outcome<()> {
+    db::exec(
+        "DELETE FROM supabash.checkpoints WHERE workspace_id = $1::uuid",
+        &[ws.into()],
+    )
+}

@@ -216,3 +216,25 @@ pub fn changed_between(ws: &str, paths: &[String], lo: i64, hi: i64) -> Outcome<
         |r| db::get::<String>(r, 1),
     )
 }
+
+/// Deletes every entry row of `ws`.
+pub fn delete_all(ws: &str) -> Outcome<()> {
+    db::exec(
+        "DELETE FROM supabash.entries WHERE workspace_id = $1::uuid",
+        &[ws.into()],
+    )
+}
+
+/// Deletes the entries of hidden workspace `id` that none of its forks reads: those visible
+/// at no fork point, except a fork's copies of inherited versions (see `lineage`).
+pub fn keep_only_fork_points(id: &str, is_fork: bool) -> Outcome<()> {
+    db::exec(
+        "DELETE FROM supabash.entries e
+          WHERE e.workspace_id = $1::uuid
+            AND NOT ($2 AND e.valid_from = $3)
+            AND NOT EXISTS (SELECT 1 FROM supabash.workspaces c
+                             WHERE c.fork_of = $1::uuid AND e.valid_from <= c.fork_position
+                               AND (e.valid_until IS NULL OR e.valid_until > c.fork_position))",
+        &[id.into(), is_fork.into(), lineage::FIRST_POSITION.into()],
+    )
+}

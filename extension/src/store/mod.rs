@@ -1,8 +1,11 @@
 //! The tables, one owner per family: the only code that writes SQL for them. [`access`] opens
-//! and locks workspaces for an authorised caller; [`lineage`] says which entry rows a workspace
-//! (or a fork) sees; [`bodies`] stores and loads content-addressed bodies in their
-//! [`encoding`]s; [`revisions`] keeps receipts; [`grants`] the capability verifiers, nonces and grants; [`usage`] the per-owner quotas; [`checkpoints`] the pinned revisions; [`leases`] the single-writer leases; [`audit`] the
-//! audit trail. [`entries`] holds the interval-versioned path rows. Nothing here imports `rpc`.
+//! and locks a workspace for an authorised caller; [`workspaces`] creates, forks, hides and
+//! lists workspace rows; [`lineage`] says which [`entries`] (the interval-versioned path rows)
+//! a workspace or a fork sees; [`bodies`] stores and loads content-addressed bodies in their
+//! [`encoding`]s; [`revisions`] keeps receipts; [`checkpoints`] the pinned revisions;
+//! [`leases`] the single-writer leases; [`grants`] the capability verifiers, nonces and
+//! grants; [`usage`] the per-owner quotas; [`audit`] the audit trail. Nothing here imports
+//! `rpc`.
 
 pub mod access;
 pub mod audit;
@@ -15,3 +18,4 @@ pub mod leases;
 pub mod lineage;
 pub mod revisions;
 pub mod usage;
+pub mod workspaces;

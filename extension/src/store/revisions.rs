@@ -152,3 +152,11 @@ pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
         ],
     )
 }
+
+/// Deletes every revision of `ws`.
+pub fn delete_all(ws: &str) -> Outcome<()> {
+    db::exec(
+        "DELETE FROM supabash.revisions WHERE workspace_id = $1::uuid",
+        &[ws.into()],
+    )
+}
