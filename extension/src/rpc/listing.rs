@@ -156,7 +156,7 @@ pub fn list_directory(_call: &Call, req: ListDirectory) -> Outcome<DirectoryPage
         _ => (None, None),
     };
     Ok(DirectoryPage {
-        restore_floor: crate::rpc::redact::restore_floor(&ws.id)?,
+        restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,

@@ -133,10 +133,7 @@ pub fn purge(call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
               WHERE e.workspace_id = $1::uuid AND e.path = d.path AND e.valid_from = d.valid_from",
             &[ws.id.as_str().into(), plan.entry_paths.into(), plan.entry_froms.into()],
         )?;
-        db::exec(
-            "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
-            &[ws.store.as_str().into(), plan.bodies.into()],
-        )?;
+        bodies::delete(&ws.store, &plan.bodies)?;
         usage::add_bytes(&ws.store, &ws.owner, -plan.bytes)?;
     }
     Ok(report)

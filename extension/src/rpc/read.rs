@@ -109,7 +109,7 @@ pub fn load_manifest(_call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
     let (revision, position) = pinned(&ws, req.revision.as_deref())?;
     Ok(Tree {
         files: files(files_at(&ws, position, None, false)?),
-        restore_floor: crate::rpc::redact::restore_floor(&ws.id)?,
+        restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,
@@ -148,7 +148,7 @@ pub fn load_snapshot(_call: &Call, req: rq::LoadSnapshot) -> Outcome<Tree> {
         files(files_at(&ws, position, None, true)?)
     };
     Ok(Tree {
-        restore_floor: crate::rpc::redact::restore_floor(&ws.id)?,
+        restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,

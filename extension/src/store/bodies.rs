@@ -441,3 +441,11 @@ pub fn orphans(store: &str, room: i64) -> Outcome<Orphans> {
     )?
     .expect("an aggregate query returns one row"))
 }
+
+/// Deletes bodies `hashes` of `store` (the caller made sure nothing references them).
+pub fn delete(store: &str, hashes: &[Vec<u8>]) -> Outcome<()> {
+    db::exec(
+        "DELETE FROM supabash.bodies WHERE workspace_id = $1::uuid AND hash = ANY($2)",
+        &[store.into(), hashes.to_vec().into()],
+    )
+}

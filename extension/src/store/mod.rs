@@ -3,7 +3,8 @@
 //! lists workspace rows; [`lineage`] says which [`entries`] (the interval-versioned path rows)
 //! a workspace or a fork sees; [`bodies`] stores and loads content-addressed bodies in their
 //! [`encoding`]s; [`revisions`] keeps receipts; [`checkpoints`] the pinned revisions;
-//! [`leases`] the single-writer leases; [`grants`] the capability verifiers, nonces and
+//! [`leases`] the single-writer leases; [`redactions`] the
+//! rewrites a redaction makes; [`grants`] the capability verifiers, nonces and
 //! grants; [`usage`] the per-owner quotas; [`audit`] the audit trail. Nothing here imports
 //! `rpc`.
 
@@ -16,6 +17,7 @@ pub mod entries;
 pub mod grants;
 pub mod leases;
 pub mod lineage;
+pub mod redactions;
 pub mod revisions;
 pub mod usage;
 pub mod workspaces;

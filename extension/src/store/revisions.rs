@@ -160,3 +160,20 @@ pub fn delete_all(ws: &str) -> Outcome<()> {
         &[ws.into()],
     )
 }
+
+/// Removes metadata `keys` (and the cause, when `clear_cause`) from revisions `revisions` of
+/// `ws`: what a redaction of metadata rewrites.
+pub fn scrub(ws: &str, revisions: &[String], keys: &[String], clear_cause: bool) -> Outcome<()> {
+    db::exec(
+        "UPDATE supabash.revisions
+            SET metadata = metadata - $3::text[],
+                cause = CASE WHEN $4 THEN NULL ELSE cause END
+          WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])",
+        &[
+            ws.into(),
+            revisions.to_vec().into(),
+            keys.to_vec().into(),
+            clear_cause.into(),
+        ],
+    )
+}
