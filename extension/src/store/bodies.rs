@@ -403,6 +403,26 @@ pub fn collect_garbage(store: &str) -> Outcome<(i64, i64)> {
     Ok((gone.len() as i64, gone.iter().sum()))
 }
 
+/// The bodies of `store` (hash, plain size) no entry references once the entry rows
+/// `(workspaces[i], paths[i], froms[i])` are gone (see [`garbage_sql`]).
+pub fn unreferenced_after(
+    store: &str,
+    workspaces: &[String],
+    paths: &[String],
+    froms: &[i64],
+) -> Outcome<Vec<(Vec<u8>, i64)>> {
+    db::query(
+        &garbage_sql(),
+        &[
+            store.into(),
+            workspaces.to_vec().into(),
+            paths.to_vec().into(),
+            froms.to_vec().into(),
+        ],
+        |r| Ok((db::get(r, 1)?, db::get(r, 2)?)),
+    )
+}
+
 /// The orphan bodies of a store: how many, their bytes, and the first listed by hash as
 /// (hex hash, size).
 pub struct Orphans {

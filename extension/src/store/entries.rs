@@ -238,3 +238,12 @@ pub fn keep_only_fork_points(id: &str, is_fork: bool) -> Outcome<()> {
         &[id.into(), is_fork.into(), lineage::FIRST_POSITION.into()],
     )
 }
+
+/// Deletes the entry rows `(paths[i], froms[i])` of `ws`.
+pub fn delete_rows(ws: &str, paths: &[String], froms: &[i64]) -> Outcome<()> {
+    db::exec(
+        "DELETE FROM supabash.entries e USING unnest($2::text[], $3::bigint[]) AS d(path, valid_from)
+          WHERE e.workspace_id = $1::uuid AND e.path = d.path AND e.valid_from = d.valid_from",
+        &[ws.into(), paths.to_vec().into(), froms.to_vec().into()],
+    )
+}

@@ -2,7 +2,7 @@
 //! and locks a workspace for an authorised caller; [`workspaces`] creates, forks, hides and
 //! lists workspace rows; [`lineage`] says which [`entries`] (the interval-versioned path rows)
 //! a workspace or a fork sees; [`bodies`] stores and loads content-addressed bodies in their
-//! [`encoding`]s; [`revisions`] keeps receipts; [`checkpoints`] the pinned revisions;
+//! [`encoding`]s; [`revisions`] keeps receipts and [`retention`] says what purge drops; [`checkpoints`] the pinned revisions;
 //! [`leases`] the single-writer leases; [`redactions`] the
 //! rewrites a redaction makes; [`grants`] the capability verifiers, nonces and
 //! grants; [`usage`] the per-owner quotas; [`audit`] the audit trail. Nothing here imports
@@ -18,6 +18,7 @@ pub mod grants;
 pub mod leases;
 pub mod lineage;
 pub mod redactions;
+pub mod retention;
 pub mod revisions;
 pub mod usage;
 pub mod workspaces;

@@ -177,3 +177,16 @@ pub fn scrub(ws: &str, revisions: &[String], keys: &[String], clear_cause: bool)
         ],
     )
 }
+
+/// Deletes revisions `revisions` of `ws`; their transaction ids and idempotency keys stay
+/// spent in `supabash.purged_commits` (see commit's replay).
+pub fn purge(ws: &str, revisions: &[String]) -> Outcome<()> {
+    db::exec(
+        "WITH gone AS (DELETE FROM supabash.revisions
+                        WHERE workspace_id = $1::uuid AND revision_id = ANY($2::uuid[])
+                       RETURNING workspace_id, transaction_id, idempotency_key, revision_id)
+         INSERT INTO supabash.purged_commits (workspace_id, transaction_id, idempotency_key, revision_id)
+         SELECT * FROM gone",
+        &[ws.into(), revisions.to_vec().into()],
+    )
+}
