@@ -121,10 +121,12 @@ pub enum Marker {
     /// The installed schema is older than the library serves: run `ALTER EXTENSION supabash
     /// UPDATE`.
     SchemaOutdated,
+    /// An internal fault of the extension (an SPI status error): a bug, never the caller's input.
+    Internal,
 }
 
 /// Every marker, for lookups and documentation.
-pub const MARKERS: [Marker; 23] = [
+pub const MARKERS: [Marker; 24] = [
     Marker::AuthenticationRequired,
     Marker::WorkspaceDenied,
     Marker::InvalidArgument,
@@ -148,6 +150,7 @@ pub const MARKERS: [Marker; 23] = [
     Marker::RestoreCrossesRedaction,
     Marker::RedactionCurrentBody,
     Marker::SchemaOutdated,
+    Marker::Internal,
 ];
 
 impl Marker {
@@ -177,6 +180,7 @@ impl Marker {
             Marker::RestoreCrossesRedaction => "SUPABASH_RESTORE_CROSSES_REDACTION",
             Marker::RedactionCurrentBody => "SUPABASH_REDACTION_CURRENT_BODY",
             Marker::SchemaOutdated => "SUPABASH_SCHEMA_OUTDATED",
+            Marker::Internal => "SUPABASH_INTERNAL",
         }
     }
 
@@ -200,6 +204,7 @@ impl Marker {
             Marker::Quota => "54000",
             Marker::UnsupportedContent => "0A000",
             Marker::BodyHashCollision | Marker::HistoryCorruption => "XX001",
+            Marker::Internal => "XX000",
             Marker::ReadOnly => "25006",
             Marker::LeaseHeld => "PT423",
             Marker::LeaseLost => "PT412",
@@ -235,7 +240,7 @@ impl Marker {
             // The content is still in use at the head: redacting it is refused, not wrong input.
             Marker::RedactionCurrentBody => ErrorCode::PolicyDenied,
             // The database must be upgraded by its operator: nothing the caller can fix.
-            Marker::SchemaOutdated => ErrorCode::Backend,
+            Marker::SchemaOutdated | Marker::Internal => ErrorCode::Backend,
         }
     }
 

@@ -43,6 +43,7 @@ impl Fail {
             "0A000" => PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
             "XX001" => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
             "25006" => PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "XX000" => PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
             "55000" => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             _ => PgSqlErrorCode::ERRCODE_RAISE_EXCEPTION,
         };
@@ -65,9 +66,9 @@ pub fn invalid(message: impl Into<String>) -> Fail {
 }
 
 impl From<pgrx::spi::SpiError> for Fail {
+    /// SPI status errors are internal faults (SQL errors raised inside SPI never reach here:
+    /// they unwind as Postgres errors with their own SQLSTATE): `SUPABASH_INTERNAL`, XX000.
     fn from(e: pgrx::spi::SpiError) -> Self {
-        // SPI status errors are internal faults; SQL errors raised inside SPI never reach here
-        // (they unwind as Postgres errors with their own SQLSTATE).
-        panic!("SPI failure: {e}")
+        Fail::new(Marker::Internal, format!("SPI failure: {e}"))
     }
 }
