@@ -1,5 +1,5 @@
 //! The audit trail (`supabash.audit_records`): what agents did through the client's surfaces.
-//! A commit writes the records of the actions that led to it in its own transaction ([`write`],
+//! A commit writes the records of the actions that led to it in its own transaction ([`write()`],
 //! called by `commit` after its replay check, so a replayed commit writes nothing again);
 //! `supabash_record_discarded` writes a discarded session's; `supabash_audit` pages them ([`page`]).
 //! Purge removes the records of the revisions it removes ([`purge`]); a path redaction scrubs
@@ -26,7 +26,7 @@ fn check_schema(schema: &Schema) -> Outcome<()> {
 }
 
 /// Checks actions (the shared limits, their UUIDs) and flattens them into the rows
-/// [`write`] inserts; `None` when there are none.
+/// [`write()`] inserts; `None` when there are none.
 pub fn prepare(actions: &[Action]) -> Outcome<Option<Value>> {
     wire::check_actions(actions).map_err(args::field)?;
     if actions.is_empty() {

@@ -1,6 +1,6 @@
 //! The entry rows (`supabash.entries`): one interval-versioned row per path version, open
 //! (`valid_until IS NULL`) at the head. A commit closes the open rows of the paths it changes
-//! and opens new ones ([`write`]); reads select [`FILE_COLUMNS`] through `lineage`'s view of
+//! and opens new ones ([`write()`]); reads select [`FILE_COLUMNS`] through `lineage`'s view of
 //! what a workspace sees and collect them as [`FileRow`]s.
 
 use crate::pg::db::{self, Row};

@@ -7,7 +7,7 @@
 //!   position: rows of its sources for that path are never read through it. The first commit
 //!   that touches an inherited path therefore writes a copy of the inherited version, visible
 //!   from the fork's first position ([`FIRST_POSITION`]) until that commit, before closing it
-//!   like any other row ([`copies_for`]). A fork never writes its sources' rows.
+//!   like any other row (`entries::write`). A fork never writes its sources' rows.
 //! - *Pinning*: a source keeps every entry visible at the positions its forks were made at
 //!   (purge and delete treat those positions like retained revisions), and a fork keeps its
 //!   copies (they cost no body bytes: the source keeps that version for the fork anyway).
