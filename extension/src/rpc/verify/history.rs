@@ -352,15 +352,11 @@ fn receipt(
         }
     };
     checked.receipts += 1;
-    let mismatch = |path: &str, detail: String| {
-        Problem::new(ProblemKind::ReceiptMismatch, detail)
-            .at_path(path)
-            .at_revision(&rev.id, rev.position)
-    };
     if rev.forked {
         // The fork's rows at this position are copies of what it inherits (see `lineage`).
         if let Some(l) = lines.first() {
             found.add(mismatch(
+                rev,
                 &l.path,
                 format!(
                     "a fork's first revision records no changes, this one records {}",
@@ -371,48 +367,83 @@ fn receipt(
         return Ok(());
     }
     let expected = expectations(&lines);
+    check_named_paths(ws, rev, before, &expected, found)?;
+    check_unnamed_paths(rev, &changes, &expected, found);
+    Ok(())
+}
+
+/// A receipt line of `rev` that disagrees with the entries at `path`.
+fn mismatch(rev: &Revision, path: &str, detail: String) -> Problem {
+    Problem::new(ProblemKind::ReceiptMismatch, detail)
+        .at_path(path)
+        .at_revision(&rev.id, rev.position)
+}
+
+/// Every path the receipt names holds, after the revision (and before it, when the previous
+/// state is known), what the receipt says.
+fn check_named_paths(
+    ws: &Workspace,
+    rev: &Revision,
+    before: Before,
+    expected: &BTreeMap<String, (Expect, Expect)>,
+    found: &mut Found,
+) -> Outcome<()> {
     let paths: Vec<String> = expected.keys().cloned().collect();
-    if !paths.is_empty() {
-        let now = states(ws, rev.position, &paths)?;
-        let then = match before {
-            Before::Empty => Some(HashMap::new()),
-            Before::At(position) => Some(states(ws, position, &paths)?),
-            Before::Unknown => None,
-        };
-        for (path, (initial, last)) in &expected {
-            let state = now.get(path).unwrap_or(&State::Absent);
-            if !last.admits(state) {
-                let p = mismatch(
-                    path,
-                    format!(
-                        "the receipt says {path} holds {} after this revision; the entries hold {}",
-                        last.describe(),
-                        state.describe()
-                    ),
-                );
-                found.add(match last.hash() {
-                    Some(h) => p.with_hash(h),
-                    None => p,
-                });
-            }
-            let Some(then) = &then else { continue };
-            let state = then.get(path).unwrap_or(&State::Absent);
-            if !initial.admits(state) {
-                let p = mismatch(
-                    path,
-                    format!(
-                        "the receipt says {path} held {} before this revision; the entries hold {}",
-                        initial.describe(),
-                        state.describe()
-                    ),
-                );
-                found.add(match initial.hash() {
-                    Some(h) => p.with_hash(h),
-                    None => p,
-                });
-            }
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let now = states(ws, rev.position, &paths)?;
+    let then = match before {
+        Before::Empty => Some(HashMap::new()),
+        Before::At(position) => Some(states(ws, position, &paths)?),
+        Before::Unknown => None,
+    };
+    for (path, (initial, last)) in expected {
+        let state = now.get(path).unwrap_or(&State::Absent);
+        if !last.admits(state) {
+            let p = mismatch(
+                rev,
+                path,
+                format!(
+                    "the receipt says {path} holds {} after this revision; the entries hold {}",
+                    last.describe(),
+                    state.describe()
+                ),
+            );
+            found.add(match last.hash() {
+                Some(h) => p.with_hash(h),
+                None => p,
+            });
+        }
+        let Some(then) = &then else { continue };
+        let state = then.get(path).unwrap_or(&State::Absent);
+        if !initial.admits(state) {
+            let p = mismatch(
+                rev,
+                path,
+                format!(
+                    "the receipt says {path} held {} before this revision; the entries hold {}",
+                    initial.describe(),
+                    state.describe()
+                ),
+            );
+            found.add(match initial.hash() {
+                Some(h) => p.with_hash(h),
+                None => p,
+            });
         }
     }
+    Ok(())
+}
+
+/// Every path whose entries change at the revision is named by its receipt; a version split at
+/// a redaction boundary (a tombstone, then the same path's kept content) is not a change.
+fn check_unnamed_paths(
+    rev: &Revision,
+    changes: &Changes,
+    expected: &BTreeMap<String, (Expect, Expect)>,
+    found: &mut Found,
+) {
     let mut unnamed: Vec<&String> = changes
         .starts
         .keys()
@@ -422,14 +453,13 @@ fn receipt(
     unnamed.sort();
     unnamed.dedup();
     for path in unnamed {
-        // A version split at a redaction boundary (a tombstone, then the same path's kept
-        // content) is not a change.
         let split = match (changes.ends.get(path), changes.starts.get(path)) {
             (Some(a), Some(b)) => *a == State::Tombstone || *b == State::Tombstone || a == b,
             _ => false,
         };
         if !split {
             found.add(mismatch(
+                rev,
                 path,
                 format!(
                     "the entries of {path} change at this revision, but its receipt does not name the path"
@@ -437,7 +467,6 @@ fn receipt(
             ));
         }
     }
-    Ok(())
 }
 
 fn check_head(ws: &Workspace, last: Option<(String, i64)>, found: &mut Found) {
