@@ -59,3 +59,16 @@ pub fn checked_path(p: &str) -> Outcome<String> {
             .with_detail(serde_json::json!({ "path": crate::pg::clip(p), "reason": e.reason() }))
         })
 }
+
+/// A request's `page_size`: `default` when absent, else between 1 and `max` (a larger page is
+/// `SUPABASH_QUOTA_EXCEEDED`, as every hard limit).
+pub fn page_size(requested: Option<i32>, default: i64, max: i64) -> Outcome<i64> {
+    let size = requested.map_or(default, i64::from);
+    if !(1..=max).contains(&size) {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("page_size must be between 1 and {max}"),
+        ));
+    }
+    Ok(size)
+}

@@ -3,12 +3,11 @@
 
 use super::Call;
 use crate::pg::args;
-use crate::pg::fail::{Fail, Outcome};
+use crate::pg::fail::Outcome;
 use crate::store::{access, audit};
 use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE};
 use supabash_core::rpc::audit as wire;
-use supabash_core::Marker;
 
 /// `supabash_record_discarded`: see docs/audit.md. Any grant that can work on the tree (`read`,
 /// `write` or `commit`) may record what its session did.
@@ -30,13 +29,7 @@ pub fn record_discarded(call: &Call, req: wire::RecordDiscarded) -> Outcome<wire
 /// `supabash_audit`: see docs/audit.md. Reads only, so it works on a hot standby.
 pub fn audit(call: &Call, req: wire::Audit) -> Outcome<wire::AuditPage> {
     let ws = access::open(&req, &[Operation::History])?;
-    let limit = req.page_size.map_or(DEFAULT_AUDIT_PAGE, i64::from);
-    if !(1..=MAX_AUDIT_PAGE).contains(&limit) {
-        return Err(Fail::new(
-            Marker::Quota,
-            format!("page_size must be between 1 and {MAX_AUDIT_PAGE}"),
-        ));
-    }
+    let limit = args::page_size(req.page_size, DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE)?;
     let revision = args::uuid_opt("revision", req.revision.as_deref())?;
     if let Some(r) = &revision {
         access::revision_position(&ws.id, r)?;

@@ -7,7 +7,7 @@
 use super::Call;
 use crate::pg::args;
 use crate::pg::db;
-use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::fail::{invalid, Outcome};
 use crate::rpc::read;
 use crate::store::access::{self, Workspace};
 use crate::store::entries::{self, FileRow};
@@ -16,7 +16,6 @@ use supabash_core::capability::Operation;
 use supabash_core::rpc::listing::{
     DirectoryPage, ListDirectory, DEFAULT_DIRECTORY_PAGE, MAX_DIRECTORY_PAGE,
 };
-use supabash_core::Marker;
 
 /// Rows one probe reads at most: a probe that meets a subdirectory wastes the rest of its rows.
 const MAX_PROBE: i64 = 1024;
@@ -103,13 +102,11 @@ fn totals(ws: &Workspace, position: Option<i64>) -> Outcome<(i64, i64)> {
 pub fn list_directory(_call: &Call, req: ListDirectory) -> Outcome<DirectoryPage> {
     let ws = access::open(&req, &[Operation::Read])?;
     let dir = directory(&req.path)?;
-    let page_size = req.page_size.unwrap_or(DEFAULT_DIRECTORY_PAGE);
-    if !(1..=MAX_DIRECTORY_PAGE).contains(&page_size) {
-        return Err(Fail::new(
-            Marker::Quota,
-            format!("page_size must be between 1 and {MAX_DIRECTORY_PAGE}"),
-        ));
-    }
+    let page_size = args::page_size(
+        req.page_size,
+        DEFAULT_DIRECTORY_PAGE.into(),
+        MAX_DIRECTORY_PAGE.into(),
+    )?;
     let (prefix, upper) = bounds(&dir);
     let mut at = resume_at(&prefix, req.cursor.as_deref())?;
     let (revision, position) = read::pinned(&ws, req.revision.as_deref())?;

@@ -183,13 +183,7 @@ pub fn load_revision(_call: &Call, req: rq::LoadRevision) -> Outcome<RevisionTre
 /// of the last record of the previous page.
 pub fn history(_call: &Call, req: rq::History) -> Outcome<HistoryPage> {
     let ws = access::open(&req, &[Operation::History])?;
-    let limit = req.page_size.map_or(DEFAULT_HISTORY_PAGE, i64::from);
-    if !(1..=MAX_HISTORY_PAGE).contains(&limit) {
-        return Err(Fail::new(
-            Marker::Quota,
-            format!("page_size must be between 1 and {MAX_HISTORY_PAGE}"),
-        ));
-    }
+    let limit = args::page_size(req.page_size, DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE)?;
     let after = match args::uuid_opt("cursor", req.cursor.as_deref())? {
         None => i64::MIN,
         Some(cursor) => match access::revision_position(&ws.id, &cursor) {

@@ -201,13 +201,7 @@ fn remove(id: &str, source: Option<String>, reclaimed: &mut Reclaimed) -> Outcom
 /// `supabash_list_workspaces`: the caller's workspaces (not deleted ones), oldest first.
 pub fn list_workspaces(_call: &Call, req: rq::ListWorkspaces) -> Outcome<WorkspacePage> {
     let owner = access::caller()?;
-    let limit = req.page_size.map_or(DEFAULT_WORKSPACE_PAGE, i64::from);
-    if !(1..=MAX_WORKSPACE_PAGE).contains(&limit) {
-        return Err(Fail::new(
-            Marker::Quota,
-            format!("page_size must be between 1 and {MAX_WORKSPACE_PAGE}"),
-        ));
-    }
+    let limit = args::page_size(req.page_size, DEFAULT_WORKSPACE_PAGE, MAX_WORKSPACE_PAGE)?;
     let after = args::uuid_opt("cursor", req.cursor.as_deref())?;
     // Pages follow (created_at, id); the cursor names the last workspace of the previous page.
     let mut page = workspaces::page(&owner, after.clone(), limit + 1)?;
