@@ -20,7 +20,7 @@
 //! - [`fuse`]: `supabash mount` (the FUSE filesystem in `fuse_fs`, `fuse_ops`, `fuse_inodes`,
 //!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`;
 //! - [`verify`]: `supabash verify` and `supabash gc`;
-//! - [`doctor`]: `supabash doctor`;
+//! - [`doctor`]: `supabash doctor`; [`storage_setup`]: `supabash storage-setup`;
 //! - [`audit`]: `supabash audit`, the audit trail of agent actions.
 
 #![deny(unsafe_code)]
@@ -46,6 +46,7 @@ pub mod profile;
 pub mod redact;
 pub mod retention;
 pub mod run;
+pub mod storage_setup;
 pub mod transfer;
 pub mod verifiers;
 pub mod verify;
