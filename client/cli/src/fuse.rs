@@ -211,15 +211,19 @@ async fn finish(
     ws: &Workspace,
     read_only: bool,
 ) -> Result<(), BoxError> {
-    let mut outcome = Ok(());
+    let mut outcome: Result<(), BoxError> = Ok(());
     if args.commit_on_unmount {
         let mut options = CommitOptions::new(args.actor.clone());
         if let Some(m) = &args.message {
             options = options.with_cause(m.clone());
         }
-        match fs.commit(ws, options).await {
+        match fs.commit(ws, options, true).await {
             Ok(result) => mount_control::print_receipt(&result),
-            Err(e) => outcome = Err(format!("the commit at unmount failed: {e}").into()),
+            Err(e) => {
+                // The error itself, so its report keeps the code and an unknown outcome.
+                let message = format!("the commit at unmount failed: {}", e.message());
+                outcome = Err(Box::new(e.with_message(message)));
+            }
         }
     }
     let staged = if read_only {

@@ -735,11 +735,14 @@ impl MountFs {
     }
 
     /// Commits the staged tree as one revision, with every open buffer written first; no
-    /// request runs meanwhile. Symbolic links stay in the session.
+    /// request runs meanwhile. Symbolic links stay in the session. `record_session`: the
+    /// session's audit action goes with it (not when sending again a commit whose outcome is
+    /// unknown: that one carries the action already).
     pub async fn commit(
         &self,
         ws: &Workspace,
         options: CommitOptions,
+        record_session: bool,
     ) -> supabash::Result<CommitResult> {
         let mut st = self.state.lock().await;
         self.persist_all(&mut st).await.map_err(buffer_error)?;
@@ -749,7 +752,9 @@ impl MountFs {
                 st.links.len()
             );
         }
-        ws.record(st.summary.action(self.read_only));
+        if record_session {
+            ws.record(st.summary.action(self.read_only));
+        }
         let result = ws.commit(options).await;
         st.summary
             .committed(result.as_ref().ok().map(|r| r.receipt.revision.clone()));

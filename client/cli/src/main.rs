@@ -7,6 +7,7 @@ mod demo;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use supabash_cli as cli;
+use supabash_cli::exit::Rerun;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -36,7 +37,7 @@ enum Command {
     /// key (when missing), then checks in the database that row-level security confines every
     /// user to their own first folder (the four policies of sql/storage.sql) and that no other
     /// policy widens it, and that the bucket's file_size_limit and allowed_mime_types admit what
-    /// the backend uploads (with the default limits). Exits with status 2 when a check fails.
+    /// the backend uploads (with the default limits). Exits with status 8 when a check fails.
     StorageSetup(cli::storage_setup::StorageSetupArgs),
     /// Lists the caller's workspaces (every page): id, label, head, stored bytes, fork origin.
     Workspaces(cli::workspaces::ListArgs),
@@ -100,60 +101,133 @@ enum Command {
     /// Checks that a workspace's stored history holds together: every entry's body stored,
     /// every body and delta chain decoding to its hash, the revision chain and head, every
     /// receipt against the entries. Reports every problem; repairs nothing. Exits with status
-    /// 1 when it finds a problem.
+    /// 8 when it finds a problem.
     Verify(cli::verify::VerifyArgs),
     /// Reports the caller's orphan bodies (stored, referenced by nothing) and idle workspaces;
     /// with --apply deletes the orphan bodies (idle workspaces are only reported).
     Gc(cli::verify::GcArgs),
     /// Checks the installation, one line per check: connectivity, the extension's version
     /// and pending upgrades, privileges and row-level security, Storage policies, clock skew.
-    /// Exits with status 1 when a check fails.
+    /// Exits with status 8 when a check fails.
     Doctor(Box<cli::doctor::DoctorArgs>),
     /// Lists the workspace's audit trail (agent actions: tool calls, bash, apply_patch, mount
     /// and run sessions), or only the records of one revision; discarded sessions' too.
     Audit(Box<cli::audit::AuditArgs>),
 }
 
-/// Runs `command`; answers the status to exit with when it succeeded (`run` passes its
-/// command's status through; every other command answers 0).
+/// Runs `command`; answers the status to exit with when supabash itself did not fail: 0, or
+/// for `run` its command's status.
 async fn dispatch(command: Command) -> Result<i32, BoxError> {
-    let checked = |ok: bool, status: i32| if ok { 0 } else { status };
+    let done = |()| 0;
     match command {
-        Command::Demo => demo::run().await.map(|()| 0),
-        Command::Mcp(args) => cli::mcp::run(*args).await.map(|()| 0),
-        Command::StorageSetup(args) => cli::storage_setup::run(args).await.map(|ok| checked(ok, 2)),
-        Command::Workspaces(args) => cli::workspaces::list(args).await.map(|()| 0),
-        Command::Fork(args) => cli::workspaces::fork(args).await.map(|()| 0),
-        Command::DeleteWorkspace(args) => cli::workspaces::delete(args).await.map(|()| 0),
-        Command::Redact(args) => cli::redact::run(*args).await.map(|()| 0),
+        Command::Demo => demo::run().await.map(done),
+        Command::Mcp(args) => cli::mcp::run(*args).await.map(done),
+        Command::StorageSetup(args) => cli::storage_setup::run(args).await.map(done),
+        Command::Workspaces(args) => cli::workspaces::list(args).await.map(done),
+        Command::Fork(args) => cli::workspaces::fork(args).await.map(done),
+        Command::DeleteWorkspace(args) => cli::workspaces::delete(args).await.map(done),
+        Command::Redact(args) => cli::redact::run(*args).await.map(done),
         Command::Run(args) => cli::run::run(*args).await,
-        Command::Import(args) => cli::transfer::import(*args).await.map(|()| 0),
-        Command::Export(args) => cli::transfer::export(*args).await.map(|()| 0),
-        Command::Mount(args) => cli::fuse::run(*args).await.map(|()| 0),
-        Command::Commit(args) => cli::mount_control::commit(args).await.map(|()| 0),
-        Command::Changes(args) => cli::mount_control::changes(args).await.map(|()| 0),
-        Command::Log(args) => cli::history::log(*args).await.map(|()| 0),
-        Command::Show(args) => cli::history::show(*args).await.map(|()| 0),
-        Command::Ls(args) => cli::files::ls(*args).await.map(|()| 0),
-        Command::Tree(args) => cli::files::tree(*args).await.map(|()| 0),
-        Command::Cat(args) => cli::files::cat(*args).await.map(|()| 0),
-        Command::Diff(args) => cli::diff::run(*args).await.map(|()| 0),
-        Command::Restore(args) => cli::history::restore(*args).await.map(|()| 0),
-        Command::Checkpoint(args) => cli::retention::checkpoint(*args).await.map(|()| 0),
-        Command::Checkpoints(args) => cli::retention::checkpoints(*args).await.map(|()| 0),
-        Command::Purge(args) => cli::retention::purge(*args).await.map(|()| 0),
-        Command::Verifier { command } => cli::verifiers::run(command).await.map(|()| 0),
+        Command::Import(args) => cli::transfer::import(*args).await.map(done),
+        Command::Export(args) => cli::transfer::export(*args).await.map(done),
+        Command::Mount(args) => cli::fuse::run(*args).await.map(done),
+        Command::Commit(args) => cli::mount_control::commit(args).await.map(done),
+        Command::Changes(args) => cli::mount_control::changes(args).await.map(done),
+        Command::Log(args) => cli::history::log(*args).await.map(done),
+        Command::Show(args) => cli::history::show(*args).await.map(done),
+        Command::Ls(args) => cli::files::ls(*args).await.map(done),
+        Command::Tree(args) => cli::files::tree(*args).await.map(done),
+        Command::Cat(args) => cli::files::cat(*args).await.map(done),
+        Command::Diff(args) => cli::diff::run(*args).await.map(done),
+        Command::Restore(args) => cli::history::restore(*args).await.map(done),
+        Command::Checkpoint(args) => cli::retention::checkpoint(*args).await.map(done),
+        Command::Checkpoints(args) => cli::retention::checkpoints(*args).await.map(done),
+        Command::Purge(args) => cli::retention::purge(*args).await.map(done),
+        Command::Verifier { command } => cli::verifiers::run(command).await.map(done),
         Command::Completions(args) => {
             let script = cli::completions::script(args.shell, &mut Cli::command());
             std::io::Write::write_all(&mut std::io::stdout(), &script)?;
             Ok(0)
         }
-        Command::Verify(args) => cli::verify::run_verify(args).await.map(|ok| checked(ok, 1)),
-        Command::Gc(args) => cli::verify::run_gc(args).await.map(|()| 0),
-        Command::Doctor(args) => cli::doctor::run_doctor(*args)
-            .await
-            .map(|ok| checked(ok, 1)),
-        Command::Audit(args) => cli::audit::run(*args).await.map(|()| 0),
+        Command::Verify(args) => cli::verify::run_verify(args).await.map(done),
+        Command::Gc(args) => cli::verify::run_gc(args).await.map(done),
+        Command::Doctor(args) => cli::doctor::run_doctor(*args).await.map(done),
+        Command::Audit(args) => cli::audit::run(*args).await.map(done),
+    }
+}
+
+/// What running `command` again does when a change it sent was left with an unknown outcome
+/// (said in the error report; docs/cli.md).
+fn rerun(command: &Command) -> Rerun {
+    use cli::verifiers::VerifierCommand as V;
+    const LOG: &str = "supabash log";
+    match command {
+        Command::Import(_) => Rerun::safe(
+            "it stages only what still differs from the directory (nothing once the commit landed)",
+            LOG,
+        ),
+        Command::Run(_) => Rerun::not_safe(
+            "it runs the command again on the head, which may already hold its changes",
+            LOG,
+        ),
+        Command::Commit(_) => Rerun::safe(
+            "the mount sends the same commit again (same transaction id and idempotency key) and gets the first attempt's receipt if it landed",
+            LOG,
+        ),
+        Command::Mount(_) => Rerun::not_safe(
+            "the mount's staged changes ended with it; mount again and compare with the head",
+            LOG,
+        ),
+        Command::Mcp(_) => Rerun::not_safe(
+            "the session's staged edits ended with it; compare the head with what it should hold",
+            LOG,
+        ),
+        Command::Restore(_) => Rerun::not_safe(
+            "it commits again: one more revision with the same tree if the first landed",
+            LOG,
+        ),
+        Command::Checkpoint(_) => Rerun::safe(
+            "the same --idempotency-key answers the first checkpoint; without one a second checkpoint pins the same revision",
+            "supabash checkpoints",
+        ),
+        Command::Purge(_) => Rerun::safe("it drops only what is still there", LOG),
+        Command::Redact(_) => Rerun::safe(
+            "what is already redacted is not found again",
+            "supabash redact (a dry run, without --apply)",
+        ),
+        Command::Gc(_) => Rerun::safe("it deletes only orphans still there", "supabash gc"),
+        Command::Fork(_) => Rerun::not_safe(
+            "it makes another fork if the first was made",
+            "supabash workspaces",
+        ),
+        Command::DeleteWorkspace(_) => Rerun::safe(
+            "a deleted workspace answers NOT_FOUND",
+            "supabash workspaces",
+        ),
+        Command::StorageSetup(_) => Rerun::safe("it creates the bucket only when missing", "supabash storage-setup"),
+        Command::Verifier { command } => match command {
+            V::Register(_) => Rerun::safe("a registered key id is refused", "supabash verifier rotate"),
+            V::Rotate(_) => Rerun::not_safe(
+                "it rotates again: the key of the first rotation stops working",
+                "the issuer's key",
+            ),
+            V::Revoke(_) => Rerun::safe("a revoked key id answers NOT_FOUND", "supabash verifier revoke"),
+        },
+        Command::Demo
+        | Command::Workspaces(_)
+        | Command::Export(_)
+        | Command::Changes(_)
+        | Command::Log(_)
+        | Command::Show(_)
+        | Command::Ls(_)
+        | Command::Tree(_)
+        | Command::Cat(_)
+        | Command::Diff(_)
+        | Command::Checkpoints(_)
+        | Command::Completions(_)
+        | Command::Verify(_)
+        | Command::Doctor(_)
+        | Command::Audit(_) => Rerun::READ,
     }
 }
 
@@ -163,10 +237,11 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    let rerun = rerun(&args.command);
     match runtime.block_on(dispatch(args.command)) {
         Ok(0) => {}
         Ok(status) => std::process::exit(status),
         // The status and the message come from the error taxonomy (docs/cli.md).
-        Err(e) => cli::exit::fail(e.as_ref()),
+        Err(e) => cli::exit::fail(e.as_ref(), rerun),
     }
 }

@@ -7,6 +7,7 @@
 //! known in one place, [`SessionOutcome`], which [`run`] builds once.
 
 use crate::connect::ConnectArgs;
+use crate::exit::usage;
 use serde::Serialize;
 use serde_json::json;
 use std::ffi::OsString;
@@ -246,10 +247,10 @@ pub fn child_env(
         .fold(Redactor::default(), |r, s| r.with_literal(s.as_str()));
     for name in passed {
         if name.is_empty() || name.contains('=') {
-            return Err(format!("--env takes a variable name, not {name:?}").into());
+            return Err(usage(format!("--env takes a variable name, not {name:?}")));
         }
         if let Some(why) = refused_name(name) {
-            return Err(format!("--env {name} is refused: {why}").into());
+            return Err(usage(format!("--env {name} is refused: {why}")));
         }
         let Some(value) = inherited(name) else {
             continue;
@@ -257,9 +258,9 @@ pub fn child_env(
         let text = format!("{name}={}", value.to_string_lossy());
         let url_credentials = text.contains("://") && text.contains('@');
         if redactor.redact(&text) != text || url_credentials {
-            return Err(
-                format!("--env {name} is refused: its value looks like a credential").into(),
-            );
+            return Err(usage(format!(
+                "--env {name} is refused: its value looks like a credential"
+            )));
         }
         env.retain(|(n, _)| n != name);
         env.push((name.clone(), value));

@@ -20,8 +20,9 @@ pub struct StorageSetupArgs {
     pub bucket: String,
 }
 
-/// `supabash storage-setup`; `Ok(false)` when a policy or bucket check failed.
-pub async fn run(args: StorageSetupArgs) -> Result<bool, BoxError> {
+/// `supabash storage-setup`; fails with [`crate::exit::Problems`] (status 8) when a policy or
+/// bucket check failed.
+pub async fn run(args: StorageSetupArgs) -> Result<(), BoxError> {
     use supabash::storage::setup::{check_bucket, check_policies, create_bucket};
     let created = create_bucket(&args.storage_url, &args.service_key, &args.bucket).await?;
     println!(
@@ -54,5 +55,11 @@ pub async fn run(args: StorageSetupArgs) -> Result<bool, BoxError> {
         println!("bucket restriction: {advice}");
     }
     println!("bucket restrictions: {}", mark(bucket.ok()));
-    Ok(report.ok() && bucket.ok())
+    if report.ok() && bucket.ok() {
+        return Ok(());
+    }
+    Err(crate::exit::problems(format!(
+        "bucket {}: the checks above failed",
+        args.bucket
+    )))
 }

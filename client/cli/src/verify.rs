@@ -90,15 +90,22 @@ pub fn render_verify(report: &VerifyReport) -> String {
     out
 }
 
-/// `supabash verify`: prints the report; `Ok(false)` when it found problems.
-pub async fn run_verify(args: VerifyArgs) -> Result<bool, BoxError> {
+/// `supabash verify`: prints the report; fails with [`crate::exit::Problems`] (status 8) when
+/// it found problems.
+pub async fn run_verify(args: VerifyArgs) -> Result<(), BoxError> {
     let report = verify(&args).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", render_verify(&report));
     }
-    Ok(report.ok)
+    if report.ok {
+        return Ok(());
+    }
+    Err(crate::exit::problems(format!(
+        "workspace {}: {} problem(s) found",
+        report.workspace_id, report.problem_count
+    )))
 }
 
 /// Looks for garbage (and deletes orphan bodies with `--apply`).
