@@ -181,7 +181,7 @@ pub async fn run(args: &DoctorArgs) -> Report {
     report
 }
 
-/// `supabash doctor`: prints the report; fails with [`crate::exit::Problems`] (status 8) when
+/// `supabash doctor`: prints the report; fails with [`crate::exit::problems`] (status 8) when
 /// a check failed.
 pub async fn run_doctor(args: DoctorArgs) -> Result<(), BoxError> {
     let report = run(&args).await;

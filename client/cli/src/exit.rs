@@ -111,39 +111,49 @@ impl Rerun {
     pub const READ: Rerun = Rerun::safe("it only reads", "supabash log");
 }
 
-/// A command-line misuse found after parsing (a missing connection setting, a bad profile).
+/// A failure the tool itself finds, outside the client's taxonomy: a command-line misuse
+/// after parsing (a missing setting, a bad profile: `USAGE`, status 2) or a check that ran and
+/// found problems (`verify`, `doctor`, `storage-setup`: `PROBLEMS`, status 8; what it found is
+/// already printed and the message sums it up).
 #[derive(Debug)]
-pub struct Usage(pub String);
+pub struct ToolError {
+    status: Status,
+    message: String,
+}
 
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl ToolError {
+    /// The code its report names.
+    fn code(&self) -> &'static str {
+        match self.status {
+            Status::Usage => "USAGE",
+            Status::Problems => "PROBLEMS",
+            _ => "ERROR",
+        }
     }
 }
 
-impl Error for Usage {}
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
 
-/// A [`Usage`] error, boxed as commands return them.
+impl Error for ToolError {}
+
+/// A command-line misuse (status 2), boxed as commands return errors.
 pub fn usage(message: impl Into<String>) -> Box<dyn Error + Send + Sync> {
-    Box::new(Usage(message.into()))
+    Box::new(ToolError {
+        status: Status::Usage,
+        message: message.into(),
+    })
 }
 
-/// A check that ran and found problems (`verify`, `doctor`, `storage-setup`: status 8). What
-/// it found is already printed; the message sums it up.
-#[derive(Debug)]
-pub struct Problems(pub String);
-
-impl std::fmt::Display for Problems {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl Error for Problems {}
-
-/// A [`Problems`] error, boxed as commands return them.
+/// A check that found problems (status 8), boxed as commands return errors.
 pub fn problems(message: impl Into<String>) -> Box<dyn Error + Send + Sync> {
-    Box::new(Problems(message.into()))
+    Box::new(ToolError {
+        status: Status::Problems,
+        message: message.into(),
+    })
 }
 
 /// A failure another `supabash` process reported (a mount answering `commit --mount`),
@@ -204,8 +214,8 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of `e`: the first client error, usage error, problem summary or relayed
-    /// report in its source chain decides.
+    /// The report of `e`: the first client error, tool error or relayed report in its source
+    /// chain decides.
     pub fn of(e: &(dyn Error + 'static)) -> Report {
         let mut cause: Option<&(dyn Error + 'static)> = Some(e);
         while let Some(c) = cause {
@@ -219,11 +229,8 @@ impl Report {
                 report.outcome_unknown = s.outcome_unknown();
                 return report;
             }
-            if let Some(u) = c.downcast_ref::<Usage>() {
-                return Report::new("USAGE", &u.0, false, Status::Usage);
-            }
-            if let Some(p) = c.downcast_ref::<Problems>() {
-                return Report::new("PROBLEMS", &p.0, false, Status::Problems);
+            if let Some(t) = c.downcast_ref::<ToolError>() {
+                return Report::new(t.code(), &t.message, false, t.status);
             }
             if let Some(r) = c.downcast_ref::<Relayed>() {
                 return r.0.clone();

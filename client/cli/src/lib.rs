@@ -7,7 +7,7 @@
 //! - [`connect`]: the connection arguments every command that opens a workspace takes, with
 //!   [`profile`]: named profiles of the config file;
 //! - [`exit`]: exit statuses and error reports from the error taxonomy; [`output`]: JSON and
-//!   lines;
+//!   lines; [`flags`]: the argument blocks several commands share;
 //! - [`history`]: `log`, `show`, `restore`; [`files`]: `ls`, `tree`, `cat`; [`diff`]: `diff`
 //!   (also the demo's diff step); [`retention`]: `checkpoint`, `checkpoints`, `purge`;
 //! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
@@ -33,6 +33,7 @@ pub mod diff;
 pub mod doctor;
 pub mod exit;
 pub mod files;
+pub mod flags;
 pub mod fuse;
 mod fuse_fs;
 mod fuse_inodes;

@@ -245,3 +245,14 @@ fn main() {
         Err(e) => cli::exit::fail(e.as_ref(), rerun),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Flags declared twice (two flattened blocks with one name) fail here, not at run time.
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -20,7 +20,7 @@ pub struct StorageSetupArgs {
     pub bucket: String,
 }
 
-/// `supabash storage-setup`; fails with [`crate::exit::Problems`] (status 8) when a policy or
+/// `supabash storage-setup`; fails with [`crate::exit::problems`] (status 8) when a policy or
 /// bucket check failed.
 pub async fn run(args: StorageSetupArgs) -> Result<(), BoxError> {
     use supabash::storage::setup::{check_bucket, check_policies, create_bucket};
