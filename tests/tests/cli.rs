@@ -380,7 +380,7 @@ async fn every_workspace_command_takes_the_workspace_from_the_environment() {
         let report = c.json(&["verify"]);
         assert_eq!(report["workspaceId"], ws.id(), "{via:?}");
         assert_eq!(report["ok"], true, "{via:?} {report}");
-        let ran = c.json(&["run", "--", "true"]);
+        let ran: Value = serde_json::from_str(&c.ok(&["run", "--json", "--", "true"])).unwrap();
         assert_eq!(ran["session"]["workspaceId"], ws.id(), "{via:?}");
         let dir = std::env::temp_dir().join(format!("cli-env-{}", uuid::Uuid::new_v4()));
         let dir_s = dir.to_str().unwrap();

@@ -56,7 +56,7 @@ enum Command {
     /// in a private temporary directory, runs the command there (cleared environment, its own
     /// process group, a timeout), stages exactly what it changed when it succeeds, prints the
     /// staged change list, and commits only with --commit. Exits with the command's status
-    /// (124 on timeout).
+    /// (124 on timeout); a failure of supabash itself exits with its own status (docs/cli.md).
     Run(Box<cli::run::RunArgs>),
     /// Makes the staged tree match a directory (files it lacks are deleted; moves detected by
     /// content) and prints the staged changes; commits only with --commit.
@@ -68,6 +68,7 @@ enum Command {
     /// --mount DIR` asks or --commit-on-unmount is given. Linux only (elsewhere: `supabash run`).
     Mount(Box<cli::fuse::MountArgs>),
     /// Commits the staged changes of a running mount (`--mount DIR`) and prints the receipt.
+    /// Safe to rerun when the outcome was unknown: the mount sends the same commit again.
     Commit(cli::mount_control::CommitArgs),
     /// Lists the staged changes of a running mount (`--mount DIR`).
     Changes(cli::mount_control::ChangesArgs),
