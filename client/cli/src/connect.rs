@@ -35,7 +35,7 @@ pub struct ConnectArgs {
     /// The user id a direct connection acts as (claims: sub, role authenticated).
     #[arg(long, env = "SUPABASH_SUB")]
     pub sub: Option<String>,
-    /// PostgREST base URL (Supabase: https://<project>.supabase.co/rest/v1).
+    /// PostgREST base URL (Supabase: `https://<project>.supabase.co/rest/v1`).
     #[arg(long, env = "SUPABASH_URL")]
     pub url: Option<String>,
     /// The user's access token, sent as `Authorization: Bearer` (prefer the environment or

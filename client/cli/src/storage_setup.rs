@@ -6,7 +6,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Arguments of `supabash storage-setup`.
 #[derive(clap::Args)]
 pub struct StorageSetupArgs {
-    /// The Storage API base URL, e.g. https://<ref>.supabase.co/storage/v1.
+    /// The Storage API base URL, e.g. `https://<ref>.supabase.co/storage/v1`.
     #[arg(long, env = "SUPABASE_STORAGE_URL")]
     pub storage_url: String,
     /// The service-role key: only it may create a bucket. Never printed.
