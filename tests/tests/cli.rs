@@ -401,6 +401,24 @@ async fn every_workspace_command_takes_the_workspace_from_the_environment() {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+    // A problem verify finds: status 8 (a check found problems), the report on stdout first.
+    let admin = supabash_tests::support::admin(cluster()).await;
+    admin
+        .execute(
+            "UPDATE supabash.entries SET body_size = body_size + 1
+              WHERE workspace_id = $1::text::uuid AND path = '/c.md'",
+            &[&ws.id()],
+        )
+        .await
+        .unwrap();
+    let c = Conn::new(Via::Postgres, &user).with("SUPABASH_WORKSPACE", ws.id());
+    let out = c.run(&["verify", "--json"]);
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false, "{report}");
+    let error: Value = serde_json::from_str(&stderr(&out)).unwrap();
+    assert_eq!(error["error"]["code"], "PROBLEMS", "{error}");
+    assert_eq!(error["error"]["exitStatus"], 8, "{error}");
 }
 
 #[tokio::test]
