@@ -194,11 +194,7 @@ pub async fn log(args: LogArgs) -> Result<(), BoxError> {
 }
 
 fn change_line(line: &ReceiptLine) -> String {
-    let from = line
-        .from
-        .as_ref()
-        .map(|f| format!(" (from {f})"))
-        .unwrap_or_default();
+    let from = output::moved_from(line.from.as_deref());
     let redacted = if line.redacted { " [redacted]" } else { "" };
     format!("{:<6} {}{from}{redacted}", line.op, line.path)
 }

@@ -270,11 +270,7 @@ pub fn print_receipt(result: &CommitResult) {
         }
     );
     for line in &r.changes {
-        let from = line
-            .from
-            .as_ref()
-            .map(|f| format!(" (from {f})"))
-            .unwrap_or_default();
+        let from = crate::output::moved_from(line.from.as_deref());
         text.push_str(&format!("    {} {}{from}\n", line.op, line.path));
     }
     say(&text);
@@ -306,10 +302,7 @@ pub async fn changes(args: ChangesArgs) -> Result<(), BoxError> {
         return Ok(());
     }
     for c in answer["changes"].as_array().into_iter().flatten() {
-        let from = c["from"]
-            .as_str()
-            .map(|f| format!(" (from {f})"))
-            .unwrap_or_default();
+        let from = crate::output::moved_from(c["from"].as_str());
         println!(
             "{} {}{from}",
             c["kind"].as_str().unwrap_or("?"),

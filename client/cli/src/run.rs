@@ -361,11 +361,7 @@ pub fn print_synced(synced: &Synced) {
         println!("staged changes:");
     }
     for c in &synced.changes {
-        let from = c
-            .from
-            .as_deref()
-            .map(|f| format!(" (from {f})"))
-            .unwrap_or_default();
+        let from = crate::output::moved_from(c.from.as_deref());
         let size = c
             .after_size
             .map(|s| format!(", {s} bytes"))

@@ -12,7 +12,7 @@ use serde_json::json;
 use std::sync::Arc;
 use supabash::{PostgresTransport, Workspace};
 use supabash_cli::devcluster::Cluster;
-use supabash_cli::output::short;
+use supabash_cli::output::{moved_from, short};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -80,7 +80,7 @@ fn indent(text: &str) -> String {
 /// Prints the staged changes, one per line.
 fn show_changes(ws: &Workspace) -> supabash::Result<()> {
     for c in ws.changes()? {
-        let from = c.from.map(|f| format!(" (from {f})")).unwrap_or_default();
+        let from = moved_from(c.from.as_deref());
         println!("    {:?} {}{from}", c.kind, c.path);
     }
     Ok(())

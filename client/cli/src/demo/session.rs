@@ -7,7 +7,7 @@ use supabash::workspace::{CheckpointOptions, CommitOptions, DiffRef};
 use supabash::{PostgresTransport, Workspace};
 use supabash_agent::shell::Shell;
 use supabash_agent::AgentFs;
-use supabash_cli::output::short;
+use supabash_cli::output::{moved_from, short};
 use supabash_core::rpc::CommitResult;
 
 /// Step 3: the agent writes notes (and shell scratch that never commits); the host commits.
@@ -106,11 +106,7 @@ pub async fn restore_forward(ws: &Workspace, first: &CommitResult) -> Result<(),
     println!("\n7. Restore forward to the first revision (history is never rewound)");
     let restored = ws.restore(&first.receipt.revision).await?;
     for c in &restored.changes {
-        let from = c
-            .from
-            .as_ref()
-            .map(|f| format!(" (from {f})"))
-            .unwrap_or_default();
+        let from = moved_from(c.from.as_deref());
         println!("    staged {:?} {}{from}", c.kind, c.path);
     }
     let third = ws.commit(CommitOptions::new("demo-host")).await?;
