@@ -369,6 +369,58 @@ async fn restore_checkpoints_and_purge() {
     }
 }
 
+/// `verify`, `run`, `import` and `export` take the workspace from SUPABASH_WORKSPACE as `log`
+/// does (`mount`: tests/mount.rs), over both transports.
+#[tokio::test]
+async fn every_workspace_command_takes_the_workspace_from_the_environment() {
+    let user = new_user();
+    let (ws, revs) = three_revisions(Via::Postgres, &user).await;
+    for via in BOTH {
+        let c = Conn::new(via, &user).with("SUPABASH_WORKSPACE", ws.id());
+        let report = c.json(&["verify"]);
+        assert_eq!(report["workspaceId"], ws.id(), "{via:?}");
+        assert_eq!(report["ok"], true, "{via:?} {report}");
+        let ran: Value = serde_json::from_str(&c.ok(&["run", "--json", "--", "true"])).unwrap();
+        assert_eq!(ran["session"]["workspaceId"], ws.id(), "{via:?}");
+        let dir = std::env::temp_dir().join(format!("cli-env-{}", uuid::Uuid::new_v4()));
+        let dir_s = dir.to_str().unwrap();
+        c.ok(&["export", "--revision", &revs[0], dir_s]);
+        assert_eq!(
+            std::fs::read(dir.join("notes/old.md")).unwrap(),
+            b"moving\n"
+        );
+        // The head lacks notes/old.md: importing the first revision's files stages it back.
+        let imported = c.json(&["import", dir_s]);
+        assert_eq!(imported["session"]["workspaceId"], ws.id(), "{via:?}");
+        assert!(
+            imported["session"]["pathsTouched"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from("/notes/old.md")),
+            "{via:?} {imported}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    // A problem verify finds: status 8 (a check found problems), the report on stdout first.
+    let admin = supabash_tests::support::admin(cluster()).await;
+    admin
+        .execute(
+            "UPDATE supabash.entries SET body_size = body_size + 1
+              WHERE workspace_id = $1::text::uuid AND path = '/c.md'",
+            &[&ws.id()],
+        )
+        .await
+        .unwrap();
+    let c = Conn::new(Via::Postgres, &user).with("SUPABASH_WORKSPACE", ws.id());
+    let out = c.run(&["verify", "--json"]);
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false, "{report}");
+    let error: Value = serde_json::from_str(&stderr(&out)).unwrap();
+    assert_eq!(error["error"]["code"], "PROBLEMS", "{error}");
+    assert_eq!(error["error"]["exitStatus"], 8, "{error}");
+}
+
 #[tokio::test]
 async fn exit_statuses_name_usage_and_permission_failures() {
     let owner = new_user();

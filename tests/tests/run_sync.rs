@@ -603,7 +603,13 @@ async fn the_command_gets_a_cleared_environment() {
             ],
             &[(name, value)],
         );
-        assert_eq!(out.status.code(), Some(1), "{name}");
+        // A refused argument is a usage failure (status 2, docs/cli.md).
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(
+            stderr(&out).starts_with("supabash: USAGE: --env "),
+            "{name}: {}",
+            stderr(&out)
+        );
         assert!(stderr(&out).contains("refused"), "{name}: {}", stderr(&out));
         assert!(!stderr(&out).contains(value) || value == "x", "{name}");
         assert!(!marker.exists(), "{name}: the command ran");

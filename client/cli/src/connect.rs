@@ -35,7 +35,7 @@ pub struct ConnectArgs {
     /// The user id a direct connection acts as (claims: sub, role authenticated).
     #[arg(long, env = "SUPABASH_SUB")]
     pub sub: Option<String>,
-    /// PostgREST base URL (Supabase: https://<project>.supabase.co/rest/v1).
+    /// PostgREST base URL (Supabase: `https://<project>.supabase.co/rest/v1`).
     #[arg(long, env = "SUPABASH_URL")]
     pub url: Option<String>,
     /// The user's access token, sent as `Authorization: Bearer` (prefer the environment or
@@ -150,25 +150,36 @@ impl ConnectArgs {
     }
 }
 
-/// A workspace and how to reach it: what the commands on one workspace take.
+/// The environment variable naming the default workspace.
+pub const WORKSPACE_ENV: &str = "SUPABASH_WORKSPACE";
+
+/// A workspace and how to reach it: the one argument block every command on one workspace
+/// flattens (`log`, `ls`, `verify`, `run`, `import`, `export`, `mount`, ...).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Target {
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// The workspace (default: $SUPABASH_WORKSPACE, else the profile's `workspace`).
-    #[arg(long, short = 'w', env = "SUPABASH_WORKSPACE")]
+    #[arg(long, short = 'w', env = WORKSPACE_ENV)]
     pub workspace: Option<String>,
+}
+
+impl ConnectArgs {
+    /// The workspace the profile names, or a usage error saying where to give one.
+    pub fn profile_workspace(&self) -> Result<String, BoxError> {
+        self.load_profile()?.workspace.ok_or_else(|| {
+            usage("give --workspace (or SUPABASH_WORKSPACE, or a profile's workspace)")
+        })
+    }
 }
 
 impl Target {
     /// The workspace id, from the flag, the environment or the profile.
     pub fn workspace_id(&self) -> Result<String, BoxError> {
-        if let Some(w) = &self.workspace {
-            return Ok(w.clone());
+        match &self.workspace {
+            Some(w) => Ok(w.clone()),
+            None => self.connect.profile_workspace(),
         }
-        self.connect.load_profile()?.workspace.ok_or_else(|| {
-            usage("give --workspace (or SUPABASH_WORKSPACE, or a profile's workspace)")
-        })
     }
 
     /// The transport and the workspace id.

@@ -181,15 +181,25 @@ pub async fn run(args: &DoctorArgs) -> Report {
     report
 }
 
-/// `supabash doctor`: prints the report; `Ok(false)` when a check failed.
-pub async fn run_doctor(args: DoctorArgs) -> Result<bool, BoxError> {
+/// `supabash doctor`: prints the report; fails with [`crate::exit::problems`] (status 8) when
+/// a check failed.
+pub async fn run_doctor(args: DoctorArgs) -> Result<(), BoxError> {
     let report = run(&args).await;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
         print!("{}", report.render());
     }
-    Ok(report.ok())
+    match report
+        .checks
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .count()
+    {
+        0 => Ok(()),
+        1 => Err(crate::exit::problems("1 check failed")),
+        n => Err(crate::exit::problems(format!("{n} checks failed"))),
+    }
 }
 
 /// What the connectivity probe's RPC answered (for the extension check without a database).

@@ -4,7 +4,7 @@
 //! commits them. A revision (`--revision`) or `--read-only` mount answers `EROFS` to writes.
 //! Unmount with `fusermount3 -u DIR`, Ctrl-C or SIGTERM.
 
-use crate::connect::ConnectArgs;
+use crate::connect::Target;
 use crate::fuse_fs::MountFs;
 use crate::fuse_ops::Kernel;
 use crate::mount_control::{self, Control};
@@ -19,12 +19,9 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Debug, clap::Args)]
 pub struct MountArgs {
     #[command(flatten)]
-    pub connect: ConnectArgs,
+    pub target: Target,
     /// The directory to mount on (an existing directory).
     pub dir: PathBuf,
-    /// The workspace to mount.
-    #[arg(long)]
-    pub workspace: String,
     /// Mount this revision, read-only, instead of the staged tree.
     #[arg(long, conflicts_with = "commit_on_unmount")]
     pub revision: Option<String>,
@@ -150,11 +147,11 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
     let limits = Limits::default()
         .with_max_files(args.max_files)
         .with_max_staged_bytes(args.max_staged_mib << 20);
-    let transport = args.connect.connect().await?;
+    let (transport, id) = args.target.open().await?;
     let ws = Arc::new(
         Workspace::builder(transport)
             .limits(limits)
-            .open(&args.workspace)
+            .open(&id)
             .await?,
     );
     let read_only = args.read_only || args.revision.is_some();
@@ -211,15 +208,19 @@ async fn finish(
     ws: &Workspace,
     read_only: bool,
 ) -> Result<(), BoxError> {
-    let mut outcome = Ok(());
+    let mut outcome: Result<(), BoxError> = Ok(());
     if args.commit_on_unmount {
         let mut options = CommitOptions::new(args.actor.clone());
         if let Some(m) = &args.message {
             options = options.with_cause(m.clone());
         }
-        match fs.commit(ws, options).await {
+        match fs.commit(ws, options, true).await {
             Ok(result) => mount_control::print_receipt(&result),
-            Err(e) => outcome = Err(format!("the commit at unmount failed: {e}").into()),
+            Err(e) => {
+                // The error itself, so its report keeps the code and an unknown outcome.
+                let message = format!("the commit at unmount failed: {}", e.message());
+                outcome = Err(Box::new(e.with_message(message)));
+            }
         }
     }
     let staged = if read_only {

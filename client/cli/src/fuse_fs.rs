@@ -365,17 +365,22 @@ impl MountFs {
         self.writable()?;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
-        if st.links.remove(&p).is_none() {
-            if self.lstat(&p).await?.kind == FileKind::Directory {
-                return Err(Errno::EISDIR);
-            }
-            self.tree
-                .rm(&p, false, false)
-                .await
-                .map_err(|e| errno(&e))?;
+        if st.links.remove(&p).is_some() {
+            st.inodes.remove(&p);
+            st.summary.touched(&p);
+            return Ok(());
         }
-        st.inodes.remove(&p);
-        st.summary.touched(&p);
+        if self.lstat(&p).await?.kind == FileKind::Directory {
+            return Err(Errno::EISDIR);
+        }
+        self.remove(&mut st, &p).await
+    }
+
+    /// Removes `p` (a file or an empty directory) from the staged tree and forgets its inode.
+    async fn remove(&self, st: &mut State, p: &str) -> Result<(), Errno> {
+        self.tree.rm(p, false, false).await.map_err(|e| errno(&e))?;
+        st.inodes.remove(p);
+        st.summary.touched(p);
         Ok(())
     }
 
@@ -399,13 +404,7 @@ impl MountFs {
         {
             return Err(Errno::ENOTEMPTY);
         }
-        self.tree
-            .rm(&p, false, false)
-            .await
-            .map_err(|e| errno(&e))?;
-        st.inodes.remove(&p);
-        st.summary.touched(&p);
-        Ok(())
+        self.remove(&mut st, &p).await
     }
 
     /// `symlink`: kept in this session only. The target must stay inside the mount (a
@@ -735,11 +734,14 @@ impl MountFs {
     }
 
     /// Commits the staged tree as one revision, with every open buffer written first; no
-    /// request runs meanwhile. Symbolic links stay in the session.
+    /// request runs meanwhile. Symbolic links stay in the session. `record_session`: the
+    /// session's audit action goes with it (not when sending again a commit whose outcome is
+    /// unknown: that one carries the action already).
     pub async fn commit(
         &self,
         ws: &Workspace,
         options: CommitOptions,
+        record_session: bool,
     ) -> supabash::Result<CommitResult> {
         let mut st = self.state.lock().await;
         self.persist_all(&mut st).await.map_err(buffer_error)?;
@@ -749,7 +751,9 @@ impl MountFs {
                 st.links.len()
             );
         }
-        ws.record(st.summary.action(self.read_only));
+        if record_session {
+            ws.record(st.summary.action(self.read_only));
+        }
         let result = ws.commit(options).await;
         st.summary
             .committed(result.as_ref().ok().map(|r| r.receipt.revision.clone()));

@@ -3,6 +3,7 @@
 
 use crate::connect::Target;
 use crate::exit::usage;
+use crate::flags::Recorded;
 use crate::output::{self, short};
 use supabash::transport::call;
 use supabash::workspace::CommitOptions;
@@ -193,11 +194,7 @@ pub async fn log(args: LogArgs) -> Result<(), BoxError> {
 }
 
 fn change_line(line: &ReceiptLine) -> String {
-    let from = line
-        .from
-        .as_ref()
-        .map(|f| format!(" (from {f})"))
-        .unwrap_or_default();
+    let from = output::moved_from(line.from.as_deref());
     let redacted = if line.redacted { " [redacted]" } else { "" };
     format!("{:<6} {}{from}{redacted}", line.op, line.path)
 }
@@ -278,12 +275,8 @@ pub struct RestoreArgs {
     pub target: Target,
     /// The revision whose tree becomes the new head (head, an id, a position or a prefix).
     pub rev: String,
-    /// Recorded on the new revision.
-    #[arg(long, default_value = "supabash-cli")]
-    pub actor: String,
-    /// Why (recorded on the new revision).
-    #[arg(long)]
-    pub cause: Option<String>,
+    #[command(flatten)]
+    pub recorded: Recorded,
     /// Print the commit's answer as JSON ({"receipt": ..., "replayed": bool}).
     #[arg(long)]
     pub json: bool,
@@ -296,8 +289,8 @@ pub async fn restore(args: RestoreArgs) -> Result<(), BoxError> {
     let source = resolve(transport.as_ref(), &ws, &args.rev).await?.id;
     let workspace = Workspace::builder(transport).open(&ws).await?;
     workspace.restore(&source).await?;
-    let mut options = CommitOptions::new(args.actor);
-    options.cause = args.cause;
+    let mut options = CommitOptions::new(args.recorded.actor);
+    options.cause = args.recorded.cause;
     let committed = workspace.commit(options).await?;
     if args.json {
         return output::json(&committed);

@@ -7,7 +7,7 @@
 //! - [`connect`]: the connection arguments every command that opens a workspace takes, with
 //!   [`profile`]: named profiles of the config file;
 //! - [`exit`]: exit statuses and error reports from the error taxonomy; [`output`]: JSON and
-//!   lines;
+//!   lines; [`flags`]: the argument blocks several commands share;
 //! - [`history`]: `log`, `show`, `restore`; [`files`]: `ls`, `tree`, `cat`; [`diff`]: `diff`
 //!   (also the demo's diff step); [`retention`]: `checkpoint`, `checkpoints`, `purge`;
 //! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
@@ -20,7 +20,7 @@
 //! - [`fuse`]: `supabash mount` (the FUSE filesystem in `fuse_fs`, `fuse_ops`, `fuse_inodes`,
 //!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`;
 //! - [`verify`]: `supabash verify` and `supabash gc`;
-//! - [`doctor`]: `supabash doctor`;
+//! - [`doctor`]: `supabash doctor`; [`storage_setup`]: `supabash storage-setup`;
 //! - [`audit`]: `supabash audit`, the audit trail of agent actions.
 
 #![deny(unsafe_code)]
@@ -33,6 +33,7 @@ pub mod diff;
 pub mod doctor;
 pub mod exit;
 pub mod files;
+pub mod flags;
 pub mod fuse;
 mod fuse_fs;
 mod fuse_inodes;
@@ -46,6 +47,7 @@ pub mod profile;
 pub mod redact;
 pub mod retention;
 pub mod run;
+pub mod storage_setup;
 pub mod transfer;
 pub mod verifiers;
 pub mod verify;

@@ -30,7 +30,8 @@ pub struct McpArgs {
     #[command(flatten)]
     pub connect: crate::connect::ConnectArgs,
     /// A workspace to serve: ID, or LABEL=ID. With several, each is mounted at /LABEL
-    /// (default label: the id).
+    /// (default label: the id). Without it and without --create: $SUPABASH_WORKSPACE, else
+    /// the profile's `workspace`.
     #[arg(long = "workspace", value_name = "[LABEL=]ID")]
     pub workspaces: Vec<String>,
     /// Create a new workspace and serve it (its id is printed on stderr).
@@ -82,13 +83,17 @@ async fn open(args: &McpArgs) -> Result<Served, BoxError> {
         eprintln!("supabash mcp: created workspace {}", ws.id());
         out.push((ws.id().to_owned(), Arc::new(ws)));
     }
-    for spec in &args.workspaces {
+    let mut specs = args.workspaces.clone();
+    if specs.is_empty() && !args.create {
+        specs.push(match std::env::var(crate::connect::WORKSPACE_ENV) {
+            Ok(id) if !id.is_empty() => id,
+            _ => args.connect.profile_workspace()?,
+        });
+    }
+    for spec in &specs {
         let (label, id) = spec.split_once('=').unwrap_or((spec, spec));
         let ws = builder().open(id).await?;
         out.push((label.to_owned(), Arc::new(ws)));
-    }
-    if out.is_empty() {
-        return Err("give --workspace ID (repeatable) or --create".into());
     }
     Ok(out)
 }

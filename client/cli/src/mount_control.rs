@@ -1,18 +1,26 @@
 //! The control socket of a mount: `supabash commit --mount DIR` and `supabash changes --mount
 //! DIR` run in another process and ask the mount process over a Unix socket (mode 0600, in a
 //! 0700 directory) whose path derives from the canonical mount directory. One JSON request
-//! line, one JSON answer line per connection.
+//! line, one JSON answer line per connection; a failure answers the error's report
+//! ([`crate::exit::Report`]), which `commit --mount` reports as its own.
+//!
+//! A commit whose outcome is unknown (its answer was lost) is kept by the mount: the next
+//! commit request sends that same commit again (same cause, transaction id and idempotency
+//! key), so the database answers the first attempt's receipt (`replayed: true`) if it landed.
+//! Rerunning `supabash commit --mount` is therefore safe.
 
+use crate::exit::{Relayed, Report};
 use crate::fuse_fs::MountFs;
 use serde_json::{json, Value};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use supabash::workspace::CommitOptions;
-use supabash::Workspace;
+use supabash::{ErrorCode, SupabashError, Workspace};
 use supabash_core::rpc::CommitResult;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Mutex;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -82,14 +90,17 @@ impl Control {
 
     /// Answers requests until the task is dropped.
     pub async fn serve(self, fs: Arc<MountFs>, ws: Arc<Workspace>, session: Session) {
-        let session = Arc::new(session);
+        let commits = Arc::new(Commits {
+            session,
+            unknown: Mutex::new(None),
+        });
         loop {
             let Ok((stream, _)) = self.listener.accept().await else {
                 continue;
             };
-            let (fs, ws, session) = (fs.clone(), ws.clone(), session.clone());
+            let (fs, ws, commits) = (fs.clone(), ws.clone(), commits.clone());
             tokio::spawn(async move {
-                let _ = answer(stream, &fs, &ws, &session).await;
+                let _ = answer(stream, &fs, &ws, &commits).await;
             });
         }
     }
@@ -104,42 +115,79 @@ pub struct Session {
     pub actor: String,
 }
 
-fn refusal(code: &str, message: &str) -> Value {
-    json!({ "ok": false, "code": code, "message": message })
+/// The mount's commits: the session's settings and the commit whose outcome is unknown.
+struct Commits {
+    session: Session,
+    /// The options of the last commit whose answer was lost; the next commit request sends
+    /// it again.
+    unknown: Mutex<Option<CommitOptions>>,
 }
 
-fn failure(e: &supabash::SupabashError) -> Value {
-    refusal(e.code().as_str(), e.message())
+impl Commits {
+    /// Commits the mount's staged changes with `message`, or first sends again the commit
+    /// whose outcome is unknown (then `message` is not used). Answers whether it was such a
+    /// retry.
+    async fn commit(
+        &self,
+        fs: &MountFs,
+        ws: &Workspace,
+        message: Option<String>,
+    ) -> (supabash::Result<CommitResult>, bool) {
+        let mut unknown = self.unknown.lock().await;
+        let retry = unknown.is_some();
+        let options = unknown.take().unwrap_or_else(|| {
+            let mut options = CommitOptions::new(self.session.actor.clone())
+                .with_idempotency_key(uuid::Uuid::new_v4().to_string());
+            options.cause = message;
+            options
+        });
+        let result = fs.commit(ws, options.clone(), !retry).await;
+        if result.as_ref().is_err_and(|e| e.outcome_unknown()) {
+            *unknown = Some(options);
+        }
+        (result, retry)
+    }
+}
+
+/// The answer to a failed request: the error's report.
+fn failure(e: &SupabashError) -> Value {
+    json!({ "ok": false, "error": Report::of(e) })
 }
 
 async fn answer(
     stream: UnixStream,
     fs: &MountFs,
     ws: &Workspace,
-    session: &Session,
+    commits: &Commits,
 ) -> io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     BufReader::new(read).read_line(&mut line).await?;
     let request: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+    let read_only = commits.session.read_only;
     let reply = match request["op"].as_str() {
-        Some("changes") if session.read_only => json!({ "ok": true, "changes": [] }),
+        Some("changes") if read_only => json!({ "ok": true, "changes": [] }),
         Some("changes") => match fs.changes(ws).await {
             Ok(changes) => json!({ "ok": true, "changes": changes }),
             Err(e) => failure(&e),
         },
-        Some("commit") if session.read_only => {
-            refusal("READ_ONLY", "this mount is read-only: nothing to commit")
-        }
+        Some("commit") if read_only => failure(&SupabashError::new(
+            ErrorCode::ReadOnly,
+            "this mount is read-only: nothing to commit",
+        )),
         Some("commit") => {
-            let mut options = CommitOptions::new(session.actor.clone());
-            options.cause = request["message"].as_str().map(str::to_owned);
-            match fs.commit(ws, options).await {
-                Ok(result) => json!({ "ok": true, "commit": result }),
-                Err(e) => failure(&e),
+            let message = request["message"].as_str().map(str::to_owned);
+            match commits.commit(fs, ws, message).await {
+                (Ok(result), retried) => {
+                    json!({ "ok": true, "commit": result, "retried": retried })
+                }
+                (Err(e), _) => failure(&e),
             }
         }
-        _ => refusal("INVALID_ARGUMENT", "unknown control request"),
+        _ => failure(&SupabashError::new(
+            ErrorCode::InvalidArgument,
+            "unknown control request",
+        )),
     };
     let mut text = reply.to_string();
     text.push('\n');
@@ -148,7 +196,7 @@ async fn answer(
 }
 
 /// Sends one request to the mount at `dir` and returns its answer (`ok: true`), or fails
-/// with the mount's refusal.
+/// with the mount's report ([`Relayed`]).
 async fn request(dir: &Path, request: Value) -> Result<Value, BoxError> {
     let path = socket_path(dir)?;
     let stream = UnixStream::connect(&path).await.map_err(|e| {
@@ -169,12 +217,10 @@ async fn request(dir: &Path, request: Value) -> Result<Value, BoxError> {
     if answer["ok"] == true {
         return Ok(answer);
     }
-    Err(format!(
-        "{}: {}",
-        answer["code"].as_str().unwrap_or("BACKEND"),
-        answer["message"].as_str().unwrap_or("the mount refused")
-    )
-    .into())
+    match serde_json::from_value::<Report>(answer["error"].clone()) {
+        Ok(report) => Err(Box::new(Relayed(report))),
+        Err(_) => Err(format!("the mount answered an unknown failure: {answer}").into()),
+    }
 }
 
 /// Arguments of `supabash commit --mount`.
@@ -213,17 +259,18 @@ pub fn say(text: &str) {
 pub fn print_receipt(result: &CommitResult) {
     let r = &result.receipt;
     let mut text = format!(
-        "committed revision {} ({} change(s), position {})\n",
+        "committed revision {} ({} change(s), position {}){}\n",
         r.revision,
         r.changes.len(),
-        r.position
+        r.position,
+        if result.replayed {
+            ": the earlier attempt had landed (its receipt, replayed)"
+        } else {
+            ""
+        }
     );
     for line in &r.changes {
-        let from = line
-            .from
-            .as_ref()
-            .map(|f| format!(" (from {f})"))
-            .unwrap_or_default();
+        let from = crate::output::moved_from(line.from.as_deref());
         text.push_str(&format!("    {} {}{from}\n", line.op, line.path));
     }
     say(&text);
@@ -238,9 +285,12 @@ pub async fn commit(args: CommitArgs) -> Result<(), BoxError> {
     .await?;
     if args.json {
         println!("{}", answer["commit"]);
-    } else {
-        print_receipt(&serde_json::from_value(answer["commit"].clone())?);
+        return Ok(());
     }
+    if answer["retried"] == true {
+        say("sent again the commit whose outcome was unknown (its message, transaction id and idempotency key)\n");
+    }
+    print_receipt(&serde_json::from_value(answer["commit"].clone())?);
     Ok(())
 }
 
@@ -252,10 +302,7 @@ pub async fn changes(args: ChangesArgs) -> Result<(), BoxError> {
         return Ok(());
     }
     for c in answer["changes"].as_array().into_iter().flatten() {
-        let from = c["from"]
-            .as_str()
-            .map(|f| format!(" (from {f})"))
-            .unwrap_or_default();
+        let from = crate::output::moved_from(c["from"].as_str());
         println!(
             "{} {}{from}",
             c["kind"].as_str().unwrap_or("?"),

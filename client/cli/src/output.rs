@@ -15,3 +15,8 @@ pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), BoxError> {
 pub fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
+
+/// ` (from OLD)` after a moved path, as change lists show a move; empty for other changes.
+pub fn moved_from(from: Option<&str>) -> String {
+    from.map(|f| format!(" (from {f})")).unwrap_or_default()
+}

@@ -6,7 +6,9 @@
 //! The outcome of a session (command, exit status, duration, paths touched, bytes changed) is
 //! known in one place, [`SessionOutcome`], which [`run`] builds once.
 
-use crate::connect::ConnectArgs;
+use crate::connect::Target;
+use crate::exit::usage;
+use crate::flags::CommitFlags;
 use serde::Serialize;
 use serde_json::json;
 use std::ffi::OsString;
@@ -16,7 +18,6 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use supabash::audit::{Action, ActionKind, ActionOutcome};
 use supabash::disk::{MaterialiseOptions, Synced};
-use supabash::workspace::CommitOptions;
 use supabash::Workspace;
 use supabash_agent::redact::Redactor;
 
@@ -33,10 +34,7 @@ pub const EXIT_NOT_STARTED: i32 = 127;
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// The workspace.
-    #[arg(long)]
-    pub workspace: String,
+    pub target: Target,
     /// Materialise this revision instead of the staged tree (what the command changes is
     /// staged onto the staged tree all the same).
     #[arg(long)]
@@ -51,15 +49,8 @@ pub struct RunArgs {
     /// Stage the changes of a command that failed too (default: nothing is staged).
     #[arg(long)]
     pub stage_on_failure: bool,
-    /// Commit the staged changes (default: only stage and print them).
-    #[arg(long)]
-    pub commit: bool,
-    /// The commit's cause.
-    #[arg(short = 'm', long = "message", requires = "commit")]
-    pub message: Option<String>,
-    /// Recorded on the commit.
-    #[arg(long, default_value = "supabash-cli")]
-    pub actor: String,
+    #[command(flatten)]
+    pub commit: CommitFlags,
     /// Print one JSON document (the command's own output then goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -246,10 +237,10 @@ pub fn child_env(
         .fold(Redactor::default(), |r, s| r.with_literal(s.as_str()));
     for name in passed {
         if name.is_empty() || name.contains('=') {
-            return Err(format!("--env takes a variable name, not {name:?}").into());
+            return Err(usage(format!("--env takes a variable name, not {name:?}")));
         }
         if let Some(why) = refused_name(name) {
-            return Err(format!("--env {name} is refused: {why}").into());
+            return Err(usage(format!("--env {name} is refused: {why}")));
         }
         let Some(value) = inherited(name) else {
             continue;
@@ -257,9 +248,9 @@ pub fn child_env(
         let text = format!("{name}={}", value.to_string_lossy());
         let url_credentials = text.contains("://") && text.contains('@');
         if redactor.redact(&text) != text || url_credentials {
-            return Err(
-                format!("--env {name} is refused: its value looks like a credential").into(),
-            );
+            return Err(usage(format!(
+                "--env {name} is refused: its value looks like a credential"
+            )));
         }
         env.retain(|(n, _)| n != name);
         env.push((name.clone(), value));
@@ -370,11 +361,7 @@ pub fn print_synced(synced: &Synced) {
         println!("staged changes:");
     }
     for c in &synced.changes {
-        let from = c
-            .from
-            .as_deref()
-            .map(|f| format!(" (from {f})"))
-            .unwrap_or_default();
+        let from = crate::output::moved_from(c.from.as_deref());
         let size = c
             .after_size
             .map(|s| format!(", {s} bytes"))
@@ -392,38 +379,41 @@ pub fn print_synced(synced: &Synced) {
             );
         }
     }
+    let not_staged = synced.not_staged.iter();
+    print_capped(
+        "not staged",
+        not_staged.map(|n| format!("{}: {}", n.path, n.reason)),
+    );
+    let ignored = synced.ignored.iter();
+    print_capped(
+        "ignored",
+        ignored.map(|i| format!("{} ({})", i.path, i.reason)),
+    );
+}
+
+/// Prints the first 20 `lines` labelled `label`, then how many more there are.
+fn print_capped(label: &str, lines: impl ExactSizeIterator<Item = String>) {
     const SHOWN: usize = 20;
-    for n in synced.not_staged.iter().take(SHOWN) {
-        println!("  not staged: {}: {}", n.path, n.reason);
+    let more = lines.len().saturating_sub(SHOWN);
+    for line in lines.take(SHOWN) {
+        println!("  {label}: {line}");
     }
-    if synced.not_staged.len() > SHOWN {
-        println!(
-            "  not staged: {} more (see --json)",
-            synced.not_staged.len() - SHOWN
-        );
-    }
-    for i in synced.ignored.iter().take(SHOWN) {
-        println!("  ignored: {} ({})", i.path, i.reason);
-    }
-    if synced.ignored.len() > SHOWN {
-        println!(
-            "  ignored: {} more (see --json)",
-            synced.ignored.len() - SHOWN
-        );
+    if more > 0 {
+        println!("  {label}: {more} more (see --json)");
     }
 }
 
 /// `supabash run`; answers the exit status to end with.
 pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     let started = Instant::now();
-    let owned_secrets: Vec<String> = args.connect.secrets().collect();
+    let owned_secrets: Vec<String> = args.target.connect.secrets().collect();
     let secrets: Vec<&String> = owned_secrets.iter().collect();
     let scratch = PrivateDir::new("run")?;
     let (work, home) = (scratch.path().join("work"), scratch.path().join("home"));
     std::fs::DirBuilder::new().mode(0o700).create(&home)?;
     let env = child_env(&args.env, &home, &secrets)?;
-    let transport = args.connect.connect().await?;
-    let ws = Workspace::builder(transport).open(&args.workspace).await?;
+    let (transport, id) = args.target.open().await?;
+    let ws = Workspace::builder(transport).open(&id).await?;
     let options = match &args.revision {
         Some(r) => MaterialiseOptions::default().with_revision(r.clone()),
         None => MaterialiseOptions::default(),
@@ -452,27 +442,13 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
         &secrets,
     ));
     let revision = match &synced {
-        Some(s) if args.commit && !s.changes.is_empty() => {
-            let options = CommitOptions::new(args.actor.clone());
-            let options = match &args.message {
-                Some(m) => options.with_cause(m.clone()),
-                None => options,
-            };
-            Some(ws.commit(options).await?.receipt.revision)
-        }
-        _ => None,
+        Some(s) => args.commit.commit(&ws, !s.changes.is_empty()).await?,
+        None => None,
     };
     if revision.is_none() {
         ws.discard().await?;
     }
-    let outcome = SessionOutcome::new(
-        &args.workspace,
-        command,
-        Some(exit),
-        started,
-        synced.as_ref(),
-        revision,
-    );
+    let outcome = SessionOutcome::new(&id, command, Some(exit), started, synced.as_ref(), revision);
     if args.json {
         println!("{}", json!({ "session": outcome, "sync": synced }));
     } else {

@@ -3,7 +3,8 @@
 //! into an empty directory), on the library's `disk` module, with a progress bar on a
 //! terminal.
 
-use crate::connect::ConnectArgs;
+use crate::connect::Target;
+use crate::flags::CommitFlags;
 use crate::run::{print_synced, SessionOutcome};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -12,7 +13,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use supabash::disk::{MaterialiseOptions, Progress, ProgressFn};
-use supabash::workspace::CommitOptions;
 use supabash::Workspace;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -21,21 +21,11 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
     #[command(flatten)]
-    pub connect: ConnectArgs,
+    pub target: Target,
     /// The directory whose files the staged tree takes (what it lacks is deleted).
     pub dir: PathBuf,
-    /// The workspace.
-    #[arg(long)]
-    pub workspace: String,
-    /// Commit the staged changes.
-    #[arg(long)]
-    pub commit: bool,
-    /// The commit's cause.
-    #[arg(short = 'm', long = "message", requires = "commit")]
-    pub message: Option<String>,
-    /// Recorded on the commit.
-    #[arg(long, default_value = "supabash-cli")]
-    pub actor: String,
+    #[command(flatten)]
+    pub commit: CommitFlags,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -45,14 +35,11 @@ pub struct ImportArgs {
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
     #[command(flatten)]
-    pub connect: ConnectArgs,
+    pub target: Target,
     /// Write this revision (default: the staged tree, which is the head's when nothing is
     /// staged).
     #[arg(long)]
     pub revision: Option<String>,
-    /// The workspace.
-    #[arg(long)]
-    pub workspace: String,
     /// The target directory: created when missing, refused when not empty.
     pub dir: PathBuf,
     /// Print one JSON document (the record of what was written).
@@ -82,8 +69,8 @@ fn progress_bar(what: &'static str) -> Option<(ProgressBar, ProgressFn)> {
 /// `supabash import`.
 pub async fn import(args: ImportArgs) -> Result<(), BoxError> {
     let started = Instant::now();
-    let transport = args.connect.connect().await?;
-    let ws = Workspace::builder(transport).open(&args.workspace).await?;
+    let (transport, id) = args.target.open().await?;
+    let ws = Workspace::builder(transport).open(&id).await?;
     let record = ws.staged_record();
     let bar = progress_bar("hashing");
     let synced = ws
@@ -93,25 +80,9 @@ pub async fn import(args: ImportArgs) -> Result<(), BoxError> {
         bar.finish_and_clear();
     }
     let synced = synced?;
-    let revision = if args.commit && !synced.changes.is_empty() {
-        let options = CommitOptions::new(args.actor.clone());
-        let options = match &args.message {
-            Some(m) => options.with_cause(m.clone()),
-            None => options,
-        };
-        Some(ws.commit(options).await?.receipt.revision)
-    } else {
-        None
-    };
+    let revision = args.commit.commit(&ws, !synced.changes.is_empty()).await?;
     let command = vec!["import".to_owned(), args.dir.display().to_string()];
-    let outcome = SessionOutcome::new(
-        &args.workspace,
-        command,
-        None,
-        started,
-        Some(&synced),
-        revision,
-    );
+    let outcome = SessionOutcome::new(&id, command, None, started, Some(&synced), revision);
     if args.json {
         println!("{}", json!({ "session": outcome, "sync": synced }));
     } else {
@@ -125,8 +96,8 @@ pub async fn import(args: ImportArgs) -> Result<(), BoxError> {
 
 /// `supabash export`.
 pub async fn export(args: ExportArgs) -> Result<(), BoxError> {
-    let transport = args.connect.connect().await?;
-    let ws = Workspace::builder(transport).open(&args.workspace).await?;
+    let (transport, id) = args.target.open().await?;
+    let ws = Workspace::builder(transport).open(&id).await?;
     let mut options = MaterialiseOptions::default();
     if let Some(r) = &args.revision {
         options = options.with_revision(r.clone());

@@ -9,7 +9,7 @@ use crate::profile;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use supabash::capability::postgres::PostgresSigner;
-use supabash::transport::{Delivery, RpcError};
+use supabash::transport::{postgres_error, Delivery};
 use supabash::{ErrorCode, SupabashError};
 use supabash_core::rpc::requests::{RegisterCapabilityVerifier, RevokeCapabilityVerifier};
 use tokio_postgres::types::ToSql;
@@ -50,29 +50,17 @@ impl AdminArgs {
         hide(&dsn);
         let (client, connection) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls)
             .await
-            .map_err(db_error)?;
+            .map_err(db_error(Delivery::Unreached))?;
         tokio::spawn(connection);
         Ok(client)
     }
 }
 
-/// A database error as the client classifies RPC errors (markers, SQLSTATEs).
-fn db_error(e: tokio_postgres::Error) -> SupabashError {
-    let rpc = match e.as_db_error() {
-        Some(db) => RpcError {
-            status: None,
-            code: Some(db.code().code().to_owned()),
-            message: db.message().to_owned(),
-            details: db.detail().map(str::to_owned),
-            hint: db.hint().map(str::to_owned),
-            delivery: Delivery::Answered,
-        },
-        None => RpcError::transport(
-            Delivery::Unreached,
-            format!("database connection failed: {e}"),
-        ),
-    };
-    SupabashError::from_rpc(rpc, true)
+/// Classifies a database error as the client classifies RPC errors (markers, SQLSTATEs);
+/// `unanswered`: whether a statement that got no answer may have run (`Lost`: the
+/// registration or revocation may have happened).
+fn db_error(unanswered: Delivery) -> impl Fn(tokio_postgres::Error) -> SupabashError {
+    move |e| SupabashError::from_rpc(postgres_error(e, unanswered), true)
 }
 
 /// `supabash verifier ...`.
@@ -176,7 +164,7 @@ async fn exists(client: &Client, key_id: &str) -> Result<bool, BoxError> {
             &[&key_id],
         )
         .await
-        .map_err(db_error)?;
+        .map_err(db_error(Delivery::Unreached))?;
     Ok(row.get(0))
 }
 
@@ -321,7 +309,10 @@ async fn call_register(
         "SELECT public.supabash_register_capability_verifier({})",
         args.join(", ")
     );
-    let row = client.query_one(&sql, &params).await.map_err(db_error)?;
+    let row = client
+        .query_one(&sql, &params)
+        .await
+        .map_err(db_error(Delivery::Lost))?;
     Ok(row.get(0))
 }
 
@@ -336,7 +327,7 @@ async fn revoke(args: RevokeArgs) -> Result<(), BoxError> {
             &[&request.key_id],
         )
         .await
-        .map_err(db_error)?;
+        .map_err(db_error(Delivery::Lost))?;
     let revoked: bool = row.get(0);
     if !revoked {
         return Err(SupabashError::new(

@@ -2,7 +2,7 @@
 //! (orphan bodies and idle workspaces of the caller; deletes orphans only with `--apply`).
 //! Both ask the database (`supabash_verify`, `supabash_garbage`); nothing is repaired.
 
-use crate::connect::ConnectArgs;
+use crate::connect::{ConnectArgs, Target};
 use supabash::transport::call;
 use supabash_core::rpc::verify::{Garbage, GarbageReport, Verify, VerifyReport, DEFAULT_IDLE_DAYS};
 
@@ -12,10 +12,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     #[command(flatten)]
-    pub connect: ConnectArgs,
-    /// The workspace to verify.
-    #[arg(long)]
-    pub workspace: String,
+    pub target: Target,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -40,9 +37,9 @@ pub struct GcArgs {
 
 /// Verifies the workspace.
 pub async fn verify(args: &VerifyArgs) -> Result<VerifyReport, BoxError> {
-    let transport = args.connect.connect().await?;
+    let (transport, workspace_id) = args.target.open().await?;
     let request = Verify {
-        workspace_id: args.workspace.clone(),
+        workspace_id,
         delegated_grant: None,
     };
     Ok(call(transport.as_ref(), &request).await?)
@@ -90,15 +87,22 @@ pub fn render_verify(report: &VerifyReport) -> String {
     out
 }
 
-/// `supabash verify`: prints the report; `Ok(false)` when it found problems.
-pub async fn run_verify(args: VerifyArgs) -> Result<bool, BoxError> {
+/// `supabash verify`: prints the report; fails with [`crate::exit::problems`] (status 8) when
+/// it found problems.
+pub async fn run_verify(args: VerifyArgs) -> Result<(), BoxError> {
     let report = verify(&args).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", render_verify(&report));
     }
-    Ok(report.ok)
+    if report.ok {
+        return Ok(());
+    }
+    Err(crate::exit::problems(format!(
+        "workspace {}: {} problem(s) found",
+        report.workspace_id, report.problem_count
+    )))
 }
 
 /// Looks for garbage (and deletes orphan bodies with `--apply`).

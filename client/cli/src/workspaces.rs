@@ -4,6 +4,7 @@
 
 use crate::connect::{ConnectArgs, Target};
 use crate::exit::usage;
+use crate::flags::Recorded;
 use crate::history::resolve;
 use crate::output;
 use supabash::transport::call;
@@ -33,12 +34,8 @@ pub struct ForkArgs {
     /// A name for the fork.
     #[arg(long)]
     pub label: Option<String>,
-    /// Recorded on the fork's first revision.
-    #[arg(long, default_value = "supabash-cli")]
-    pub actor: String,
-    /// Recorded on the fork's first revision.
-    #[arg(long)]
-    pub cause: Option<String>,
+    #[command(flatten)]
+    pub recorded: Recorded,
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
@@ -104,8 +101,8 @@ pub async fn fork(args: ForkArgs) -> Result<(), BoxError> {
         workspace_id: ws,
         revision,
         label: args.label,
-        actor: Some(args.actor),
-        cause: args.cause,
+        actor: Some(args.recorded.actor),
+        cause: args.recorded.cause,
         delegated_grant: None,
     };
     let forked = call(transport.as_ref(), &request).await?;

@@ -85,7 +85,13 @@ async fn cli_creates_the_bucket_and_reports_the_policies() {
     let name = format!("cli-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     let bad = run(&name);
     let out = String::from_utf8_lossy(&bad.stdout);
-    assert_eq!(bad.status.code(), Some(2), "{out}");
+    // A check that found problems: status 8 (docs/cli.md), summed up on stderr.
+    assert_eq!(bad.status.code(), Some(8), "{out}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).starts_with("supabash: PROBLEMS: "),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
     assert!(
         out.contains(&format!("bucket {name}: created (private)")),
         "{out}"
@@ -107,7 +113,7 @@ async fn cli_creates_the_bucket_and_reports_the_policies() {
         .unwrap();
     let restricted = run(&name);
     let out = String::from_utf8_lossy(&restricted.stdout);
-    assert_eq!(restricted.status.code(), Some(2), "{out}");
+    assert_eq!(restricted.status.code(), Some(8), "{out}");
     assert!(out.contains("bucket restrictions: FAILED"), "{out}");
     assert!(
         out.contains("file_size_limit is 1024 bytes")

@@ -4,7 +4,7 @@
 mod postgres;
 mod postgrest;
 
-pub use postgres::PostgresTransport;
+pub use postgres::{postgres_error, PostgresTransport};
 pub use postgrest::PostgrestTransport;
 
 pub use crate::rpc_error::{Delivery, RpcError};

@@ -28,7 +28,10 @@ pub struct PostgresTransport {
     role: String,
 }
 
-fn db_error(e: tokio_postgres::Error, lost: bool) -> RpcError {
+/// A tokio-postgres error as an [`RpcError`]: the server's error as it answered, else a
+/// transport failure delivered as `unanswered` (`Unreached` when nothing can have been applied,
+/// `Lost` when the statement may have run).
+pub fn postgres_error(e: tokio_postgres::Error, unanswered: Delivery) -> RpcError {
     match e.as_db_error() {
         Some(db) => RpcError {
             status: None,
@@ -38,14 +41,7 @@ fn db_error(e: tokio_postgres::Error, lost: bool) -> RpcError {
             hint: db.hint().map(str::to_owned),
             delivery: Delivery::Answered,
         },
-        None => RpcError::transport(
-            if lost {
-                Delivery::Lost
-            } else {
-                Delivery::Unreached
-            },
-            format!("database connection failed: {e}"),
-        ),
+        None => RpcError::transport(unanswered, format!("database connection failed: {e}")),
     }
 }
 
@@ -53,7 +49,7 @@ fn db_error(e: tokio_postgres::Error, lost: bool) -> RpcError {
 async fn open(dsn: &str) -> Result<Client, RpcError> {
     let (client, conn) = tokio_postgres::connect(dsn, NoTls)
         .await
-        .map_err(|e| db_error(e, false))?;
+        .map_err(|e| postgres_error(e, Delivery::Unreached))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -183,7 +179,7 @@ impl PostgresTransport {
                 &[&function],
             )
             .await
-            .map_err(|e| db_error(e, false))?;
+            .map_err(|e| postgres_error(e, Delivery::Unreached))?;
         let sig: Signature = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         self.signatures
             .lock()
@@ -216,22 +212,27 @@ impl Transport for PostgresTransport {
         let call = call_statement(rpc, &sig, args);
         let claims = self.claims.to_string();
         // Until COMMIT is sent nothing can have happened: failures before it are "unreached".
-        let tx = client.transaction().await.map_err(|e| db_error(e, false))?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| postgres_error(e, Delivery::Unreached))?;
         tx.execute(
             "SELECT set_config('request.jwt.claims', $1, true)",
             &[&claims],
         )
         .await
-        .map_err(|e| db_error(e, false))?;
+        .map_err(|e| postgres_error(e, Delivery::Unreached))?;
         tx.batch_execute(&format!("SET LOCAL ROLE {}", quote_ident(&self.role)))
             .await
-            .map_err(|e| db_error(e, false))?;
+            .map_err(|e| postgres_error(e, Delivery::Unreached))?;
         let row = tx
             .query_one(&call.sql, &call.param_refs())
             .await
-            .map_err(|e| db_error(e, false))?;
+            .map_err(|e| postgres_error(e, Delivery::Unreached))?;
         let out: Option<Value> = row.get(0);
-        tx.commit().await.map_err(|e| db_error(e, true))?;
+        tx.commit()
+            .await
+            .map_err(|e| postgres_error(e, Delivery::Lost))?;
         Ok(out.unwrap_or(Value::Null))
     }
 }

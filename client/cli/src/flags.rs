@@ -1,0 +1,47 @@
+//! Argument blocks that several commands flatten, so each flag is declared once: what a
+//! staging command commits ([`CommitFlags`]: `run`, `import`) and who and why a new revision
+//! records ([`Recorded`]: `restore`, `fork`). The connection and workspace block is
+//! [`crate::connect::Target`].
+
+use supabash::workspace::CommitOptions;
+use supabash::Workspace;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The flags of a command that stages changes and may commit them (`run`, `import`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommitFlags {
+    /// Commit the staged changes (default: only stage and print them).
+    #[arg(long)]
+    pub commit: bool,
+    /// The commit's cause.
+    #[arg(short = 'm', long = "message", requires = "commit")]
+    pub message: Option<String>,
+    /// Recorded on the commit.
+    #[arg(long, default_value = "supabash-cli")]
+    pub actor: String,
+}
+
+impl CommitFlags {
+    /// Commits what `ws` has staged when `--commit` asks and something is staged (`changed`);
+    /// answers the revision committed.
+    pub async fn commit(&self, ws: &Workspace, changed: bool) -> Result<Option<String>, BoxError> {
+        if !self.commit || !changed {
+            return Ok(None);
+        }
+        let mut options = CommitOptions::new(self.actor.clone());
+        options.cause = self.message.clone();
+        Ok(Some(ws.commit(options).await?.receipt.revision))
+    }
+}
+
+/// Who and why, recorded on the revision a command makes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Recorded {
+    /// Recorded on the new revision as who made it.
+    #[arg(long, default_value = "supabash-cli")]
+    pub actor: String,
+    /// Why (recorded on the new revision).
+    #[arg(long)]
+    pub cause: Option<String>,
+}
