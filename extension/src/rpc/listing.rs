@@ -74,9 +74,9 @@ fn probe(
     let filter = format!("e.path {op} $5 AND e.path < $6");
     let sql = format!(
         "SELECT * FROM ({}) e ORDER BY 1 LIMIT $7",
-        lineage::visible_sql(ws, at_head, entries::FILE_COLUMNS, &filter)
+        lineage::visible_sql(&ws.sources, at_head, entries::FILE_COLUMNS, &filter)
     );
-    let mut args = lineage::visible_args(ws, position);
+    let mut args = lineage::visible_args(&ws.id, &ws.sources, position);
     args.push(from.as_str().into());
     args.push(upper.into());
     args.push(limit.into());
@@ -89,9 +89,9 @@ fn totals(ws: &Workspace, position: Option<i64>) -> Outcome<(i64, i64)> {
     let sql = format!(
         "SELECT count(*), coalesce(sum(coalesce(e.content_size, e.body_size)), 0)::bigint
            FROM ({}) e",
-        lineage::visible_sql(ws, at_head, "e.content_size, e.body_size", "true")
+        lineage::visible_sql(&ws.sources, at_head, "e.content_size, e.body_size", "true")
     );
-    let args = lineage::visible_args(ws, position);
+    let args = lineage::visible_args(&ws.id, &ws.sources, position);
     let row = db::query_row(&sql, &args, |r| {
         Ok((db::get::<i64>(r, 1)?, db::get::<i64>(r, 2)?))
     })?;

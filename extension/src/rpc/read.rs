@@ -54,13 +54,13 @@ pub fn files_at(
     let sql = format!(
         "SELECT * FROM ({}) e ORDER BY 1",
         lineage::visible_sql(
-            ws,
+            &ws.sources,
             at_head,
             entries::FILE_COLUMNS,
             "$5::text IS NULL OR e.path = $5"
         )
     );
-    let mut args = lineage::visible_args(ws, position);
+    let mut args = lineage::visible_args(&ws.id, &ws.sources, position);
     args.push(only.into());
     let mut rows = entries::file_rows(&sql, &args)?;
     if bodies {

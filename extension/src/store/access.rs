@@ -8,6 +8,7 @@
 
 use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
+pub use crate::store::grants::Delegation;
 use serde_json::json;
 use supabash_core::capability::{delegated_actor, Operation, DELEGATED_ACTOR_PREFIX};
 use supabash_core::rpc::requests::WorkspaceRequest;
@@ -28,24 +29,6 @@ pub struct Workspace {
     pub redaction_epoch: i64,
     /// Set when the caller is a job holding a delegated grant.
     pub delegation: Option<Delegation>,
-}
-
-/// What a delegated grant binds a call to.
-#[derive(Clone)]
-pub struct Delegation {
-    pub actor_subject: String,
-    pub correlation_id: Option<String>,
-    /// The key id of the verifier the grant was minted under (recorded with commits).
-    pub key_id: String,
-    /// The operations the grant allows.
-    pub operations: Vec<String>,
-}
-
-impl Delegation {
-    /// Whether the grant allows `op`.
-    pub fn allows(&self, op: Operation) -> bool {
-        self.operations.iter().any(|o| o == op.as_str())
-    }
 }
 
 fn denied(message: &str) -> Fail {

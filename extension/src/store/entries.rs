@@ -92,8 +92,8 @@ pub fn versions(
     at: Option<i64>,
     paths: Vec<String>,
 ) -> Outcome<BTreeMap<String, Version>> {
-    let sql = lineage::visible_sql(ws, at.is_none(), FILE_COLUMNS, "e.path = ANY($5)");
-    let mut args = lineage::visible_args(ws, at);
+    let sql = lineage::visible_sql(&ws.sources, at.is_none(), FILE_COLUMNS, "e.path = ANY($5)");
+    let mut args = lineage::visible_args(&ws.id, &ws.sources, at);
     args.push(paths.into());
     Ok(file_rows(&sql, &args)?.into_iter().map(version).collect())
 }
@@ -141,8 +141,8 @@ pub fn write(
             .cloned()
             .collect();
         if !ws.sources.is_empty() && !inherited.is_empty() {
-            let visible = lineage::visible_sql(ws, true, FILE_COLUMNS, "e.path = ANY($5)");
-            let mut args = lineage::visible_args(ws, None);
+            let visible = lineage::visible_sql(&ws.sources, true, FILE_COLUMNS, "e.path = ANY($5)");
+            let mut args = lineage::visible_args(&ws.id, &ws.sources, None);
             args.extend([
                 inherited.into(),
                 lineage::FIRST_POSITION.into(),

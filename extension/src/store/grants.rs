@@ -4,15 +4,32 @@
 
 use crate::pg::db;
 use crate::pg::fail::Outcome;
-use crate::store::access::Delegation;
 use sha2::{Digest, Sha256};
-use supabash_core::capability::Policy;
+use supabash_core::capability::{Operation, Policy};
 
 /// Random bytes in a minted grant.
 pub const GRANT_BYTES: usize = 32;
 
 /// Expired nonces and grants one exchange removes at most (the rest wait for the next one).
 const CLEANUP_BATCH: i64 = 64;
+
+/// What a delegated grant binds a call to.
+#[derive(Clone)]
+pub struct Delegation {
+    pub actor_subject: String,
+    pub correlation_id: Option<String>,
+    /// The key id of the verifier the grant was minted under (recorded with commits).
+    pub key_id: String,
+    /// The operations the grant allows.
+    pub operations: Vec<String>,
+}
+
+impl Delegation {
+    /// Whether the grant allows `op`.
+    pub fn allows(&self, op: Operation) -> bool {
+        self.operations.iter().any(|o| o == op.as_str())
+    }
+}
 
 /// A verifier as registered.
 pub struct Verifier {

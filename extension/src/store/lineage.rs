@@ -15,7 +15,6 @@
 //! A fork family shares one body store (`workspaces.store_id`), so bodies are never copied and
 //! deduplicate across the family.
 
-use crate::store::access::Workspace;
 use pgrx::datum::DatumWithOid;
 
 /// The first position of a fork: its fork revision, whose tree is its source's at the fork point.
@@ -28,7 +27,7 @@ pub const MAX_DEPTH: usize = 32;
 /// expects first: `$1` the workspace, `$2` the position (ignored at the head), `$3` its
 /// sources' ids and `$4` the position each is read at. `columns` and `filter` are over the
 /// alias `e`; `filter` may use parameters from `$5` on. Rows come in no particular order.
-pub fn visible_sql(ws: &Workspace, at_head: bool, columns: &str, filter: &str) -> String {
+pub fn visible_sql(sources: &[Source], at_head: bool, columns: &str, filter: &str) -> String {
     let own = if at_head {
         "e.valid_until IS NULL"
     } else {
@@ -38,7 +37,7 @@ pub fn visible_sql(ws: &Workspace, at_head: bool, columns: &str, filter: &str) -
         "SELECT {columns} FROM supabash.entries e
           WHERE e.workspace_id = $1::uuid AND {own} AND ({filter})"
     );
-    for level in 1..=ws.sources.len() {
+    for level in 1..=sources.len() {
         // Sources nearer the workspace than this one (none for the first).
         let nearer = if level == 1 {
             String::new()
@@ -61,11 +60,15 @@ pub fn visible_sql(ws: &Workspace, at_head: bool, columns: &str, filter: &str) -
 }
 
 /// The four leading arguments of [`visible_sql`], to which a caller appends its own.
-pub fn visible_args(ws: &Workspace, position: Option<i64>) -> Vec<DatumWithOid<'_>> {
-    let ids: Vec<String> = ws.sources.iter().map(|s| s.workspace.clone()).collect();
-    let at: Vec<i64> = ws.sources.iter().map(|s| s.position).collect();
+pub fn visible_args<'a>(
+    ws: &'a str,
+    sources: &[Source],
+    position: Option<i64>,
+) -> Vec<DatumWithOid<'a>> {
+    let ids: Vec<String> = sources.iter().map(|s| s.workspace.clone()).collect();
+    let at: Vec<i64> = sources.iter().map(|s| s.position).collect();
     vec![
-        ws.id.as_str().into(),
+        ws.into(),
         position.unwrap_or(0).into(),
         ids.into(),
         at.into(),

@@ -338,12 +338,12 @@ pub fn inherited_match(
     hashes: &[Vec<u8>],
 ) -> Outcome<Option<(String, String)>> {
     let visible = lineage::visible_sql(
-        ws,
+        &ws.sources,
         false,
         "e.workspace_id::text, e.path",
         "NOT e.redacted AND (e.path = ANY($5) OR e.body_hash = ANY($6))",
     );
-    let mut args = lineage::visible_args(ws, Some(lineage::FIRST_POSITION));
+    let mut args = lineage::visible_args(&ws.id, &ws.sources, Some(lineage::FIRST_POSITION));
     args.extend([paths.to_vec().into(), hashes.to_vec().into()]);
     db::query_row(
         &format!("SELECT v.ws, v.path FROM ({visible}) AS v (ws, path) WHERE v.ws <> $1 LIMIT 1"),

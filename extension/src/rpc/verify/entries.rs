@@ -143,8 +143,7 @@ fn own_rows(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> Outcome
 /// The rows a fork reads from its sources (see `lineage`), by path: each path comes from one
 /// source at most.
 fn inherited_rows(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> Outcome<()> {
-    let visible = lineage::visible_sql(
-        ws,
+    let visible = lineage::visible_sql(&ws.sources,
         true,
         "e.workspace_id::text AS source, e.path, e.valid_from, e.valid_until, e.body_hash,
          e.body_size, e.redacted,
@@ -156,7 +155,7 @@ fn inherited_rows(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> O
     let mut after = String::new();
     loop {
         let page = {
-            let mut args = lineage::visible_args(ws, None);
+            let mut args = lineage::visible_args(&ws.id, &ws.sources, None);
             args.push(after.as_str().into());
             args.push(ws.store.as_str().into());
             db::query(&sql, &args, |r| {

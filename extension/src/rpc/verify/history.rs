@@ -235,13 +235,12 @@ fn changed_rows(ws: &Workspace, lo: i64, hi: i64) -> Outcome<HashMap<i64, Change
 
 /// What the entries visible at `position` hold for `paths` (absent paths are left out).
 fn states(ws: &Workspace, position: i64, paths: &[String]) -> Outcome<HashMap<String, State>> {
-    let sql = lineage::visible_sql(
-        ws,
+    let sql = lineage::visible_sql(&ws.sources,
         false,
         "e.path, coalesce(e.content_hash, e.body_hash), coalesce(e.content_size, e.body_size), e.redacted",
         "e.path = ANY($5)",
     );
-    let mut args = lineage::visible_args(ws, Some(position));
+    let mut args = lineage::visible_args(&ws.id, &ws.sources, Some(position));
     args.push(paths.to_vec().into());
     Ok(db::query(&sql, &args, |r| {
         Ok((
