@@ -319,6 +319,30 @@ impl StorageWorkspace {
     pub async fn purge(&self, options: PurgeOptions) -> Result<PurgeReport> {
         self.require(Operation::Purge)?;
         let chain = self.chain().await?;
+        let (kept, removed) = self.purge_selection(&chain, &options).await?;
+        let used = self.bodies_in_use(&kept).await?;
+        let garbage = self.unused_bodies(&used).await?;
+        let report = PurgeReport {
+            dry_run: options.dry_run,
+            revisions: removed.iter().map(|r| r.revision.clone()).collect(),
+            entries: removed.iter().map(|r| r.entries.len() as i64).sum(),
+            bodies: garbage.len() as i64,
+            bytes: garbage.values().map(|b| *b as i64).sum(),
+        };
+        if options.dry_run || (removed.is_empty() && garbage.is_empty()) {
+            return Ok(report);
+        }
+        self.drop_revisions(&removed, garbage).await?;
+        Ok(report)
+    }
+
+    /// The revisions of `chain` (newest first) that purge keeps and those it removes, by the
+    /// rules of [`Self::purge`].
+    async fn purge_selection<'c>(
+        &self,
+        chain: &'c [Revision],
+        options: &PurgeOptions,
+    ) -> Result<(Vec<&'c Revision>, Vec<&'c Revision>)> {
         let keep_n = options.keep_revisions.unwrap_or(DEFAULT_PURGE_KEEP).max(1) as usize;
         let pinned: BTreeSet<String> = self
             .list_checkpoints()
@@ -353,11 +377,16 @@ impl StorageWorkspace {
                 removed.push(r);
             }
         }
+        Ok((kept, removed))
+    }
+
+    /// The body hashes still needed: those of the `kept` revisions, and those an unresolved
+    /// commit names (it may still be published or rolled back).
+    async fn bodies_in_use(&self, kept: &[&Revision]) -> Result<BTreeSet<String>> {
         let mut used: BTreeSet<String> = kept
             .iter()
             .flat_map(|r| r.entries.values().filter_map(|e: &Entry| e.hash.clone()))
             .collect();
-        // Bodies an unresolved commit names stay too (it may still be published or rolled back).
         for listed in self.api.list(&self.keys.intents()).await? {
             if let Some(intent) = read::<Intent>(&self.api, &listed.name).await? {
                 for t in intent.touched {
@@ -366,6 +395,11 @@ impl StorageWorkspace {
                 }
             }
         }
+        Ok(used)
+    }
+
+    /// The stored bodies (`objects/<hash>`) outside `used`: key → size in bytes.
+    async fn unused_bodies(&self, used: &BTreeSet<String>) -> Result<BTreeMap<String, u64>> {
         let mut garbage = BTreeMap::new();
         for listed in self.api.list(&self.keys.reserved("objects/")).await? {
             let hash = listed
@@ -378,17 +412,17 @@ impl StorageWorkspace {
                 garbage.insert(listed.name, listed.size.unwrap_or(0));
             }
         }
-        let report = PurgeReport {
-            dry_run: options.dry_run,
-            revisions: removed.iter().map(|r| r.revision.clone()).collect(),
-            entries: removed.iter().map(|r| r.entries.len() as i64).sum(),
-            bodies: garbage.len() as i64,
-            bytes: garbage.values().map(|b| *b as i64).sum(),
-        };
-        if options.dry_run || (removed.is_empty() && garbage.is_empty()) {
-            return Ok(report);
-        }
-        for r in &removed {
+        Ok(garbage)
+    }
+
+    /// Deletes the `removed` revision records and the `garbage` bodies, after writing each
+    /// removed revision's ancestry link (so history stays ordered).
+    async fn drop_revisions(
+        &self,
+        removed: &[&Revision],
+        garbage: BTreeMap<String, u64>,
+    ) -> Result<()> {
+        for r in removed {
             let link = json!({ "parentRevision": r.parent_revision });
             self.api
                 .write_json(
@@ -404,6 +438,6 @@ impl StorageWorkspace {
             .collect();
         doomed.extend(garbage.into_keys());
         self.api.delete(&doomed).await?;
-        Ok(report)
+        Ok(())
     }
 }
