@@ -1,6 +1,6 @@
 //! Capabilities, all Ed25519-signed: permissions for one Storage bucket and exact prefix,
-//! verified in process ([`storage`], cargo feature `storage`) with the single-use nonce store
-//! they need ([`nonce`]); and permissions for one Postgres workspace, minted here and verified
+//! verified in process (module `storage`, cargo feature `storage`) with the single-use nonce
+//! store they need (module `nonce`); and permissions for one Postgres workspace, minted here and verified
 //! inside the database, which holds only the public key ([`postgres`]). The claim rules are
 //! `supabash_core::capability`'s.
 
