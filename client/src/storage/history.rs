@@ -35,6 +35,98 @@ fn not_found(what: &str) -> SupabashError {
     SupabashError::new(ErrorCode::RevisionNotFound, format!("{what} not found"))
 }
 
+/// The entries of a diff from manifest `a` to `b`, by path: a file deleted and one added
+/// with the same content are paired as one move.
+fn diff_entries(a: &Manifest, b: &Manifest) -> Vec<DiffEntry> {
+    let mut entries = Vec::new();
+    let (mut gone, mut new) = (Vec::new(), Vec::new());
+    for t in diff(a, b) {
+        let gone_hash = t
+            .after
+            .is_none()
+            .then(|| t.before.as_ref().and_then(file_hash));
+        let new_hash = t
+            .before
+            .is_none()
+            .then(|| t.after.as_ref().and_then(file_hash));
+        if let Some(h) = gone_hash.flatten() {
+            gone.push((h, t));
+        } else if let Some(h) = new_hash.flatten() {
+            new.push((h, t));
+        } else {
+            let kind = match (&t.before, &t.after) {
+                (None, _) => DiffKind::Added,
+                (_, None) => DiffKind::Deleted,
+                _ => DiffKind::Modified,
+            };
+            entries.push(diff_entry(
+                kind,
+                t.path,
+                None,
+                t.before.as_ref(),
+                t.after.as_ref(),
+            ));
+        }
+    }
+    let paired = supabash_core::moves::pair(gone, new);
+    for (old, t) in paired.moves {
+        let before = old.before.as_ref();
+        entries.push(diff_entry(
+            DiffKind::Moved,
+            t.path,
+            Some(old.path),
+            before,
+            t.after.as_ref(),
+        ));
+    }
+    for t in paired.sources {
+        entries.push(diff_entry(
+            DiffKind::Deleted,
+            t.path,
+            None,
+            t.before.as_ref(),
+            None,
+        ));
+    }
+    for t in paired.targets {
+        entries.push(diff_entry(
+            DiffKind::Added,
+            t.path,
+            None,
+            None,
+            t.after.as_ref(),
+        ));
+    }
+    entries.sort_by(|x, y| x.path.cmp(&y.path));
+    entries
+}
+
+/// The content hash of a file entry (`None` for a directory or a symbolic link).
+fn file_hash(e: &Entry) -> Option<String> {
+    (e.kind == EntryKind::File)
+        .then(|| e.hash.clone())
+        .flatten()
+}
+
+/// The diff entry of `path` (moved from `from`) between its entries `before` and `after`.
+fn diff_entry(
+    kind: DiffKind,
+    path: String,
+    from: Option<String>,
+    before: Option<&Entry>,
+    after: Option<&Entry>,
+) -> DiffEntry {
+    DiffEntry {
+        kind,
+        binary: after.or(before).is_some_and(|e| e.kind == EntryKind::File),
+        before_hash: before.and_then(|e| e.hash.clone()),
+        after_hash: after.and_then(|e| e.hash.clone()),
+        path,
+        from,
+        preview: None,
+    }
+}
+
 fn checkpoint_from(v: &serde_json::Value) -> Result<Checkpoint> {
     serde_json::from_value(v.clone()).map_err(|e| {
         SupabashError::new(
@@ -162,79 +254,10 @@ impl StorageWorkspace {
         self.require(Operation::History)?;
         let (from_label, a) = self.side(&from).await?;
         let (to_label, b) = self.side(&to).await?;
-        let entry =
-            |kind, path: String, from, before: Option<&Entry>, after: Option<&Entry>| DiffEntry {
-                kind,
-                binary: after.or(before).is_some_and(|e| e.kind == EntryKind::File),
-                before_hash: before.and_then(|e| e.hash.clone()),
-                after_hash: after.and_then(|e| e.hash.clone()),
-                path,
-                from,
-                preview: None,
-            };
-        let mut entries = Vec::new();
-        let (mut gone, mut new) = (Vec::new(), Vec::new());
-        let file_hash = |e: &Entry| {
-            (e.kind == EntryKind::File)
-                .then(|| e.hash.clone())
-                .flatten()
-        };
-        for t in diff(&a, &b) {
-            let gone_hash = t
-                .after
-                .is_none()
-                .then(|| t.before.as_ref().and_then(file_hash));
-            let new_hash = t
-                .before
-                .is_none()
-                .then(|| t.after.as_ref().and_then(file_hash));
-            if let Some(h) = gone_hash.flatten() {
-                gone.push((h, t));
-            } else if let Some(h) = new_hash.flatten() {
-                new.push((h, t));
-            } else {
-                let kind = match (&t.before, &t.after) {
-                    (None, _) => DiffKind::Added,
-                    (_, None) => DiffKind::Deleted,
-                    _ => DiffKind::Modified,
-                };
-                entries.push(entry(
-                    kind,
-                    t.path,
-                    None,
-                    t.before.as_ref(),
-                    t.after.as_ref(),
-                ));
-            }
-        }
-        let paired = supabash_core::moves::pair(gone, new);
-        for (old, t) in paired.moves {
-            let before = old.before.as_ref();
-            entries.push(entry(
-                DiffKind::Moved,
-                t.path,
-                Some(old.path),
-                before,
-                t.after.as_ref(),
-            ));
-        }
-        for t in paired.sources {
-            entries.push(entry(
-                DiffKind::Deleted,
-                t.path,
-                None,
-                t.before.as_ref(),
-                None,
-            ));
-        }
-        for t in paired.targets {
-            entries.push(entry(DiffKind::Added, t.path, None, None, t.after.as_ref()));
-        }
-        entries.sort_by(|x, y| x.path.cmp(&y.path));
         Ok(Diff {
             from: from_label,
             to: to_label,
-            entries,
+            entries: diff_entries(&a, &b),
         })
     }
 
