@@ -192,9 +192,14 @@ struct Target {
 fn target(plan: &Plan, published: Option<(Head, Revision)>) -> Result<Target> {
     let base = &plan.base;
     let mut target = match published {
-        Some((h, r)) if Some(&h.revision) != base.revision.as_ref() => {
-            for t in &plan.touched {
-                if r.entries.get(&t.path) != t.before.as_ref() {
+        Some((h, r)) => {
+            let rebased = Some(&h.revision) != base.revision.as_ref();
+            if rebased {
+                if let Some(t) = plan
+                    .touched
+                    .iter()
+                    .find(|t| r.entries.get(&t.path) != t.before.as_ref())
+                {
                     return Err(SupabashError::new(
                         ErrorCode::CommitConflict,
                         "the path changed since the workspace was opened",
@@ -206,15 +211,9 @@ fn target(plan: &Plan, published: Option<(Head, Revision)>) -> Result<Target> {
                 parent: Some(h.revision),
                 position: r.position,
                 manifest: r.entries,
-                rebased: true,
+                rebased,
             }
         }
-        Some((h, r)) => Target {
-            parent: Some(h.revision),
-            position: r.position,
-            manifest: r.entries,
-            rebased: false,
-        },
         None if base.revision.is_some() => {
             return Err(SupabashError::new(
                 ErrorCode::HistoryCorruption,
