@@ -135,6 +135,20 @@ fn denied(op: Operation, granted: &OperationSet) -> SupabashError {
     )
 }
 
+/// Methods of [`DelegatedWorkspace`] that check that the grant allows one operation, then do
+/// what [`Workspace`]'s method of the same name does.
+macro_rules! guarded {
+    ($($(#[$doc:meta])* $op:ident => fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
+        $(
+            $(#[$doc])*
+            pub async fn $name(&self, $($arg: $ty),*) -> Result<$ret> {
+                self.require(Operation::$op)?;
+                self.workspace.$name($($arg),*).await
+            }
+        )*
+    };
+}
+
 /// A workspace opened with a capability: every method checks the grant's operations first.
 pub struct DelegatedWorkspace {
     workspace: Workspace,
@@ -262,32 +276,24 @@ impl DelegatedWorkspace {
         Ok(result)
     }
 
-    /// One page of history (needs `history`).
-    pub async fn history(
-        &self,
-        cursor: Option<&str>,
-        page_size: Option<usize>,
-    ) -> Result<HistoryPage> {
-        self.require(Operation::History)?;
-        self.workspace.history(cursor, page_size).await
-    }
-
-    /// Compares two sides (needs `history`).
-    pub async fn diff(
-        &self,
-        from: DiffRef,
-        to: DiffRef,
-        paths: Option<Vec<String>>,
-        preview_bytes: Option<usize>,
-    ) -> Result<Diff> {
-        self.require(Operation::History)?;
-        self.workspace.diff(from, to, paths, preview_bytes).await
-    }
-
-    /// An old revision's receipt and files (needs `history`).
-    pub async fn read_revision(&self, revision: &str) -> Result<RevisionTree> {
-        self.require(Operation::History)?;
-        self.workspace.read_revision(revision).await
+    guarded! {
+        /// One page of history (needs `history`).
+        History => fn history(cursor: Option<&str>, page_size: Option<usize>) -> HistoryPage;
+        /// Compares two sides (needs `history`).
+        History => fn diff(from: DiffRef, to: DiffRef, paths: Option<Vec<String>>,
+                           preview_bytes: Option<usize>) -> Diff;
+        /// An old revision's receipt and files (needs `history`).
+        History => fn read_revision(revision: &str) -> RevisionTree;
+        /// The committed tree at the base revision (needs `read`).
+        Read => fn committed_snapshot() -> Snapshot;
+        /// Pins a revision (needs `checkpoint`).
+        Checkpoint => fn checkpoint(options: CheckpointOptions) -> Checkpoint;
+        /// Every checkpoint (needs `checkpoint`).
+        Checkpoint => fn checkpoints() -> Vec<Checkpoint>;
+        /// Deletes a checkpoint (needs `checkpoint`).
+        Checkpoint => fn delete_checkpoint(checkpoint_id: &str) -> ();
+        /// Drops old revisions (needs `purge`).
+        Purge => fn purge(options: PurgeOptions) -> PurgeReport;
     }
 
     /// Stages the tree of an old revision (needs `restore`); committing it then needs
@@ -297,36 +303,6 @@ impl DelegatedWorkspace {
         let restored = self.workspace.restore(revision).await?;
         *self.restored.lock().expect("restored lock") = Some(restored.changes.clone());
         Ok(restored)
-    }
-
-    /// The committed tree at the base revision (needs `read`).
-    pub async fn committed_snapshot(&self) -> Result<Snapshot> {
-        self.require(Operation::Read)?;
-        self.workspace.committed_snapshot().await
-    }
-
-    /// Pins a revision (needs `checkpoint`).
-    pub async fn checkpoint(&self, options: CheckpointOptions) -> Result<Checkpoint> {
-        self.require(Operation::Checkpoint)?;
-        self.workspace.checkpoint(options).await
-    }
-
-    /// Every checkpoint (needs `checkpoint`).
-    pub async fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
-        self.require(Operation::Checkpoint)?;
-        self.workspace.checkpoints().await
-    }
-
-    /// Deletes a checkpoint (needs `checkpoint`).
-    pub async fn delete_checkpoint(&self, checkpoint_id: &str) -> Result<()> {
-        self.require(Operation::Checkpoint)?;
-        self.workspace.delete_checkpoint(checkpoint_id).await
-    }
-
-    /// Drops old revisions (needs `purge`).
-    pub async fn purge(&self, options: PurgeOptions) -> Result<PurgeReport> {
-        self.require(Operation::Purge)?;
-        self.workspace.purge(options).await
     }
 }
 

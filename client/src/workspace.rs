@@ -19,7 +19,7 @@ use supabash_core::hash::sha256_hex;
 use supabash_core::limits::MAX_AUDIT_ACTIONS;
 use supabash_core::rpc::audit as wire;
 use supabash_core::rpc::requests as rq;
-use supabash_core::rpc::{CommitResult, File, Receipt};
+use supabash_core::rpc::{CommitResult, File, Receipt, WireChange};
 use supabash_core::ErrorCode;
 use tracing::Instrument;
 
@@ -283,6 +283,18 @@ fn base_entries(files: Vec<File>) -> Result<Vec<BaseEntry>> {
         .collect()
 }
 
+/// Sets the audit actions `request` carries (absent when none) and answers the request's
+/// fingerprint. The lease is not part of what is committed: a retry under a renewed or new
+/// lease is the same request.
+fn with_audit(request: &mut rq::Commit, audit: Vec<wire::Action>) -> String {
+    request.audit = Some(audit).filter(|a| !a.is_empty());
+    sha256_hex(
+        serde_json::to_string(&*request)
+            .expect("requests serialise")
+            .as_bytes(),
+    )
+}
+
 /// Clears the in-flight mark of the staged tree unless the commit succeeded.
 struct InFlight<'a>(&'a StagedTree);
 
@@ -543,85 +555,21 @@ impl Workspace {
         result
     }
 
+    /// The commit of [`Self::commit`]: the staged changes sent as one request, which a retry
+    /// after an unknown outcome repeats exactly.
     async fn commit_staged(
         &self,
         options: CommitOptions,
         counts: &mut OperationCounts,
     ) -> Result<CommitResult> {
-        let metadata = options
-            .metadata
-            .clone()
-            .unwrap_or_else(|| Value::Object(Default::default()));
-        supabash_core::limits::check_object(
-            "metadata",
-            Some(&metadata),
-            self.limits.max_transaction_metadata_bytes,
-        )
-        .map_err(SupabashError::field)?;
-        if self.pending().stale {
-            return Err(SupabashError::new(
-                ErrorCode::RedactionInvalidated,
-                "a redaction of this workspace may have happened and the tree was not reloaded: open the workspace again",
-            ));
-        }
+        let metadata = self.commit_metadata(&options)?;
         self.tree.begin_commit()?;
         let guard = InFlight(&self.tree);
         self.tree.check_limits()?;
         let planned = self.tree.wire_changes(self.codec.as_ref()).await?;
-        let (source_revision, lease, epoch) = {
-            let pending = self.pending();
-            (
-                pending.restore_source.clone(),
-                pending.lease.clone(),
-                pending.redaction_epoch,
-            )
-        };
-        let mut request = rq::Commit {
-            workspace_id: self.id.clone(),
-            changes: planned.wire,
-            actor: Some(options.actor),
-            base_revision: self.tree.base_revision(),
-            transaction_id: None,
-            correlation_id: options.correlation_id,
-            idempotency_key: options.idempotency_key,
-            cause: options.cause,
-            metadata: Some(metadata),
-            source_revision,
-            rebase: options.rebase.then_some(true),
-            delegated_grant: None,
-            lease: None,
-            // 0 travels as absent: servers without redaction do not know the parameter.
-            redaction_epoch: Some(epoch).filter(|e| *e > 0),
-            audit: None,
-        };
+        let (mut request, lease) = self.commit_request(options, planned.wire, metadata);
         counts.changes = request.changes.len();
-        // A retry of a commit whose outcome is unknown sends the same audit actions again; a
-        // new commit sends what is staged.
-        let unknown = self.pending().unknown.clone();
-        let fingerprint_with = |request: &mut rq::Commit, audit: Vec<wire::Action>| {
-            request.audit = Some(audit).filter(|a| !a.is_empty());
-            // The lease is not part of what is committed: a retry under a renewed or new lease
-            // is the same request.
-            sha256_hex(
-                serde_json::to_string(&*request)
-                    .expect("requests serialise")
-                    .as_bytes(),
-            )
-        };
-        let mut fingerprint = fingerprint_with(
-            &mut request,
-            match &unknown {
-                Some(u) => u.audit.clone(),
-                None => self.audit.staged(MAX_AUDIT_ACTIONS),
-            },
-        );
-        let transaction_id = match unknown {
-            Some(u) if u.fingerprint == fingerprint => u.transaction_id,
-            _ => {
-                fingerprint = fingerprint_with(&mut request, self.audit.staged(MAX_AUDIT_ACTIONS));
-                uuid::Uuid::new_v4().to_string()
-            }
-        };
+        let (fingerprint, transaction_id) = self.identify_commit(&mut request);
         request.check_fields().map_err(SupabashError::field)?;
         let audit = request.audit.clone().unwrap_or_default();
         counts.records = audit.len();
@@ -651,6 +599,88 @@ impl Workspace {
                 Err(e)
             }
         }
+    }
+
+    /// The metadata a commit records (default `{}`), checked against the limit; refused
+    /// (`REDACTION_INVALIDATED`) while a redaction may have left the tree stale.
+    fn commit_metadata(&self, options: &CommitOptions) -> Result<Value> {
+        let metadata = options
+            .metadata
+            .clone()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        supabash_core::limits::check_object(
+            "metadata",
+            Some(&metadata),
+            self.limits.max_transaction_metadata_bytes,
+        )
+        .map_err(SupabashError::field)?;
+        if self.pending().stale {
+            return Err(SupabashError::new(
+                ErrorCode::RedactionInvalidated,
+                "a redaction of this workspace may have happened and the tree was not reloaded: open the workspace again",
+            ));
+        }
+        Ok(metadata)
+    }
+
+    /// The commit request of `changes` on the base revision, without audit actions,
+    /// transaction id or lease; and the lease the commit presents.
+    fn commit_request(
+        &self,
+        options: CommitOptions,
+        changes: Vec<WireChange>,
+        metadata: Value,
+    ) -> (rq::Commit, Option<String>) {
+        let (source_revision, lease, epoch) = {
+            let pending = self.pending();
+            (
+                pending.restore_source.clone(),
+                pending.lease.clone(),
+                pending.redaction_epoch,
+            )
+        };
+        let request = rq::Commit {
+            workspace_id: self.id.clone(),
+            changes,
+            actor: Some(options.actor),
+            base_revision: self.tree.base_revision(),
+            transaction_id: None,
+            correlation_id: options.correlation_id,
+            idempotency_key: options.idempotency_key,
+            cause: options.cause,
+            metadata: Some(metadata),
+            source_revision,
+            rebase: options.rebase.then_some(true),
+            delegated_grant: None,
+            lease: None,
+            // 0 travels as absent: servers without redaction do not know the parameter.
+            redaction_epoch: Some(epoch).filter(|e| *e > 0),
+            audit: None,
+        };
+        (request, lease)
+    }
+
+    /// Sets the audit actions `request` carries and answers its fingerprint and transaction
+    /// id. A retry of the commit whose outcome is unknown (the same request) sends the same
+    /// audit actions again under the same transaction id; a new commit sends what is staged
+    /// under a new one.
+    fn identify_commit(&self, request: &mut rq::Commit) -> (String, String) {
+        let unknown = self.pending().unknown.clone();
+        let mut fingerprint = with_audit(
+            request,
+            match &unknown {
+                Some(u) => u.audit.clone(),
+                None => self.audit.staged(MAX_AUDIT_ACTIONS),
+            },
+        );
+        let transaction_id = match unknown {
+            Some(u) if u.fingerprint == fingerprint => u.transaction_id,
+            _ => {
+                fingerprint = with_audit(request, self.audit.staged(MAX_AUDIT_ACTIONS));
+                uuid::Uuid::new_v4().to_string()
+            }
+        };
+        (fingerprint, transaction_id)
     }
 
     /// Ends a rebased commit (`revision`): the staged tree becomes that revision's committed

@@ -3,8 +3,10 @@
 
 use std::fmt;
 
-/// The closed set of error codes a client sees.
+/// The set of error codes a client sees. Closed for any one release, but later releases add
+/// codes, so a `match` on it needs a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorCode {
     Authentication,
     Authorization,
@@ -94,7 +96,9 @@ impl fmt::Display for ErrorCode {
 }
 
 /// A marker the database puts at the start of an error message (`SUPABASH_<NAME>: ...`).
+/// Later releases add markers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Marker {
     AuthenticationRequired,
     WorkspaceDenied,

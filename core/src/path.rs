@@ -126,7 +126,7 @@ const INVISIBLE: &[(u32, u32)] = &[
     (0xE0000, 0xE0FFF),
 ];
 
-/// True for a character a person cannot see in a path (see [`INVISIBLE`]).
+/// True for a character a person cannot see in a path (the ranges of `INVISIBLE`).
 pub fn is_invisible(c: char) -> bool {
     let c = c as u32;
     INVISIBLE.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))

@@ -7,12 +7,11 @@
 //! origin, operations, iat, exp, a fresh nonce, optional correlation id, backend `postgres`,
 //! workspace), signature Ed25519 over the signing input.
 
-use super::{new_nonce, unix_now};
+use super::{new_nonce, unix_now, KeySigner};
 use crate::error::{Result, SupabashError};
 use base64::Engine;
-use ed25519_dalek::{Signer, SigningKey};
 use supabash_core::capability::{
-    self, CapabilityError, CommonClaims, Header, OperationSet, PostgresBinding, PostgresClaims,
+    self, CapabilityError, CommonClaims, OperationSet, PostgresBinding, PostgresClaims,
     POSTGRES_BACKEND, SCHEMA_VERSION,
 };
 use supabash_core::ErrorCode;
@@ -23,8 +22,7 @@ pub const ALGORITHM: &str = capability::ALGORITHM;
 /// Mints Postgres capabilities with one verifier's private key. Keep it in the trusted issuer
 /// only: whoever holds it can grant any operation on any workspace.
 pub struct PostgresSigner {
-    kid: String,
-    key: SigningKey,
+    signer: KeySigner,
     issuer: String,
     audience: String,
     origin: String,
@@ -33,7 +31,7 @@ pub struct PostgresSigner {
 impl std::fmt::Debug for PostgresSigner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresSigner")
-            .field("kid", &self.kid)
+            .field("kid", &self.signer.kid())
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
             .field("origin", &self.origin)
@@ -78,8 +76,7 @@ impl PostgresSigner {
             return Err(invalid("the key id must be 1 to 256 printable bytes"));
         }
         Ok(PostgresSigner {
-            kid: kid.to_owned(),
-            key: SigningKey::from_bytes(&seed),
+            signer: KeySigner::new(kid, &seed),
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
             origin: origin.to_owned(),
@@ -89,12 +86,12 @@ impl PostgresSigner {
     /// The public key, unpadded base64url: what `supabash_register_capability_verifier`
     /// takes as `public_key` when the issuer generated the pair itself.
     pub fn public_key(&self) -> String {
-        capability::b64_encode(self.key.verifying_key().as_bytes())
+        capability::b64_encode(self.signer.public_key().as_bytes())
     }
 
     /// The key id tokens carry in `kid`.
     pub fn kid(&self) -> &str {
-        &self.kid
+        self.signer.kid()
     }
 
     /// The claims of a capability for `subject` on `workspace` with `operations`, issued at
@@ -159,23 +156,14 @@ impl PostgresSigner {
     /// issuer, audience and origin are taken as given: the database checks them.
     pub fn sign(&self, claims: &PostgresClaims) -> Result<String> {
         claims.check_shape().map_err(not_mintable)?;
-        let header = Header {
-            alg: ALGORITHM.to_owned(),
-            kid: self.kid.clone(),
-            typ: Some("JWT".to_owned()),
-        };
-        let input = capability::signing_input(&header, &claims.to_json());
-        let signature = self.key.sign(input.as_bytes());
-        Ok(format!(
-            "{input}.{}",
-            capability::b64_encode(&signature.to_bytes())
-        ))
+        Ok(self.signer.sign(&claims.to_json()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ed25519_dalek::SigningKey;
     use proptest::prelude::*;
     use supabash_core::capability::{parse_compact, Operation};
 

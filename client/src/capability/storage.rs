@@ -11,18 +11,18 @@
 //! once that succeeded. A replayed nonce then fails and what was opened is dropped.
 
 use super::nonce::NonceStore;
-use super::{refused, unix_now};
+use super::{refused, unix_now, KeySigner};
 use crate::error::{Result, SupabashError};
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use ed25519_dalek::{Signature, VerifyingKey};
 use std::collections::HashMap;
 use std::future::Future;
 use supabash_core::capability::{
-    self, CapabilityError, Header, OperationSet, Policy, Reason, StorageClaims,
+    self, CapabilityError, OperationSet, Policy, Reason, StorageClaims,
 };
 use supabash_core::ErrorCode;
 
 /// The header `alg` of a Storage capability.
-pub const ALGORITHM: &str = "EdDSA";
+pub const ALGORITHM: &str = capability::ALGORITHM;
 
 /// What the caller asks a capability for: a bucket, an exact prefix and an exact set of
 /// operations (a capability for more, fewer or other operations is refused).
@@ -167,14 +167,13 @@ impl VerifiedStorageCapability {
 
 /// Mints Storage capabilities for a trusted issuer.
 pub struct StorageSigner {
-    kid: String,
-    key: SigningKey,
+    signer: KeySigner,
 }
 
 impl std::fmt::Debug for StorageSigner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StorageSigner")
-            .field("kid", &self.kid)
+            .field("kid", &self.signer.kid())
             .finish_non_exhaustive()
     }
 }
@@ -183,14 +182,13 @@ impl StorageSigner {
     /// A signer with key id `kid` and the Ed25519 private key `seed` (32 bytes; keep it secret).
     pub fn from_seed(kid: &str, seed: &[u8; 32]) -> Self {
         StorageSigner {
-            kid: kid.to_owned(),
-            key: SigningKey::from_bytes(seed),
+            signer: KeySigner::new(kid, seed),
         }
     }
 
     /// The public key verifiers register under this signer's key id.
     pub fn public_key(&self) -> [u8; 32] {
-        self.key.verifying_key().to_bytes()
+        self.signer.public_key().to_bytes()
     }
 
     /// Signs `claims` after checking the rules that need no verifier or clock (schema version,
@@ -202,17 +200,7 @@ impl StorageSigner {
                 format!("these claims cannot be minted: {:?}", reason_of(e)),
             )
         })?;
-        let header = Header {
-            alg: ALGORITHM.to_owned(),
-            kid: self.kid.clone(),
-            typ: Some("JWT".to_owned()),
-        };
-        let input = capability::signing_input(&header, &claims.to_json());
-        let signature = self.key.sign(input.as_bytes());
-        Ok(format!(
-            "{input}.{}",
-            capability::b64_encode(&signature.to_bytes())
-        ))
+        Ok(self.signer.sign(&claims.to_json()))
     }
 }
 

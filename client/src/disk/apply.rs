@@ -155,12 +155,41 @@ async fn try_move(
     tree.mv(from, to).await.is_ok()
 }
 
+/// Applies `plan` to the staged tree and answers what it changed, in the order of the module
+/// documentation.
 async fn stage(
     tree: &StagedTree,
     root: &Path,
     record: &Materialised,
     mut plan: Plan,
 ) -> Result<Vec<DirChange>> {
+    let mut applied = stage_moves(tree, root, record, &mut plan).await;
+    stage_removals_and_dirs(tree, &mut plan, &mut applied).await?;
+    stage_files(tree, root, &plan.upserts, &mut applied).await?;
+    for (p, mode) in &plan.modes {
+        tree.chmod(p, *mode).await.map_err(fs_error)?;
+    }
+    Ok(applied)
+}
+
+/// A change without a source or size.
+fn dir_change(kind: DirChangeKind, path: &str) -> DirChange {
+    DirChange {
+        kind,
+        path: path.to_owned(),
+        from: None,
+        size: None,
+    }
+}
+
+/// Makes the planned moves in the tree (keeping the bodies it holds); a move it cannot make
+/// is planned as a delete and an upsert instead.
+async fn stage_moves(
+    tree: &StagedTree,
+    root: &Path,
+    record: &Materialised,
+    plan: &mut Plan,
+) -> Vec<DirChange> {
     let entries: BTreeMap<String, Entry> = tree.entries().into_iter().collect();
     let mut applied = Vec::new();
     for (from, to) in std::mem::take(&mut plan.moves) {
@@ -178,37 +207,42 @@ async fn stage(
             plan.upserts.push((to, size, known));
         }
     }
+    applied
+}
+
+/// Deletes the planned files, removes and creates the planned directories.
+async fn stage_removals_and_dirs(
+    tree: &StagedTree,
+    plan: &mut Plan,
+    applied: &mut Vec<DirChange>,
+) -> Result<()> {
     plan.deletes.sort();
     for p in &plan.deletes {
         tree.rm(p, false, true).await.map_err(fs_error)?;
-        applied.push(DirChange {
-            kind: DirChangeKind::Deleted,
-            path: p.clone(),
-            from: None,
-            size: None,
-        });
+        applied.push(dir_change(DirChangeKind::Deleted, p));
     }
     for d in &plan.dirs_removed {
         tree.rm(d, true, true).await.map_err(fs_error)?;
-        applied.push(DirChange {
-            kind: DirChangeKind::DirRemoved,
-            path: d.clone(),
-            from: None,
-            size: None,
-        });
+        applied.push(dir_change(DirChangeKind::DirRemoved, d));
     }
     for d in &plan.dirs_created {
         tree.mkdir(d, true).await.map_err(fs_error)?;
-        applied.push(DirChange {
-            kind: DirChangeKind::DirCreated,
-            path: d.clone(),
-            from: None,
-            size: None,
-        });
+        applied.push(dir_change(DirChangeKind::DirCreated, d));
     }
+    Ok(())
+}
+
+/// Stages the created and edited files' contents, read from disk, in one step; a file where
+/// the tree holds a directory is refused.
+async fn stage_files(
+    tree: &StagedTree,
+    root: &Path,
+    upserts: &[(String, u64, bool)],
+    applied: &mut Vec<DirChange>,
+) -> Result<()> {
     let now: BTreeMap<String, Entry> = tree.entries().into_iter().collect();
     let mut files = Vec::new();
-    for (p, _, known) in &plan.upserts {
+    for (p, _, known) in upserts {
         if matches!(now.get(p), Some(Entry::Dir)) {
             return Err(SupabashError::new(
                 ErrorCode::InvalidArgument,
@@ -231,11 +265,7 @@ async fn stage(
         files.push((p.clone(), bytes));
     }
     tree.apply_files(files, &[]).await?;
-    tree.check_limits()?;
-    for (p, mode) in &plan.modes {
-        tree.chmod(p, *mode).await.map_err(fs_error)?;
-    }
-    Ok(applied)
+    tree.check_limits()
 }
 
 /// Stages what `scanned` (the walk of `root`) shows changed since `record` was written.

@@ -25,7 +25,7 @@
 use super::api::Upload;
 use super::coordinator::{self, Lease};
 use super::model::{rfc3339, Complete, Entry, EntryKind, Head, Idempotency, Intent, Revision};
-use super::model::{Touched, SCHEMA_VERSION};
+use super::model::{Manifest, Touched, SCHEMA_VERSION};
 use super::recover::{self, read, write};
 use super::tree_io::{self, UNPUBLISHED};
 use super::{diff, Base, StorageWorkspace};
@@ -161,6 +161,111 @@ impl Drop for Frozen<'_> {
     }
 }
 
+/// What a commit sends: the staged tree against its base, and what the workspace held when
+/// the commit began.
+struct Plan {
+    base: Base,
+    /// This workspace's last commit that failed after its intent: (fingerprint, transaction id).
+    partial: Option<(String, String)>,
+    /// The revision a restore staged, recorded as the receipt's source.
+    source: Option<String>,
+    touched: Vec<Touched>,
+    /// The staged files' bodies, by path.
+    bodies: BTreeMap<String, Body>,
+    /// What identifies this logical commit ([`fingerprint`]).
+    fingerprint: String,
+}
+
+/// Where a commit lands: the published head it follows and the manifest it publishes.
+struct Target {
+    parent: Option<String>,
+    /// The parent's position (0 with nothing published).
+    position: i64,
+    manifest: Manifest,
+    /// Whether the head had moved past the base.
+    rebased: bool,
+}
+
+/// Step 4: where the commit lands. When the head moved past the base, every touched path
+/// must still hold there what the base held (by recorded entry: hash, kind, mode, mtime,
+/// target), else `COMMIT_CONFLICT`; untouched paths take the head's entries.
+fn target(plan: &Plan, published: Option<(Head, Revision)>) -> Result<Target> {
+    let base = &plan.base;
+    let mut target = match published {
+        Some((h, r)) => {
+            let rebased = Some(&h.revision) != base.revision.as_ref();
+            if rebased {
+                if let Some(t) = plan
+                    .touched
+                    .iter()
+                    .find(|t| r.entries.get(&t.path) != t.before.as_ref())
+                {
+                    return Err(SupabashError::new(
+                        ErrorCode::CommitConflict,
+                        "the path changed since the workspace was opened",
+                    )
+                    .with_path(&t.path));
+                }
+            }
+            Target {
+                parent: Some(h.revision),
+                position: r.position,
+                manifest: r.entries,
+                rebased,
+            }
+        }
+        None if base.revision.is_some() => {
+            return Err(SupabashError::new(
+                ErrorCode::HistoryCorruption,
+                "the published head disappeared",
+            ))
+        }
+        None => Target {
+            parent: None,
+            position: 0,
+            manifest: (*base.manifest).clone(),
+            rebased: false,
+        },
+    };
+    for t in &plan.touched {
+        match &t.after {
+            Some(e) => target.manifest.insert(t.path.clone(), e.clone()),
+            None => target.manifest.remove(&t.path),
+        };
+    }
+    Ok(target)
+}
+
+/// The intent record of a new commit of `plan` on `parent`: fresh transaction and revision
+/// ids.
+fn intent(plan: &Plan, o: &CommitOptions, parent: Option<String>) -> Intent {
+    Intent {
+        transaction_id: uuid::Uuid::new_v4().to_string(),
+        new_revision: uuid::Uuid::new_v4().to_string(),
+        parent_revision: parent,
+        fingerprint: plan.fingerprint.clone(),
+        idempotency_key: o.idempotency_key.clone(),
+        touched: plan.touched.clone(),
+        created_at: rfc3339(SystemTime::now()),
+        created_ms: super::model::to_ms(SystemTime::now()),
+        host: Some(recover::host_id().to_owned()),
+        schema_version: SCHEMA_VERSION,
+    }
+}
+
+/// The complete record of the commit `intent` announces (same ids, fingerprint and time).
+fn complete(intent: &Intent) -> Complete {
+    Complete {
+        transaction_id: intent.transaction_id.clone(),
+        revision: intent.new_revision.clone(),
+        parent_revision: intent.parent_revision.clone(),
+        fingerprint: intent.fingerprint.clone(),
+        idempotency_key: intent.idempotency_key.clone(),
+        committed_at: intent.created_at.clone(),
+        schema_version: SCHEMA_VERSION,
+    }
+}
+
 /// What the frozen commit produced.
 struct Done {
     result: CommitResult,
@@ -233,88 +338,122 @@ impl StorageWorkspace {
         result
     }
 
+    /// Steps 1 to 9 of the module documentation, under the coordinator's lease if any.
     async fn commit_leased(&self, o: &CommitOptions, lease: Option<&dyn Lease>) -> Result<Done> {
+        let plan = self.plan(o)?;
+        let published = self.recover_then_read_head(&plan, lease.is_some()).await?;
+        if let Some(done) = self.already_published(&plan, o, published.as_ref()).await? {
+            return Ok(done);
+        }
+        let target = target(&plan, published)?;
+        coordinator::check(lease).await?;
+        let uploaded = self.upload_bodies(&plan, target.parent.is_none()).await?;
+        let intent = intent(&plan, o, target.parent.clone());
+        // Until this commit returns, this process's recovery leaves its intent alone.
+        let _running = recover::InFlight::start(&intent.transaction_id);
+        self.write_intent(&intent).await?;
+        let rebased = target.rebased;
+        let record = self.revision_record(&plan, o, &intent, target);
+        self.publish(&intent, &uploaded, &record, lease).await?;
+        Ok(Done {
+            result: CommitResult {
+                receipt: record.receipt,
+                replayed: false,
+            },
+            base: Base {
+                revision: Some(record.revision),
+                manifest: Arc::new(record.entries),
+            },
+            rebased,
+        })
+    }
+
+    /// Step 1 (the tree is already frozen and checked): the staged tree against its base.
+    fn plan(&self, o: &CommitOptions) -> Result<Plan> {
         let (staged, bodies) = tree_io::snapshot(&self.tree)?;
-        let (base, partial_tx, source) = {
+        let (base, partial, source) = {
             let s = self.state.lock().expect("state lock");
             (s.base.clone(), s.partial.clone(), s.restore_source.clone())
         };
         let touched = diff(&base.manifest, &staged);
-        let fp = fingerprint(base.revision.as_deref(), &touched, o);
+        let fingerprint = fingerprint(base.revision.as_deref(), &touched, o);
+        Ok(Plan {
+            base,
+            partial,
+            source,
+            touched,
+            bodies,
+            fingerprint,
+        })
+    }
 
+    /// Step 2: resolves whatever earlier commits left unfinished (this workspace's own failed
+    /// commit at once), then reads the published head.
+    async fn recover_then_read_head(
+        &self,
+        plan: &Plan,
+        leased: bool,
+    ) -> Result<Option<(Head, Revision)>> {
         let policy = recover::Policy {
-            leased: lease.is_some(),
-            own: partial_tx.as_ref().map(|(_, tx)| tx.as_str()),
+            leased,
+            own: plan.partial.as_ref().map(|(_, tx)| tx.as_str()),
             stale_after: self.stale_intent_after,
             committing: true,
         };
         recover::recover(&self.api, &self.keys, &policy).await?;
-        let published = recover::published(&self.api, &self.keys).await?;
-        let head_rev = published.as_ref().map(|(h, _)| h.revision.clone());
+        recover::published(&self.api, &self.keys).await
+    }
 
-        // The same commit failed after its intent and recovery published it.
-        if let Some((pfp, tx)) = &partial_tx {
-            if *pfp == fp {
+    /// Steps 2 and 3: the first receipt of this same commit when it is already published (by
+    /// recovery, after it failed past its intent, or under the same idempotency key); an
+    /// idempotency key used for another commit is `IDEMPOTENCY_CONFLICT`.
+    async fn already_published(
+        &self,
+        plan: &Plan,
+        o: &CommitOptions,
+        published: Option<&(Head, Revision)>,
+    ) -> Result<Option<Done>> {
+        let head_rev = published.map(|(h, _)| h.revision.as_str());
+        if let Some((pfp, tx)) = &plan.partial {
+            if *pfp == plan.fingerprint {
                 if let Some(c) = read::<Complete>(&self.api, &self.keys.complete(tx)).await? {
-                    if head_rev.as_deref() == Some(c.revision.as_str()) {
-                        return self.replay(&c.revision, published.as_ref()).await;
+                    if head_rev == Some(c.revision.as_str()) {
+                        return self.replay(&c.revision, published).await.map(Some);
                     }
                 }
             }
         }
         if let Some(k) = &o.idempotency_key {
             if let Some(r) = read::<Idempotency>(&self.api, &self.keys.idempotency(k)).await? {
-                if r.fingerprint != fp {
+                if r.fingerprint != plan.fingerprint {
                     return Err(SupabashError::new(
                         ErrorCode::IdempotencyConflict,
                         "this idempotency key was used for a different commit",
                     ));
                 }
-                return self.replay(&r.revision, published.as_ref()).await;
+                return self.replay(&r.revision, published).await.map(Some);
             }
         }
+        Ok(None)
+    }
 
-        // Optimistic per-path conflict check against the published head.
-        let (parent, position, mut manifest, rebased) = match published {
-            Some((h, r)) if Some(&h.revision) != base.revision.as_ref() => {
-                for t in &touched {
-                    if r.entries.get(&t.path) != t.before.as_ref() {
-                        return Err(SupabashError::new(
-                            ErrorCode::CommitConflict,
-                            "the path changed since the workspace was opened",
-                        )
-                        .with_path(&t.path));
-                    }
-                }
-                (Some(h.revision), r.position, r.entries, true)
-            }
-            Some((h, r)) => (Some(h.revision), r.position, r.entries, false),
-            None if base.revision.is_some() => {
-                return Err(SupabashError::new(
-                    ErrorCode::HistoryCorruption,
-                    "the published head disappeared",
-                ))
-            }
-            None => (None, 0, (*base.manifest).clone(), false),
-        };
-        for t in &touched {
-            match &t.after {
-                Some(e) => manifest.insert(t.path.clone(), e.clone()),
-                None => manifest.remove(&t.path),
-            };
-        }
-
-        coordinator::check(lease).await?;
-        // Content-addressed bodies (invisible until a manifest names them).
+    /// Step 5: uploads the content-addressed bodies the commit adds (invisible until a
+    /// manifest names them) and, when nothing is published yet (`first`), those it replaces,
+    /// so a rollback can restore them. Answers the added bodies by hash.
+    async fn upload_bodies(
+        &self,
+        plan: &Plan,
+        first: bool,
+    ) -> Result<BTreeMap<String, Arc<Vec<u8>>>> {
         let mut uploaded: BTreeMap<String, Arc<Vec<u8>>> = BTreeMap::new();
-        for t in &touched {
+        for t in &plan.touched {
             if let Some(Entry {
                 kind: EntryKind::File,
                 hash: Some(hash),
                 ..
             }) = &t.after
             {
-                let body: &Body = &bodies[&t.path];
+                let body: &Body = &plan.bodies[&t.path];
                 uploaded.insert(hash.clone(), self.tree.bytes_of(body).await?);
             }
         }
@@ -322,118 +461,120 @@ impl StorageWorkspace {
             .iter()
             .map(|(hash, bytes)| self.object_upload(hash, bytes.to_vec()))
             .collect();
-        if parent.is_none() {
-            for t in &touched {
-                if let Some(Entry {
-                    kind: EntryKind::File,
-                    hash: Some(hash),
-                    ..
-                }) = &t.before
-                {
-                    let (_, bytes) = self.bodies.fetch(UNPUBLISHED, &t.path).await?;
-                    if sha256_hex(&bytes) != *hash {
-                        return Err(SupabashError::new(
-                            ErrorCode::CommitConflict,
-                            "the object changed since the workspace was opened",
-                        )
-                        .with_path(&t.path));
-                    }
-                    objects.push(self.object_upload(hash, bytes));
-                }
-            }
+        if first {
+            objects.extend(self.replaced_bodies(&plan.touched).await?);
         }
         self.api.upload_all(objects).await?;
+        Ok(uploaded)
+    }
 
-        let tx = uuid::Uuid::new_v4().to_string();
-        let revision = uuid::Uuid::new_v4().to_string();
-        let now = rfc3339(SystemTime::now());
-        let intent = Intent {
-            transaction_id: tx.clone(),
-            new_revision: revision.clone(),
-            parent_revision: parent.clone(),
-            fingerprint: fp.clone(),
-            idempotency_key: o.idempotency_key.clone(),
-            touched: touched.clone(),
-            created_at: now.clone(),
-            created_ms: super::model::to_ms(SystemTime::now()),
-            host: Some(recover::host_id().to_owned()),
-            schema_version: SCHEMA_VERSION,
-        };
-        // Until this commit returns, this process's recovery leaves its intent alone.
-        let _running = recover::InFlight::start(&tx);
-        // An intent that may have been written counts as written.
-        match write(&self.api, &self.keys.intent(&tx), &intent, true).await {
-            Err(e) if !e.outcome_unknown => return Err(e),
-            written => {
-                self.state.lock().expect("state lock").partial = Some((fp.clone(), tx.clone()));
-                written.map_err(partial)?;
+    /// The bodies of the files a first commit replaces, read from their visible objects; one
+    /// that no longer has the hash the tree was opened with is `COMMIT_CONFLICT`.
+    async fn replaced_bodies(&self, touched: &[Touched]) -> Result<Vec<Upload>> {
+        let mut objects = Vec::new();
+        for t in touched {
+            if let Some(Entry {
+                kind: EntryKind::File,
+                hash: Some(hash),
+                ..
+            }) = &t.before
+            {
+                let (_, bytes) = self.bodies.fetch(UNPUBLISHED, &t.path).await?;
+                if sha256_hex(&bytes) != *hash {
+                    return Err(SupabashError::new(
+                        ErrorCode::CommitConflict,
+                        "the object changed since the workspace was opened",
+                    )
+                    .with_path(&t.path));
+                }
+                objects.push(self.object_upload(hash, bytes));
             }
         }
+        Ok(objects)
+    }
 
+    /// Step 6: writes the intent record (create-only). An intent that may have been written
+    /// counts as written: from then on a failure is left to recovery ([`partial`]).
+    async fn write_intent(&self, intent: &Intent) -> Result<()> {
+        let key = self.keys.intent(&intent.transaction_id);
+        match write(&self.api, &key, intent, true).await {
+            Err(e) if !e.outcome_unknown => Err(e),
+            written => {
+                let own = (intent.fingerprint.clone(), intent.transaction_id.clone());
+                self.state.lock().expect("state lock").partial = Some(own);
+                written.map_err(partial)
+            }
+        }
+    }
+
+    /// The revision record (manifest and receipt) of the commit `intent` announces, landing
+    /// on `target`.
+    fn revision_record(
+        &self,
+        plan: &Plan,
+        o: &CommitOptions,
+        intent: &Intent,
+        target: Target,
+    ) -> Revision {
         let receipt = Receipt {
             workspace_id: self.scope(),
-            revision: revision.clone(),
-            parent_revision: parent.clone(),
-            position: position + 1,
-            transaction_id: tx.clone(),
+            revision: intent.new_revision.clone(),
+            parent_revision: intent.parent_revision.clone(),
+            position: target.position + 1,
+            transaction_id: intent.transaction_id.clone(),
             idempotency_key: o.idempotency_key.clone(),
             actor: o.actor.clone(),
             correlation_id: o.correlation_id.clone(),
             cause: o.cause.clone(),
             metadata: o.metadata.clone().unwrap_or_else(|| json!({})),
-            source_revision: source,
+            source_revision: plan.source.clone(),
             delegation_key_id: None,
             forked_from: None,
             rebased_from: None,
-            committed_at: now.clone(),
-            changes: touched.iter().map(line).collect(),
+            committed_at: intent.created_at.clone(),
+            changes: plan.touched.iter().map(line).collect(),
         };
-        let record = Revision {
-            revision: revision.clone(),
-            parent_revision: parent.clone(),
-            position: position + 1,
-            entries: manifest,
-            receipt: receipt.clone(),
+        Revision {
+            revision: intent.new_revision.clone(),
+            parent_revision: intent.parent_revision.clone(),
+            position: target.position + 1,
+            entries: target.manifest,
+            receipt,
             schema_version: SCHEMA_VERSION,
-        };
-        let complete = Complete {
-            transaction_id: tx.clone(),
-            revision: revision.clone(),
-            parent_revision: parent,
-            fingerprint: fp,
-            idempotency_key: o.idempotency_key.clone(),
-            committed_at: now,
-            schema_version: SCHEMA_VERSION,
-        };
-        self.publish_visible(&touched, &uploaded)
+        }
+    }
+
+    /// Steps 7 to 9, then the intent's clean-up: visible objects (undone, and the commit
+    /// refused, if another host's recovery rolled it back meanwhile), revision and complete
+    /// records, idempotency record, head. Any failure is left to recovery ([`partial`]).
+    async fn publish(
+        &self,
+        intent: &Intent,
+        uploaded: &BTreeMap<String, Arc<Vec<u8>>>,
+        record: &Revision,
+        lease: Option<&dyn Lease>,
+    ) -> Result<()> {
+        self.publish_visible(&intent.touched, uploaded)
             .await
             .map_err(partial)?;
-        if self.rolled_back_elsewhere(&intent).await.map_err(partial)? {
+        if self.rolled_back_elsewhere(intent).await.map_err(partial)? {
             return Err(SupabashError::new(
                 ErrorCode::CommitCoordination,
                 "another host's recovery rolled this commit back while it ran (no coordinator); \
                  what it wrote is undone, nothing was published",
             ));
         }
-        self.publish_records(&record, &complete, lease)
+        self.publish_records(record, &complete(intent), lease)
             .await
             .map_err(partial)?;
         // Clean-up only: recovery removes an intent whose commit is the head.
-        let _ = self.api.delete(&[self.keys.intent(&tx)]).await;
-        Ok(Done {
-            result: CommitResult {
-                receipt,
-                replayed: false,
-            },
-            base: Base {
-                revision: Some(revision),
-                manifest: Arc::new(record.entries),
-            },
-            rebased,
-        })
+        let _ = self
+            .api
+            .delete(&[self.keys.intent(&intent.transaction_id)])
+            .await;
+        Ok(())
     }
 
-    /// Steps 7 to 9: visible objects, revision and complete records, idempotency, head.
     /// Step 7: visible uploads, then deletes.
     async fn publish_visible(
         &self,

@@ -35,6 +35,98 @@ fn not_found(what: &str) -> SupabashError {
     SupabashError::new(ErrorCode::RevisionNotFound, format!("{what} not found"))
 }
 
+/// The entries of a diff from manifest `a` to `b`, by path: a file deleted and one added
+/// with the same content are paired as one move.
+fn diff_entries(a: &Manifest, b: &Manifest) -> Vec<DiffEntry> {
+    let mut entries = Vec::new();
+    let (mut gone, mut new) = (Vec::new(), Vec::new());
+    for t in diff(a, b) {
+        let gone_hash = t
+            .after
+            .is_none()
+            .then(|| t.before.as_ref().and_then(file_hash));
+        let new_hash = t
+            .before
+            .is_none()
+            .then(|| t.after.as_ref().and_then(file_hash));
+        if let Some(h) = gone_hash.flatten() {
+            gone.push((h, t));
+        } else if let Some(h) = new_hash.flatten() {
+            new.push((h, t));
+        } else {
+            let kind = match (&t.before, &t.after) {
+                (None, _) => DiffKind::Added,
+                (_, None) => DiffKind::Deleted,
+                _ => DiffKind::Modified,
+            };
+            entries.push(diff_entry(
+                kind,
+                t.path,
+                None,
+                t.before.as_ref(),
+                t.after.as_ref(),
+            ));
+        }
+    }
+    let paired = supabash_core::moves::pair(gone, new);
+    for (old, t) in paired.moves {
+        let before = old.before.as_ref();
+        entries.push(diff_entry(
+            DiffKind::Moved,
+            t.path,
+            Some(old.path),
+            before,
+            t.after.as_ref(),
+        ));
+    }
+    for t in paired.sources {
+        entries.push(diff_entry(
+            DiffKind::Deleted,
+            t.path,
+            None,
+            t.before.as_ref(),
+            None,
+        ));
+    }
+    for t in paired.targets {
+        entries.push(diff_entry(
+            DiffKind::Added,
+            t.path,
+            None,
+            None,
+            t.after.as_ref(),
+        ));
+    }
+    entries.sort_by(|x, y| x.path.cmp(&y.path));
+    entries
+}
+
+/// The content hash of a file entry (`None` for a directory or a symbolic link).
+fn file_hash(e: &Entry) -> Option<String> {
+    (e.kind == EntryKind::File)
+        .then(|| e.hash.clone())
+        .flatten()
+}
+
+/// The diff entry of `path` (moved from `from`) between its entries `before` and `after`.
+fn diff_entry(
+    kind: DiffKind,
+    path: String,
+    from: Option<String>,
+    before: Option<&Entry>,
+    after: Option<&Entry>,
+) -> DiffEntry {
+    DiffEntry {
+        kind,
+        binary: after.or(before).is_some_and(|e| e.kind == EntryKind::File),
+        before_hash: before.and_then(|e| e.hash.clone()),
+        after_hash: after.and_then(|e| e.hash.clone()),
+        path,
+        from,
+        preview: None,
+    }
+}
+
 fn checkpoint_from(v: &serde_json::Value) -> Result<Checkpoint> {
     serde_json::from_value(v.clone()).map_err(|e| {
         SupabashError::new(
@@ -162,79 +254,10 @@ impl StorageWorkspace {
         self.require(Operation::History)?;
         let (from_label, a) = self.side(&from).await?;
         let (to_label, b) = self.side(&to).await?;
-        let entry =
-            |kind, path: String, from, before: Option<&Entry>, after: Option<&Entry>| DiffEntry {
-                kind,
-                binary: after.or(before).is_some_and(|e| e.kind == EntryKind::File),
-                before_hash: before.and_then(|e| e.hash.clone()),
-                after_hash: after.and_then(|e| e.hash.clone()),
-                path,
-                from,
-                preview: None,
-            };
-        let mut entries = Vec::new();
-        let (mut gone, mut new) = (Vec::new(), Vec::new());
-        let file_hash = |e: &Entry| {
-            (e.kind == EntryKind::File)
-                .then(|| e.hash.clone())
-                .flatten()
-        };
-        for t in diff(&a, &b) {
-            let gone_hash = t
-                .after
-                .is_none()
-                .then(|| t.before.as_ref().and_then(file_hash));
-            let new_hash = t
-                .before
-                .is_none()
-                .then(|| t.after.as_ref().and_then(file_hash));
-            if let Some(h) = gone_hash.flatten() {
-                gone.push((h, t));
-            } else if let Some(h) = new_hash.flatten() {
-                new.push((h, t));
-            } else {
-                let kind = match (&t.before, &t.after) {
-                    (None, _) => DiffKind::Added,
-                    (_, None) => DiffKind::Deleted,
-                    _ => DiffKind::Modified,
-                };
-                entries.push(entry(
-                    kind,
-                    t.path,
-                    None,
-                    t.before.as_ref(),
-                    t.after.as_ref(),
-                ));
-            }
-        }
-        let paired = supabash_core::moves::pair(gone, new);
-        for (old, t) in paired.moves {
-            let before = old.before.as_ref();
-            entries.push(entry(
-                DiffKind::Moved,
-                t.path,
-                Some(old.path),
-                before,
-                t.after.as_ref(),
-            ));
-        }
-        for t in paired.sources {
-            entries.push(entry(
-                DiffKind::Deleted,
-                t.path,
-                None,
-                t.before.as_ref(),
-                None,
-            ));
-        }
-        for t in paired.targets {
-            entries.push(entry(DiffKind::Added, t.path, None, None, t.after.as_ref()));
-        }
-        entries.sort_by(|x, y| x.path.cmp(&y.path));
         Ok(Diff {
             from: from_label,
             to: to_label,
-            entries,
+            entries: diff_entries(&a, &b),
         })
     }
 
@@ -319,6 +342,30 @@ impl StorageWorkspace {
     pub async fn purge(&self, options: PurgeOptions) -> Result<PurgeReport> {
         self.require(Operation::Purge)?;
         let chain = self.chain().await?;
+        let (kept, removed) = self.purge_selection(&chain, &options).await?;
+        let used = self.bodies_in_use(&kept).await?;
+        let garbage = self.unused_bodies(&used).await?;
+        let report = PurgeReport {
+            dry_run: options.dry_run,
+            revisions: removed.iter().map(|r| r.revision.clone()).collect(),
+            entries: removed.iter().map(|r| r.entries.len() as i64).sum(),
+            bodies: garbage.len() as i64,
+            bytes: garbage.values().map(|b| *b as i64).sum(),
+        };
+        if options.dry_run || (removed.is_empty() && garbage.is_empty()) {
+            return Ok(report);
+        }
+        self.drop_revisions(&removed, garbage).await?;
+        Ok(report)
+    }
+
+    /// The revisions of `chain` (newest first) that purge keeps and those it removes, by the
+    /// rules of [`Self::purge`].
+    async fn purge_selection<'c>(
+        &self,
+        chain: &'c [Revision],
+        options: &PurgeOptions,
+    ) -> Result<(Vec<&'c Revision>, Vec<&'c Revision>)> {
         let keep_n = options.keep_revisions.unwrap_or(DEFAULT_PURGE_KEEP).max(1) as usize;
         let pinned: BTreeSet<String> = self
             .list_checkpoints()
@@ -353,11 +400,16 @@ impl StorageWorkspace {
                 removed.push(r);
             }
         }
+        Ok((kept, removed))
+    }
+
+    /// The body hashes still needed: those of the `kept` revisions, and those an unresolved
+    /// commit names (it may still be published or rolled back).
+    async fn bodies_in_use(&self, kept: &[&Revision]) -> Result<BTreeSet<String>> {
         let mut used: BTreeSet<String> = kept
             .iter()
             .flat_map(|r| r.entries.values().filter_map(|e: &Entry| e.hash.clone()))
             .collect();
-        // Bodies an unresolved commit names stay too (it may still be published or rolled back).
         for listed in self.api.list(&self.keys.intents()).await? {
             if let Some(intent) = read::<Intent>(&self.api, &listed.name).await? {
                 for t in intent.touched {
@@ -366,6 +418,11 @@ impl StorageWorkspace {
                 }
             }
         }
+        Ok(used)
+    }
+
+    /// The stored bodies (`objects/<hash>`) outside `used`: key → size in bytes.
+    async fn unused_bodies(&self, used: &BTreeSet<String>) -> Result<BTreeMap<String, u64>> {
         let mut garbage = BTreeMap::new();
         for listed in self.api.list(&self.keys.reserved("objects/")).await? {
             let hash = listed
@@ -378,17 +435,17 @@ impl StorageWorkspace {
                 garbage.insert(listed.name, listed.size.unwrap_or(0));
             }
         }
-        let report = PurgeReport {
-            dry_run: options.dry_run,
-            revisions: removed.iter().map(|r| r.revision.clone()).collect(),
-            entries: removed.iter().map(|r| r.entries.len() as i64).sum(),
-            bodies: garbage.len() as i64,
-            bytes: garbage.values().map(|b| *b as i64).sum(),
-        };
-        if options.dry_run || (removed.is_empty() && garbage.is_empty()) {
-            return Ok(report);
-        }
-        for r in &removed {
+        Ok(garbage)
+    }
+
+    /// Deletes the `removed` revision records and the `garbage` bodies, after writing each
+    /// removed revision's ancestry link (so history stays ordered).
+    async fn drop_revisions(
+        &self,
+        removed: &[&Revision],
+        garbage: BTreeMap<String, u64>,
+    ) -> Result<()> {
+        for r in removed {
             let link = json!({ "parentRevision": r.parent_revision });
             self.api
                 .write_json(
@@ -404,6 +461,6 @@ impl StorageWorkspace {
             .collect();
         doomed.extend(garbage.into_keys());
         self.api.delete(&doomed).await?;
-        Ok(report)
+        Ok(())
     }
 }

@@ -196,13 +196,9 @@ pub fn from_ms(ms: i64) -> SystemTime {
     }
 }
 
-/// RFC 3339 UTC with milliseconds, e.g. `2026-01-02T03:04:05.678Z`.
-pub fn rfc3339(t: SystemTime) -> String {
-    let ms = to_ms(t);
-    let (secs, milli) = (ms.div_euclid(1000), ms.rem_euclid(1000));
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01.
+/// The date `days` days after 1970-01-01 in the proleptic Gregorian calendar: year, month (1
+/// to 12) and day of the month (1 to 31); Howard Hinnant's `civil_from_days`.
+pub fn civil_date(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -211,7 +207,15 @@ pub fn rfc3339(t: SystemTime) -> String {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// RFC 3339 UTC with milliseconds, e.g. `2026-01-02T03:04:05.678Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let ms = to_ms(t);
+    let (secs, milli) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_date(secs.div_euclid(86_400));
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
         rem / 3600,

@@ -3,7 +3,7 @@
 //! `supabash_record_discarded`; and the records `supabash_audit` answers. The limits are
 //! `crate::limits::MAX_AUDIT_*`; both sides check them.
 
-use super::requests::{request, rpc, WorkspaceRequest};
+use super::declare::{request, rpc, WorkspaceRequest};
 use super::Rpc;
 use crate::limits::{check_object, check_text, utf8_prefix, FieldError};
 use crate::limits::{MAX_AUDIT_ACTIONS, MAX_AUDIT_ARGUMENTS_BYTES, MAX_AUDIT_PATHS};
@@ -16,6 +16,7 @@ use serde_with::skip_serializing_none;
 /// The surface an action came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ActionKind {
     /// An MCP tool call (the file tools and `bash` have their own kinds).
     McpTool,

@@ -2,7 +2,7 @@
 //! so a client can open a large tree without its whole manifest.
 
 use super::answers::File;
-use super::requests::{request, rpc, WorkspaceRequest};
+use super::declare::{request, rpc, WorkspaceRequest};
 use super::Rpc;
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;

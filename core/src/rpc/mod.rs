@@ -6,6 +6,7 @@ mod answers;
 pub mod audit;
 pub mod body;
 mod changes;
+mod declare;
 pub mod listing;
 mod params;
 mod receipt;

@@ -4,6 +4,8 @@
 
 use super::answers;
 use super::changes::{StagedDocument, WireChange};
+pub use super::declare::WorkspaceRequest;
+use super::declare::{request, rpc};
 use super::Rpc;
 use crate::limits::{check_object, check_texts, FieldError};
 use crate::limits::{MAX_CAUSE_BYTES, MAX_COMMIT_METADATA_BYTES, MAX_LABEL_BYTES};
@@ -15,50 +17,6 @@ use serde_with::skip_serializing_none;
 
 /// Longest retention class of a checkpoint, in bytes.
 pub const MAX_RETENTION_CLASS_BYTES: usize = 255;
-
-/// A request about one workspace, optionally presenting a delegated grant.
-pub trait WorkspaceRequest {
-    fn workspace_id(&self) -> &str;
-    fn delegated_grant(&self) -> Option<&str>;
-}
-
-/// A request type: `#[derive]`s and serde attributes every request has, and its [`Rpc`] facts.
-macro_rules! request {
-    ($name:literal, mutates = $m:literal, $answer:ty $(, $ws:ident)?;
-     $(#[$attr:meta])* pub struct $req:ident { $($body:tt)* }) => {
-        $(#[$attr])*
-        #[skip_serializing_none]
-        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-        #[serde(deny_unknown_fields)]
-        pub struct $req { $($body)* }
-        rpc!($req, $name, mutates = $m, $answer $(, $ws)?);
-    };
-}
-
-macro_rules! rpc {
-    ($req:ident, $name:literal, mutates = $m:literal, $answer:ty) => {
-        impl Rpc for $req {
-            const NAME: &'static str = $name;
-            const MUTATES: bool = $m;
-            type Answer = $answer;
-        }
-    };
-    ($req:ident, $name:literal, mutates = $m:literal, $answer:ty, workspace) => {
-        rpc!($req, $name, mutates = $m, $answer);
-        impl WorkspaceRequest for $req {
-            fn workspace_id(&self) -> &str {
-                &self.workspace_id
-            }
-            fn delegated_grant(&self) -> Option<&str> {
-                self.delegated_grant.as_deref()
-            }
-        }
-    };
-}
-
-// Other request modules (`super::audit`, `super::listing`, `super::verify`) declare theirs
-// with the same macros.
-pub(super) use {request, rpc};
 
 request! {
     "supabash_create_workspace", mutates = true, answers::WorkspaceCreated;

@@ -2,7 +2,7 @@
 //! `supabash_garbage` (orphan bodies and idle workspaces of the caller). Both report; only
 //! `supabash_garbage` with `apply` deletes, and only orphan bodies.
 
-use super::requests::WorkspaceRequest;
+use super::declare::WorkspaceRequest;
 use super::Rpc;
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
@@ -152,6 +152,7 @@ impl Problem {
 /// The kinds of problem `supabash_verify` reports (docs/operations.md describes each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ProblemKind {
     /// An entry names a body its store does not hold.
     BodyMissing,

@@ -8,7 +8,7 @@
 //! them (see `supabash mcp --commit-on-exit`), unless it opts in to [`host`] tools.
 //!
 //! Every call is recorded in the served workspaces' audit queues when the server has
-//! [`AuditTargets`] ([`record`]), and runs in a `supabash.tool` tracing span naming the tool
+//! [`AuditTargets`] (module `record`), and runs in a `supabash.tool` tracing span naming the tool
 //! and how it ended (never its arguments).
 
 pub mod host;
