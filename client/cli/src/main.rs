@@ -13,8 +13,8 @@ use supabash::workspace::{
 use supabash::{Limits, PostgresTransport, Workspace};
 use supabash_agent::shell::Shell;
 use supabash_agent::AgentFs;
-use supabash_cli::devcluster::Cluster;
 use supabash_core::capability::{Operation, OperationSet};
+use supabash_devcluster::Cluster;
 
 #[derive(Parser)]
 #[command(
