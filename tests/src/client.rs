@@ -85,7 +85,7 @@ impl Postrust {
             );
         });
         let port = free_port();
-        let child = Command::new(postrust_binary())
+        let mut child = Command::new(postrust_binary())
             .env_remove("DATABASE_URL")
             .env_remove("PORT")
             .env(
