@@ -5,7 +5,6 @@
 # too (PostgreSQL is relocatable), which lets several checkouts test side by side.
 pg_config := env_var_or_default("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config")
 export PG_BIN := parent_directory(pg_config)
-export PG_REGRESS := parent_directory(PG_BIN) / "lib/pgxs/src/test/regress/pg_regress"
 lock := "/tmp/supabash-pgrx-install" + replace(pg_config, "/", "_") + ".lock"
 # PostgreSQL 17, which scripts/more-pg.sh installs (Supabase's current images ship 17); `just
 # e2e-17` installs into it and runs the end-to-end suite there. PG17_CONFIG picks another one

@@ -23,7 +23,12 @@ elif [ -n "${PG_CONFIG:-}" ]; then
 else
   bin=/usr/lib/postgresql/15/bin
 fi
-regress="${PG_REGRESS:-$(dirname "$bin")/lib/pgxs/src/test/regress/pg_regress}"
+if [ -n "${PG_REGRESS:-}" ]; then
+  regress="$PG_REGRESS"
+else
+  # pg_config --pgxs names <pgxs>/src/makefiles/pgxs.mk; pg_regress is <pgxs>/src/test/regress.
+  regress="$(dirname "$(dirname "$("$bin/pg_config" --pgxs)")")/test/regress/pg_regress"
+fi
 psql=psql
 [ -x "$bin/psql" ] && psql="$bin/psql"
 

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 use supabash_tests::Cluster;
 
 const HELPER: &str = "CLEANUP_HELPER";
+/// Starts every line the helper announces (libtest may print `test helper ... ` before it).
+const MARK: &str = "cleanup-helper:";
 
 /// A server the helper started.
 #[derive(Debug)]
@@ -24,7 +26,7 @@ enum Server {
 }
 
 fn announce(c: &Cluster) {
-    println!("cluster {} {}", c.port, c.dir.display());
+    println!("{MARK} cluster {} {}", c.port, c.dir.display());
 }
 
 /// The child's side: starts the shared cluster and postrust (statics, never dropped), and per
@@ -38,22 +40,22 @@ fn helper() {
     announce(Cluster::shared());
     let postrust = supabash_tests::client::shared_postrust();
     let port = postrust.url.rsplit(':').next().unwrap_or_default();
-    println!("postrust {} {port}", postrust.pid());
+    println!("{MARK} postrust {} {port}", postrust.pid());
     match mode.as_str() {
         "exit" => {
             let leaked = Cluster::start();
             announce(&leaked);
             std::mem::forget(leaked);
-            println!("ready");
+            println!("{MARK} ready");
         }
         "panic" => {
             let owned = Cluster::start();
             announce(&owned);
-            println!("ready");
+            println!("{MARK} ready");
             panic!("a failing test (on purpose)");
         }
         "kill" => {
-            println!("ready");
+            println!("{MARK} ready");
             loop {
                 std::thread::sleep(Duration::from_secs(1));
             }
@@ -83,7 +85,10 @@ fn run_helper(mode: &str, kill: bool) -> (Vec<Server>, ExitStatus) {
         if out.read_line(&mut line).expect("reading the helper") == 0 {
             break;
         }
-        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some((_, announced)) = line.split_once(MARK) else {
+            continue;
+        };
+        let words: Vec<&str> = announced.split_whitespace().collect();
         match words.as_slice() {
             ["cluster", port, dir] => servers.push(Server::Cluster {
                 port: port.parse().expect("a port"),
