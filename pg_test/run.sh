@@ -29,8 +29,6 @@ else
   # pg_config --pgxs names <pgxs>/src/makefiles/pgxs.mk; pg_regress is <pgxs>/src/test/regress.
   regress="$(dirname "$(dirname "$("$bin/pg_config" --pgxs)")")/test/regress/pg_regress"
 fi
-psql=psql
-[ -x "$bin/psql" ] && psql="$bin/psql"
 
 accept=0
 tests=()
@@ -75,7 +73,7 @@ as_pg "$bin/pg_ctl" -D "$data" -l "$tmp/server.log" -w start \
   -o "-p $port -k $tmp -c listen_addresses=127.0.0.1 -c fsync=off -c TimeZone=UTC" >/dev/null
 
 db=supabash_regress
-psql_admin() { PGOPTIONS="-c client_min_messages=warning" "$psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres "$@"; }
+psql_admin() { PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres "$@"; }
 psql_admin -d postgres -f "$root/sql/bootstrap.sql" >/dev/null
 psql_admin -d postgres -c "CREATE DATABASE $db"
 psql_admin -d "$db" -f "$root/sql/bootstrap.sql" >/dev/null

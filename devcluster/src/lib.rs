@@ -4,9 +4,10 @@
 //! Supabase roles (`sql/bootstrap.sql`, embedded) and `CREATE EXTENSION supabash` in database
 //! `app`. It installs nothing: the extension must already be installed (`just install`).
 //!
-//! **Which PostgreSQL.** The server tools (`initdb`, `pg_ctl`, `pg_basebackup`, `psql`) come
-//! from `$PG_BIN`, else from the directory of `$PG_CONFIG` (as the justfile does), else from
-//! Debian's PostgreSQL 15 (`/usr/lib/postgresql/15/bin`).
+//! **Which PostgreSQL.** The server tools (`initdb`, `pg_ctl`, `pg_basebackup`) come from
+//! `$PG_BIN`, else from the directory of `$PG_CONFIG` (as the justfile does), else from
+//! Debian's PostgreSQL 15 (`/usr/lib/postgresql/15/bin`); `psql`, a client, is the one on
+//! `PATH`.
 //!
 //! **Cleanup.** Every cluster has a [`watchdog::Watchdog`], started as soon as its directory
 //! exists, that stops the server (`pg_ctl stop -m immediate`) and removes the directory when
@@ -432,14 +433,11 @@ impl Drop for Cluster {
     }
 }
 
-/// `psql` of the PostgreSQL in use, else the one on `PATH`.
+/// The `psql` on `PATH` (Debian's, PostgreSQL 15), whichever server runs: it speaks to newer
+/// servers, and the `psql` of the relocatable PostgreSQL 17 build scripts/more-pg.sh installs
+/// crashes at start (even `psql --version`).
 fn psql_program() -> PathBuf {
-    let own = pg_bin("psql");
-    if own.is_file() {
-        own
-    } else {
-        "psql".into()
-    }
+    "psql".into()
 }
 
 /// The first line of a statement, for error messages (the bootstrap is long).
