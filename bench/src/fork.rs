@@ -6,7 +6,8 @@ use crate::report::{ms, stats, Report};
 use crate::{f2, text, upsert, Ws};
 use serde_json::json;
 use std::time::Instant;
-use supabash_tests::{Cluster, SqlRpc};
+use supabash_devcluster::Cluster;
+use supabash_tests::SqlRpc;
 
 const SIZES: [usize; 2] = [10_000, 100_000];
 const WARMUP: usize = 3;

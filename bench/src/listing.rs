@@ -42,7 +42,7 @@ where
 
 /// Snapshot of 1,000 × 4 KiB files next to the plain-table reference, interleaved, then every
 /// read RPC's answer size and time on the same workspace.
-pub async fn reads(cluster: &supabash_tests::Cluster, rest: &mut SqlRpc, r: &mut Report) {
+pub async fn reads(cluster: &supabash_devcluster::Cluster, rest: &mut SqlRpc, r: &mut Report) {
     const FILES: usize = 1000;
     const SIZE: usize = 4096;
     const RUNS: usize = 25;
@@ -223,7 +223,7 @@ async fn transport(dsn: &str, who: &Caller) -> Arc<dyn Transport> {
 
 /// A 100,000-file workspace (100 directories of 1,000 files): opening it lazily and listing
 /// its root, listing one directory, and an eager open for context.
-pub async fn listing(cluster: &supabash_tests::Cluster, rest: &mut SqlRpc, r: &mut Report) {
+pub async fn listing(cluster: &supabash_devcluster::Cluster, rest: &mut SqlRpc, r: &mut Report) {
     const DIRS: usize = 100;
     const PER_DIR: usize = 1000;
     let dsn = crate::dsn(cluster, "app");

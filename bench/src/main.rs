@@ -15,7 +15,8 @@ use report::{ms, stats, Report};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use supabash::Limits;
-use supabash_tests::{Caller, Cluster, SqlRpc};
+use supabash_devcluster::Cluster;
+use supabash_tests::{Caller, SqlRpc};
 
 /// A workspace of a fresh user, with the head the client last saw.
 struct Ws {
@@ -141,7 +142,7 @@ fn dsn(cluster: &Cluster, db: &str) -> String {
 /// A new database on the cluster with the bootstrap, the extension and a plain body table.
 fn database(cluster: &Cluster, db: &str) {
     cluster.psql("postgres", &format!("CREATE DATABASE {db}"));
-    cluster.psql(db, supabash_tests::cluster::BOOTSTRAP_SQL);
+    cluster.psql(db, supabash_devcluster::BOOTSTRAP_SQL);
     cluster.psql(db, "CREATE EXTENSION supabash");
     cluster.psql(db, PLAIN_TABLE);
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use supabash::workspace::CommitOptions;
 use supabash::{Limits, PostgresTransport, Workspace};
-use supabash_tests::Cluster;
+use supabash_devcluster::Cluster;
 
 const FILES: usize = 10_000;
 const ROUNDS: usize = 7;

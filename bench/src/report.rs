@@ -91,7 +91,7 @@ impl Report {
         s.push_str(&self.machine);
         s.push_str(
             "\n## Method\n\n\
-             One throwaway PostgreSQL 15 cluster (`supabash_tests::Cluster`: `fsync=off`, \
+             One throwaway PostgreSQL 15 cluster (`supabash_devcluster::Cluster`: `fsync=off`, \
              `shared_buffers=256MB`, pg_stat_statements preloaded) with the installed release \
              build of the extension. The client is this binary, on the same machine, over TCP \
              on loopback. Every RPC is called as PostgREST calls it (`supabash_tests::SqlRpc`: one \

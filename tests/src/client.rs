@@ -2,6 +2,10 @@
 //! compatible server) in front of it with HS256 JWTs signed here, transports for a user through
 //! either path, workspace and receipt helpers, a JSON HTTP test server, and a TCP proxy that
 //! can drop one response.
+//!
+//! Every postrust process has a [`Watchdog`] that kills it when it is stopped or dropped and
+//! when the test process ends in any way (the shared one lives in a static and is never
+//! dropped); see the crate docs.
 
 use crate::Cluster;
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
@@ -15,6 +19,7 @@ use supabash::auth::SupabaseConfig;
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, PostgresTransport, PostgrestTransport, Transport, Workspace};
 use supabash_core::rpc::Receipt;
+use supabash_devcluster::watchdog::Watchdog;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -34,10 +39,12 @@ pub fn cluster() -> &'static Cluster {
     Cluster::shared()
 }
 
-/// A postrust process in front of the shared cluster; stopped on drop (the shared one at exit).
+/// A postrust process in front of the shared cluster; stopped on drop, and (the shared one
+/// too) when the test process ends.
 pub struct Postrust {
     pub url: String,
     child: Mutex<Child>,
+    watchdog: Watchdog,
 }
 
 static POSTRUST: OnceLock<Postrust> = OnceLock::new();
@@ -78,7 +85,7 @@ impl Postrust {
             );
         });
         let port = free_port();
-        let child = Command::new(postrust_binary())
+        let mut child = Command::new(postrust_binary())
             .env_remove("DATABASE_URL")
             .env_remove("PORT")
             .env(
@@ -101,6 +108,11 @@ impl Postrust {
             .stderr(Stdio::null())
             .spawn()
             .expect("postrust starts (install it: scripts/setup.sh --postrust)");
+        let watchdog = Watchdog::kill_process(child.id()).unwrap_or_else(|e| {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("postrust's watchdog: {e}")
+        });
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "postrust did not listen");
@@ -109,10 +121,22 @@ impl Postrust {
         Postrust {
             url: format!("http://127.0.0.1:{port}"),
             child: Mutex::new(child),
+            watchdog,
         }
     }
 
-    fn stop(&self) {
+    /// The process id of the server.
+    pub fn pid(&self) -> u32 {
+        match self.child.lock() {
+            Ok(c) => c.id(),
+            Err(poisoned) => poisoned.into_inner().id(),
+        }
+    }
+
+    /// Stops the server: the watchdog kills it while it is still an unreaped child (so its
+    /// process id cannot have been reused), then it is reaped. Later calls do nothing.
+    pub fn stop(&self) {
+        self.watchdog.fire();
         if let Ok(mut c) = self.child.lock() {
             let _ = c.kill();
             let _ = c.wait();
@@ -129,17 +153,20 @@ impl Drop for Postrust {
 /// The base URL of the shared postrust server, verifying HS256 tokens signed with
 /// [`JWT_SECRET`] (it serves RPCs at the root, where Supabase serves them under `/rest/v1`).
 pub fn postrust_url() -> &'static str {
-    &POSTRUST
-        .get_or_init(|| {
-            let server = Postrust::start(JWT_SECRET);
-            // SAFETY: registering a plain extern "C" function.
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::atexit(stop_postrust)
-            };
-            server
-        })
-        .url
+    &shared_postrust().url
+}
+
+/// The shared postrust server of this test process (see [`postrust_url`]), stopped at exit.
+pub fn shared_postrust() -> &'static Postrust {
+    POSTRUST.get_or_init(|| {
+        let server = Postrust::start(JWT_SECRET);
+        // SAFETY: registering a plain extern "C" function.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::atexit(stop_postrust)
+        };
+        server
+    })
 }
 
 /// A new user id.

@@ -1,14 +1,12 @@
-//! The throwaway cluster lives in the CLI crate (`supabash_cli::devcluster`), so `supabash
-//! demo` can start one too; this module keeps the tests' paths working.
+//! The throwaway cluster comes from the dev-only crate `supabash-devcluster` (which `supabash
+//! demo` and the benchmarks use too); this module keeps the tests' paths working.
 
 use std::path::{Path, PathBuf};
 
-pub use supabash_cli::devcluster::{Cluster, BOOTSTRAP_SQL};
+pub use supabash_devcluster::{Cluster, BOOTSTRAP_SQL};
 
 /// The repository root (the parent of this crate).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
 }

@@ -1,9 +1,6 @@
 //! supabash-cli: the `supabash` command-line tool (its binary is `supabash`; docs/cli.md), and
 //! the modules other crates reach as a library:
 //!
-//! - [`devcluster`]: a throwaway local PostgreSQL with the Supabase bootstrap and the installed
-//!   extension, which `supabash demo`, the end-to-end tests (`supabash-tests`) and the
-//!   benchmarks start;
 //! - [`connect`]: the connection arguments every command that opens a workspace takes, with
 //!   [`profile`]: named profiles of the config file;
 //! - [`exit`]: exit statuses and error reports from the error taxonomy; [`output`]: JSON and
@@ -28,7 +25,6 @@
 pub mod audit;
 pub mod completions;
 pub mod connect;
-pub mod devcluster;
 pub mod diff;
 pub mod doctor;
 pub mod exit;

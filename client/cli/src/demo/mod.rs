@@ -11,7 +11,7 @@ mod session;
 use serde_json::json;
 use std::sync::Arc;
 use supabash::{PostgresTransport, Workspace};
-use supabash_cli::devcluster::Cluster;
+use supabash_devcluster::Cluster;
 use supabash_cli::output::{moved_from, short};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -4,7 +4,7 @@
 -- the database never stores; service_role exchanges it for a short-lived grant bound to one
 -- workspace and an exact operation set; every RPC then accepts that grant, and only for what
 -- it allows. SQL cannot sign Ed25519 (and the database has no key to sign with), so the tokens
--- are signed outside, by scenarios/sign.sh (openssl), as any language with Ed25519 can.
+-- are signed outside, by pg_test/sign.sh (openssl), as any language with Ed25519 can.
 \pset tuples_only on
 \pset format unaligned
 \set alice '{"role":"authenticated","sub":"a11ce000-0000-4000-8000-00000000000a","aud":"authenticated"}'
@@ -81,7 +81,7 @@ FROM (VALUES
   ('after revocation', NULL, '{"alg":"EdDSA","kid":"jobs-2026"}', 'nonce-after-revoke-01', '{}')
 ) AS t(name, key, header, nonce, extra);
 SELECT string_agg(format(E'%s\t%s\t%s', name, key, input), ';' ORDER BY name) AS batch FROM unsigned \gset
-\set signed `bash "$SUPABASH_SCENARIOS/sign.sh" :'batch'`
+\set signed `bash "$SUPABASH_PG_TEST/sign.sh" :'batch'`
 INSERT INTO tokens VALUES :signed;
 SELECT count(*) AS signed_tokens FROM tokens;
 -- A token whose claims were edited after signing (more operations), and one cut short.

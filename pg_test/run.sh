@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
-# Runs the scenarios/ SQL scenarios (pg_regress, expected-output style) against the supabash
-# extension installed in the system PostgreSQL 15 (`just install` first).
+# Runs the pg_test/ SQL scenarios (pg_regress, expected-output style) against the supabash
+# extension installed in the PostgreSQL of $PG_BIN, else of $PG_CONFIG's directory, else the
+# system's PostgreSQL 15 (`just install` first; `just pg-test` sets both from PG_CONFIG).
 #
 # It starts a throwaway cluster as the `postgres` OS user on a free loopback port, creates the
 # database `supabash_regress`, applies sql/bootstrap.sql, CREATE EXTENSION supabash, loads the
-# test-only helpers in scenarios/fixture.sql (schema `pgt`), runs the scenarios listed in
-# scenarios/schedule with `pg_regress --use-existing`, and stops the cluster. Exits non-zero on
-# any difference (scenarios/results/regression.diffs shows it).
+# test-only helpers in pg_test/fixture.sql (schema `pgt`), runs the scenarios listed in
+# pg_test/schedule with `pg_regress --use-existing`, and stops the cluster. Exits non-zero on
+# any difference (pg_test/results/regression.diffs shows it).
 #
-#   scenarios/run.sh            run every scenario
-#   scenarios/run.sh commit     run only the named scenarios (scenarios/sql/<name>.sql)
-#   scenarios/run.sh --accept   run, then copy the outputs over scenarios/expected (review the diff!)
+#   pg_test/run.sh            run every scenario
+#   pg_test/run.sh commit     run only the named scenarios (pg_test/sql/<name>.sql)
+#   pg_test/run.sh --accept   run, then copy the outputs over pg_test/expected (review the diff!)
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-bin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
-regress="${PG_REGRESS:-/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress}"
+if [ -n "${PG_BIN:-}" ]; then
+  bin="$PG_BIN"
+elif [ -n "${PG_CONFIG:-}" ]; then
+  bin="$(dirname "$PG_CONFIG")"
+else
+  bin=/usr/lib/postgresql/15/bin
+fi
+if [ -n "${PG_REGRESS:-}" ]; then
+  regress="$PG_REGRESS"
+else
+  # pg_config --pgxs names <pgxs>/src/makefiles/pgxs.mk; pg_regress is <pgxs>/src/test/regress.
+  regress="$(dirname "$(dirname "$("$bin/pg_config" --pgxs)")")/test/regress/pg_regress"
+fi
 
 accept=0
 tests=()
@@ -44,7 +56,7 @@ free_port() {
   return 1
 }
 
-tmp="$(mktemp -d /tmp/supabash-scenarios.XXXXXX)"
+tmp="$(mktemp -d /tmp/supabash-pg-test.XXXXXX)"
 chmod 755 "$tmp"
 [ "$(id -u)" = 0 ] && chown postgres "$tmp"
 data="$tmp/data"
@@ -86,14 +98,14 @@ if [ "$accept" = 1 ]; then
 fi
 
 status=0
-# scenarios/sql/capabilities.sql signs its tokens with scenarios/sign.sh (openssl).
-export SUPABASH_SCENARIOS="$here"
+# pg_test/sql/capabilities.sql signs its tokens with pg_test/sign.sh (openssl).
+export SUPABASH_PG_TEST="$here"
 "$regress" --use-existing --host=127.0.0.1 --port="$port" --user=postgres --dbname="$db" \
   --bindir="$bin" --inputdir="$here" --outputdir="$out" "${sched[@]}" || status=$?
 
 if [ "$accept" = 1 ]; then
   cp "$out"/results/*.out "$here/expected/"
-  echo "copied $(ls "$out"/results/*.out | wc -l) outputs to scenarios/expected/"
+  echo "copied $(ls "$out"/results/*.out | wc -l) outputs to pg_test/expected/"
 fi
 if [ "$status" -ne 0 ]; then
   [ -f "$out/regression.diffs" ] && head -200 "$out/regression.diffs"

@@ -1,4 +1,4 @@
--- Test-only helpers for the scenarios/ scenarios (schema pgt). run.sh loads this file into the
+-- Test-only helpers for the pg_test/ scenarios (schema pgt). run.sh loads this file into the
 -- throwaway database after CREATE EXTENSION supabash; it is never part of an install.
 --
 --   pgt.keep(name, result, path...)  remembers the id found at `path` in an RPC result under
@@ -104,7 +104,7 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- Capability tokens are signed outside SQL (scenarios/sign.sh); SQL builds what they sign:
+-- Capability tokens are signed outside SQL (pg_test/sign.sh); SQL builds what they sign:
 --   pgt.b64url(bytes)                     unpadded base64url
 CREATE FUNCTION pgt.b64url(b bytea) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$

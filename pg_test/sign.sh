@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Signs the capability tokens of scenarios/sql/capabilities.sql outside the database (the
+# Signs the capability tokens of pg_test/sql/capabilities.sql outside the database (the
 # database holds no private key, so SQL cannot sign): takes one argument of rows separated by
 # `;` (psql passes no newlines to a shell command), each
 #   name <TAB> private key (32-byte Ed25519 seed, unpadded base64url) <TAB> signing input

@@ -7,7 +7,7 @@
 -- reaches her workspace. Identity comes only from the claims together with the matching role.
 --
 -- Conventions of every scenario: results print as pretty JSON with generated values masked
--- (see scenarios/fixture.sql); pgt.try(sql) prints a refused call as "SQLSTATE: message".
+-- (see pg_test/fixture.sql); pgt.try(sql) prints a refused call as "SQLSTATE: message".
 \pset tuples_only on
 \pset format unaligned
 \set alice '{"role":"authenticated","sub":"a11ce000-0000-4000-8000-00000000000a","aud":"authenticated"}'
