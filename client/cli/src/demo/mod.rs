@@ -11,8 +11,8 @@ mod session;
 use serde_json::json;
 use std::sync::Arc;
 use supabash::{PostgresTransport, Workspace};
-use supabash_devcluster::Cluster;
 use supabash_cli::output::{moved_from, short};
+use supabash_devcluster::Cluster;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
