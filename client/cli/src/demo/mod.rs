@@ -27,7 +27,7 @@ impl Drop for Running {
 
 /// Runs the whole demo; the cluster is removed at the end, also when a step fails.
 pub async fn run() -> Result<(), BoxError> {
-    let cluster = start_cluster();
+    let cluster = start_cluster()?;
     let user = uuid::Uuid::new_v4().to_string();
     let (transport, ws) = open_workspace(&cluster.0, &user).await?;
     let first = session::first_edits(&ws).await?;
@@ -47,15 +47,15 @@ pub async fn run() -> Result<(), BoxError> {
 }
 
 /// Step 1: starts the throwaway cluster with the extension installed.
-fn start_cluster() -> Running {
+fn start_cluster() -> Result<Running, BoxError> {
     println!("1. Starting a throwaway PostgreSQL (initdb, bootstrap roles, CREATE EXTENSION supabash)...");
-    let cluster = Running(Cluster::start());
+    let cluster = Running(Cluster::try_start()?);
     println!(
         "   listening on 127.0.0.1:{} (data in {})",
         cluster.0.port,
         cluster.0.dir.display()
     );
-    cluster
+    Ok(cluster)
 }
 
 /// Step 2: a signed-in user connects as PostgREST would and creates a workspace.
