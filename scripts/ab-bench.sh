@@ -16,7 +16,7 @@
 #
 # Knobs (environment):
 #   AB_ROUNDS=6            rounds per workload (each round: A and B once, order flipped)
-#   AB_SCALE=1             multiplies every workload's calls per round (see WORKLOADS below)
+#   AB_SCALE=1             multiplies every workload's calls per round (ALL_WORKLOADS below; 0.1 for a quick try)
 #   AB_WORKLOADS=...       comma-separated subset of the workload names
 #   AB_TARGET_DIR=/work/ab-target   CARGO_TARGET_DIR shared by both builds
 #   AB_PREFIX_ROOT=/opt    private PostgreSQL copies go to $AB_PREFIX_ROOT/ab-<rev>
@@ -25,6 +25,7 @@
 #   AB_FILES=10000         files in the large workspace (4 KiB each, commits of 1,000)
 set -euo pipefail
 
+COMMAND="AB_ROUNDS=${AB_ROUNDS:-6} AB_SCALE=${AB_SCALE:-1}${AB_WORKLOADS:+ AB_WORKLOADS=$AB_WORKLOADS} $0 $*"
 BASE_REV=${1:-f82ef62}
 HEAD_REV=${2:-main}
 ROUNDS=${AB_ROUNDS:-6}
@@ -39,7 +40,8 @@ PSQL=$PGBIN_CLIENT/psql
 BATCH=1000
 
 # name:calls-per-round. Reads first, then the commits, so the reads see exactly $FILES files.
-ALL_WORKLOADS="manifest:40 document:1500 history:300 list_root:1500 list_root_totals:300 commit_overwrite:500 commit_new:500"
+# Calls per round give rounds of roughly 5 to 10 s on the 2-core machine (AB_SCALE scales them).
+ALL_WORKLOADS="manifest:300 document:6000 history:5000 list_root:6000 list_root_totals:2500 commit_overwrite:2000 commit_new:2000"
 WORKLOADS=${AB_WORKLOADS:-}
 
 [ "$(id -u)" = 0 ] || { echo "run as root (clusters run as the postgres OS user)" >&2; exit 2; }
@@ -238,10 +240,15 @@ workload_vars() {
   case $w in
     commit_*)
       local h
-      h=$(sql "$port" -U authenticator -d postgres -At -c "BEGIN; SELECT set_config('request.jwt.claims', '$(claims $BIG_USER)', true) \\g /dev/null
+      h=$(sql "$port" -U authenticator -d postgres -At <<EOF
+BEGIN;
+SELECT set_config('request.jwt.claims', '$(claims $BIG_USER)', true) \\g /dev/null
 SET LOCAL ROLE authenticated;
 SELECT m->>'revision', m->>'position' FROM (SELECT supabash_load_manifest(workspace_id => '${BIG_WS[$x]}')::jsonb m) s;
-COMMIT;")
+COMMIT;
+EOF
+)
+      [[ $h == *-*\|[0-9]* ]] || { echo "no head for $w on ${NAMES[$x]}: '$h'" >&2; exit 1; }
       echo "head=${h%%|*}"; echo "pos=${h##*|}"
       echo "path=/dir04/f04242.txt"
       echo "rest=$REST"
@@ -255,8 +262,9 @@ run_once() {
   local prefix=$TMP/pgb/$w.$x.$round
   mkdir -p "$TMP/pgb"
   local -a dargs=()
-  while IFS= read -r v; do dargs+=(-D "$v"); done < <(workload_vars "$w" "$x")
   rm -f "$prefix".*
+  workload_vars "$w" "$x" >"$prefix.vars"
+  while IFS= read -r v; do dargs+=(-D "$v"); done <"$prefix.vars"
   if ! "$PGBENCH" -n -M prepared -c 1 -j 1 -t "$calls" --random-seed=1 -h 127.0.0.1 -p "${PORTS[$x]}" \
       -U authenticator -d postgres -f "$TMP/scripts/$w.sql" "${dargs[@]}" -l --log-prefix="$prefix" \
       >"$prefix.out" 2>&1; then
@@ -296,16 +304,34 @@ for x in 0 1; do
   start_cluster "${NAMES[$x]}" "${PGCS[$x]}"; PORTS[$x]=$PORT
   log "cluster ${NAMES[$x]} (${REVS[$x]:0:12}) on port ${PORTS[$x]}"
   sql "${PORTS[$x]}" -U postgres -d postgres -f "${SRCS[$x]}/sql/bootstrap.sql" >/dev/null
-  sql "${PORTS[$x]}" -U postgres -d postgres -c "CREATE EXTENSION supabash" >/dev/null
+  sql "${PORTS[$x]}" -U postgres -d postgres -c "CREATE EXTENSION supabash" >/dev/null 2>"$OUT/create-extension-${NAMES[$x]}.log"
 done
 for x in 0 1; do
   log "seeding ${NAMES[$x]}: $FILES files of 4 KiB in commits of $BATCH, and 100 files in 100 commits"
   read -r BIG_WS[$x] SMALL_WS[$x] < <(seed "${PORTS[$x]}" | tail -1)
   sql "${PORTS[$x]}" -U postgres -d postgres -c "VACUUM ANALYZE" -c "CHECKPOINT"
+  check=$(sql "${PORTS[$x]}" -U authenticator -d postgres -At <<EOF
+BEGIN;
+SELECT set_config('request.jwt.claims', '$(claims $BIG_USER)', true) \\g /dev/null
+SET LOCAL ROLE authenticated;
+SELECT json_array_length(supabash_load_manifest(workspace_id => '${BIG_WS[$x]}')->'files')
+  || ' ' || json_array_length(supabash_list_directory(workspace_id => '${BIG_WS[$x]}', path => '/')->'directories')
+  || ' ' || length(supabash_load_document(workspace_id => '${BIG_WS[$x]}', path => '/dir04/f04242.txt')->>'text')
+  || ' ' || (right(supabash_load_document(workspace_id => '${BIG_WS[$x]}', path => '/dir04/f04242.txt')->>'text', -12) = '$REST');
+COMMIT;
+BEGIN;
+SELECT set_config('request.jwt.claims', '$(claims $SMALL_USER)', true) \\g /dev/null
+SET LOCAL ROLE authenticated;
+SELECT json_array_length(supabash_history(workspace_id => '${SMALL_WS[$x]}', page_size => 100)->'records');
+COMMIT;
+EOF
+)
+  check=$(echo $check)
+  log "seeded ${NAMES[$x]}: manifest files, root directories, document bytes, rest matches, history records = $check"
 done
 write_scripts
 
-SETTINGS=$(sql "${PORTS[0]}" -U postgres -d postgres -At -F ' = ' -c "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_level', 'shared_buffers', 'work_mem', 'jit', 'max_wal_size', 'checkpoint_timeout', 'autovacuum') ORDER BY name")
+SETTINGS=$(sql "${PORTS[0]}" -U postgres -d postgres -At -F ' = ' -c "SELECT name, current_setting(name) FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_level', 'shared_buffers', 'work_mem', 'jit', 'max_wal_size', 'checkpoint_timeout', 'autovacuum') ORDER BY name")
 VERSION=$(sql "${PORTS[0]}" -U postgres -d postgres -At -c "SELECT version()")
 EXTV=()
 for x in 0 1; do
@@ -315,7 +341,7 @@ done
 ROUNDS_TSV=$OUT/rounds.tsv
 printf 'workload\tround\tbuild\tcalls\tmedian_ms\tp90_ms\n' >"$ROUNDS_TSV"
 for spec in $ALL_WORKLOADS; do
-  w=${spec%%:*}; calls=$(( ${spec##*:} * SCALE )); [ "$calls" -ge 1 ] || calls=1
+  w=${spec%%:*}; calls=$(awk -v c="${spec##*:}" -v s="$SCALE" 'BEGIN { n = int(c * s + 0.5); print (n < 1 ? 1 : n) }')
   if [ -n "$WORKLOADS" ] && [[ ",$WORKLOADS," != *",$w,"* ]]; then continue; fi
   warm=$(( calls / 10 )); [ $warm -ge 3 ] || warm=3
   for x in 0 1; do run_once "$w" "$x" warm "$warm" >/dev/null; done
@@ -335,7 +361,7 @@ done
   echo "A = \`${BASE:0:12}\` (extension ${EXTV[0]}), B = \`${HEAD:0:12}\` (extension ${EXTV[1]}); $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs, load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   echo "$VERSION; settings (stock, both clusters): $(echo "$SETTINGS" | paste -sd ';' | sed 's/;/; /g')."
-  echo "$ROUNDS rounds per workload, order A B / B A alternating; one pgbench client (\`-M prepared\`) over TCP on loopback."
+  echo "$ROUNDS rounds per workload, order A B / B A alternating; one pgbench client (\`-M prepared\`) over TCP on loopback. Command: \`$COMMAND\`."
   echo
   echo "| workload | calls/round | A median ms (min–max of rounds) | B median ms (min–max) | B/A | B/A per round (min–max) |"
   echo "|---|---|---|---|---|---|"
