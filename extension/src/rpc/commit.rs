@@ -413,7 +413,6 @@ struct Recorded {
 /// key id, whatever the caller sent; the reserved actor prefix is the database's alone.
 fn recorded_as(ctx: &mut Context, delegation: Option<Delegation>) -> Outcome<Recorded> {
     let actor = access::recorded_actor(delegation.as_ref(), ctx.actor.take())?;
-    ctx.actor = Some(actor.clone());
     let Some(d) = delegation else {
         return Ok(Recorded {
             actor,

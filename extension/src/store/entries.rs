@@ -161,22 +161,15 @@ pub fn write(
             )?;
         }
     }
-    let paths: Vec<&String> = paths.iter().collect();
-    let versions: Vec<&Version> = versions.iter().collect();
-    insert_rows(&ws.id, (position, None), &paths, &versions)
+    insert_rows(&ws.id, position, paths, versions)
 }
 
-/// Inserts entry rows of `ws` valid over `[from, until)`, set-based.
-fn insert_rows(
-    ws: &str,
-    (from, until): (i64, Option<i64>),
-    paths: &[&String],
-    versions: &[&Version],
-) -> Outcome<()> {
+/// Inserts open entry rows of `ws` (valid from position `from` on), set-based.
+fn insert_rows(ws: &str, from: i64, paths: &[String], versions: &[Version]) -> Outcome<()> {
     if paths.is_empty() {
         return Ok(());
     }
-    let paths: Vec<String> = paths.iter().map(|p| (*p).clone()).collect();
+    let until: Option<i64> = None;
     let bh: Vec<Vec<u8>> = versions.iter().map(|v| v.body_hash.clone()).collect();
     let bs: Vec<i64> = versions.iter().map(|v| v.body_size).collect();
     // Without metadata the content is the body: NULL content columns (see supabash.entries).
@@ -198,7 +191,7 @@ fn insert_rows(
                 (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata)
          SELECT $1::uuid, unnest($4::text[]), $2, $3, unnest($5::bytea[]), unnest($6::bigint[]),
                 unnest($7::bytea[]), unnest($8::bigint[]), unnest($9::jsonb[])",
-        &[ws.into(), from.into(), until.into(), paths.into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
+        &[ws.into(), from.into(), until.into(), paths.to_vec().into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
     )
 }
 
