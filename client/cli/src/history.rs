@@ -20,7 +20,7 @@ pub struct Resolved {
 }
 
 /// A revision as people name it: `head`, a full revision id, a position (`3`), or a prefix
-/// of an id of at least 4 characters that names one revision. `REVISION_NOT_FOUND` when none
+/// of an id of at least 4 characters that names one revision (digits are tried as both). `REVISION_NOT_FOUND` when none
 /// matches.
 pub async fn resolve(
     transport: &dyn Transport,
@@ -44,18 +44,19 @@ pub async fn resolve(
     }
     let position = rev.parse::<i64>().ok();
     let prefix = rev.to_ascii_lowercase();
-    if position.is_none()
-        && (prefix.len() < 4 || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-'))
-    {
+    let is_prefix =
+        prefix.len() >= 4 && prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    if position.is_none() && !is_prefix {
         return Err(usage(format!(
             "{rev:?} is not a revision: give head, an id, a position or an id prefix (4+ hex digits)"
         )));
     }
     let mut found: Vec<Receipt> = Vec::new();
     for_each_page(transport, workspace, |page| {
-        found.extend(page.records.into_iter().filter(|r| match position {
-            Some(p) => r.position == p,
-            None => r.revision.starts_with(&prefix),
+        // Digits may be a position or an id prefix ("22365167"): both are tried, and a
+        // string naming two revisions is refused as ambiguous below.
+        found.extend(page.records.into_iter().filter(|r| {
+            position == Some(r.position) || (is_prefix && r.revision.starts_with(&prefix))
         }));
     })
     .await?;
