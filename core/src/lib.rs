@@ -15,4 +15,4 @@ pub use error::{ErrorCode, Marker};
 /// The extension schema versions one shared library serves, newest first: the current one and
 /// the one before it (the support window). An older installed schema answers every RPC with
 /// `SUPABASH_SCHEMA_OUTDATED` until `ALTER EXTENSION supabash UPDATE` runs.
-pub const SERVED_SCHEMAS: [&str; 2] = ["0.5.0", "0.4.0"];
+pub const SERVED_SCHEMAS: [&str; 2] = ["0.6.0", "0.5.0"];

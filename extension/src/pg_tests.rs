@@ -353,13 +353,12 @@ mod tests {
     }
 
     /// An installed schema older than the support window is refused on every RPC with the
-    /// upgrade hint (the schema is made to look like 0.3.0's: no audit trail, no leases).
+    /// upgrade hint (the schema is made to look like 0.4.0's: no audit trail).
     #[pg_test(
-        error = "SUPABASH_SCHEMA_OUTDATED: this database's supabash schema is older than 0.4.0, the oldest this library serves: run ALTER EXTENSION supabash UPDATE"
+        error = "SUPABASH_SCHEMA_OUTDATED: this database's supabash schema is older than 0.5.0, the oldest this library serves: run ALTER EXTENSION supabash UPDATE"
     )]
     fn an_older_schema_is_refused() {
         Spi::run("ALTER TABLE supabash.audit_records RENAME TO audit_records_gone").unwrap();
-        Spi::run("ALTER TABLE supabash.leases RENAME TO leases_gone").unwrap();
         new_workspace(ALICE);
     }
 

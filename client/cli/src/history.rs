@@ -44,8 +44,7 @@ pub async fn resolve(
     }
     let position = rev.parse::<i64>().ok();
     let prefix = rev.to_ascii_lowercase();
-    let is_prefix =
-        prefix.len() >= 4 && prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    let is_prefix = prefix.len() >= 4 && prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
     if position.is_none() && !is_prefix {
         return Err(usage(format!(
             "{rev:?} is not a revision: give head, an id, a position or an id prefix (4+ hex digits)"

@@ -9,22 +9,18 @@ use pgrx::pg_sys;
 use std::ffi::CStr;
 use supabash_core::{Marker, SERVED_SCHEMAS};
 
-/// The installed schema's features that differ inside the support window.
+/// The installed schema's features that differ inside the support window (none yet between
+/// 0.5.0 and 0.6.0: a change that 0.6.0 adds gets a field here, named for the feature and
+/// read from the catalog below, never probed where it is used).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Schema {
-    /// `supabash.audit_records` exists (0.5.0): the audit trail is written and read.
-    pub audit_trail: bool,
-}
+pub struct Schema {}
 
 impl Schema {
     /// The installed schema, or `SUPABASH_SCHEMA_OUTDATED` when it is older than the window.
     pub fn installed() -> Outcome<Schema> {
+        // 0.5.0 added the audit trail; anything without it predates the window.
         if has_table(c"audit_records") {
-            return Ok(Schema { audit_trail: true });
-        }
-        // 0.4.0 added leases and redaction; anything without them predates the window.
-        if has_table(c"leases") && has_table(c"redactions") {
-            return Ok(Schema { audit_trail: false });
+            return Ok(Schema {});
         }
         Err(Fail::new(
             Marker::SchemaOutdated,

@@ -11,7 +11,7 @@ use supabash_core::rpc::audit as wire;
 
 /// `supabash_record_discarded`: see docs/audit.md. Any grant that can work on the tree (`read`,
 /// `write` or `commit`) may record what its session did.
-pub fn record_discarded(call: &Call, req: wire::RecordDiscarded) -> Outcome<wire::AuditWritten> {
+pub fn record_discarded(_call: &Call, req: wire::RecordDiscarded) -> Outcome<wire::AuditWritten> {
     let ws = access::open(
         &req,
         &[Operation::Read, Operation::Write, Operation::Commit],
@@ -20,14 +20,14 @@ pub fn record_discarded(call: &Call, req: wire::RecordDiscarded) -> Outcome<wire
     let rows = audit::prepare(&req.actions)?;
     let actor = access::recorded_actor(ws.delegation.as_ref(), req.actor.clone())?;
     let written = match rows {
-        Some(rows) => audit::write(&call.schema, &ws.id, None, &actor, &rows)?,
+        Some(rows) => audit::write(&ws.id, None, &actor, &rows)?,
         None => 0,
     };
     Ok(wire::AuditWritten { written })
 }
 
 /// `supabash_audit`: see docs/audit.md. Reads only, so it works on a hot standby.
-pub fn audit(call: &Call, req: wire::Audit) -> Outcome<wire::AuditPage> {
+pub fn audit(_call: &Call, req: wire::Audit) -> Outcome<wire::AuditPage> {
     let ws = access::open(&req, &[Operation::History])?;
     let limit = args::page_size(req.page_size, DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE)?;
     let revision = args::uuid_opt("revision", req.revision.as_deref())?;
@@ -35,7 +35,7 @@ pub fn audit(call: &Call, req: wire::Audit) -> Outcome<wire::AuditPage> {
         access::revision_position(&ws.id, r)?;
     }
     let cursor = args::uuid_opt("cursor", req.cursor.as_deref())?;
-    let mut records = audit::page(&call.schema, &ws.id, revision, cursor, limit + 1)?;
+    let mut records = audit::page(&ws.id, revision, cursor, limit + 1)?;
     let more = records.len() as i64 > limit;
     records.truncate(limit as usize);
     let next_cursor = more

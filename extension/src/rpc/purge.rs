@@ -24,7 +24,7 @@ struct Plan {
 }
 
 /// `supabash_purge`.
-pub fn purge(call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
+pub fn purge(_call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
     // Purge deletes bodies, which the workspace's whole fork family shares.
     let ws = access::lock_family(access::open(&req, &[Operation::Purge])?)?;
     let (mut keep, max_age) = (req.keep_revisions.map(i64::from), req.max_age_seconds);
@@ -72,7 +72,7 @@ pub fn purge(call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
     };
     if !dry_run {
         revisions::purge(&ws.id, &plan.revisions)?;
-        crate::store::audit::purge(&call.schema, &ws.id, &plan.revisions)?;
+        crate::store::audit::purge(&ws.id, &plan.revisions)?;
         entries::delete_rows(&ws.id, &plan.entry_paths, &plan.entry_froms)?;
         bodies::delete(&ws.store, &plan.bodies)?;
         usage::add_bytes(&ws.store, &ws.owner, -plan.bytes)?;

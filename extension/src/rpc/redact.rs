@@ -149,7 +149,7 @@ fn selection(req: &rq::Redact) -> Outcome<Selection> {
 }
 
 /// `supabash_redact`: see docs/sql-contract.md.
-pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
+pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     let sel = selection(&req)?;
     // Redaction deletes bodies, which the workspace's whole fork family shares.
     let ws = access::lock_family(access::open(&req, &[Operation::Redact])?)?;
@@ -185,7 +185,7 @@ pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
         &report,
     )?;
     // Audit records of actions that touched a redacted path keep no arguments.
-    crate::store::audit::scrub(&call.schema, &ws.id, &sel.paths)?;
+    crate::store::audit::scrub(&ws.id, &sel.paths)?;
     // The forks that shared a redacted version may hold it in a staged tree too.
     report.epoch = crate::store::workspaces::bump_epochs(&ws.id, &forks)?;
     let actor = match &ws.delegation {

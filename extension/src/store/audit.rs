@@ -9,21 +9,9 @@
 use crate::pg::args;
 use crate::pg::db;
 use crate::pg::fail::{invalid, Fail, Outcome};
-use crate::pg::schema::Schema;
 use serde_json::{json, Value};
 use supabash_core::rpc::audit::{self as wire, Action, ActionOutcome};
 use supabash_core::Marker;
-
-/// Refuses audit records on a schema without the audit trail (0.4.0).
-fn check_schema(schema: &Schema) -> Outcome<()> {
-    if schema.audit_trail {
-        return Ok(());
-    }
-    Err(Fail::new(
-        Marker::SchemaOutdated,
-        "the audit trail needs the 0.5.0 schema: run ALTER EXTENSION supabash UPDATE",
-    ))
-}
 
 /// Checks actions (the shared limits, their UUIDs) and flattens them into the rows
 /// [`write()`] inserts; `None` when there are none.
@@ -63,14 +51,7 @@ pub fn prepare(actions: &[Action]) -> Outcome<Option<Value>> {
 /// Writes prepared rows for workspace `ws`: led to `revision`, or discarded when `None`. A
 /// record id already written is skipped, so a retry writes nothing twice. Returns how many
 /// were written.
-pub fn write(
-    schema: &Schema,
-    ws: &str,
-    revision: Option<&str>,
-    actor: &str,
-    rows: &Value,
-) -> Outcome<i64> {
-    check_schema(schema)?;
+pub fn write(ws: &str, revision: Option<&str>, actor: &str, rows: &Value) -> Outcome<i64> {
     // Times past year 9999 are clamped: the client's clock is the client's business.
     let written = db::rows(
         "INSERT INTO supabash.audit_records
@@ -99,13 +80,11 @@ pub fn write(
 /// Up to `limit` records of workspace `ws` (of one revision, when given) after the record
 /// `cursor` names, in recording order. A cursor that names no record of the workspace is refused.
 pub fn page(
-    schema: &Schema,
     ws: &str,
     revision: Option<String>,
     cursor: Option<String>,
     limit: i64,
 ) -> Outcome<Vec<wire::AuditRecord>> {
-    check_schema(schema)?;
     if let Some(c) = &cursor {
         let known = db::query_row(
             "SELECT 1 FROM supabash.audit_records WHERE workspace_id = $1::uuid AND record_id = $2::uuid",
@@ -178,8 +157,8 @@ fn record(r: &db::Row) -> Outcome<wire::AuditRecord> {
 
 /// After purge removed `revisions` of `ws`: their records go, and so do discarded records
 /// written before the oldest revision it kept (the trail keeps the span history keeps).
-pub fn purge(schema: &Schema, ws: &str, revisions: &[String]) -> Outcome<()> {
-    if !schema.audit_trail || revisions.is_empty() {
+pub fn purge(ws: &str, revisions: &[String]) -> Outcome<()> {
+    if revisions.is_empty() {
         return Ok(());
     }
     db::exec(
@@ -194,8 +173,8 @@ pub fn purge(schema: &Schema, ws: &str, revisions: &[String]) -> Outcome<()> {
 
 /// After a redaction of `paths` in `ws`: the arguments of every record that touched one of
 /// them are scrubbed (set to null, marked `scrubbed`); the rest of the record stays.
-pub fn scrub(schema: &Schema, ws: &str, paths: &[String]) -> Outcome<()> {
-    if !schema.audit_trail || paths.is_empty() {
+pub fn scrub(ws: &str, paths: &[String]) -> Outcome<()> {
+    if paths.is_empty() {
         return Ok(());
     }
     db::exec(
