@@ -292,6 +292,73 @@ mod tests {
         );
     }
 
+    /// The scans of `bodies` in an EXPLAIN (FORMAT JSON) plan: (node type, its index
+    /// condition or, for a bitmap heap scan, its bitmap index scan's).
+    fn bodies_scans(node: &Value, out: &mut Vec<(String, String)>) {
+        let kind = node["Node Type"].as_str().unwrap_or_default().to_owned();
+        if node["Relation Name"] == json!("bodies") {
+            let cond = match kind.as_str() {
+                "Bitmap Heap Scan" => node["Plans"][0]["Index Cond"].as_str(),
+                _ => node["Index Cond"].as_str(),
+            };
+            out.push((kind, cond.unwrap_or_default().to_owned()));
+        }
+        for child in node["Plans"].as_array().into_iter().flatten() {
+            bodies_scans(child, out);
+        }
+    }
+
+    /// The delta-chain lookup reads `bodies` only by its full key `(workspace_id, hash)`,
+    /// whatever the statistics and plan settings: on a store just bulk-loaded without ANALYZE,
+    /// among other stores, as a generic and as a custom plan, even with the planner steered
+    /// away from nested loops (the shape that made it scan every body of the workspace).
+    #[pg_test]
+    fn chain_plan_is_keyed() {
+        let store = "33333333-3333-4333-8333-333333333333";
+        Spi::run_with_args(
+            "INSERT INTO supabash.bodies (workspace_id, hash, size, body, base_hash)
+             SELECT w, sha256(convert_to(w::text || i, 'UTF8')), 1, '\\x00'::bytea,
+                    CASE WHEN i > 1 THEN sha256(convert_to(w::text || (i - 1), 'UTF8')) END
+               FROM generate_series(1, 5000) i,
+                    unnest(ARRAY[$1::uuid, gen_random_uuid(), gen_random_uuid()]) w",
+            &[store.into()],
+        )
+        .unwrap();
+        for mode in ["force_custom_plan", "force_generic_plan"] {
+            for nestloop in ["on", "off"] {
+                // Prepared after the settings: a cached plan keeps the settings it was made under.
+                Spi::run(&format!("SET LOCAL plan_cache_mode = {mode}")).unwrap();
+                Spi::run(&format!("SET LOCAL enable_nestloop = {nestloop}")).unwrap();
+                Spi::run(&format!(
+                    "PREPARE chain_lookup (text, bytea[], int) AS {}",
+                    crate::store::bodies::CHAIN_SQL
+                ))
+                .unwrap();
+                let explained = Spi::get_one::<pgrx::Json>(&format!(
+                    "EXPLAIN (FORMAT JSON) EXECUTE chain_lookup('{store}',
+                       ARRAY[sha256(convert_to('{store}' || 5000, 'UTF8'))], 8)"
+                ))
+                .unwrap()
+                .unwrap()
+                .0;
+                let mut scans = Vec::new();
+                bodies_scans(&explained[0]["Plan"], &mut scans);
+                assert_eq!(scans.len(), 2, "{mode}, nestloop {nestloop}: {explained}");
+                for (kind, cond) in &scans {
+                    assert!(
+                        kind.contains("Index") || kind == "Bitmap Heap Scan",
+                        "{mode}, nestloop {nestloop}: {kind} of bodies: {explained}"
+                    );
+                    assert!(
+                        cond.contains("workspace_id") && cond.contains("hash"),
+                        "{mode}, nestloop {nestloop}: {kind} of bodies on {cond:?}: {explained}"
+                    );
+                }
+                Spi::run("DEALLOCATE chain_lookup").unwrap();
+            }
+        }
+    }
+
     #[pg_test(error = "SUPABASH_WORKSPACE_DENIED: workspace not found or not owned by the caller")]
     fn another_user_is_denied() {
         let ws = new_workspace(ALICE);

@@ -36,14 +36,21 @@ fn corrupt(message: &str) -> Fail {
 }
 
 /// A body and the bases under it, at most `MAX_CHAIN` deltas deep (a longer chain is
-/// corruption, reported when decoding).
-const CHAIN_SQL: &str = "
+/// corruption, reported when decoding). Plan-stable whatever the statistics say: the start is
+/// a primary-key lookup by `(workspace_id, hash)`, and each recursive step reaches its base
+/// through a LATERAL subquery with `LIMIT 1`, which the planner cannot flatten into a join, so
+/// it runs once per chain row as a primary-key lookup with both key columns bound. (A plain
+/// join there was planned on stale or skewed statistics as one scan of every body of the
+/// workspace with the hash as a join filter.) `chain_plan_is_keyed` in the in-backend tests
+/// checks the chosen plan.
+pub(crate) const CHAIN_SQL: &str = "
 WITH RECURSIVE chain AS (
   SELECT hash, body, size, base_hash, 0 AS depth FROM supabash.bodies
    WHERE workspace_id = $1::uuid AND hash = ANY($2)
   UNION ALL
   SELECT b.hash, b.body, b.size, b.base_hash, c.depth + 1 FROM chain c
-    JOIN supabash.bodies b ON b.workspace_id = $1::uuid AND b.hash = c.base_hash
+   CROSS JOIN LATERAL (SELECT s.hash, s.body, s.size, s.base_hash FROM supabash.bodies s
+                        WHERE s.workspace_id = $1::uuid AND s.hash = c.base_hash LIMIT 1) b
    WHERE c.depth < $3)
 SELECT hash, body, size, base_hash FROM chain";
 
