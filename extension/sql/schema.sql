@@ -86,6 +86,9 @@ CREATE TABLE supabash.workspaces (
   CHECK ((head_revision IS NULL) = (head_position IS NULL)),
   CHECK ((fork_of IS NULL) = (fork_position IS NULL) AND (fork_of IS NULL) = (fork_revision IS NULL))
 );
+-- Every commit rewrites its workspace row (the head; no indexed column changes): room left on
+-- each page keeps that a HOT update, with no new index entries (issue 22).
+ALTER TABLE supabash.workspaces SET (fillfactor = 70);
 CREATE INDEX workspaces_owner_idx ON supabash.workspaces (owner_id, id);
 CREATE INDEX workspaces_fork_of_idx ON supabash.workspaces (fork_of) WHERE fork_of IS NOT NULL;
 CREATE INDEX workspaces_store_idx ON supabash.workspaces (store_id);
@@ -132,6 +135,8 @@ CREATE TABLE supabash.usage (
   -- fork family's workspaces, but all of the owner's usage).
   workspaces   integer NOT NULL DEFAULT 1 CHECK (workspaces >= 0)
 );
+-- Rewritten by every commit that adds bytes: room on each page keeps it a HOT update (issue 22).
+ALTER TABLE supabash.usage SET (fillfactor = 70);
 CREATE INDEX usage_owner_idx ON supabash.usage (owner_id);
 
 -- Commits whose revisions purge removed. Their transaction ids and idempotency keys stay

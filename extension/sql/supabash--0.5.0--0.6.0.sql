@@ -10,6 +10,11 @@
 -- in this order.
 
 -- Core paths (issue 22).
+-- The workspace row (the head) and the usage row are rewritten by every commit: room left on
+-- each page keeps those HOT updates (no new index entries). Existing pages fill as they are
+-- rewritten.
+ALTER TABLE supabash.workspaces SET (fillfactor = 70);
+ALTER TABLE supabash.usage SET (fillfactor = 70);
 
 -- Hardening (issue 23).
 

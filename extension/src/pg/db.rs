@@ -89,28 +89,77 @@ pub fn json(row: &Row, i: usize) -> Outcome<Option<Value>> {
 }
 
 thread_local! {
-    /// Plans of [`query_kept`], by statement text, kept for the backend's life (SPI_keepplan;
-    /// PostgreSQL replans one when the objects it uses change).
-    static KEPT: RefCell<HashMap<String, OwnedPreparedStatement>> = RefCell::new(HashMap::new());
+    /// Plans of [`query_kept`] (read-only) and [`rows_kept`] (writing), by statement text,
+    /// kept for the backend's life (SPI_keepplan; PostgreSQL replans one when the objects it
+    /// uses, the role or the search path change).
+    static KEPT: RefCell<HashMap<(String, bool), OwnedPreparedStatement>> = RefCell::new(HashMap::new());
 }
 
-/// [`query`] through a plan prepared the first time its text is seen: for a statement one call
-/// runs many times with other arguments (planning a union over a fork's sources costs more
-/// than running it). The argument types come from `args`.
-pub fn query_kept<T>(
+/// Runs `sql` through its kept plan (prepared the first time its text is seen, mutating or
+/// not), mapping every row. The argument types come from `args`.
+fn kept<T>(
     sql: &str,
+    mutating: bool,
     args: &[DatumWithOid],
     mut map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
-    Spi::connect(|c| {
+    Spi::connect_mut(|c| {
         KEPT.with(|kept| {
             let mut kept = kept.borrow_mut();
-            if !kept.contains_key(sql) {
+            let key = (sql.to_owned(), mutating);
+            if !kept.contains_key(&key) {
                 let types: Vec<PgOid> = args.iter().map(|a| PgOid::from(a.oid())).collect();
-                kept.insert(sql.to_owned(), c.prepare(sql, &types)?.keep());
+                let plan = if mutating {
+                    c.prepare_mut(sql, &types)?
+                } else {
+                    c.prepare(sql, &types)?
+                };
+                kept.insert(key.clone(), plan.keep());
             }
-            let table = c.select(&kept[sql], None, args)?;
+            let plan = &kept[&key];
+            // A read-only statement never marks the transaction as writing (see the module
+            // doc): only `update` does.
+            let table = if mutating {
+                c.update(plan, None, args)?
+            } else {
+                c.select(plan, None, args)?
+            };
             Ok::<_, Fail>(table.map(|row| map(&row)).collect::<Outcome<Vec<T>>>())
         })
     })?
+}
+
+/// [`query`] through a plan prepared the first time its text is seen: for a statement that
+/// runs often (a plan kept per backend skips parsing and planning; planning a union over a
+/// fork's sources costs more than running it).
+pub fn query_kept<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    map: impl FnMut(&Row) -> Outcome<T>,
+) -> Outcome<Vec<T>> {
+    kept(sql, false, args, map)
+}
+
+/// [`query_row`] through a kept plan (see [`query_kept`]).
+pub fn query_row_kept<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    map: impl FnMut(&Row) -> Outcome<T>,
+) -> Outcome<Option<T>> {
+    Ok(query_kept(sql, args, map)?.into_iter().next())
+}
+
+/// [`rows`] (a statement that may write) through a kept plan (see [`query_kept`]): what every
+/// statement of a commit runs as.
+pub fn rows_kept<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    map: impl FnMut(&Row) -> Outcome<T>,
+) -> Outcome<Vec<T>> {
+    kept(sql, true, args, map)
+}
+
+/// [`exec`] through a kept plan (see [`rows_kept`]).
+pub fn exec_kept(sql: &str, args: &[DatumWithOid]) -> Outcome<()> {
+    kept(sql, true, args, |_| Ok(())).map(|_| ())
 }

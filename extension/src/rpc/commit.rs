@@ -3,13 +3,12 @@
 
 use super::Call;
 use crate::pg::args;
-use crate::pg::db;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::rpc::rebase;
 use crate::store::access::{self, Delegation, Workspace};
 use crate::store::bodies;
 use crate::store::entries::{self, Version};
-use crate::store::revisions;
+use crate::store::revisions::{self, Spent};
 use crate::store::usage;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -126,11 +125,14 @@ fn context(req: &mut rq::Commit) -> Outcome<Context> {
 }
 
 /// Returns the stored receipt when this request was already committed, or an idempotency
-/// conflict when the same transaction id or key was used for a different request.
+/// conflict when the same transaction id or key was used for a different request, or by a
+/// revision purge has since removed (its receipt is gone, but it must not commit twice).
 fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<CommitResult>> {
-    let found = revisions::committed_by(ws, &ctx.transaction_id, ctx.idempotency_key.as_deref())?;
-    let Some(found) = found else {
-        return spent_by_purged(ws, ctx).map(|()| None);
+    let spent = revisions::spent(ws, &ctx.transaction_id, ctx.idempotency_key.as_deref())?;
+    let found = match spent {
+        Spent::No => return Ok(None),
+        Spent::Purged(revision) => return Err(spent_by_purged(ctx, revision)),
+        Spent::Committed(found) => found,
     };
     if found.request_hash == request_hash {
         return Ok(Some(CommitResult {
@@ -147,22 +149,18 @@ fn replay(ws: &str, ctx: &Context, request_hash: &[u8]) -> Outcome<Option<Commit
     ))
 }
 
-/// Refuses a transaction id or idempotency key that committed a revision purge has since
-/// removed: its receipt is gone, but it must not commit a second time.
-fn spent_by_purged(ws: &str, ctx: &Context) -> Outcome<()> {
-    let purged = revisions::purged_by(ws, &ctx.transaction_id, ctx.idempotency_key.as_deref())?;
-    match purged {
-        None => Ok(()),
-        Some(revision) => Err(Fail::new(
-            Marker::IdempotencyConflict,
-            "this transaction id or idempotency key already committed a revision that purge has since removed; it is not committed again",
-        )
-        .with_detail(json!({
-            "purgedRevision": revision,
-            "transactionId": ctx.transaction_id,
-            "idempotencyKey": ctx.idempotency_key,
-        }))),
-    }
+/// The refusal of a transaction id or idempotency key that committed `revision`, which a
+/// revision purge has since removed.
+fn spent_by_purged(ctx: &Context, revision: String) -> Fail {
+    Fail::new(
+        Marker::IdempotencyConflict,
+        "this transaction id or idempotency key already committed a revision that purge has since removed; it is not committed again",
+    )
+    .with_detail(json!({
+        "purgedRevision": revision,
+        "transactionId": ctx.transaction_id,
+        "idempotencyKey": ctx.idempotency_key,
+    }))
 }
 
 fn line(
@@ -358,15 +356,11 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     // Positions count each workspace's own commits (taken under its lock, so order = commit
     // order), revealing nothing about other tenants' commit rates.
     let position = locked.head_position.unwrap_or(0) + 1;
-    let committed_at = db::query_row("SELECT supabash.utc_text(now())", &[], |r| {
-        db::get::<String>(r, 1)
-    })?
-    .expect("a SELECT without FROM returns one row");
     let plan = plan(&initial, &state);
     store_new_bodies(&locked, &plan, &initial, new_bytes)?;
     entries::write(&locked, position, &plan.close, &plan.paths, &plan.versions)?;
 
-    let receipt = Receipt {
+    let mut receipt = Receipt {
         workspace_id: ws.clone(),
         revision: uuid::Uuid::new_v4().to_string(),
         parent_revision: locked.head.clone(),
@@ -381,10 +375,11 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         delegation_key_id: recorded.delegation_key_id,
         forked_from: None,
         rebased_from,
-        committed_at,
+        // Set from the stored row below (the transaction's start, as UTC text).
+        committed_at: String::new(),
         changes: lines,
     };
-    revisions::insert(&receipt, &request_hash)?;
+    receipt.committed_at = revisions::insert(&receipt, &request_hash)?;
     if let Some(rows) = &audit {
         crate::store::audit::write(&ws, Some(&receipt.revision), &receipt.actor, rows)?;
     }

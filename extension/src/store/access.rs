@@ -161,22 +161,32 @@ pub fn caller() -> Outcome<String> {
     identity().owner()
 }
 
-fn read_head(id: &str, delegation: Option<Delegation>) -> Outcome<Option<Workspace>> {
-    let found = db::query_row(
-        "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
+/// Reads the workspace row (locking it when `lock`, in the same statement), through kept plans.
+fn read_head(id: &str, delegation: Option<Delegation>, lock: bool) -> Outcome<Option<Workspace>> {
+    const HEAD: &str = "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
                 fork_of IS NOT NULL, redaction_epoch
-           FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL",
-        &[id.into()],
-        |r| {
-            Ok((
-                (db::opt::<String>(r, 1)?, db::opt::<i64>(r, 2)?),
-                db::get::<String>(r, 3)?,
-                db::get::<String>(r, 4)?,
-                db::get::<bool>(r, 5)?,
-                db::get::<i64>(r, 6)?,
-            ))
-        },
-    )?;
+           FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL";
+    const LOCKED: &str = "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
+                fork_of IS NOT NULL, redaction_epoch
+           FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL
+           FOR NO KEY UPDATE";
+    type Head = ((Option<String>, Option<i64>), String, String, bool, i64);
+    let head = |r: &db::Row| -> Outcome<Head> {
+        Ok((
+            (db::opt::<String>(r, 1)?, db::opt::<i64>(r, 2)?),
+            db::get::<String>(r, 3)?,
+            db::get::<String>(r, 4)?,
+            db::get::<bool>(r, 5)?,
+            db::get::<i64>(r, 6)?,
+        ))
+    };
+    let found = if lock {
+        db::rows_kept(LOCKED, &[id.into()], head)?
+    } else {
+        db::query_kept(HEAD, &[id.into()], head)?
+    }
+    .into_iter()
+    .next();
     let Some(((head, head_position), owner, store, forked, redaction_epoch)) = found else {
         return Ok(None);
     };
@@ -230,7 +240,7 @@ fn sources(id: &str) -> Outcome<Vec<crate::store::lineage::Source>> {
 pub fn open(request: &impl WorkspaceRequest, need: &[Operation]) -> Outcome<Workspace> {
     let id = crate::pg::args::uuid("workspace_id", request.workspace_id())?;
     let delegation = authorize(request.delegated_grant(), &id, need)?;
-    read_head(&id, delegation)?.ok_or_else(|| {
+    read_head(&id, delegation, false)?.ok_or_else(|| {
         denied("workspace not found or not owned by the caller")
             .with_detail(json!({ "workspaceId": id }))
     })
@@ -246,13 +256,10 @@ pub fn open_locked(request: &impl WorkspaceRequest, need: &[Operation]) -> Outco
     lock(open(request, need)?)
 }
 
-/// Locks an opened workspace (see [`open_locked`]) and reads its head again.
+/// Locks an opened workspace (see [`open_locked`]) and reads its head again, in one statement
+/// (a row locked FOR NO KEY UPDATE reads as its latest committed version).
 pub fn lock(ws: Workspace) -> Outcome<Workspace> {
-    db::exec(
-        "SELECT 1 FROM supabash.workspaces WHERE id = $1::uuid FOR NO KEY UPDATE",
-        &[ws.id.as_str().into()],
-    )?;
-    read_head(&ws.id, ws.delegation)?.ok_or_else(|| denied("workspace vanished"))
+    read_head(&ws.id, ws.delegation, true)?.ok_or_else(|| denied("workspace vanished"))
 }
 
 /// Locks every workspace of `ws`'s fork family (its body store) in id order and reads the head
@@ -261,7 +268,7 @@ pub fn lock(ws: Workspace) -> Outcome<Workspace> {
 /// (the id order is what keeps two such operations from deadlocking).
 pub fn lock_family(ws: Workspace) -> Outcome<Workspace> {
     lock_store(&ws.store)?;
-    read_head(&ws.id, ws.delegation)?.ok_or_else(|| denied("workspace vanished"))
+    read_head(&ws.id, ws.delegation, false)?.ok_or_else(|| denied("workspace vanished"))
 }
 
 /// Locks every workspace (of the caller's) sharing body store `store`, in id order: see
@@ -275,7 +282,7 @@ pub fn lock_store(store: &str) -> Outcome<()> {
 
 /// Moves the head of locked workspace `ws` to `revision` at `position`.
 pub fn set_head(ws: &str, revision: &str, position: i64) -> Outcome<()> {
-    db::exec(
+    db::exec_kept(
         "UPDATE supabash.workspaces SET head_revision = $2::uuid, head_position = $3, updated_at = now()
           WHERE id = $1::uuid",
         &[ws.into(), revision.into(), position.into()],

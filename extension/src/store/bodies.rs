@@ -6,10 +6,6 @@ use crate::pg::budget;
 use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
 use crate::store::encoding;
-use pgrx::prelude::*;
-use pgrx::spi::OwnedPreparedStatement;
-use pgrx::{PgBuiltInOids, PgOid};
-use std::cell::RefCell;
 use std::collections::HashMap;
 use supabash_core::hash::sha256;
 use supabash_core::Marker;
@@ -54,12 +50,6 @@ WITH RECURSIVE chain AS (
    WHERE c.depth < $3)
 SELECT hash, body, size, base_hash FROM chain";
 
-thread_local! {
-    /// `CHAIN_SQL`, prepared once per backend (SPI_keepplan): planning this recursive query
-    /// takes several times longer than running it, and a commit runs it for every edit.
-    static CHAIN_PLAN: RefCell<Option<OwnedPreparedStatement>> = const { RefCell::new(None) };
-}
-
 /// Fetches the rows of `hashes` and of the bases under them, in one query; a body or base
 /// that is missing is HISTORY_CORRUPTION.
 fn fetch_chains(ws: &str, mut hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, Row>> {
@@ -75,30 +65,21 @@ fn fetch_chains(ws: &str, mut hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, 
 /// The rows of `hashes` and of the bases under them, at most `MAX_CHAIN` deltas deep, by
 /// hash; what is missing is simply absent (`verify` reports it).
 pub(crate) fn chain_rows(ws: &str, hashes: &[Vec<u8>]) -> Outcome<HashMap<Vec<u8>, Row>> {
-    Spi::connect(|c| {
-        CHAIN_PLAN.with(|plan| {
-            let mut plan = plan.borrow_mut();
-            if plan.is_none() {
-                let types = [
-                    PgOid::BuiltIn(PgBuiltInOids::TEXTOID),
-                    PgOid::BuiltIn(PgBuiltInOids::BYTEAARRAYOID),
-                    PgOid::BuiltIn(PgBuiltInOids::INT4OID),
-                ];
-                *plan = Some(c.prepare(CHAIN_SQL, &types)?.keep());
-            }
-            let args = [ws.into(), hashes.to_vec().into(), (MAX_CHAIN as i32).into()];
-            let table = c.select(plan.as_ref().expect("prepared"), None, &args)?;
-            let mut out = HashMap::with_capacity(table.len());
-            for row in table {
-                let hash: Vec<u8> = db::get(&row, 1)?;
-                let stored = db::get(&row, 2)?;
-                let size = db::get(&row, 3)?;
-                let base = db::opt(&row, 4)?;
-                out.entry(hash).or_insert(Row { stored, size, base });
-            }
-            Ok::<_, Fail>(out)
-        })
-    })
+    // A kept plan (db::query_kept): planning this recursive query takes several times longer
+    // than running it, and a commit runs it for every edit.
+    let args = [ws.into(), hashes.to_vec().into(), (MAX_CHAIN as i32).into()];
+    let rows = db::query_kept(CHAIN_SQL, &args, |row| {
+        let hash: Vec<u8> = db::get(row, 1)?;
+        let stored = db::get(row, 2)?;
+        let size = db::get(row, 3)?;
+        let base = db::opt(row, 4)?;
+        Ok((hash, Row { stored, size, base }))
+    })?;
+    let mut out = HashMap::with_capacity(rows.len());
+    for (hash, row) in rows {
+        out.entry(hash).or_insert(row);
+    }
+    Ok(out)
 }
 
 /// Decodes `hash` (and the bases under it) into `done`.
@@ -331,7 +312,7 @@ pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<i64> {
     }
     let sizes: Vec<i64> = bodies.iter().map(|b| b.bytes.len() as i64).collect();
     let hashes: Vec<Vec<u8>> = bodies.iter().map(|b| b.hash.clone()).collect();
-    let inserted: std::collections::HashSet<Vec<u8>> = db::rows(
+    let inserted: std::collections::HashSet<Vec<u8>> = db::rows_kept(
         "INSERT INTO supabash.bodies (workspace_id, hash, size, body, base_hash)
          SELECT $1::uuid, unnest($2::bytea[]), unnest($3::bigint[]), unnest($4::bytea[]),
                 unnest($5::bytea[])

@@ -95,7 +95,11 @@ pub fn versions(
     let sql = lineage::visible_sql(&ws.sources, at.is_none(), FILE_COLUMNS, "e.path = ANY($5)");
     let mut args = lineage::visible_args(&ws.id, &ws.sources, at);
     args.push(paths.into());
-    Ok(file_rows(&sql, &args)?.into_iter().map(version).collect())
+    // Through a kept plan: every commit runs it (one text per fork depth).
+    Ok(db::query_kept(&sql, &args, file_row)?
+        .into_iter()
+        .map(version)
+        .collect())
 }
 
 /// A stored file row as a path and its version.
@@ -122,7 +126,7 @@ pub fn write(
     versions: &[Version],
 ) -> Outcome<()> {
     if !close.is_empty() {
-        let closed: HashSet<String> = db::rows(
+        let closed: HashSet<String> = db::rows_kept(
             "UPDATE supabash.entries SET valid_until = $2
               WHERE workspace_id = $1::uuid AND valid_until IS NULL AND path = ANY($3)
               RETURNING path",
@@ -186,7 +190,7 @@ fn insert_rows(ws: &str, from: i64, paths: &[String], versions: &[Version]) -> O
         .iter()
         .map(|v| (!plain(v)).then(|| pgrx::JsonB(v.metadata.clone())))
         .collect();
-    db::exec(
+    db::exec_kept(
         "INSERT INTO supabash.entries
                 (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata)
          SELECT $1::uuid, unnest($4::text[]), $2, $3, unnest($5::bytea[]), unnest($6::bigint[]),

@@ -31,7 +31,12 @@ fn corrupt(e: impl std::fmt::Display) -> Fail {
 
 /// Runs a read-only query selecting [`COLUMNS`] and rebuilds each receipt.
 fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
-    db::query(sql, args, |r| {
+    db::query(sql, args, stored)
+}
+
+/// A row selecting [`COLUMNS`] as its receipt.
+fn stored(r: &db::Row) -> Outcome<Stored> {
+    {
         let lines: Vec<u8> = db::get(r, 13)?;
         Ok(Stored {
             receipt: Receipt {
@@ -54,7 +59,7 @@ fn rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<Stored>> {
             },
             request_hash: db::get(r, 14)?,
         })
-    })
+    }
 }
 
 /// The revision `revision` of workspace `ws`.
@@ -81,32 +86,40 @@ pub fn page(ws: &str, after: i64, limit: i64) -> Outcome<Vec<Stored>> {
     )
 }
 
-/// The first revision of `ws` committed with transaction id `transaction_id` or idempotency
-/// key `key` (what a replay looks for).
-pub fn committed_by(ws: &str, transaction_id: &str, key: Option<&str>) -> Outcome<Option<Stored>> {
-    Ok(rows(
-        &format!(
-            "SELECT {COLUMNS} FROM supabash.revisions
-              WHERE workspace_id = $1::uuid
-                AND (transaction_id = $2::uuid OR idempotency_key = $3)
-              ORDER BY position LIMIT 1"
-        ),
-        &[ws.into(), transaction_id.into(), key.into()],
-    )?
-    .into_iter()
-    .next())
+/// What a transaction id or idempotency key already did in a workspace.
+pub enum Spent {
+    /// Nothing: the request commits.
+    No,
+    /// The first revision it committed (what a replay answers or conflicts with).
+    Committed(Box<Stored>),
+    /// The revision it committed, since purged (purge keeps them spent).
+    Purged(String),
 }
 
-/// The revision, since purged, that transaction id `transaction_id` or idempotency key `key`
-/// committed in `ws` (purge keeps them spent).
-pub fn purged_by(ws: &str, transaction_id: &str, key: Option<&str>) -> Outcome<Option<String>> {
-    db::query_row(
-        "SELECT revision_id::text FROM supabash.purged_commits
-          WHERE workspace_id = $1::uuid AND (transaction_id = $2::uuid OR idempotency_key = $3)
-          LIMIT 1",
-        &[ws.into(), transaction_id.into(), key.into()],
-        |r| db::get::<String>(r, 1),
-    )
+/// What transaction id `transaction_id` or idempotency key `key` already did in `ws`: one
+/// statement through a kept plan, both lookups by unique index.
+pub fn spent(ws: &str, transaction_id: &str, key: Option<&str>) -> Outcome<Spent> {
+    let sql = format!(
+        "SELECT {COLUMNS}, p.purged FROM (SELECT 1) one
+           LEFT JOIN LATERAL (SELECT * FROM supabash.revisions
+                               WHERE workspace_id = $1::uuid
+                                 AND (transaction_id = $2::uuid OR idempotency_key = $3)
+                               ORDER BY position LIMIT 1) r ON true
+           LEFT JOIN LATERAL (SELECT revision_id::text AS purged FROM supabash.purged_commits
+                               WHERE workspace_id = $1::uuid
+                                 AND (transaction_id = $2::uuid OR idempotency_key = $3)
+                               LIMIT 1) p ON true"
+    );
+    let found = db::query_kept(&sql, &[ws.into(), transaction_id.into(), key.into()], |r| {
+        Ok(match db::opt::<String>(r, 2)? {
+            Some(_) => Spent::Committed(Box::new(stored(r)?)),
+            None => match db::opt::<String>(r, 19)? {
+                Some(revision) => Spent::Purged(revision),
+                None => Spent::No,
+            },
+        })
+    })?;
+    Ok(found.into_iter().next().unwrap_or(Spent::No))
 }
 
 /// The position of revision `revision` of `ws` when it lies below position `below`.
@@ -119,18 +132,20 @@ pub fn position_below(ws: &str, revision: &str, below: i64) -> Outcome<Option<i6
     )
 }
 
-/// Stores the receipt of a new revision.
-pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
+/// Stores the receipt of a new revision, committed now (the transaction's start); answers
+/// that time as UTC text, the receipt's `committed_at`.
+pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<String> {
     let lines = receipt_lines::encode(&receipt.changes).map_err(corrupt)?;
     let forked = receipt.forked_from.as_ref();
-    db::exec(
+    let at = db::rows_kept(
         "INSERT INTO supabash.revisions
                     (workspace_id, revision_id, position, parent_revision, transaction_id,
                      idempotency_key, request_hash, committed_at, actor, correlation_id, cause,
                      metadata, source_revision, lines, delegation_key_id,
                      forked_from_workspace, forked_from_revision, rebased_from)
              VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8, $9, $10, $11,
-                     $12::uuid, $13, $14, $15::uuid, $16::uuid, $17::uuid)",
+                     $12::uuid, $13, $14, $15::uuid, $16::uuid, $17::uuid)
+             RETURNING supabash.utc_text(committed_at)",
         &[
             receipt.workspace_id.as_str().into(),
             receipt.revision.as_str().into(),
@@ -150,7 +165,9 @@ pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<()> {
             forked.map(|f| f.revision.clone()).into(),
             receipt.rebased_from.clone().into(),
         ],
-    )
+        |r| db::get::<String>(r, 1),
+    )?;
+    Ok(at.into_iter().next().expect("an INSERT ... RETURNING of one row"))
 }
 
 /// Deletes every revision of `ws`.

@@ -3,10 +3,22 @@
 //! contents, plain size, across all of an owner's workspaces). Usage is kept per body store in
 //! `supabash.usage` (one row per workspace and its forks, which share the store: commits to
 //! workspaces of different families never wait on each other; a family's commits briefly
-//! queue on its row); a commit that would pass the byte quota and a
-//! workspace beyond the count fail with `SUPABASH_QUOTA_EXCEEDED`, and nothing of them is kept.
-//! Two workspaces created at the same moment may pass the count by one each (no lock spans an
-//! owner's workspaces).
+//! queue on its row); a commit that would pass the byte quota and a workspace beyond the count
+//! fail with `SUPABASH_QUOTA_EXCEEDED`, and nothing of them is kept.
+//!
+//! Concurrent commits to different stores of one owner cannot see each other's bytes until
+//! they commit. So a commit that would bring the owner past half of the byte quota, and every
+//! new workspace under a count quota, first locks all of the owner's usage rows
+//! ([`lock_owner`]): that waits for the commits still in flight on the owner's other stores
+//! (each holds its own store's row from its update until it ends) and keeps new ones out, and
+//! the usage is then read again on a fresh snapshot. Ordinary commits, far from the limit, lock
+//! only their own store's row, as before. Only callers that see the owner's usage rows (the
+//! owner and the owner's grants, through row-level security) can take these locks: no other
+//! login can hold an owner's commits. A commit far from the limit updates its own row first
+//! and counts after, so a near-limit commit that went first is counted. What is left: commits
+//! that each stay under half of the quota, three or more at once, can together pass it; and
+//! an owner's very first workspace has no usage row to lock, so two created at once under a
+//! count quota of 1 both pass.
 
 use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
@@ -41,15 +53,18 @@ pub fn define() {
     );
 }
 
-/// Refuses a new workspace for `owner` once the count quota is reached.
+/// Refuses a new workspace for `owner` once the count quota is reached. Under a count quota
+/// the owner's usage rows are locked first (see the module doc), so two workspaces created at
+/// once are counted one after the other.
 pub fn check_new_workspace(owner: &str) -> Outcome<()> {
     let max = MAX_WORKSPACES.get();
     if max == 0 {
         return Ok(());
     }
-    // Counted from usage: a delegated call sees all of the owner's usage rows but only its own
-    // fork family's workspaces.
-    let have = db::query_row(
+    lock_owner(owner)?;
+    // Counted from usage, on a snapshot taken after the lock: a delegated call sees all of the
+    // owner's usage rows but only its own fork family's workspaces.
+    let have = db::query_row_kept(
         "SELECT coalesce(sum(workspaces), 0)::bigint FROM supabash.usage WHERE owner_id = $1::uuid",
         &[owner.into()],
         |r| db::get::<i64>(r, 1),
@@ -63,6 +78,26 @@ pub fn check_new_workspace(owner: &str) -> Outcome<()> {
         .with_detail(json!({ "limit": max, "workspaces": have })));
     }
     Ok(())
+}
+
+/// Locks every usage row of `owner`, in store order, until the transaction ends: waits for
+/// the owner's commits still in flight elsewhere and serialises the quota checks that take it
+/// (see the module doc). Statements after it see what those commits wrote.
+fn lock_owner(owner: &str) -> Outcome<()> {
+    db::exec_kept(
+        "SELECT 1 FROM supabash.usage WHERE owner_id = $1::uuid ORDER BY workspace_id FOR UPDATE",
+        &[owner.into()],
+    )
+}
+
+/// The owner's stored bytes across their stores, as this statement's snapshot sees them.
+fn owner_bytes(owner: &str) -> Outcome<i64> {
+    Ok(db::query_row_kept(
+        "SELECT coalesce(sum(body_bytes), 0)::bigint FROM supabash.usage WHERE owner_id = $1::uuid",
+        &[owner.into()],
+        |r| db::get::<i64>(r, 1),
+    )?
+    .unwrap_or(0))
 }
 
 /// Counts a fork made (`delta` 1) or a workspace deleted (-1) in its body store's usage.
@@ -81,29 +116,35 @@ pub fn open_usage(workspace: &str, owner: &str) -> Outcome<()> {
     )
 }
 
-/// Adds `bytes` (negative when purge reclaimed them) to the body store's usage, then, when the
-/// byte quota is set and `bytes` grew it, refuses usage past it across the owner's workspaces.
+/// Adds `bytes` (negative when purge reclaimed them) to the body store's usage; nothing is
+/// written when they are 0. When the byte quota is set and `bytes` grows the usage, refuses
+/// usage past it across the owner's workspaces: near the limit (past half of it) only after
+/// locking the owner's usage rows and reading them again (see the module doc).
 pub fn add_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
     if bytes == 0 {
         return Ok(());
     }
-    db::exec(
-        "INSERT INTO supabash.usage AS u (workspace_id, owner_id, body_bytes)
-         VALUES ($1::uuid, $2::uuid, greatest($3, 0))
-         ON CONFLICT (workspace_id) DO UPDATE SET body_bytes = greatest(u.body_bytes + $3, 0)",
-        &[store.into(), owner.into(), bytes.into()],
-    )?;
     let max_mb = MAX_BYTES_MB.get();
     if max_mb == 0 || bytes < 0 {
-        return Ok(());
+        return store_bytes(store, owner, bytes);
     }
     let max = i64::from(max_mb) * 1024 * 1024;
-    let used = db::query_row(
-        "SELECT coalesce(sum(body_bytes), 0)::bigint FROM supabash.usage WHERE owner_id = $1::uuid",
-        &[owner.into()],
-        |r| db::get::<i64>(r, 1),
-    )?
-    .unwrap_or(0);
+    let before = owner_bytes(owner)?;
+    let used = if before + bytes > max / 2 {
+        // Near the limit: wait for the owner's other commits in flight, then count again.
+        lock_owner(owner)?;
+        let used = owner_bytes(owner)? + bytes;
+        if used <= max {
+            store_bytes(store, owner, bytes)?;
+        }
+        used
+    } else {
+        // Far from it: this store's row is held from here on, so a later near-limit check
+        // waits for this commit; counted again after the update in case one committed while
+        // it waited for the row.
+        store_bytes(store, owner, bytes)?;
+        owner_bytes(owner)?
+    };
     if used > max {
         return Err(Fail::new(
             Marker::Quota,
@@ -112,4 +153,14 @@ pub fn add_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
         .with_detail(json!({ "limitBytes": max, "usedBytes": used, "addedBytes": bytes })));
     }
     Ok(())
+}
+
+/// Adds `bytes` to the body store's usage row (one statement, a kept plan).
+fn store_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
+    db::exec_kept(
+        "INSERT INTO supabash.usage AS u (workspace_id, owner_id, body_bytes)
+         VALUES ($1::uuid, $2::uuid, greatest($3, 0))
+         ON CONFLICT (workspace_id) DO UPDATE SET body_bytes = greatest(u.body_bytes + $3, 0)",
+        &[store.into(), owner.into(), bytes.into()],
+    )
 }

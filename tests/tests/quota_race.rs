@@ -1,0 +1,120 @@
+//! The per-owner quotas under concurrency (issue 23, item 5): commits to different workspaces
+//! of one owner, and workspaces created at once, are counted one after the other near the
+//! limit, so neither quota is overshot by interleaving.
+
+use serde_json::{json, Value};
+use std::time::Duration;
+use supabash_tests::support::{authenticator_with, expect_err};
+use supabash_tests::{Caller, Cluster, SqlRpc};
+
+fn sub(owner: &Caller) -> String {
+    match owner {
+        Caller::User(sub) => sub.clone(),
+        other => panic!("not a user: {other:?}"),
+    }
+}
+
+/// About 900 KB of text that does not repeat across seeds.
+fn blob(seed: u8) -> String {
+    (0..900_000u32)
+        .map(|i| (b'a' + ((i as u8).wrapping_mul(seed) % 26)) as char)
+        .collect()
+}
+
+/// Opens a transaction on `rpc` as `owner` (PostgREST-shaped: claims, role) and runs `sql`
+/// with `args` in it, leaving the transaction open.
+async fn open_call<'a>(
+    rpc: &'a mut SqlRpc,
+    owner: &Caller,
+    sql: &str,
+    args: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> tokio_postgres::Transaction<'a> {
+    let tx = rpc.client.transaction().await.unwrap();
+    tx.execute(
+        "SELECT set_config('request.jwt.claims', $1, true)",
+        &[&json!({ "role": "authenticated", "sub": sub(owner) }).to_string()],
+    )
+    .await
+    .unwrap();
+    tx.batch_execute("SET LOCAL ROLE authenticated")
+        .await
+        .unwrap();
+    tx.execute(sql, args).await.unwrap();
+    tx
+}
+
+/// Two 900 KB commits to two workspaces of one owner under a 1 MB quota, the second made
+/// while the first is still in flight: the second waits for the first and is refused.
+#[tokio::test]
+async fn interleaved_commits_do_not_pass_the_byte_quota() {
+    let cluster = Cluster::shared();
+    let dsn = authenticator_with(
+        cluster,
+        "quota_race_bytes",
+        &[("supabash.max_bytes_per_owner", "1MB")],
+    )
+    .await;
+    let mut rest = SqlRpc::connect(&dsn).await;
+    let owner = Caller::new_user();
+    let a = rest.create_workspace(&owner).await;
+    let b = rest.create_workspace(&owner).await;
+
+    let mut first = SqlRpc::connect(&dsn).await;
+    let changes_a = json!([{"op": "upsert", "path": "/a.txt", "text": blob(7)}]).to_string();
+    let tx = open_call(
+        &mut first,
+        &owner,
+        "SELECT supabash_commit(workspace_id => $1, actor => 't', changes => $2::text::json)",
+        &[&a, &changes_a],
+    )
+    .await;
+
+    let (o, b2) = (owner.clone(), b.clone());
+    let second = tokio::spawn(async move {
+        let args = json!({ "workspace_id": b2, "actor": "t",
+                           "changes": [{"op": "upsert", "path": "/b.txt", "text": blob(11)}] });
+        rest.call(&o, "supabash_commit", args).await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tx.commit().await.unwrap();
+    let r: Result<Value, _> = second.await.unwrap();
+    let e = expect_err(r, "54000", Some("SUPABASH_QUOTA_EXCEEDED"));
+    assert!(e.message.contains("supabash.max_bytes_per_owner"), "{e}");
+}
+
+/// Two workspaces created at once by an owner one below the count quota: one is refused.
+#[tokio::test]
+async fn workspaces_created_at_once_do_not_pass_the_count_quota() {
+    let cluster = Cluster::shared();
+    let dsn = authenticator_with(
+        cluster,
+        "quota_race_count",
+        &[("supabash.max_workspaces_per_owner", "2")],
+    )
+    .await;
+    let mut rest = SqlRpc::connect(&dsn).await;
+    let owner = Caller::new_user();
+    rest.create_workspace(&owner).await;
+
+    let mut first = SqlRpc::connect(&dsn).await;
+    let tx = open_call(
+        &mut first,
+        &owner,
+        "SELECT supabash_create_workspace()",
+        &[],
+    )
+    .await;
+    let o = owner.clone();
+    let second = tokio::spawn(async move {
+        rest.call(&o, "supabash_create_workspace", json!({}))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tx.commit().await.unwrap();
+    let r = second.await.unwrap();
+    let e = expect_err(r, "54000", Some("SUPABASH_QUOTA_EXCEEDED"));
+    assert!(
+        e.message.contains("supabash.max_workspaces_per_owner"),
+        "{e}"
+    );
+}
