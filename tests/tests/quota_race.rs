@@ -105,10 +105,8 @@ async fn workspaces_created_at_once_do_not_pass_the_count_quota() {
     )
     .await;
     let o = owner.clone();
-    let second = tokio::spawn(async move {
-        rest.call(&o, "supabash_create_workspace", json!({}))
-            .await
-    });
+    let second =
+        tokio::spawn(async move { rest.call(&o, "supabash_create_workspace", json!({})).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     tx.commit().await.unwrap();
     let r = second.await.unwrap();

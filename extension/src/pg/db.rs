@@ -89,20 +89,73 @@ pub fn json(row: &Row, i: usize) -> Outcome<Option<Value>> {
 }
 
 thread_local! {
-    /// Plans of [`query_kept`] (read-only) and [`rows_kept`] (writing), by statement text,
-    /// kept for the backend's life (SPI_keepplan; PostgreSQL replans one when the objects it
-    /// uses, the role or the search path change).
+    /// Plans of the `*_kept` and `*_generic` helpers, by statement text and whether the
+    /// statement writes, kept for the backend's life (SPI_keepplan; PostgreSQL replans one when
+    /// the objects it uses, the role or the search path change).
     static KEPT: RefCell<HashMap<(String, bool), OwnedPreparedStatement>> = RefCell::new(HashMap::new());
 }
 
-/// Runs `sql` through its kept plan (prepared the first time its text is seen, mutating or
-/// not), mapping every row. The argument types come from `args`.
+/// How a kept plan runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Kept {
+    /// Read-only; PostgreSQL's plan cache picks custom or generic plans as it sees fit.
+    Read,
+    /// Read-only, always the generic plan (planned once per backend).
+    ReadGeneric,
+    /// May write; always the generic plan.
+    Write,
+}
+
+/// Sets `plan_cache_mode` to `force_generic_plan` while it lives, then back. A setting changed
+/// inside a transaction is also restored if the transaction aborts (guc.c keeps the old value),
+/// so an error on the way out leaves nothing behind.
+struct GenericPlans(Option<std::ffi::CString>);
+
+const PLAN_CACHE_MODE: &std::ffi::CStr = c"plan_cache_mode";
+
+impl GenericPlans {
+    fn set() -> Self {
+        // SAFETY: plain GUC calls in a backend, with NUL-terminated names and values.
+        unsafe {
+            let was = pgrx::pg_sys::GetConfigOption(PLAN_CACHE_MODE.as_ptr(), false, false);
+            let was = std::ffi::CStr::from_ptr(was).to_owned();
+            if was.as_c_str() == c"force_generic_plan" {
+                return GenericPlans(None);
+            }
+            Self::to(c"force_generic_plan");
+            GenericPlans(Some(was))
+        }
+    }
+
+    unsafe fn to(value: &std::ffi::CStr) {
+        pgrx::pg_sys::SetConfigOption(
+            PLAN_CACHE_MODE.as_ptr(),
+            value.as_ptr(),
+            pgrx::pg_sys::GucContext::PGC_USERSET,
+            pgrx::pg_sys::GucSource::PGC_S_SESSION,
+        );
+    }
+}
+
+impl Drop for GenericPlans {
+    fn drop(&mut self) {
+        if let Some(was) = &self.0 {
+            // SAFETY: as in `set`.
+            unsafe { Self::to(was) }
+        }
+    }
+}
+
+/// Runs `sql` through its kept plan (prepared the first time its text is seen), mapping every
+/// row. The argument types come from `args`.
 fn kept<T>(
     sql: &str,
-    mutating: bool,
+    how: Kept,
     args: &[DatumWithOid],
     mut map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
+    let mutating = how == Kept::Write;
+    let _generic = (how != Kept::Read).then(GenericPlans::set);
     Spi::connect_mut(|c| {
         KEPT.with(|kept| {
             let mut kept = kept.borrow_mut();
@@ -129,37 +182,48 @@ fn kept<T>(
     })?
 }
 
-/// [`query`] through a plan prepared the first time its text is seen: for a statement that
-/// runs often (a plan kept per backend skips parsing and planning; planning a union over a
-/// fork's sources costs more than running it).
+/// [`query`] through a plan prepared the first time its text is seen, for a statement one
+/// call runs many times with other arguments (planning a union over a fork's sources costs
+/// more than running it). PostgreSQL picks custom or generic plans.
 pub fn query_kept<T>(
     sql: &str,
     args: &[DatumWithOid],
     map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
-    kept(sql, false, args, map)
+    kept(sql, Kept::Read, args, map)
 }
 
-/// [`query_row`] through a kept plan (see [`query_kept`]).
-pub fn query_row_kept<T>(
+/// [`query`] through a kept, always generic plan: planned once per backend, so a statement
+/// that runs on every commit costs no planning. Only for statements whose generic plan is the
+/// index lookup they are written for (checked in the in-backend tests' plan checks).
+pub fn query_generic<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    map: impl FnMut(&Row) -> Outcome<T>,
+) -> Outcome<Vec<T>> {
+    kept(sql, Kept::ReadGeneric, args, map)
+}
+
+/// [`query_row`] through a kept, generic plan (see [`query_generic`]).
+pub fn query_row_generic<T>(
     sql: &str,
     args: &[DatumWithOid],
     map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Option<T>> {
-    Ok(query_kept(sql, args, map)?.into_iter().next())
+    Ok(query_generic(sql, args, map)?.into_iter().next())
 }
 
-/// [`rows`] (a statement that may write) through a kept plan (see [`query_kept`]): what every
-/// statement of a commit runs as.
+/// [`rows`] (a statement that may write) through a kept, generic plan (see
+/// [`query_generic`]): what the statements of a commit run as.
 pub fn rows_kept<T>(
     sql: &str,
     args: &[DatumWithOid],
     map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
-    kept(sql, true, args, map)
+    kept(sql, Kept::Write, args, map)
 }
 
-/// [`exec`] through a kept plan (see [`rows_kept`]).
+/// [`exec`] through a kept, generic plan (see [`rows_kept`]).
 pub fn exec_kept(sql: &str, args: &[DatumWithOid]) -> Outcome<()> {
-    kept(sql, true, args, |_| Ok(())).map(|_| ())
+    kept(sql, Kept::Write, args, |_| Ok(())).map(|_| ())
 }

@@ -166,7 +166,8 @@ fn read_head(id: &str, delegation: Option<Delegation>, lock: bool) -> Outcome<Op
     const HEAD: &str = "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
                 fork_of IS NOT NULL, redaction_epoch
            FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL";
-    const LOCKED: &str = "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
+    const LOCKED: &str =
+        "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
                 fork_of IS NOT NULL, redaction_epoch
            FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL
            FOR NO KEY UPDATE";
@@ -183,7 +184,7 @@ fn read_head(id: &str, delegation: Option<Delegation>, lock: bool) -> Outcome<Op
     let found = if lock {
         db::rows_kept(LOCKED, &[id.into()], head)?
     } else {
-        db::query_kept(HEAD, &[id.into()], head)?
+        db::query_generic(HEAD, &[id.into()], head)?
     }
     .into_iter()
     .next();

@@ -92,14 +92,28 @@ pub fn versions(
     at: Option<i64>,
     paths: Vec<String>,
 ) -> Outcome<BTreeMap<String, Version>> {
-    let sql = lineage::visible_sql(&ws.sources, at.is_none(), FILE_COLUMNS, "e.path = ANY($5)");
-    let mut args = lineage::visible_args(&ws.id, &ws.sources, at);
-    args.push(paths.into());
-    // Through a kept plan: every commit runs it (one text per fork depth).
-    Ok(db::query_kept(&sql, &args, file_row)?
-        .into_iter()
-        .map(version)
-        .collect())
+    let rows = if ws.sources.is_empty() && at.is_none() {
+        // What every commit runs: a kept, generic plan that looks each path up by the open
+        // index's full key (a LATERAL subquery with LIMIT 1 is never flattened), whatever the
+        // statistics say about the workspace's size.
+        db::query_generic(
+            &format!(
+                "SELECT e.* FROM unnest($2::text[]) p (path)
+                  CROSS JOIN LATERAL (SELECT {FILE_COLUMNS} FROM supabash.entries e
+                                       WHERE e.workspace_id = $1::uuid AND e.valid_until IS NULL
+                                         AND e.path = p.path LIMIT 1) e"
+            ),
+            &[ws.id.as_str().into(), paths.into()],
+            file_row,
+        )?
+    } else {
+        let sql = lineage::visible_sql(&ws.sources, at.is_none(), FILE_COLUMNS, "e.path = ANY($5)");
+        let mut args = lineage::visible_args(&ws.id, &ws.sources, at);
+        args.push(paths.into());
+        // Planned for its arguments (a custom plan sees the array's length).
+        file_rows(&sql, &args)?
+    };
+    Ok(rows.into_iter().map(version).collect())
 }
 
 /// A stored file row as a path and its version.
@@ -127,8 +141,15 @@ pub fn write(
 ) -> Outcome<()> {
     if !close.is_empty() {
         let closed: HashSet<String> = db::rows_kept(
+            // The rows are found by the open index's full key, one LATERAL lookup per path, and
+            // updated by row id: a kept generic plan that cannot turn into a scan of the
+            // workspace whatever the statistics say.
             "UPDATE supabash.entries SET valid_until = $2
-              WHERE workspace_id = $1::uuid AND valid_until IS NULL AND path = ANY($3)
+              WHERE ctid = ANY (ARRAY(
+                      SELECT o.ctid FROM unnest($3::text[]) p (path)
+                       CROSS JOIN LATERAL (SELECT x.ctid FROM supabash.entries x
+                                            WHERE x.workspace_id = $1::uuid AND x.valid_until IS NULL
+                                              AND x.path = p.path LIMIT 1) o))
               RETURNING path",
             &[
                 ws.id.as_str().into(),

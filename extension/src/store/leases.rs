@@ -38,7 +38,7 @@ pub struct Current {
 
 /// The lease row of workspace `ws`, if any.
 pub fn current(ws: &str) -> Outcome<Option<Current>> {
-    db::query_row_kept(
+    db::query_row_generic(
         "SELECT token::text, holder, supabash.utc_text(expires_at), expires_at > clock_timestamp()
            FROM supabash.leases WHERE workspace_id = $1::uuid",
         &[ws.into()],

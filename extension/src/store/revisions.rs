@@ -99,18 +99,24 @@ pub enum Spent {
 /// What transaction id `transaction_id` or idempotency key `key` already did in `ws`: one
 /// statement through a kept plan, both lookups by unique index.
 pub fn spent(ws: &str, transaction_id: &str, key: Option<&str>) -> Outcome<Spent> {
+    // Each lookup by a unique index's full key (a branch per key, never an OR that a
+    // generic plan would turn into a walk of the workspace's revisions in position order).
     let sql = format!(
         "SELECT {COLUMNS}, p.purged FROM (SELECT 1) one
-           LEFT JOIN LATERAL (SELECT * FROM supabash.revisions
-                               WHERE workspace_id = $1::uuid
-                                 AND (transaction_id = $2::uuid OR idempotency_key = $3)
-                               ORDER BY position LIMIT 1) r ON true
-           LEFT JOIN LATERAL (SELECT revision_id::text AS purged FROM supabash.purged_commits
-                               WHERE workspace_id = $1::uuid
-                                 AND (transaction_id = $2::uuid OR idempotency_key = $3)
-                               LIMIT 1) p ON true"
+           LEFT JOIN LATERAL (
+             SELECT * FROM (
+               (SELECT * FROM supabash.revisions WHERE workspace_id = $1::uuid AND transaction_id = $2::uuid)
+               UNION ALL
+               (SELECT * FROM supabash.revisions WHERE workspace_id = $1::uuid AND idempotency_key = $3)
+             ) k ORDER BY position LIMIT 1) r ON true
+           LEFT JOIN LATERAL (
+             SELECT revision_id::text AS purged FROM (
+               (SELECT revision_id FROM supabash.purged_commits WHERE workspace_id = $1::uuid AND transaction_id = $2::uuid)
+               UNION ALL
+               (SELECT revision_id FROM supabash.purged_commits WHERE workspace_id = $1::uuid AND idempotency_key = $3)
+             ) k LIMIT 1) p ON true"
     );
-    let found = db::query_kept(&sql, &[ws.into(), transaction_id.into(), key.into()], |r| {
+    let found = db::query_generic(&sql, &[ws.into(), transaction_id.into(), key.into()], |r| {
         Ok(match db::opt::<String>(r, 2)? {
             Some(_) => Spent::Committed(Box::new(stored(r)?)),
             None => match db::opt::<String>(r, 19)? {
@@ -167,7 +173,10 @@ pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<String> {
         ],
         |r| db::get::<String>(r, 1),
     )?;
-    Ok(at.into_iter().next().expect("an INSERT ... RETURNING of one row"))
+    Ok(at
+        .into_iter()
+        .next()
+        .expect("an INSERT ... RETURNING of one row"))
 }
 
 /// Deletes every revision of `ws`.

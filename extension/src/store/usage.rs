@@ -64,7 +64,7 @@ pub fn check_new_workspace(owner: &str) -> Outcome<()> {
     lock_owner(owner)?;
     // Counted from usage, on a snapshot taken after the lock: a delegated call sees all of the
     // owner's usage rows but only its own fork family's workspaces.
-    let have = db::query_row_kept(
+    let have = db::query_row_generic(
         "SELECT coalesce(sum(workspaces), 0)::bigint FROM supabash.usage WHERE owner_id = $1::uuid",
         &[owner.into()],
         |r| db::get::<i64>(r, 1),
@@ -92,7 +92,7 @@ fn lock_owner(owner: &str) -> Outcome<()> {
 
 /// The owner's stored bytes across their stores, as this statement's snapshot sees them.
 fn owner_bytes(owner: &str) -> Outcome<i64> {
-    Ok(db::query_row_kept(
+    Ok(db::query_row_generic(
         "SELECT coalesce(sum(body_bytes), 0)::bigint FROM supabash.usage WHERE owner_id = $1::uuid",
         &[owner.into()],
         |r| db::get::<i64>(r, 1),
