@@ -13,7 +13,8 @@
 # single-file commits as PostgREST sends them (pgbench, one client, -M prepared), after a
 # warm-up; the statistics are reset just before. The builds run one after the other, the
 # workloads interleaved: build A overwrite, build B overwrite, build A new, build B new.
-# Prints one markdown table per build and workload; rows are per commit.
+# Prints one markdown table per build and workload; rows are per commit. The `plain` workload
+# is the reference: the same 4 KiB body INSERTed as one row into a plain table, PostgREST-shaped.
 set -euo pipefail
 
 FILES=${STEPS_FILES:-10000}
@@ -54,7 +55,10 @@ for spec in "$@"; do
     -c pg_stat_statements.track_planning=on -c pg_stat_statements.max=10000" start >/dev/null
   if [ -n "$rev" ]; then git -C "$REPO" show "$rev:sql/bootstrap.sql" >"$d/bootstrap.sql"; else cp "$REPO/sql/bootstrap.sql" "$d/bootstrap.sql"; fi
   sql "$port" -U postgres -d postgres -f "$d/bootstrap.sql" >/dev/null
-  sql "$port" -U postgres -d postgres -c "CREATE EXTENSION supabash" -c "CREATE EXTENSION pg_stat_statements" >/dev/null
+  sql "$port" -U postgres -d postgres -c "CREATE EXTENSION supabash" -c "CREATE EXTENSION pg_stat_statements" \
+    -c "CREATE TABLE public.plain_bodies (id bigserial PRIMARY KEY, body bytea NOT NULL)" \
+    -c "GRANT SELECT, INSERT ON public.plain_bodies TO authenticated" \
+    -c "GRANT USAGE ON SEQUENCE public.plain_bodies_id_seq TO authenticated" >/dev/null
   {
     echo "\\set claims '$CLAIMS'"
     echo "BEGIN; SELECT set_config('request.jwt.claims', :'claims', true) \\g /dev/null"
@@ -97,6 +101,13 @@ SELECT c->'receipt'->>'revision' AS head, c->'receipt'->>'position' AS pos FROM 
 COMMIT;
 EOF
 
+# The plain-table reference: the same 4 KiB body INSERTed as one row, PostgREST-shaped.
+cat >"$TMP/plain.sql" <<EOF
+$PREAMBLE
+INSERT INTO public.plain_bodies (body) VALUES (convert_to(lpad(:pos::text, 12, '0') || :rest::text, 'UTF8'));
+COMMIT;
+EOF
+
 run() { # x workload calls
   local x=$1 w=$2 n=$3 port=${PORTS[$1]} h
   h=$(sql "$port" -U postgres -d postgres -At -c "SELECT head_revision, head_position FROM supabash.workspaces WHERE id = '${WS[$x]}'")
@@ -106,7 +117,7 @@ run() { # x workload calls
   grep -q "number of failed transactions: 0" "$TMP/pgbench.out" || { cat "$TMP/pgbench.out" >&2; exit 1; }
 }
 
-for w in overwrite new; do
+for w in ${STEPS_WORKLOADS:-overwrite new plain}; do
   for x in "${!NAMES[@]}"; do
     port=${PORTS[$x]}
     run "$x" "$w" 30
@@ -115,7 +126,7 @@ for w in overwrite new; do
     run "$x" "$w" "$CALLS"
     took=$(( ($(date +%s%N) - start) / 1000 ))
     echo
-    echo "**${NAMES[$x]}, single-file commit ($w) at $FILES files**: $CALLS commits, $(grep -o 'latency average = [0-9.]* ms' "$TMP/pgbench.out" | grep -o '[0-9.]* ms') average latency, WAL $(sql "$port" -U postgres -d postgres -At -c "SELECT round((pg_current_wal_lsn() - '$lsn'::pg_lsn) / $CALLS)") bytes per commit (all of it, commit records included)."
+    echo "**${NAMES[$x]}, $([ "$w" = plain ] && echo "plain-table INSERT of the same 4 KiB body" || echo "single-file commit ($w)") at $FILES files**: $CALLS commits, $(grep -o 'latency average = [0-9.]* ms' "$TMP/pgbench.out" | grep -o '[0-9.]* ms') average latency, WAL $(sql "$port" -U postgres -d postgres -At -c "SELECT round((pg_current_wal_lsn() - '$lsn'::pg_lsn) / $CALLS)") bytes per commit (all of it, commit records included)."
     echo
     echo "| statement (nested: what the RPC runs) | calls | rows | exec µs | plan µs | WAL bytes |"
     echo "|---|---|---|---|---|---|"

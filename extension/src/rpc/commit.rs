@@ -320,14 +320,15 @@ fn check_redaction(ws: &str, ctx: &Context, epoch: i64) -> Outcome<()> {
 /// base, simulate the changes on the touched paths, then write bodies, entries, the receipt,
 /// the audit records and the new head. Any error rolls all of it back.
 pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
-    // Authorise first: a caller who may not commit here costs no decoding or hashing.
-    let opened = access::open(&req, &[Operation::Commit])?;
-    let ws = opened.id.clone();
+    // Authorise first: a caller who may not commit here costs no decoding or hashing. The
+    // workspace is locked by the same statement that finds it (one statement, not two; the
+    // decoding and hashing then run under the lock, which only this workspace's commits wait on).
+    let locked = access::open_locked(&req, &[Operation::Commit])?;
+    let ws = locked.id.clone();
     let changes = parse_changes(std::mem::take(&mut req.changes)).map_err(change_error)?;
     let mut ctx = context(&mut req)?;
     let audit = crate::store::audit::prepare(&req.audit.take().unwrap_or_default())?;
     let (changes, new_bytes) = hash_changes(changes);
-    let locked = access::lock(opened)?;
     check_redaction(&ws, &ctx, locked.redaction_epoch)?;
     let recorded = recorded_as(&mut ctx, locked.delegation.clone())?;
     let request_hash = request_hash(&ws, &ctx, &recorded.actor, &changes, audit.as_ref());

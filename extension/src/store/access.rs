@@ -239,33 +239,33 @@ fn sources(id: &str) -> Outcome<Vec<crate::store::lineage::Source>> {
 /// Opens the workspace a request names for a caller allowed one of `need`. Another user's
 /// workspace and a missing one give the same authorisation error, so ids cannot be probed.
 pub fn open(request: &impl WorkspaceRequest, need: &[Operation]) -> Outcome<Workspace> {
+    find(request, need, false)
+}
+
+/// [`open`], locking the row when `lock` (in the statement that reads it).
+fn find(request: &impl WorkspaceRequest, need: &[Operation], lock: bool) -> Outcome<Workspace> {
     let id = crate::pg::args::uuid("workspace_id", request.workspace_id())?;
     let delegation = authorize(request.delegated_grant(), &id, need)?;
-    read_head(&id, delegation, false)?.ok_or_else(|| {
+    read_head(&id, delegation, lock)?.ok_or_else(|| {
         denied("workspace not found or not owned by the caller")
             .with_detail(json!({ "workspaceId": id }))
     })
 }
 
-/// Opens a workspace and locks its row until the transaction ends. Row locks need the UPDATE
-/// privilege and pass the workspace's row-level security, so only the workspace's authorised
-/// callers (through these RPCs) can take this lock: no other session can hold a workspace's
-/// commits hostage (an advisory lock on a guessable key could be taken by any login). The SQL
-/// wrappers bound the wait with `lock_timeout` (1 s) and turn a timeout into
-/// `SUPABASH_COMMIT_COORDINATION`. The head is read again after the lock, on a new snapshot.
+/// Opens a workspace and locks its row until the transaction ends, in one statement. Row locks
+/// need the UPDATE privilege and pass the workspace's row-level security, so only the
+/// workspace's authorised callers (through these RPCs) can take this lock: no other session
+/// can hold a workspace's commits hostage (an advisory lock on a guessable key could be taken
+/// by any login). The SQL wrappers bound the wait with `lock_timeout` (1 s) and turn a timeout
+/// into `SUPABASH_COMMIT_COORDINATION`. A row locked FOR NO KEY UPDATE reads as its latest
+/// committed version, so the head is the one after the lock.
 pub fn open_locked(request: &impl WorkspaceRequest, need: &[Operation]) -> Outcome<Workspace> {
-    lock(open(request, need)?)
-}
-
-/// Locks an opened workspace (see [`open_locked`]) and reads its head again, in one statement
-/// (a row locked FOR NO KEY UPDATE reads as its latest committed version).
-pub fn lock(ws: Workspace) -> Outcome<Workspace> {
-    read_head(&ws.id, ws.delegation, true)?.ok_or_else(|| denied("workspace vanished"))
+    find(request, need, true)
 }
 
 /// Locks every workspace of `ws`'s fork family (its body store) in id order and reads the head
 /// again: what an operation that deletes entries or bodies needs, so no commit anywhere in the
-/// family can reference a body while it goes. Take it instead of [`lock`], never after it
+/// family can reference a body while it goes. Take it instead of [`open_locked`], never after it
 /// (the id order is what keeps two such operations from deadlocking).
 pub fn lock_family(ws: Workspace) -> Outcome<Workspace> {
     lock_store(&ws.store)?;
