@@ -4,8 +4,9 @@
 
 use serde_json::{json, Value};
 use std::time::Duration;
-use supabash_tests::support::{authenticator_with, expect_err};
-use supabash_tests::{Caller, Cluster, SqlRpc};
+use supabash_tests::support::{admin, authenticator_with, expect_err};
+use supabash_tests::{Caller, Cluster, DbError, SqlRpc};
+use tokio::task::JoinHandle;
 
 fn sub(owner: &Caller) -> String {
     match owner {
@@ -43,6 +44,39 @@ async fn open_call<'a>(
     tx
 }
 
+/// Ends the open transaction `tx` once `second` (a call of login role `role`) is either done or
+/// waiting for a lock, whichever comes first, and answers the call's result: the first call is
+/// in flight for as long as the second runs unless the second waits for it.
+async fn end_first_when_second_waits_or_ends(
+    cluster: &Cluster,
+    role: &str,
+    tx: tokio_postgres::Transaction<'_>,
+    second: JoinHandle<Result<Value, DbError>>,
+) -> Result<Value, DbError> {
+    let admin = admin(cluster).await;
+    let started = std::time::Instant::now();
+    loop {
+        let waiting: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = $1 AND wait_event_type = 'Lock'",
+                &[&role],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting > 0 || second.is_finished() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the second call neither ended nor waited"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tx.commit().await.unwrap();
+    second.await.unwrap()
+}
+
 /// Two 900 KB commits to two workspaces of one owner under a 1 MB quota, the second made
 /// while the first is still in flight: the second waits for the first and is refused.
 #[tokio::test]
@@ -75,9 +109,7 @@ async fn interleaved_commits_do_not_pass_the_byte_quota() {
                            "changes": [{"op": "upsert", "path": "/b.txt", "text": blob(11)}] });
         rest.call(&o, "supabash_commit", args).await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    tx.commit().await.unwrap();
-    let r: Result<Value, _> = second.await.unwrap();
+    let r = end_first_when_second_waits_or_ends(cluster, "quota_race_bytes", tx, second).await;
     let e = expect_err(r, "54000", Some("SUPABASH_QUOTA_EXCEEDED"));
     assert!(e.message.contains("supabash.max_bytes_per_owner"), "{e}");
 }
@@ -107,9 +139,7 @@ async fn workspaces_created_at_once_do_not_pass_the_count_quota() {
     let o = owner.clone();
     let second =
         tokio::spawn(async move { rest.call(&o, "supabash_create_workspace", json!({})).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    tx.commit().await.unwrap();
-    let r = second.await.unwrap();
+    let r = end_first_when_second_waits_or_ends(cluster, "quota_race_count", tx, second).await;
     let e = expect_err(r, "54000", Some("SUPABASH_QUOTA_EXCEEDED"));
     assert!(
         e.message.contains("supabash.max_workspaces_per_owner"),
