@@ -46,7 +46,7 @@ content_sql() { echo "(SELECT string_agg(md5($1 || '-' || j), '' ORDER BY j) FRO
 NAMES=(); PORTS=(); WS=()
 for spec in "$@"; do
   name=${spec%%=*}; rest=${spec#*=}; pgc=${rest%%@*}; rev=; [[ $rest == *@* ]] && rev=${rest#*@}
-  d=$TMP/$name; mkdir -p "$d"; chown postgres "$d"
+  d=$TMP/build${#NAMES[@]}; mkdir -p "$d"; chown postgres "$d"
   bindir=$("$pgc" --bindir); echo "$bindir" >"$d/bindir"
   runuser -u postgres -- "$bindir/initdb" -D "$d/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >/dev/null
   port=$(free_port); DATAS+=("$d")
@@ -63,7 +63,7 @@ for spec in "$@"; do
     echo "\\set claims '$CLAIMS'"
     echo "BEGIN; SELECT set_config('request.jwt.claims', :'claims', true) \\g /dev/null"
     echo "SET LOCAL ROLE authenticated;"
-    echo "SELECT supabash_create_workspace(label => 'big')->>'workspaceId' AS ws \\gset"
+    echo "SELECT supabash_create_workspace()->>'workspaceId' AS ws \\gset"
     echo "COMMIT;"
     first=1
     for ((lo = 0; lo < FILES; lo += BATCH)); do

@@ -96,36 +96,38 @@ pub enum Spent {
     Purged(String),
 }
 
-/// What transaction id `transaction_id` or idempotency key `key` already did in `ws`: one
-/// statement through a kept plan, both lookups by unique index.
+/// What transaction id `transaction_id` or idempotency key `key` already did in `ws`. Each
+/// lookup goes by a unique index's full key, a branch per key (never an OR, which a generic
+/// plan turns into a walk of the workspace's revisions in position order), through kept
+/// generic plans; the purged commits are looked at only when no revision matches.
 pub fn spent(ws: &str, transaction_id: &str, key: Option<&str>) -> Outcome<Spent> {
-    // Each lookup by a unique index's full key (a branch per key, never an OR that a
-    // generic plan would turn into a walk of the workspace's revisions in position order).
-    let sql = format!(
-        "SELECT {COLUMNS}, p.purged FROM (SELECT 1) one
-           LEFT JOIN LATERAL (
-             SELECT * FROM (
-               (SELECT * FROM supabash.revisions WHERE workspace_id = $1::uuid AND transaction_id = $2::uuid)
-               UNION ALL
-               (SELECT * FROM supabash.revisions WHERE workspace_id = $1::uuid AND idempotency_key = $3)
-             ) k ORDER BY position LIMIT 1) r ON true
-           LEFT JOIN LATERAL (
-             SELECT revision_id::text AS purged FROM (
-               (SELECT revision_id FROM supabash.purged_commits WHERE workspace_id = $1::uuid AND transaction_id = $2::uuid)
-               UNION ALL
-               (SELECT revision_id FROM supabash.purged_commits WHERE workspace_id = $1::uuid AND idempotency_key = $3)
-             ) k LIMIT 1) p ON true"
-    );
-    let found = db::query_generic(&sql, &[ws.into(), transaction_id.into(), key.into()], |r| {
-        Ok(match db::opt::<String>(r, 2)? {
-            Some(_) => Spent::Committed(Box::new(stored(r)?)),
-            None => match db::opt::<String>(r, 19)? {
-                Some(revision) => Spent::Purged(revision),
-                None => Spent::No,
-            },
-        })
-    })?;
-    Ok(found.into_iter().next().unwrap_or(Spent::No))
+    let args = [ws.into(), transaction_id.into(), key.into()];
+    let committed = db::query_generic(
+        &format!(
+            "SELECT {COLUMNS} FROM supabash.revisions
+              WHERE workspace_id = $1::uuid AND transaction_id = $2::uuid
+             UNION ALL
+             SELECT {COLUMNS} FROM supabash.revisions
+              WHERE workspace_id = $1::uuid AND idempotency_key = $3
+             ORDER BY 4 LIMIT 1"
+        ),
+        &args,
+        stored,
+    )?;
+    if let Some(found) = committed.into_iter().next() {
+        return Ok(Spent::Committed(Box::new(found)));
+    }
+    let purged = db::query_row_generic(
+        "SELECT revision_id::text FROM supabash.purged_commits
+          WHERE workspace_id = $1::uuid AND transaction_id = $2::uuid
+         UNION ALL
+         SELECT revision_id::text FROM supabash.purged_commits
+          WHERE workspace_id = $1::uuid AND idempotency_key = $3
+         LIMIT 1",
+        &args,
+        |r| db::get::<String>(r, 1),
+    )?;
+    Ok(purged.map_or(Spent::No, Spent::Purged))
 }
 
 /// The position of revision `revision` of `ws` when it lies below position `below`.
