@@ -173,11 +173,13 @@ $$;
 -- Single-writer leases (extension/src/lease.rs). Writes take the workspace lock (bounded like a
 -- commit's); the read works on a hot standby and never shows the token.
 CREATE FUNCTION public.supabash_acquire_lease(
-  workspace_id text, holder text, ttl_seconds integer, delegated_grant text DEFAULT NULL)
+  workspace_id text, holder text, ttl_seconds integer, delegated_grant text DEFAULT NULL,
+  token text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('acquire_lease', json_build_object('workspace_id', workspace_id,
-    'holder', holder, 'ttl_seconds', ttl_seconds, 'delegated_grant', delegated_grant))
+    'holder', holder, 'ttl_seconds', ttl_seconds, 'delegated_grant', delegated_grant,
+    'token', token))
 $$;
 
 CREATE FUNCTION public.supabash_renew_lease(

@@ -13,6 +13,18 @@
 
 -- Hardening (issue 23).
 
+-- A live lease is re-acquired only with its token: the holder name is public.
+DROP FUNCTION public.supabash_acquire_lease(text, text, integer, text);
+CREATE FUNCTION public.supabash_acquire_lease(
+  workspace_id text, holder text, ttl_seconds integer, delegated_grant text DEFAULT NULL,
+  token text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('acquire_lease', json_build_object('workspace_id', workspace_id,
+    'holder', holder, 'ttl_seconds', ttl_seconds, 'delegated_grant', delegated_grant,
+    'token', token))
+$$;
+
 -- POSIX fidelity (issue 24).
 
 -- Database answers (issue 25).

@@ -602,3 +602,103 @@ async fn the_client_reloads_after_a_redaction_and_stale_trees_cannot_commit() {
         assert_eq!(fresh.fs().read("/after.md").await.unwrap(), b"fine");
     }
 }
+
+/// Issue 23, item 6: a fork inherits a version its source then redacts. The fork can still
+/// change that path: overwrite it (the tombstone is never a delta base), delete it and move
+/// onto it (its empty hash is never a receipt hash: the line shows none and is marked
+/// redacted); moving the tombstone itself without content is refused by name.
+#[tokio::test]
+async fn a_fork_changes_a_path_it_inherited_as_a_tombstone() {
+    let mut ws = Ws::new().await;
+    let secret = format!("{}{SECRET}\n", filler());
+    let r1 = ws
+        .commit(json!([
+            { "op": "upsert", "path": "/s.txt", "text": secret },
+            { "op": "upsert", "path": "/t.txt", "text": secret },
+            { "op": "upsert", "path": "/u.txt", "text": "u" },
+            { "op": "upsert", "path": "/m.txt", "text": secret },
+            { "op": "upsert", "path": "/x.txt", "text": secret }
+        ]))
+        .await;
+    ws.commit(json!([
+        { "op": "upsert", "path": "/s.txt", "text": "clean" },
+        { "op": "upsert", "path": "/t.txt", "text": "clean" },
+        { "op": "upsert", "path": "/m.txt", "text": "clean" },
+        { "op": "upsert", "path": "/x.txt", "text": "clean" }
+    ]))
+    .await;
+    let fork = ws
+        .call(
+            "supabash_fork",
+            json!({ "revision": r1, "actor": "forker" }),
+        )
+        .await
+        .unwrap();
+    let fork_id = fork["workspaceId"].as_str().unwrap().to_owned();
+    ws.redact(json!({ "paths": ["/s.txt", "/t.txt", "/m.txt", "/x.txt"], "reason": "leak" }))
+        .await
+        .unwrap();
+
+    let mut f = Ws {
+        rest: SqlRpc::connect(&Cluster::shared().dsn("authenticator")).await,
+        owner: ws.owner.clone(),
+        id: fork_id,
+        head: fork["headRevision"].as_str().map(str::to_owned),
+        epoch: None,
+    };
+    let d = f.doc("/s.txt", f.head.clone().unwrap().as_str()).await;
+    assert_eq!(d["redacted"], json!(true), "{d}");
+    let tree = f.call("supabash_load_manifest", json!({})).await.unwrap();
+    f.epoch = tree["redactionEpoch"].as_i64();
+    assert_eq!(f.epoch, Some(1), "the source's redaction reached the fork");
+    // Overwrite: no delta against the tombstone.
+    let receipt = f
+        .try_commit(upsert("/s.txt", "new in the fork"), json!({}))
+        .await
+        .unwrap();
+    let line = &receipt["changes"][0];
+    assert_eq!(line["afterHash"], json!(sha256_hex(b"new in the fork")));
+    assert!(line.get("beforeHash").is_none(), "{receipt}");
+    assert_eq!(line["redacted"], json!(true), "{receipt}");
+    let head = f.head.clone().unwrap();
+    assert_eq!(
+        f.doc("/s.txt", &head).await["text"],
+        json!("new in the fork")
+    );
+    // Delete: the line names no hash.
+    let receipt = f
+        .try_commit(json!([{ "op": "delete", "path": "/t.txt" }]), json!({}))
+        .await
+        .unwrap();
+    let line = &receipt["changes"][0];
+    assert!(line.get("beforeHash").is_none(), "{receipt}");
+    assert_eq!(line["redacted"], json!(true), "{receipt}");
+    // A move onto a tombstone replaces it without naming a hash.
+    let receipt = f
+        .try_commit(
+            json!([{ "op": "move", "from": "/u.txt", "path": "/m.txt" }]),
+            json!({}),
+        )
+        .await
+        .unwrap();
+    let line = &receipt["changes"][0];
+    assert!(line.get("replacedHash").is_none(), "{receipt}");
+    assert_eq!(line["redacted"], json!(true), "{receipt}");
+    // Moving a tombstone without content is refused, naming the path; with content it moves.
+    let e = f
+        .try_commit(
+            json!([{ "op": "move", "from": "/x.txt", "path": "/w.txt" }]),
+            json!({}),
+        )
+        .await;
+    let e = expect_err(e, "22023", Some("SUPABASH_INVALID_ARGUMENT"));
+    assert!(e.message.contains("/x.txt"), "{e}");
+    f.try_commit(
+        json!([{ "op": "move", "from": "/x.txt", "path": "/w.txt", "text": "fresh" }]),
+        json!({}),
+    )
+    .await
+    .unwrap();
+    let verify = f.call("supabash_verify", json!({})).await.unwrap();
+    assert_eq!(verify["ok"], json!(true), "{verify}");
+}

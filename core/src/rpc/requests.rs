@@ -388,12 +388,15 @@ request! {
 request! {
     "supabash_acquire_lease", mutates = true, answers::Lease, workspace;
     /// `supabash_acquire_lease`: takes the workspace's single-writer lease for `holder`, or
-    /// replaces an expired one; the same holder acquiring again gets a fresh token.
+    /// replaces an expired one. While the lease lives, acquiring it again (any holder name)
+    /// needs its `token` and answers a fresh one; the holder name alone proves nothing.
     pub struct AcquireLease {
         pub workspace_id: String,
         pub holder: String,
         pub ttl_seconds: i32,
         pub delegated_grant: Option<String>,
+        /// The live lease's token, to re-acquire it while it lives.
+        pub token: Option<String>,
     }
 }
 
@@ -494,6 +497,7 @@ mod lease_tests {
             holder: holder.into(),
             ttl_seconds: ttl,
             delegated_grant: None,
+            token: None,
         }
     }
 

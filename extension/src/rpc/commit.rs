@@ -165,6 +165,8 @@ fn spent_by_purged(ws: &str, ctx: &Context) -> Outcome<()> {
     }
 }
 
+/// A receipt line. A tombstone it replaces shows no hash or size (it has none); the line is
+/// then marked redacted, as redaction marks the lines it scrubs.
 fn line(
     op: &str,
     path: &str,
@@ -172,18 +174,27 @@ fn line(
     before: Option<&Version>,
     after: Option<&Version>,
 ) -> ReceiptLine {
+    let shown = before.filter(|v| !v.is_tombstone());
     ReceiptLine {
         op: op.to_owned(),
         path: path.to_owned(),
         from: from.map(str::to_owned),
-        before_hash: before.map(|v| hex::encode(&v.content_hash)),
-        before_size: before.map(|v| v.content_size),
+        before_hash: shown.map(|v| hex::encode(&v.content_hash)),
+        before_size: shown.map(|v| v.content_size),
         after_hash: after.map(|v| hex::encode(&v.content_hash)),
         after_size: after.map(|v| v.content_size),
         replaced_hash: None,
         replaced_size: None,
-        redacted: false,
+        redacted: before.is_some_and(Version::is_tombstone),
     }
+}
+
+/// A move of a tombstone without new content: it has nothing to carry.
+fn redacted_move(from: &str) -> Fail {
+    invalid(format!(
+        "{from:?} was redacted and has no content to move: move it with new content, or delete it"
+    ))
+    .with_detail(json!({ "path": from }))
 }
 
 fn missing(path: &str) -> Fail {
@@ -216,11 +227,17 @@ fn simulate(
                     .insert(from.clone(), None)
                     .flatten()
                     .ok_or_else(|| missing(from))?;
-                let after = after.clone().unwrap_or_else(|| before.clone());
+                let after = match after {
+                    Some(a) => a.clone(),
+                    None if before.is_tombstone() => return Err(redacted_move(from)),
+                    None => before.clone(),
+                };
                 let replaced = state.insert(path.clone(), Some(after.clone())).flatten();
                 let mut moved = line("move", path, Some(from), Some(&before), Some(&after));
-                moved.replaced_hash = replaced.as_ref().map(|v| hex::encode(&v.content_hash));
-                moved.replaced_size = replaced.as_ref().map(|v| v.content_size);
+                let shown = replaced.as_ref().filter(|v| !v.is_tombstone());
+                moved.replaced_hash = shown.map(|v| hex::encode(&v.content_hash));
+                moved.replaced_size = shown.map(|v| v.content_size);
+                moved.redacted |= replaced.as_ref().is_some_and(Version::is_tombstone);
                 lines.push(moved);
             }
         }
@@ -502,7 +519,7 @@ fn store_new_bodies(
             let (hash, bytes) = new_bytes.remove_entry(&v.body_hash)?;
             let previous = initial
                 .get(path)
-                .filter(|p| p.body_hash != hash)
+                .filter(|p| p.body_hash != hash && !p.is_tombstone())
                 .map(|p| (p.body_hash.clone(), p.body_size as usize));
             Some(bodies::New {
                 hash,
