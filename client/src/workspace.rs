@@ -144,6 +144,9 @@ pub struct PurgeOptions {
     /// Revisions at or after this one are kept.
     pub floor_revision: Option<String>,
     pub dry_run: bool,
+    /// Also remove the audit records a purge keeps by default (denied and discarded actions,
+    /// and those of delegated actors) with their revisions (the owner only).
+    pub purge_audit: bool,
 }
 
 /// Options of [`Workspace::redact`]: what to remove from history. Name paths and/or body
@@ -871,6 +874,7 @@ impl Workspace {
             floor_revision: options.floor_revision,
             dry_run: Some(options.dry_run),
             delegated_grant: None,
+            purge_audit: options.purge_audit.then_some(true),
         })
         .await
     }

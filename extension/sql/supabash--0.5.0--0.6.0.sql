@@ -25,8 +25,33 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'token', token))
 $$;
 
+-- Audit bounds: a record's bytes are kept with it and count in the owner's byte quota.
+ALTER TABLE supabash.audit_records
+  ADD COLUMN stored_bytes integer NOT NULL DEFAULT 0 CHECK (stored_bytes >= 0);
+
+-- Purge keeps denied, discarded and delegated actors' records unless the owner asks
+-- (purge_audit).
+DROP FUNCTION public.supabash_purge(text, integer, bigint, text, boolean, text);
+CREATE FUNCTION public.supabash_purge(
+  workspace_id text, keep_revisions integer DEFAULT NULL, max_age_seconds bigint DEFAULT NULL,
+  floor_revision text DEFAULT NULL, dry_run boolean DEFAULT false, delegated_grant text DEFAULT NULL,
+  purge_audit boolean DEFAULT false)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('purge', json_build_object('workspace_id', workspace_id,
+    'keep_revisions', keep_revisions, 'max_age_seconds', max_age_seconds,
+    'floor_revision', floor_revision, 'dry_run', dry_run, 'delegated_grant', delegated_grant,
+    'purge_audit', purge_audit))
+$$;
+
 -- POSIX fidelity (issue 24).
 
 -- Database answers (issue 25).
 
 -- Agent surface: HS256 capabilities (issue 26).
+
+-- Every upgrade ends like the install (extension/sql/finalize.sql).
+SELECT supabash._assert_privileges();
+SELECT supabash._check_install();
+
+NOTIFY pgrst, 'reload schema';

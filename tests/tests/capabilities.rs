@@ -434,7 +434,7 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
                 "session_id": "00000000-0000-4000-8000-0000000000a2",
                 "sequence": 0, "at_ms": 0, "kind": "bash", "tool": "bash",
                 "outcome": {"status": "ok"}, "duration_ms": 0 }] }),
-            &[Read, Write, Commit],
+            &[Write, Commit],
         ),
     ]
 }

@@ -5,6 +5,7 @@
 
 use super::declare::{request, rpc, WorkspaceRequest};
 use super::Rpc;
+use crate::limits::MAX_AUDIT_RECORD_BYTES;
 use crate::limits::{check_object, check_text, utf8_prefix, FieldError};
 use crate::limits::{MAX_AUDIT_ACTIONS, MAX_AUDIT_ARGUMENTS_BYTES, MAX_AUDIT_PATHS};
 use crate::limits::{MAX_AUDIT_TEXT_BYTES, MAX_LABEL_BYTES};
@@ -111,6 +112,12 @@ impl Action {
         for p in &self.paths {
             check_text("paths[]", Some(p), MAX_PATH_BYTES)?;
         }
+        if self.encoded_len() > MAX_AUDIT_RECORD_BYTES {
+            return Err(FieldError::TooLong {
+                name: "audit record",
+                max: MAX_AUDIT_RECORD_BYTES,
+            });
+        }
         for (name, n) in [
             ("sequence", self.sequence),
             ("at_ms", self.at_ms),
@@ -123,6 +130,24 @@ impl Action {
         }
         Ok(())
     }
+}
+
+impl Action {
+    /// The action's size as compact JSON: what [`MAX_AUDIT_RECORD_BYTES`] bounds and what a
+    /// stored record counts in its owner's byte quota.
+    pub fn encoded_len(&self) -> usize {
+        serde_json::to_vec(self).map_or(usize::MAX, |v| v.len())
+    }
+}
+
+/// Makes `action` fit [`MAX_AUDIT_RECORD_BYTES`] by dropping its last paths (its other
+/// fields are capped on their own and fit together). Answers how many paths it dropped.
+pub fn fit_record(action: &mut Action) -> usize {
+    let mut dropped = 0;
+    while action.encoded_len() > MAX_AUDIT_RECORD_BYTES && action.paths.pop().is_some() {
+        dropped += 1;
+    }
+    dropped
 }
 
 /// Checks a batch of actions: at most [`MAX_AUDIT_ACTIONS`], each within its ceilings.
@@ -290,6 +315,30 @@ mod tests {
         let mut a = action();
         a.arguments = Some(json!("not an object"));
         assert_eq!(a.check(), Err(FieldError::NotAnObject("arguments")));
+    }
+
+    #[test]
+    fn a_record_is_bounded_as_a_whole() {
+        let mut a = action();
+        a.arguments = Some(cap_arguments(
+            json!({ "x": "y".repeat(MAX_AUDIT_ARGUMENTS_BYTES) }),
+        ));
+        a.paths = (0..MAX_AUDIT_PATHS)
+            .map(|i| format!("/{i}/{}", "p".repeat(4000)))
+            .collect();
+        assert_eq!(
+            a.check(),
+            Err(FieldError::TooLong {
+                name: "audit record",
+                max: MAX_AUDIT_RECORD_BYTES
+            })
+        );
+        let dropped = fit_record(&mut a);
+        assert!(dropped > 0 && !a.paths.is_empty());
+        assert!(a.check().is_ok());
+        assert!(a.encoded_len() <= MAX_AUDIT_RECORD_BYTES);
+        let mut small = action();
+        assert_eq!(fit_record(&mut small), 0);
     }
 
     #[test]

@@ -316,6 +316,10 @@ request! {
         /// Report without removing anything (default false).
         pub dry_run: Option<bool>,
         pub delegated_grant: Option<String>,
+        /// Also remove the audit records purge keeps by default (denied and discarded actions,
+        /// and those of delegated actors) with their revisions. The owner's alone: a delegated
+        /// grant asking for it is refused.
+        pub purge_audit: Option<bool>,
     }
 }
 

@@ -338,7 +338,7 @@ fn check_redaction(ws: &str, ctx: &Context, epoch: i64) -> Outcome<()> {
 /// lock and check the redaction epoch, settle who is recorded, replay, check the lease and the
 /// base, simulate the changes on the touched paths, then write bodies, entries, the receipt,
 /// the audit records and the new head. Any error rolls all of it back.
-pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
+pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     // Authorise first: a caller who may not commit here costs no decoding or hashing.
     let opened = access::open(&req, &[Operation::Commit])?;
     let ws = opened.id.clone();
@@ -403,7 +403,8 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     };
     revisions::insert(&receipt, &request_hash)?;
     if let Some(rows) = &audit {
-        crate::store::audit::write(&ws, Some(&receipt.revision), &receipt.actor, rows)?;
+        let revision = Some(receipt.revision.as_str());
+        crate::store::audit::write(&call.schema, &locked, revision, &receipt.actor, rows)?;
     }
     access::set_head(&ws, &receipt.revision, position)?;
     Ok(CommitResult {
