@@ -1039,3 +1039,66 @@ async fn head_rev(rest: &mut SqlRpc, owner: &Caller, ws: &str) -> Option<String>
         .unwrap();
     m["revision"].as_str().map(str::to_owned)
 }
+
+/// Issue 23, item 10: a record takes camelCase keys like every request (0.5.0's snake_case
+/// still works), and a wrong shape names the field and the shape it needs, never serde's
+/// internals.
+#[tokio::test]
+async fn a_record_takes_camel_case_and_a_wrong_shape_is_named() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let owner = Caller::new_user();
+    let (ws, _, _) = committed_with_records(&mut rest, &owner).await;
+    let camel = json!({
+        "recordId": uuid::Uuid::new_v4().to_string(),
+        "sessionId": "7d0d8c1e-0c4c-4c7a-9d55-0d51b1d0b7a1",
+        "sequence": 7, "atMs": 1_700_000_000_000i64, "kind": "bash", "tool": "bash",
+        "arguments": {"command": "ls"}, "outcome": {"status": "error", "code": "EXIT_1"},
+        "durationMs": 2, "paths": [], "bytesChanged": 0,
+    });
+    let w = rest
+        .call(
+            &owner,
+            "supabash_record_discarded",
+            json!({ "workspace_id": ws, "actions": [camel.clone()], "actor": "a" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w["written"], 1);
+    let cases = [
+        (
+            json!({"status": "maybe"}),
+            "outcome must be {\"status\": \"ok\"}",
+        ),
+        (json!({"status": "error"}), "outcome.code must be text"),
+    ];
+    for (outcome, want) in cases {
+        let mut a = camel.clone();
+        a["recordId"] = json!(uuid::Uuid::new_v4().to_string());
+        a["outcome"] = outcome;
+        let e = expect_err(
+            rest.call(
+                &owner,
+                "supabash_commit",
+                json!({ "workspace_id": ws, "actor": "a", "changes": [], "audit": [a] }),
+            )
+            .await,
+            "22023",
+            Some("SUPABASH_INVALID_ARGUMENT"),
+        );
+        assert!(e.message.contains("audit[0]"), "{e}");
+        assert!(e.message.contains(want), "{e}");
+        assert!(!e.message.contains("tagged"), "{e}");
+    }
+    let e = expect_err(
+        rest.call(
+            &owner,
+            "supabash_commit",
+            json!({ "workspace_id": ws, "actor": "a", "changes": [], "audit": {"not": "a list"} }),
+        )
+        .await,
+        "22023",
+        Some("SUPABASH_INVALID_ARGUMENT"),
+    );
+    assert!(e.message.contains("audit must be a list"), "{e}");
+}

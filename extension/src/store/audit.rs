@@ -34,8 +34,8 @@ pub fn prepare(actions: &[Action]) -> Outcome<Option<Value>> {
                 ActionOutcome::Denied { reason } => ("denied", None, Some(reason)),
             };
             Ok(json!({
-                "record_id": args::uuid("audit.record_id", &a.record_id)?,
-                "session_id": args::uuid("audit.session_id", &a.session_id)?,
+                "record_id": args::uuid("audit.recordId", &a.record_id)?,
+                "session_id": args::uuid("audit.sessionId", &a.session_id)?,
                 "sequence": a.sequence,
                 "at_ms": a.at_ms,
                 "kind": a.kind.as_str(),
