@@ -44,6 +44,11 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
     'purge_audit', purge_audit))
 $$;
 
+-- A deleted workspace's audit records go with its revisions, also when it is kept hidden for
+-- its forks: those 0.5.0 kept are removed now.
+DELETE FROM supabash.audit_records a USING supabash.workspaces w
+ WHERE w.id = a.workspace_id AND w.deleted_at IS NOT NULL;
+
 -- POSIX fidelity (issue 24).
 
 -- Database answers (issue 25).

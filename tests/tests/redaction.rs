@@ -702,3 +702,148 @@ async fn a_fork_changes_a_path_it_inherited_as_a_tombstone() {
     let verify = f.call("supabash_verify", json!({})).await.unwrap();
     assert_eq!(verify["ok"], json!(true), "{verify}");
 }
+
+/// Issue 23, item 1: a source deleted while a fork reads it (kept hidden for the fork) can be
+/// redacted by nobody, so the fork's redaction reaches the version it inherits from it: the
+/// bytes leave every table (also a kept version that was a delta against them), both when the
+/// fork still inherits the file and when it overwrote it first. The deleted source's audit
+/// records (arguments included) went with it, and once the last fork goes, nothing of the
+/// source is left.
+#[tokio::test]
+async fn a_forks_redaction_reaches_a_deleted_sources_version() {
+    let admin = admin(Cluster::shared()).await;
+    let mut src = Ws::new().await;
+    let store = src.id.clone();
+    let secret = format!("{}{SECRET}\n", filler());
+    let kept = format!("{}{SECRET}\nand a kept line\n", filler());
+    let moved = format!("{}{SECRET}\nmoved\n", filler());
+    // The source's commit carries an audit record whose arguments hold the secret.
+    let audit = json!([{
+        "recordId": uuid::Uuid::new_v4().to_string(),
+        "sessionId": uuid::Uuid::new_v4().to_string(),
+        "sequence": 0, "atMs": 1, "kind": "file_tool", "tool": "write",
+        "arguments": { "content": SECRET }, "outcome": { "status": "ok" },
+        "durationMs": 1, "paths": ["/secret.txt"] }]);
+    src.try_commit(
+        json!([{ "op": "upsert", "path": "/secret.txt", "text": secret },
+               { "op": "upsert", "path": "/moved.txt", "text": moved }]),
+        json!({ "audit": audit }),
+    )
+    .await
+    .unwrap();
+    // A second file stored as a delta against the secret version: it must stay readable.
+    src.commit(upsert("/kept.txt", &kept)).await;
+    let mut forks = Vec::new();
+    for _ in 0..2 {
+        let f = src
+            .call("supabash_fork", json!({ "actor": "forker" }))
+            .await
+            .unwrap();
+        forks.push(Ws {
+            rest: SqlRpc::connect(&Cluster::shared().dsn("authenticator")).await,
+            owner: src.owner.clone(),
+            id: f["workspaceId"].as_str().unwrap().to_owned(),
+            head: f["headRevision"].as_str().map(str::to_owned),
+            epoch: None,
+        });
+    }
+    let deleted = src
+        .rest
+        .call(
+            &src.owner,
+            "supabash_delete_workspace",
+            json!({ "workspace_id": src.id }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(deleted["keptForForks"], json!(true));
+    let records: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM supabash.audit_records WHERE workspace_id = $1::text::uuid",
+            &[&store],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        records, 0,
+        "the deleted source's records went with its revisions"
+    );
+
+    // Fork A still inherits /secret.txt; fork B overwrites /moved.txt first.
+    let mut b = forks.pop().unwrap();
+    let mut a = forks.pop().unwrap();
+    b.commit(upsert("/moved.txt", "rewritten in b")).await;
+    let report = a
+        .redact(json!({ "paths": ["/secret.txt"], "reason": "leak" }))
+        .await
+        .unwrap();
+    assert_eq!(
+        report["bodies"],
+        json!([sha256_hex(secret.as_bytes())]),
+        "{report}"
+    );
+    let head = a.head.clone().unwrap();
+    let d = a.doc("/secret.txt", &head).await;
+    assert_eq!(d["redacted"], json!(true), "{d}");
+    // B's redaction of its own history reaches the source's version it overwrote.
+    let report = b
+        .redact(json!({ "paths": ["/moved.txt"], "reason": "leak" }))
+        .await
+        .unwrap();
+    assert_eq!(
+        report["versions"],
+        json!(2),
+        "its copy and the source's row: {report}"
+    );
+    assert_eq!(
+        report["bodies"],
+        json!([sha256_hex(moved.as_bytes())]),
+        "{report}"
+    );
+    let bodies = decoded_bodies(&admin, &store).await;
+    for (hash, plain) in &bodies {
+        assert!(
+            !contains(plain, b"sk-live-9f8e7d6c5b4a3210") || plain == kept.as_bytes(),
+            "body {} still holds the secret",
+            hex::encode(hash)
+        );
+    }
+    let kept_head = b.head.clone().unwrap();
+    assert_eq!(b.doc("/kept.txt", &kept_head).await["text"], json!(kept));
+    assert_eq!(
+        b.doc("/moved.txt", &kept_head).await["text"],
+        json!("rewritten in b")
+    );
+    for w in [&mut a, &mut b] {
+        let v = w.call("supabash_verify", json!({})).await.unwrap();
+        assert_eq!(v["ok"], json!(true), "{v}");
+    }
+    // Once the last fork goes, nothing of the source is left.
+    for w in [&mut a, &mut b] {
+        w.rest
+            .call(
+                &w.owner,
+                "supabash_delete_workspace",
+                json!({ "workspace_id": w.id }),
+            )
+            .await
+            .unwrap();
+    }
+    for table in ["entries", "bodies", "audit_records", "workspaces"] {
+        let column = if table == "workspaces" {
+            "id"
+        } else {
+            "workspace_id"
+        };
+        let n: i64 = admin
+            .query_one(
+                &format!("SELECT count(*) FROM supabash.{table} WHERE {column} = $1::text::uuid"),
+                &[&store],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{table} still holds the deleted source");
+    }
+}

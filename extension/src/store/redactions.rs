@@ -244,7 +244,7 @@ pub fn tombstone(rows: &[(String, String, i64)]) -> Outcome<()> {
 
 /// Removes from every receipt line of the workspace the hashes (and sizes) of redacted
 /// content that no kept version still holds: a hash can betray a short secret.
-pub fn scrub_receipts(store: &str, family: &[String], matched: &[Match]) -> Outcome<()> {
+pub fn scrub_receipts(store: &str, family: &[String], matched: &[&Match]) -> Outcome<()> {
     let mut hashes: Vec<Vec<u8>> = matched.iter().map(|m| m.content_hash.clone()).collect();
     hashes.sort();
     hashes.dedup();
@@ -331,11 +331,13 @@ pub fn selected_revisions(
 }
 
 /// A version of `paths` or `hashes` that fork `ws` only inherits (visible at its first
-/// position from a source, not tombstoned): the source's id and the path.
+/// position from a source, not tombstoned) from a source outside `hidden` (the deleted ones,
+/// which the fork's redaction reaches itself): the source's id and the path.
 pub fn inherited_match(
     ws: &Workspace,
     paths: &[String],
     hashes: &[Vec<u8>],
+    hidden: &[String],
 ) -> Outcome<Option<(String, String)>> {
     let visible = lineage::visible_sql(
         &ws.sources,
@@ -344,12 +346,53 @@ pub fn inherited_match(
         "NOT e.redacted AND (e.path = ANY($5) OR e.body_hash = ANY($6))",
     );
     let mut args = lineage::visible_args(&ws.id, &ws.sources, Some(lineage::FIRST_POSITION));
-    args.extend([paths.to_vec().into(), hashes.to_vec().into()]);
+    args.extend([
+        paths.to_vec().into(),
+        hashes.to_vec().into(),
+        hidden.to_vec().into(),
+    ]);
     db::query_row(
-        &format!("SELECT v.ws, v.path FROM ({visible}) AS v (ws, path) WHERE v.ws <> $1 LIMIT 1"),
+        &format!(
+            "SELECT v.ws, v.path FROM ({visible}) AS v (ws, path)
+              WHERE v.ws <> $1 AND v.ws <> ALL($7::text[]) LIMIT 1"
+        ),
         &args,
         |r| Ok((db::get::<String>(r, 1)?, db::get::<String>(r, 2)?)),
     )
+}
+
+/// The latest position any fork of `source` reads it at (0 when it has none).
+pub fn last_read(source: &str) -> Outcome<i64> {
+    Ok(db::query_row(
+        "SELECT coalesce(max(fork_position), 0)::bigint FROM supabash.workspaces
+          WHERE fork_of = $1::uuid",
+        &[source.into()],
+        |r| db::get::<i64>(r, 1),
+    )?
+    .unwrap_or(0))
+}
+
+/// The sources of `ws` that are deleted (kept only for their forks), with the position each
+/// is read at: nobody can redact in them, so a fork's redaction reaches their versions.
+pub fn hidden_sources(ws: &Workspace) -> Outcome<Vec<lineage::Source>> {
+    if ws.sources.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<String> = ws.sources.iter().map(|s| s.workspace.clone()).collect();
+    let hidden: HashSet<String> = db::query(
+        "SELECT id::text FROM supabash.workspaces
+          WHERE id = ANY($1::uuid[]) AND deleted_at IS NOT NULL",
+        &[ids.into()],
+        |r| db::get::<String>(r, 1),
+    )?
+    .into_iter()
+    .collect();
+    Ok(ws
+        .sources
+        .iter()
+        .filter(|s| hidden.contains(&s.workspace))
+        .cloned()
+        .collect())
 }
 
 /// The first head path of `ws` outside `paths` that holds one of `hashes`: the path and the
