@@ -847,3 +847,45 @@ async fn a_forks_redaction_reaches_a_deleted_sources_version() {
         assert_eq!(n, 0, "{table} still holds the deleted source");
     }
 }
+
+/// Issue 23, item 9: a copy a redaction cannot reach is said. A fork that moved an inherited
+/// secret file keeps its own version at the new path; the source's redaction of the old path
+/// cannot free the body and its report names the fork and the path that still hold it.
+#[tokio::test]
+async fn the_report_names_every_version_that_still_holds_a_selected_body() {
+    let mut src = Ws::new().await;
+    let secret = format!("{}{SECRET}\n", filler());
+    src.commit(upsert("/leak.txt", &secret)).await;
+    let f = src
+        .call("supabash_fork", json!({ "actor": "forker" }))
+        .await
+        .unwrap();
+    let mut fork = Ws {
+        rest: SqlRpc::connect(&Cluster::shared().dsn("authenticator")).await,
+        owner: src.owner.clone(),
+        id: f["workspaceId"].as_str().unwrap().to_owned(),
+        head: f["headRevision"].as_str().map(str::to_owned),
+        epoch: None,
+    };
+    fork.commit(json!([{ "op": "move", "from": "/leak.txt", "path": "/elsewhere.txt" }]))
+        .await;
+    src.commit(upsert("/leak.txt", "clean")).await;
+    let report = src
+        .redact(json!({ "paths": ["/leak.txt"], "reason": "leak", "dry_run": true }))
+        .await
+        .unwrap();
+    assert_eq!(report["bodies"], json!([]), "{report}");
+    let held = report["stillHeld"].as_array().unwrap();
+    assert!(
+        held.iter().any(|h| h["workspaceId"] == json!(fork.id)
+            && h["path"] == "/elsewhere.txt"
+            && h["bodyHash"] == json!(sha256_hex(secret.as_bytes()))
+            && h["deleted"] == false),
+        "{report}"
+    );
+    let applied = src
+        .redact(json!({ "paths": ["/leak.txt"], "reason": "leak" }))
+        .await
+        .unwrap();
+    assert_eq!(applied["stillHeld"], report["stillHeld"]);
+}

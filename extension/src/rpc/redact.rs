@@ -233,9 +233,21 @@ pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     copies.dedup_by(|a, b| a.workspace == b.workspace && a.path == b.path);
     let matched = &passes[0].matched;
     let revisions = redactions::selected_revisions(&ws.id, boundary, matched, only_metadata)?;
-    let dead = freed_bodies(&ws, &passes, &copies)?;
+    let gone = gone_rows(&passes, &copies);
+    let dead = match &gone {
+        Some(gone) => redactions::dead_bodies(&ws.store, gone)?,
+        None => Vec::new(),
+    };
     let bytes: i64 = dead.iter().map(|(_, s)| *s).sum();
     let dead_hashes: Vec<Vec<u8>> = dead.into_iter().map(|(h, _)| h).collect();
+    let mut kept: Vec<Vec<u8>> = passes
+        .iter()
+        .flat_map(|p| p.matched.iter().map(|m| m.body_hash.clone()))
+        .filter(|h| !dead_hashes.contains(h))
+        .collect();
+    kept.sort();
+    kept.dedup();
+    let still_held = redactions::still_held(&ws.store, &kept, gone.as_deref().unwrap_or_default())?;
     let mut report = RedactReport {
         redaction_id: uuid::Uuid::new_v4().to_string(),
         dry_run: req.dry_run == Some(true),
@@ -244,6 +256,7 @@ pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
         bodies: dead_hashes.iter().map(hex::encode).collect(),
         bytes,
         epoch: ws.redaction_epoch,
+        still_held,
     };
     if report.dry_run {
         return Ok(report);
@@ -287,18 +300,15 @@ fn boundary(ws: &Workspace, before: Option<&str>) -> Outcome<(String, i64)> {
     }
 }
 
-/// The bodies (hash, size) the tombstoned versions and fork copies leave unused. Only a
-/// redaction that tombstones something frees bodies (a scrub of metadata, or one that matched
-/// nothing, leaves the store as it is).
-fn freed_bodies(
-    ws: &Workspace,
-    passes: &[Pass],
-    copies: &[redactions::Copy],
-) -> Outcome<Vec<(Vec<u8>, i64)>> {
+/// The entry rows (workspace, path, valid_from) a redaction tombstones whole: the matched
+/// versions not visible at their pass's boundary, and the fork copies; `None` when nothing
+/// matched. Only a redaction that tombstones something frees bodies (a scrub of metadata, or one that matched nothing,
+/// leaves the store as it is).
+fn gone_rows(passes: &[Pass], copies: &[redactions::Copy]) -> Option<Vec<(String, String, i64)>> {
     if passes.iter().all(|p| p.matched.is_empty()) {
-        return Ok(Vec::new());
+        return None;
     }
-    let gone: Vec<(String, String, i64)> = passes
+    let rows = passes
         .iter()
         .flat_map(|p| {
             p.matched
@@ -308,7 +318,7 @@ fn freed_bodies(
         })
         .chain(copies.iter().map(redactions::Copy::row))
         .collect();
-    redactions::dead_bodies(&ws.store, &gone)
+    Some(rows)
 }
 
 /// The writes of an applied redaction, in an order that never leaves a kept body without

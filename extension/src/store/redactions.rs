@@ -8,6 +8,7 @@ use crate::store::access::Workspace;
 use crate::store::{bodies, encoding, lineage};
 use std::collections::HashSet;
 use supabash_core::receipt_lines;
+use supabash_core::rpc::{HeldBody, MAX_STILL_HELD};
 use supabash_core::Marker;
 
 /// The position a restore's source must not be before: the boundary of the latest path
@@ -92,6 +93,48 @@ pub fn dead_bodies(store: &str, gone: &[(String, String, i64)]) -> Outcome<Vec<(
           ORDER BY b.hash",
         &[store.into(), ids.into(), paths.into(), froms.into()],
         |r| Ok((db::get::<Vec<u8>>(r, 1)?, db::get::<i64>(r, 2)?)),
+    )
+}
+
+/// The versions in body store `store` that still hold one of `hashes` once the entry rows
+/// `gone` (workspace, path, valid_from) are tombstones: each workspace, path and body once
+/// (at most `MAX_STILL_HELD`).
+pub fn still_held(
+    store: &str,
+    hashes: &[Vec<u8>],
+    gone: &[(String, String, i64)],
+) -> Outcome<Vec<HeldBody>> {
+    if hashes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<String> = gone.iter().map(|g| g.0.clone()).collect();
+    let paths: Vec<String> = gone.iter().map(|g| g.1.clone()).collect();
+    let froms: Vec<i64> = gone.iter().map(|g| g.2).collect();
+    db::query(
+        "SELECT DISTINCT encode(e.body_hash, 'hex'), e.workspace_id::text, e.path,
+                w.deleted_at IS NOT NULL
+           FROM supabash.entries e
+           JOIN supabash.workspaces w ON w.id = e.workspace_id AND w.store_id = $1::uuid
+          WHERE NOT e.redacted AND e.body_hash = ANY($2)
+            AND NOT EXISTS (SELECT 1 FROM unnest($3::uuid[], $4::text[], $5::bigint[]) AS g(ws, path, valid_from)
+                             WHERE g.ws = e.workspace_id AND g.path = e.path AND g.valid_from = e.valid_from)
+          ORDER BY 2, 3, 1 LIMIT $6",
+        &[
+            store.into(),
+            hashes.to_vec().into(),
+            ids.into(),
+            paths.into(),
+            froms.into(),
+            MAX_STILL_HELD.into(),
+        ],
+        |r| {
+            Ok(HeldBody {
+                body_hash: db::get(r, 1)?,
+                workspace_id: db::get(r, 2)?,
+                path: db::get(r, 3)?,
+                deleted: db::get(r, 4)?,
+            })
+        },
     )
 }
 
