@@ -49,6 +49,34 @@ $$;
 DELETE FROM supabash.audit_records a USING supabash.workspaces w
  WHERE w.id = a.workspace_id AND w.deleted_at IS NOT NULL;
 
+-- The trust report says what is true per server version: from PostgreSQL 16 on, CREATEROLE
+-- alone does not let a role grant itself supabash_keeper (it needs the ADMIN option).
+CREATE OR REPLACE FUNCTION supabash._trust_report() RETURNS TABLE (role text, why text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  WITH v AS (SELECT current_setting('server_version_num')::int >= 160000 AS admin_rule),
+  r AS (
+    SELECT r.rolname, r.rolbypassrls, pg_has_role(r.oid, 'pg_read_all_data', 'USAGE') AS reads_all,
+           CASE WHEN v.admin_rule
+                THEN pg_has_role(r.oid, 'supabash_keeper', 'MEMBER WITH ADMIN OPTION')
+                ELSE r.rolcreaterole END AS takes_keeper,
+           v.admin_rule
+      FROM pg_catalog.pg_roles r, v
+     WHERE NOT r.rolsuper AND r.rolname NOT LIKE 'pg\_%'
+       AND r.rolname NOT IN ('supabash_owner', 'supabash_keeper', 'service_role'))
+  SELECT r.rolname::text,
+         concat_ws(', ',
+           CASE WHEN r.rolbypassrls AND r.reads_all
+                THEN 'reads every workspace (BYPASSRLS, pg_read_all_data)'
+                WHEN r.rolbypassrls THEN 'BYPASSRLS' END,
+           CASE WHEN r.takes_keeper AND r.admin_rule
+                THEN 'ADMIN option on supabash_keeper: can grant itself supabash_keeper and register a key'
+                WHEN r.takes_keeper
+                THEN 'CREATEROLE (PostgreSQL 15 and older): can grant itself supabash_keeper and register a key' END)
+    FROM r
+   WHERE r.rolbypassrls OR r.takes_keeper
+   ORDER BY 1
+$$;
+
 -- POSIX fidelity (issue 24).
 
 -- Database answers (issue 25).
