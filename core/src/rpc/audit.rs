@@ -78,10 +78,11 @@ pub enum ActionOutcome {
 /// database cannot know a secret) and capped ([`cap_arguments`]). On the wire its keys are
 /// camelCase like every request's (`recordId`, `atMs`, ...; docs/sql-contract.md); 0.5.0's
 /// snake_case keys (`record_id`, `at_ms`, ...) are still read. A wrong shape is refused naming
-/// the field and the shape it needs ([`RECORD_SHAPE`]).
+/// the field and the shape it needs ([`RECORD_SHAPE`]). This library still writes the
+/// snake_case keys, which every served schema's database reads (a 0.5.0 extension refuses the
+/// camelCase ones).
 #[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Action {
     /// A UUID the client chose: a retried write of the same action is written once.
     pub record_id: String,
@@ -507,10 +508,16 @@ mod tests {
 
     #[test]
     fn records_read_camel_case_and_the_0_5_0_snake_case() {
-        let camel = serde_json::to_value(action()).unwrap();
-        assert_eq!(camel["recordId"], "r");
-        assert_eq!(camel["atMs"], 1);
-        assert!(camel.get("record_id").is_none());
+        let written = serde_json::to_value(action()).unwrap();
+        assert_eq!(
+            written["record_id"], "r",
+            "0.5.0 databases read what this library writes"
+        );
+        let camel = json!({
+            "recordId": "r", "sessionId": "s", "sequence": 0, "atMs": 1, "kind": "bash",
+            "tool": "bash", "arguments": {"command": "ls"},
+            "outcome": {"status": "denied", "reason": "no"}, "durationMs": 3,
+        });
         let snake = json!({
             "record_id": "r", "session_id": "s", "sequence": 0, "at_ms": 1, "kind": "bash",
             "tool": "bash", "arguments": {"command": "ls"},
@@ -518,6 +525,7 @@ mod tests {
         });
         assert_eq!(serde_json::from_value::<Action>(snake).unwrap(), action());
         assert_eq!(serde_json::from_value::<Action>(camel).unwrap(), action());
+        assert_eq!(serde_json::from_value::<Action>(written).unwrap(), action());
     }
 
     #[test]
@@ -545,14 +553,14 @@ mod tests {
                 |v| v["extra"] = json!(1),
                 "unknown field \"extra\": an audit record is an object {recordId",
             ),
-            (|v| v["atMs"] = json!("soon"), "atMs must be an integer"),
+            (|v| v["at_ms"] = json!("soon"), "atMs must be an integer"),
             (
                 |v| {
                     v.as_object_mut().unwrap().remove("tool");
                 },
                 "tool is required",
             ),
-            (|v| v["record_id"] = json!("r2"), "recordId is given twice"),
+            (|v| v["recordId"] = json!("r2"), "recordId is given twice"),
         ];
         for (f, want) in cases {
             let e = err(f);
