@@ -94,7 +94,8 @@ impl AuditQueue {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Stages `action`, capping its arguments and paths. Never fails.
+    /// Stages `action`, capping its arguments and paths (the last paths go when the record
+    /// would pass `MAX_AUDIT_RECORD_BYTES`). Never fails.
     pub fn record(&self, action: Action) {
         let mut q = self.lock();
         let sequence = q.next_sequence;
@@ -105,7 +106,7 @@ impl AuditQueue {
             .started
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let staged = wire::Action {
+        let mut staged = wire::Action {
             record_id: uuid::Uuid::new_v4().to_string(),
             session_id: q.session_id.clone(),
             sequence,
@@ -122,6 +123,7 @@ impl AuditQueue {
             paths,
             bytes_changed: i64::try_from(action.bytes_changed).unwrap_or(i64::MAX),
         };
+        wire::fit_record(&mut staged);
         q.staged.push(staged);
     }
 

@@ -160,6 +160,9 @@ struct State {
     out: HashMap<String, Arc<Workspace>>,
     /// Acquires under way.
     pending: HashSet<String>,
+    /// The lease tokens dropped handles left live, by workspace id: only a lease's token
+    /// re-acquires it before it expires, so the next acquire presents it.
+    dropped: HashMap<String, String>,
 }
 
 struct Shared {
@@ -294,7 +297,11 @@ impl Drop for WorkspaceHandle {
             return;
         }
         if let Some(shared) = self.shared.upgrade() {
-            shared.state().out.remove(self.ws.id());
+            let mut state = shared.state();
+            state.out.remove(self.ws.id());
+            state
+                .dropped
+                .insert(self.ws.id().to_owned(), self.lease.token.clone());
         }
     }
 }
@@ -351,7 +358,7 @@ impl WorkspaceManager {
     pub async fn acquire(&self, id: &str) -> Result<WorkspaceHandle> {
         let started = Instant::now();
         let shared = &self.shared;
-        let cached = {
+        let (cached, dropped) = {
             let mut state = shared.state();
             if state.out.contains_key(id) || !state.pending.insert(id.to_owned()) {
                 return Err(SupabashError::new(
@@ -360,7 +367,7 @@ impl WorkspaceManager {
                 ));
             }
             shared.evict(&mut state);
-            state.cached.remove(id)
+            (state.cached.remove(id), state.dropped.remove(id))
         };
         let _mark = PendingMark { shared, id };
         let o = &shared.options;
@@ -369,13 +376,18 @@ impl WorkspaceManager {
             id,
             &o.host_id,
             o.lease_ttl,
+            dropped.as_deref(),
         )
         .await
         {
             Ok(lease) => lease,
             Err(e) => {
+                let mut state = shared.state();
                 if let Some(c) = cached {
-                    shared.state().cached.insert(id.to_owned(), c);
+                    state.cached.insert(id.to_owned(), c);
+                }
+                if let Some(t) = dropped {
+                    state.dropped.insert(id.to_owned(), t);
                 }
                 return Err(e);
             }

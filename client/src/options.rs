@@ -39,5 +39,6 @@ crate::setters! {
         with_max_age_seconds(max_age_seconds: some i64),
         with_floor_revision(floor_revision: some into String),
         with_dry_run(dry_run: bool),
+        with_purge_audit(purge_audit: bool),
     }
 }

@@ -144,6 +144,9 @@ pub struct PurgeOptions {
     /// Revisions at or after this one are kept.
     pub floor_revision: Option<String>,
     pub dry_run: bool,
+    /// Also remove the audit records a purge keeps by default (denied and discarded actions,
+    /// and those of delegated actors) with their revisions (the owner only).
+    pub purge_audit: bool,
 }
 
 /// Options of [`Workspace::redact`]: what to remove from history. Name paths and/or body
@@ -871,6 +874,7 @@ impl Workspace {
             floor_revision: options.floor_revision,
             dry_run: Some(options.dry_run),
             delegated_grant: None,
+            purge_audit: options.purge_audit.then_some(true),
         })
         .await
     }
@@ -995,8 +999,18 @@ impl Workspace {
     /// Takes the workspace's single-writer lease for `holder` (a host id) for `ttl` (1 s to
     /// 1 h, whole seconds), or fails `LEASE_HELD` (retryable) while another holder's lease
     /// lives. Every later commit of this workspace presents the lease; renew it before it ends.
+    /// Acquiring again while this workspace holds a live lease presents its token (a fresh one
+    /// replaces it); without it, a live lease is `LEASE_HELD` whatever the holder name.
     pub async fn acquire_lease(&self, holder: &str, ttl: Duration) -> Result<Lease> {
-        let lease = acquire_lease(self.transport.as_ref(), &self.id, holder, ttl).await?;
+        let held = self.pending().lease.clone();
+        let lease = acquire_lease(
+            self.transport.as_ref(),
+            &self.id,
+            holder,
+            ttl,
+            held.as_deref(),
+        )
+        .await?;
         self.adopt_lease(&lease);
         Ok(lease)
     }
@@ -1095,18 +1109,21 @@ impl Workspace {
     }
 }
 
-/// `supabash_acquire_lease` for `workspace_id` over `transport`.
+/// `supabash_acquire_lease` for `workspace_id` over `transport`, presenting `token` (the live
+/// lease's, to re-acquire it) when given.
 pub(crate) async fn acquire_lease(
     transport: &dyn Transport,
     workspace_id: &str,
     holder: &str,
     ttl: Duration,
+    token: Option<&str>,
 ) -> Result<Lease> {
     let request = rq::AcquireLease {
         workspace_id: workspace_id.to_owned(),
         holder: holder.to_owned(),
         ttl_seconds: lease_seconds(ttl)?,
         delegated_grant: None,
+        token: token.map(str::to_owned),
     };
     request.check_fields().map_err(lease_field)?;
     call(transport, &request).await

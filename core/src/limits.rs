@@ -33,8 +33,13 @@ pub const MIN_LEASE_TTL_SECONDS: i32 = 1;
 pub const MAX_LEASE_TTL_SECONDS: i32 = 3600;
 /// Longest lease holder id, in bytes.
 pub const MAX_LEASE_HOLDER_BYTES: usize = 256;
-/// Most audit actions one commit or one `supabash_record_discarded` call carries.
-pub const MAX_AUDIT_ACTIONS: usize = 10_000;
+/// Most audit actions one commit or one `supabash_record_discarded` call carries (more stay
+/// queued for the next one).
+pub const MAX_AUDIT_ACTIONS: usize = 256;
+/// Largest audit action as a whole, as compact JSON bytes (arguments, paths and texts
+/// together; clients drop trailing paths to fit: see `rpc::audit::fit_record`). With
+/// [`MAX_AUDIT_ACTIONS`] it bounds one call's records to 4 MiB.
+pub const MAX_AUDIT_RECORD_BYTES: usize = 16 * 1024;
 /// Largest arguments object of one audit action, as compact JSON bytes (clients cap theirs to
 /// fit: see `cap_arguments`).
 pub const MAX_AUDIT_ARGUMENTS_BYTES: usize = 8 * 1024;

@@ -76,20 +76,34 @@ $$;
 
 -- Every role, besides superusers and the extension's own, that can read every workspace's
 -- contents (BYPASSRLS with read access, or pg_read_all_data together with BYPASSRLS), or
--- could come to mint (CREATEROLE: it can grant itself supabash_keeper and register a key). On
--- Supabase that is `postgres` (the project owner) and `supabase_read_only_user`; neither can
+-- could come to mint by granting itself supabash_keeper and registering a key. Who can grant
+-- itself that role depends on the server: up to PostgreSQL 15 any CREATEROLE role can; from 16
+-- on, CREATEROLE grants only roles it holds with the ADMIN option, which the install gives
+-- nobody, so there it is a role with ADMIN on supabash_keeper. On Supabase the roles listed are
+-- `postgres` (the project owner; CREATEROLE on 15) and `supabase_read_only_user`; neither can
 -- obtain a private key, since the database holds none (docs/capabilities.md, "Trust model").
 CREATE FUNCTION supabash._trust_report() RETURNS TABLE (role text, why text)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  WITH v AS (SELECT current_setting('server_version_num')::int >= 160000 AS admin_rule),
+  r AS (
+    SELECT r.rolname, r.rolbypassrls, pg_has_role(r.oid, 'pg_read_all_data', 'USAGE') AS reads_all,
+           CASE WHEN v.admin_rule
+                THEN pg_has_role(r.oid, 'supabash_keeper', 'MEMBER WITH ADMIN OPTION')
+                ELSE r.rolcreaterole END AS takes_keeper,
+           v.admin_rule
+      FROM pg_catalog.pg_roles r, v
+     WHERE NOT r.rolsuper AND r.rolname NOT LIKE 'pg\_%'
+       AND r.rolname NOT IN ('supabash_owner', 'supabash_keeper', 'service_role'))
   SELECT r.rolname::text,
          concat_ws(', ',
-           CASE WHEN r.rolbypassrls AND pg_has_role(r.oid, 'pg_read_all_data', 'USAGE')
+           CASE WHEN r.rolbypassrls AND r.reads_all
                 THEN 'reads every workspace (BYPASSRLS, pg_read_all_data)'
                 WHEN r.rolbypassrls THEN 'BYPASSRLS' END,
-           CASE WHEN r.rolcreaterole THEN 'CREATEROLE: can grant itself supabash_keeper and register a key' END)
-    FROM pg_catalog.pg_roles r
-   WHERE NOT r.rolsuper AND r.rolname NOT LIKE 'pg\_%'
-     AND r.rolname NOT IN ('supabash_owner', 'supabash_keeper', 'service_role')
-     AND (r.rolbypassrls OR r.rolcreaterole)
+           CASE WHEN r.takes_keeper AND r.admin_rule
+                THEN 'ADMIN option on supabash_keeper: can grant itself supabash_keeper and register a key'
+                WHEN r.takes_keeper
+                THEN 'CREATEROLE (PostgreSQL 15 and older): can grant itself supabash_keeper and register a key' END)
+    FROM r
+   WHERE r.rolbypassrls OR r.takes_keeper
    ORDER BY 1
 $$;

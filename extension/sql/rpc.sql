@@ -162,22 +162,26 @@ $$;
 
 CREATE FUNCTION public.supabash_purge(
   workspace_id text, keep_revisions integer DEFAULT NULL, max_age_seconds bigint DEFAULT NULL,
-  floor_revision text DEFAULT NULL, dry_run boolean DEFAULT false, delegated_grant text DEFAULT NULL)
+  floor_revision text DEFAULT NULL, dry_run boolean DEFAULT false, delegated_grant text DEFAULT NULL,
+  purge_audit boolean DEFAULT false)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('purge', json_build_object('workspace_id', workspace_id,
     'keep_revisions', keep_revisions, 'max_age_seconds', max_age_seconds,
-    'floor_revision', floor_revision, 'dry_run', dry_run, 'delegated_grant', delegated_grant))
+    'floor_revision', floor_revision, 'dry_run', dry_run, 'delegated_grant', delegated_grant,
+    'purge_audit', purge_audit))
 $$;
 
 -- Single-writer leases (extension/src/lease.rs). Writes take the workspace lock (bounded like a
 -- commit's); the read works on a hot standby and never shows the token.
 CREATE FUNCTION public.supabash_acquire_lease(
-  workspace_id text, holder text, ttl_seconds integer, delegated_grant text DEFAULT NULL)
+  workspace_id text, holder text, ttl_seconds integer, delegated_grant text DEFAULT NULL,
+  token text DEFAULT NULL)
 RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
   SELECT supabash._write('acquire_lease', json_build_object('workspace_id', workspace_id,
-    'holder', holder, 'ttl_seconds', ttl_seconds, 'delegated_grant', delegated_grant))
+    'holder', holder, 'ttl_seconds', ttl_seconds, 'delegated_grant', delegated_grant,
+    'token', token))
 $$;
 
 CREATE FUNCTION public.supabash_renew_lease(

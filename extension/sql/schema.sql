@@ -310,6 +310,9 @@ CREATE TABLE supabash.audit_records (
   bytes_changed bigint NOT NULL CHECK (bytes_changed >= 0),
   discarded     boolean NOT NULL,
   scrubbed      boolean NOT NULL DEFAULT false,
+  -- The record's size as the client sent it (compact JSON): counted in the owner's byte quota
+  -- (supabash.usage) while the record exists.
+  stored_bytes  integer NOT NULL DEFAULT 0 CHECK (stored_bytes >= 0),
   PRIMARY KEY (workspace_id, record_id),
   CHECK (discarded = (revision_id IS NULL)),
   CHECK ((outcome = 'error') = (code IS NOT NULL) AND (outcome = 'denied') = (reason IS NOT NULL))

@@ -18,8 +18,78 @@ ALTER TABLE supabash.usage SET (fillfactor = 70);
 
 -- Hardening (issue 23).
 
+-- A live lease is re-acquired only with its token: the holder name is public.
+DROP FUNCTION public.supabash_acquire_lease(text, text, integer, text);
+CREATE FUNCTION public.supabash_acquire_lease(
+  workspace_id text, holder text, ttl_seconds integer, delegated_grant text DEFAULT NULL,
+  token text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('acquire_lease', json_build_object('workspace_id', workspace_id,
+    'holder', holder, 'ttl_seconds', ttl_seconds, 'delegated_grant', delegated_grant,
+    'token', token))
+$$;
+
+-- Audit bounds: a record's bytes are kept with it and count in the owner's byte quota.
+ALTER TABLE supabash.audit_records
+  ADD COLUMN stored_bytes integer NOT NULL DEFAULT 0 CHECK (stored_bytes >= 0);
+
+-- Purge keeps denied, discarded and delegated actors' records unless the owner asks
+-- (purge_audit).
+DROP FUNCTION public.supabash_purge(text, integer, bigint, text, boolean, text);
+CREATE FUNCTION public.supabash_purge(
+  workspace_id text, keep_revisions integer DEFAULT NULL, max_age_seconds bigint DEFAULT NULL,
+  floor_revision text DEFAULT NULL, dry_run boolean DEFAULT false, delegated_grant text DEFAULT NULL,
+  purge_audit boolean DEFAULT false)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('purge', json_build_object('workspace_id', workspace_id,
+    'keep_revisions', keep_revisions, 'max_age_seconds', max_age_seconds,
+    'floor_revision', floor_revision, 'dry_run', dry_run, 'delegated_grant', delegated_grant,
+    'purge_audit', purge_audit))
+$$;
+
+-- A deleted workspace's audit records go with its revisions, also when it is kept hidden for
+-- its forks: those 0.5.0 kept are removed now.
+DELETE FROM supabash.audit_records a USING supabash.workspaces w
+ WHERE w.id = a.workspace_id AND w.deleted_at IS NOT NULL;
+
+-- The trust report says what is true per server version: from PostgreSQL 16 on, CREATEROLE
+-- alone does not let a role grant itself supabash_keeper (it needs the ADMIN option).
+CREATE OR REPLACE FUNCTION supabash._trust_report() RETURNS TABLE (role text, why text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  WITH v AS (SELECT current_setting('server_version_num')::int >= 160000 AS admin_rule),
+  r AS (
+    SELECT r.rolname, r.rolbypassrls, pg_has_role(r.oid, 'pg_read_all_data', 'USAGE') AS reads_all,
+           CASE WHEN v.admin_rule
+                THEN pg_has_role(r.oid, 'supabash_keeper', 'MEMBER WITH ADMIN OPTION')
+                ELSE r.rolcreaterole END AS takes_keeper,
+           v.admin_rule
+      FROM pg_catalog.pg_roles r, v
+     WHERE NOT r.rolsuper AND r.rolname NOT LIKE 'pg\_%'
+       AND r.rolname NOT IN ('supabash_owner', 'supabash_keeper', 'service_role'))
+  SELECT r.rolname::text,
+         concat_ws(', ',
+           CASE WHEN r.rolbypassrls AND r.reads_all
+                THEN 'reads every workspace (BYPASSRLS, pg_read_all_data)'
+                WHEN r.rolbypassrls THEN 'BYPASSRLS' END,
+           CASE WHEN r.takes_keeper AND r.admin_rule
+                THEN 'ADMIN option on supabash_keeper: can grant itself supabash_keeper and register a key'
+                WHEN r.takes_keeper
+                THEN 'CREATEROLE (PostgreSQL 15 and older): can grant itself supabash_keeper and register a key' END)
+    FROM r
+   WHERE r.rolbypassrls OR r.takes_keeper
+   ORDER BY 1
+$$;
+
 -- POSIX fidelity (issue 24).
 
 -- Database answers (issue 25).
 
 -- Agent surface: HS256 capabilities (issue 26).
+
+-- Every upgrade ends like the install (extension/sql/finalize.sql).
+SELECT supabash._assert_privileges();
+SELECT supabash._check_install();
+
+NOTIFY pgrst, 'reload schema';

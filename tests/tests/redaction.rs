@@ -602,3 +602,290 @@ async fn the_client_reloads_after_a_redaction_and_stale_trees_cannot_commit() {
         assert_eq!(fresh.fs().read("/after.md").await.unwrap(), b"fine");
     }
 }
+
+/// Issue 23, item 6: a fork inherits a version its source then redacts. The fork can still
+/// change that path: overwrite it (the tombstone is never a delta base), delete it and move
+/// onto it (its empty hash is never a receipt hash: the line shows none and is marked
+/// redacted); moving the tombstone itself without content is refused by name.
+#[tokio::test]
+async fn a_fork_changes_a_path_it_inherited_as_a_tombstone() {
+    let mut ws = Ws::new().await;
+    let secret = format!("{}{SECRET}\n", filler());
+    let r1 = ws
+        .commit(json!([
+            { "op": "upsert", "path": "/s.txt", "text": secret },
+            { "op": "upsert", "path": "/t.txt", "text": secret },
+            { "op": "upsert", "path": "/u.txt", "text": "u" },
+            { "op": "upsert", "path": "/m.txt", "text": secret },
+            { "op": "upsert", "path": "/x.txt", "text": secret }
+        ]))
+        .await;
+    ws.commit(json!([
+        { "op": "upsert", "path": "/s.txt", "text": "clean" },
+        { "op": "upsert", "path": "/t.txt", "text": "clean" },
+        { "op": "upsert", "path": "/m.txt", "text": "clean" },
+        { "op": "upsert", "path": "/x.txt", "text": "clean" }
+    ]))
+    .await;
+    let fork = ws
+        .call(
+            "supabash_fork",
+            json!({ "revision": r1, "actor": "forker" }),
+        )
+        .await
+        .unwrap();
+    let fork_id = fork["workspaceId"].as_str().unwrap().to_owned();
+    ws.redact(json!({ "paths": ["/s.txt", "/t.txt", "/m.txt", "/x.txt"], "reason": "leak" }))
+        .await
+        .unwrap();
+
+    let mut f = Ws {
+        rest: SqlRpc::connect(&Cluster::shared().dsn("authenticator")).await,
+        owner: ws.owner.clone(),
+        id: fork_id,
+        head: fork["headRevision"].as_str().map(str::to_owned),
+        epoch: None,
+    };
+    let d = f.doc("/s.txt", f.head.clone().unwrap().as_str()).await;
+    assert_eq!(d["redacted"], json!(true), "{d}");
+    let tree = f.call("supabash_load_manifest", json!({})).await.unwrap();
+    f.epoch = tree["redactionEpoch"].as_i64();
+    assert_eq!(f.epoch, Some(1), "the source's redaction reached the fork");
+    // Overwrite: no delta against the tombstone.
+    let receipt = f
+        .try_commit(upsert("/s.txt", "new in the fork"), json!({}))
+        .await
+        .unwrap();
+    let line = &receipt["changes"][0];
+    assert_eq!(line["afterHash"], json!(sha256_hex(b"new in the fork")));
+    assert!(line.get("beforeHash").is_none(), "{receipt}");
+    assert_eq!(line["redacted"], json!(true), "{receipt}");
+    let head = f.head.clone().unwrap();
+    assert_eq!(
+        f.doc("/s.txt", &head).await["text"],
+        json!("new in the fork")
+    );
+    // Delete: the line names no hash.
+    let receipt = f
+        .try_commit(json!([{ "op": "delete", "path": "/t.txt" }]), json!({}))
+        .await
+        .unwrap();
+    let line = &receipt["changes"][0];
+    assert!(line.get("beforeHash").is_none(), "{receipt}");
+    assert_eq!(line["redacted"], json!(true), "{receipt}");
+    // A move onto a tombstone replaces it without naming a hash.
+    let receipt = f
+        .try_commit(
+            json!([{ "op": "move", "from": "/u.txt", "path": "/m.txt" }]),
+            json!({}),
+        )
+        .await
+        .unwrap();
+    let line = &receipt["changes"][0];
+    assert!(line.get("replacedHash").is_none(), "{receipt}");
+    assert_eq!(line["redacted"], json!(true), "{receipt}");
+    // Moving a tombstone without content is refused, naming the path; with content it moves.
+    let e = f
+        .try_commit(
+            json!([{ "op": "move", "from": "/x.txt", "path": "/w.txt" }]),
+            json!({}),
+        )
+        .await;
+    let e = expect_err(e, "22023", Some("SUPABASH_INVALID_ARGUMENT"));
+    assert!(e.message.contains("/x.txt"), "{e}");
+    f.try_commit(
+        json!([{ "op": "move", "from": "/x.txt", "path": "/w.txt", "text": "fresh" }]),
+        json!({}),
+    )
+    .await
+    .unwrap();
+    let verify = f.call("supabash_verify", json!({})).await.unwrap();
+    assert_eq!(verify["ok"], json!(true), "{verify}");
+}
+
+/// Issue 23, item 1: a source deleted while a fork reads it (kept hidden for the fork) can be
+/// redacted by nobody, so the fork's redaction reaches the version it inherits from it: the
+/// bytes leave every table (also a kept version that was a delta against them), both when the
+/// fork still inherits the file and when it overwrote it first. The deleted source's audit
+/// records (arguments included) went with it, and once the last fork goes, nothing of the
+/// source is left.
+#[tokio::test]
+async fn a_forks_redaction_reaches_a_deleted_sources_version() {
+    let admin = admin(Cluster::shared()).await;
+    let mut src = Ws::new().await;
+    let store = src.id.clone();
+    let secret = format!("{}{SECRET}\n", filler());
+    let kept = format!("{}{SECRET}\nand a kept line\n", filler());
+    let moved = format!("{}{SECRET}\nmoved\n", filler());
+    // The source's commit carries an audit record whose arguments hold the secret.
+    let audit = json!([{
+        "recordId": uuid::Uuid::new_v4().to_string(),
+        "sessionId": uuid::Uuid::new_v4().to_string(),
+        "sequence": 0, "atMs": 1, "kind": "file_tool", "tool": "write",
+        "arguments": { "content": SECRET }, "outcome": { "status": "ok" },
+        "durationMs": 1, "paths": ["/secret.txt"] }]);
+    src.try_commit(
+        json!([{ "op": "upsert", "path": "/secret.txt", "text": secret },
+               { "op": "upsert", "path": "/moved.txt", "text": moved }]),
+        json!({ "audit": audit }),
+    )
+    .await
+    .unwrap();
+    // A second file stored as a delta against the secret version: it must stay readable.
+    src.commit(upsert("/kept.txt", &kept)).await;
+    let mut forks = Vec::new();
+    for _ in 0..2 {
+        let f = src
+            .call("supabash_fork", json!({ "actor": "forker" }))
+            .await
+            .unwrap();
+        forks.push(Ws {
+            rest: SqlRpc::connect(&Cluster::shared().dsn("authenticator")).await,
+            owner: src.owner.clone(),
+            id: f["workspaceId"].as_str().unwrap().to_owned(),
+            head: f["headRevision"].as_str().map(str::to_owned),
+            epoch: None,
+        });
+    }
+    let deleted = src
+        .rest
+        .call(
+            &src.owner,
+            "supabash_delete_workspace",
+            json!({ "workspace_id": src.id }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(deleted["keptForForks"], json!(true));
+    let records: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM supabash.audit_records WHERE workspace_id = $1::text::uuid",
+            &[&store],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        records, 0,
+        "the deleted source's records went with its revisions"
+    );
+
+    // Fork A still inherits /secret.txt; fork B overwrites /moved.txt first.
+    let mut b = forks.pop().unwrap();
+    let mut a = forks.pop().unwrap();
+    b.commit(upsert("/moved.txt", "rewritten in b")).await;
+    let report = a
+        .redact(json!({ "paths": ["/secret.txt"], "reason": "leak" }))
+        .await
+        .unwrap();
+    assert_eq!(
+        report["bodies"],
+        json!([sha256_hex(secret.as_bytes())]),
+        "{report}"
+    );
+    let head = a.head.clone().unwrap();
+    let d = a.doc("/secret.txt", &head).await;
+    assert_eq!(d["redacted"], json!(true), "{d}");
+    // B's redaction of its own history reaches the source's version it overwrote.
+    let report = b
+        .redact(json!({ "paths": ["/moved.txt"], "reason": "leak" }))
+        .await
+        .unwrap();
+    assert_eq!(
+        report["versions"],
+        json!(2),
+        "its copy and the source's row: {report}"
+    );
+    assert_eq!(
+        report["bodies"],
+        json!([sha256_hex(moved.as_bytes())]),
+        "{report}"
+    );
+    let bodies = decoded_bodies(&admin, &store).await;
+    for (hash, plain) in &bodies {
+        assert!(
+            !contains(plain, b"sk-live-9f8e7d6c5b4a3210") || plain == kept.as_bytes(),
+            "body {} still holds the secret",
+            hex::encode(hash)
+        );
+    }
+    let kept_head = b.head.clone().unwrap();
+    assert_eq!(b.doc("/kept.txt", &kept_head).await["text"], json!(kept));
+    assert_eq!(
+        b.doc("/moved.txt", &kept_head).await["text"],
+        json!("rewritten in b")
+    );
+    for w in [&mut a, &mut b] {
+        let v = w.call("supabash_verify", json!({})).await.unwrap();
+        assert_eq!(v["ok"], json!(true), "{v}");
+    }
+    // Once the last fork goes, nothing of the source is left.
+    for w in [&mut a, &mut b] {
+        w.rest
+            .call(
+                &w.owner,
+                "supabash_delete_workspace",
+                json!({ "workspace_id": w.id }),
+            )
+            .await
+            .unwrap();
+    }
+    for table in ["entries", "bodies", "audit_records", "workspaces"] {
+        let column = if table == "workspaces" {
+            "id"
+        } else {
+            "workspace_id"
+        };
+        let n: i64 = admin
+            .query_one(
+                &format!("SELECT count(*) FROM supabash.{table} WHERE {column} = $1::text::uuid"),
+                &[&store],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{table} still holds the deleted source");
+    }
+}
+
+/// Issue 23, item 9: a copy a redaction cannot reach is said. A fork that moved an inherited
+/// secret file keeps its own version at the new path; the source's redaction of the old path
+/// cannot free the body and its report names the fork and the path that still hold it.
+#[tokio::test]
+async fn the_report_names_every_version_that_still_holds_a_selected_body() {
+    let mut src = Ws::new().await;
+    let secret = format!("{}{SECRET}\n", filler());
+    src.commit(upsert("/leak.txt", &secret)).await;
+    let f = src
+        .call("supabash_fork", json!({ "actor": "forker" }))
+        .await
+        .unwrap();
+    let mut fork = Ws {
+        rest: SqlRpc::connect(&Cluster::shared().dsn("authenticator")).await,
+        owner: src.owner.clone(),
+        id: f["workspaceId"].as_str().unwrap().to_owned(),
+        head: f["headRevision"].as_str().map(str::to_owned),
+        epoch: None,
+    };
+    fork.commit(json!([{ "op": "move", "from": "/leak.txt", "path": "/elsewhere.txt" }]))
+        .await;
+    src.commit(upsert("/leak.txt", "clean")).await;
+    let report = src
+        .redact(json!({ "paths": ["/leak.txt"], "reason": "leak", "dry_run": true }))
+        .await
+        .unwrap();
+    assert_eq!(report["bodies"], json!([]), "{report}");
+    let held = report["stillHeld"].as_array().unwrap();
+    assert!(
+        held.iter().any(|h| h["workspaceId"] == json!(fork.id)
+            && h["path"] == "/elsewhere.txt"
+            && h["bodyHash"] == json!(sha256_hex(secret.as_bytes()))
+            && h["deleted"] == false),
+        "{report}"
+    );
+    let applied = src
+        .redact(json!({ "paths": ["/leak.txt"], "reason": "leak" }))
+        .await
+        .unwrap();
+    assert_eq!(applied["stillHeld"], report["stillHeld"]);
+}

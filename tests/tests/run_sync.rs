@@ -785,3 +785,124 @@ async fn an_interrupt_kills_the_group_and_stages_nothing() {
         head
     );
 }
+
+/// Issue 23, item 7: the command cannot read supabash's credentials. Its parent's environment
+/// in `/proc` no longer holds the DSN or any secret variable (they are overwritten before the
+/// command starts, and the process is not dumpable); a secret on supabash's own command line
+/// is refused before anything runs.
+#[tokio::test]
+async fn the_command_cannot_read_supabashs_credentials() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/a.txt", "a\n")]).await;
+    let dsn = cluster().dsn("authenticator");
+    let token = "run-sync-api-token-0123456789abcdef";
+    let out = supabash_env(
+        &user,
+        &[
+            "run",
+            "--workspace",
+            ws.id(),
+            "--json",
+            "--commit",
+            "--",
+            "sh",
+            "-c",
+            "cat /proc/$PPID/environ > environ.txt 2>&1; cat /proc/$PPID/cmdline > cmdline.txt 2>&1; true",
+        ],
+        &[("RUN_SYNC_API_TOKEN", token)],
+    );
+    let doc = json_with_status(&out, 0);
+    let revision = doc["session"]["revision"].as_str().unwrap();
+    let files = revision_files(&ws, revision).await;
+    let environ = String::from_utf8_lossy(&files["/environ.txt"]).into_owned();
+    assert!(!environ.contains(&dsn), "{environ}");
+    assert!(!environ.contains(token), "{environ}");
+    assert!(
+        environ.contains("SUPABASH_SUB="),
+        "the rest stays: {environ}"
+    );
+    let cmdline = String::from_utf8_lossy(&files["/cmdline.txt"]).into_owned();
+    assert!(!cmdline.contains(&dsn), "{cmdline}");
+
+    // A DSN with a password or a token on the command line is refused; nothing runs.
+    let marker = std::env::temp_dir().join(format!("run-sync-marker-{}", uuid::Uuid::new_v4()));
+    let touch = format!("touch {}", marker.display());
+    for flags in [
+        ["--dsn", "postgres://authenticator:pw@127.0.0.1:1/db"],
+        ["--token", "a-token-on-the-command-line"],
+    ] {
+        let mut args = vec!["run", "--workspace", ws.id()];
+        args.extend(flags);
+        args.extend(["--", "sh", "-c", &touch]);
+        let out = supabash(&user, &args);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("refuses a secret on its command line"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!marker.exists(), "{flags:?}: the command ran");
+    }
+}
+
+/// Issue 23, item 7: `--sandbox` runs the command under bubblewrap: it sees its own process
+/// tree only (no supabash environment anywhere in `/proc`), no network but loopback, an empty
+/// `/root` and `/home`, and writes only its work directory. Without bubblewrap on PATH the
+/// option fails clearly.
+#[tokio::test]
+async fn the_sandbox_hides_the_machine_from_the_command() {
+    if Command::new("bwrap").arg("--version").output().is_err() {
+        eprintln!("bubblewrap is not installed: only the refusal is tested");
+    } else {
+        let user = new_user();
+        let ws = workspace_with(Via::Postgres, &user, &[("/a.txt", "a\n")]).await;
+        let dsn = cluster().dsn("authenticator");
+        let script = "cat /proc/[0-9]*/environ > environ.txt 2>/dev/null; \
+                      tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' > net.txt; ls -A /root /home > home.txt 2>&1; \
+                      (touch /var/tmp/run-sync-escape && echo wrote || echo refused) > outside.txt; \
+                      echo inside > inside.txt";
+        let out = run(
+            &user,
+            ws.id(),
+            &["--sandbox", "--commit"],
+            &["sh", "-c", script],
+        );
+        let doc = json_with_status(&out, 0);
+        let revision = doc["session"]["revision"].as_str().unwrap();
+        let files = revision_files(&ws, revision).await;
+        let text = |p: &str| String::from_utf8_lossy(&files[p]).into_owned();
+        assert!(!text("/environ.txt").contains(&dsn));
+        assert!(
+            !text("/environ.txt").contains("SUPABASH"),
+            "{}",
+            text("/environ.txt")
+        );
+        assert_eq!(text("/net.txt").trim(), "lo", "no network");
+        assert_eq!(text("/outside.txt").trim(), "refused");
+        assert_eq!(text("/inside.txt"), "inside\n");
+        assert!(
+            !text("/home.txt")
+                .lines()
+                .any(|l| !l.ends_with(':') && !l.is_empty()),
+            "{}",
+            text("/home.txt")
+        );
+    }
+    // No bubblewrap on PATH: a clear refusal, nothing runs.
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/a.txt", "a\n")]).await;
+    let out = supabash_env(
+        &user,
+        &[
+            "run",
+            "--workspace",
+            ws.id(),
+            "--sandbox",
+            "--",
+            "/bin/true",
+        ],
+        &[("PATH", "/nonexistent")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bubblewrap"), "{}", stderr(&out));
+}

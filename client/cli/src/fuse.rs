@@ -231,7 +231,7 @@ async fn finish(
     if staged > 0 {
         eprintln!("supabash mount: {staged} staged change(s) were not committed and are discarded with the session");
         // The session's audit record stays visible, marked discarded.
-        ws.record(fs.summary().await.action(read_only));
+        ws.record(fs.take_session_action().await);
         if let Err(e) = ws.discard().await {
             eprintln!("supabash mount: the session's audit record could not be written: {e}");
         }

@@ -752,7 +752,7 @@ impl MountFs {
             );
         }
         if record_session {
-            ws.record(st.summary.action(self.read_only));
+            ws.record(st.summary.take_action(self.read_only));
         }
         let result = ws.commit(options).await;
         st.summary
@@ -767,6 +767,12 @@ impl MountFs {
             (limits.max_staged_bytes / 4096) as u64,
             limits.max_files as u64,
         )
+    }
+
+    /// The audit record of what the session did since its previous record (see
+    /// `Summary::take_action`).
+    pub async fn take_session_action(&self) -> supabash::audit::Action {
+        self.state.lock().await.summary.take_action(self.read_only)
     }
 
     /// What the session did so far.

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 use supabash::audit::{Action, ActionKind};
 
-/// The running record of a mount session.
+/// The running record of a mount session: the whole session (for the report) and the part
+/// since its last audit record (for the next one).
 #[derive(Debug, Clone)]
 pub struct Summary {
     started: Instant,
@@ -15,6 +16,25 @@ pub struct Summary {
     bytes_written: u64,
     commits: Vec<String>,
     failed_commits: usize,
+    since: Recent,
+}
+
+/// What a session did since its last audit record.
+#[derive(Debug, Clone)]
+struct Recent {
+    started: Instant,
+    paths: BTreeSet<String>,
+    bytes_written: u64,
+}
+
+impl Recent {
+    fn new() -> Self {
+        Recent {
+            started: Instant::now(),
+            paths: BTreeSet::new(),
+            bytes_written: 0,
+        }
+    }
 }
 
 impl Default for Summary {
@@ -25,6 +45,7 @@ impl Default for Summary {
             bytes_written: 0,
             commits: Vec::new(),
             failed_commits: 0,
+            since: Recent::new(),
         }
     }
 }
@@ -52,12 +73,16 @@ impl Summary {
         if !self.paths.contains(path) {
             self.paths.insert(path.to_owned());
         }
+        if !self.since.paths.contains(path) {
+            self.since.paths.insert(path.to_owned());
+        }
     }
 
     /// Records that `bytes` were written at `path`.
     pub fn wrote(&mut self, path: &str, bytes: u64) {
         self.touched(path);
         self.bytes_written += bytes;
+        self.since.bytes_written += bytes;
     }
 
     /// Records a commit: its revision, or `None` when it failed.
@@ -87,14 +112,19 @@ impl Summary {
 }
 
 impl Summary {
-    /// The audit record of the session so far (`supabash::audit`): a mount session's record
-    /// travels with each commit it makes, and with the discard when it ends uncommitted.
-    pub fn action(&self, read_only: bool) -> Action {
+    /// The audit record of what the session did since its previous record (`supabash::audit`),
+    /// which starts the next part: a mount session's record travels with each commit it makes
+    /// and with the discard when it ends uncommitted, and each describes only its own part,
+    /// so two commits never record the same paths and bytes twice. (A commit whose outcome is
+    /// unknown is sent again with the record it already carries.)
+    pub fn take_action(&mut self, read_only: bool) -> Action {
+        let part = std::mem::replace(&mut self.since, Recent::new());
         Action::new(ActionKind::MountSession, "mount")
             .with_arguments(json!({ "readOnly": read_only, "commits": self.commits.len() }))
-            .with_duration(self.started.elapsed())
-            .with_paths(self.paths.iter().cloned().collect())
-            .with_bytes_changed(self.bytes_written)
+            .with_started(std::time::SystemTime::now() - part.started.elapsed())
+            .with_duration(part.started.elapsed())
+            .with_paths(part.paths.into_iter().collect())
+            .with_bytes_changed(part.bytes_written)
     }
 }
 
@@ -116,5 +146,27 @@ mod tests {
         assert_eq!(r.paths_touched, ["/a"]);
         assert_eq!(r.bytes_written, 7);
         assert_eq!(r.failed_commits, 1);
+    }
+
+    #[test]
+    fn each_record_covers_what_happened_since_the_previous_one() {
+        let mut s = Summary::default();
+        s.wrote("/a", 3);
+        s.wrote("/b", 4);
+        let first = s.take_action(false);
+        assert_eq!(first.paths, ["/a", "/b"]);
+        assert_eq!(first.bytes_changed, 7);
+        s.committed(Some("r1".into()));
+        // A second commit with no changes records nothing of the first part.
+        let second = s.take_action(false);
+        assert!(second.paths.is_empty());
+        assert_eq!(second.bytes_changed, 0);
+        s.wrote("/c", 5);
+        let third = s.take_action(false);
+        assert_eq!(third.paths, ["/c"]);
+        assert_eq!(third.bytes_changed, 5);
+        // The session's report still covers all of it.
+        assert_eq!(s.report(false).paths_touched, ["/a", "/b", "/c"]);
+        assert_eq!(s.report(false).bytes_written, 12);
     }
 }

@@ -44,6 +44,55 @@ fn uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
+/// Makes `dir` the private directory control sockets live in: created exclusively with mode
+/// 0700 (never through an existing path's symlink, never recursively), or, when it exists,
+/// examined without following a link (`lstat`) and refused unless it is a real directory owned
+/// by this user with mode 0700. Another local user could otherwise plant `/tmp/supabash-<uid>`
+/// (or a symlink there) and take the sockets.
+fn private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    check_private(dir)
+}
+
+/// Refuses `dir` unless it is a real directory (not a symlink), owned by this user, mode 0700.
+fn check_private(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(dir)?;
+    let refused = |why: String| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "refusing {} for the mount's control socket: {why}",
+                dir.display()
+            ),
+        )
+    };
+    if !meta.file_type().is_dir() {
+        return Err(refused(
+            "it is not a directory (a symlink or a file)".into(),
+        ));
+    }
+    if meta.uid() != uid() {
+        return Err(refused(format!(
+            "it is owned by uid {}, not by this user ({})",
+            meta.uid(),
+            uid()
+        )));
+    }
+    if meta.mode() & 0o7777 != 0o700 {
+        return Err(refused(format!(
+            "its mode is {:o}, not 700",
+            meta.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
 /// The control socket of the mount at `dir` (any spelling of it).
 pub fn socket_path(dir: &Path) -> io::Result<PathBuf> {
     let canonical = std::fs::canonicalize(dir)?;
@@ -66,13 +115,10 @@ impl Drop for Control {
 impl Control {
     /// Binds the control socket of the mount at `dir`; fails when a live mount holds it.
     pub async fn bind(dir: &Path) -> Result<Control, BoxError> {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        use std::os::unix::fs::PermissionsExt;
         let path = socket_path(dir)?;
         let parent = path.parent().ok_or("control socket without a directory")?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)?;
+        private_dir(parent)?;
         if path.exists() {
             if UnixStream::connect(&path).await.is_ok() {
                 return Err(format!(
@@ -199,6 +245,10 @@ async fn answer(
 /// with the mount's report ([`Relayed`]).
 async fn request(dir: &Path, request: Value) -> Result<Value, BoxError> {
     let path = socket_path(dir)?;
+    // A socket in a directory another user controls is not our mount's.
+    if let Some(parent) = path.parent() {
+        check_private(parent)?;
+    }
     let stream = UnixStream::connect(&path).await.map_err(|e| {
         format!(
             "no supabash mount answers for {} ({}: {e})",
@@ -310,4 +360,60 @@ pub async fn changes(args: ChangesArgs) -> Result<(), BoxError> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn scratch() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("supabash-ctl-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn the_socket_directory_is_created_private() {
+        let base = scratch();
+        let dir = base.join("supabash");
+        private_dir(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o700);
+        // Existing and private: accepted again.
+        private_dir(&dir).unwrap();
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_planted_directory_or_symlink_is_refused() {
+        let base = scratch();
+        // Too open (as another user's pre-created directory would be, or one made 0777).
+        let open = base.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = private_dir(&open).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(e.to_string().contains("mode is 777"), "{e}");
+        // A symlink to a private directory is refused, not followed.
+        let target = base.join("target");
+        private_dir(&target).unwrap();
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = private_dir(&link).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+        // A file.
+        let file = base.join("file");
+        std::fs::write(&file, "x").unwrap();
+        assert!(private_dir(&file).is_err());
+        // Another owner (when the test runs as root, a directory given to nobody).
+        if uid() == 0 {
+            let theirs = base.join("theirs");
+            private_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+            let e = private_dir(&theirs).unwrap_err();
+            assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+        }
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }

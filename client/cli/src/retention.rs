@@ -116,6 +116,10 @@ pub struct PurgeArgs {
     /// Drop them (without, nothing changes: a dry run shows what would go).
     #[arg(long)]
     pub apply: bool,
+    /// Also drop the audit records purge keeps by default (denied and discarded actions, and
+    /// those of delegated actors) with their revisions.
+    #[arg(long)]
+    pub purge_audit: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -158,6 +162,7 @@ pub async fn purge(args: PurgeArgs) -> Result<(), BoxError> {
         floor_revision,
         dry_run: Some(!args.apply),
         delegated_grant: None,
+        purge_audit: args.purge_audit.then_some(true),
     };
     let report = call(transport.as_ref(), &request).await?;
     if args.json {

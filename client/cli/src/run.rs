@@ -54,6 +54,15 @@ pub struct RunArgs {
     /// Print one JSON document (the command's own output then goes to stderr).
     #[arg(long)]
     pub json: bool,
+    /// Run the command in a bubblewrap sandbox (`bwrap`, from the distribution): private
+    /// `/proc` and process tree, no network (unless `--network`), the file system read-only
+    /// with `/home`, `/root`, `/tmp` and `/run` empty, and only its work directory and home
+    /// writable. Fails when bubblewrap is not installed.
+    #[arg(long)]
+    pub sandbox: bool,
+    /// With `--sandbox`: keep the network.
+    #[arg(long, requires = "sandbox")]
+    pub network: bool,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -258,6 +267,145 @@ pub fn child_env(
     Ok(env)
 }
 
+/// Refuses a secret on supabash's own command line: every local process, the command
+/// included, can read it in `/proc/<pid>/cmdline`. A token or API key given as an argument,
+/// or a DSN with a password, must come from the environment or a `*_file` instead.
+fn check_command_line(connect: &crate::connect::ConnectArgs) -> Result<(), BoxError> {
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let on_line = |v: &str| !v.is_empty() && argv.iter().any(|a| a.contains(v));
+    let dsn_has_password = |d: &str| {
+        d.contains("password=")
+            || d.split_once("://").is_some_and(|(_, rest)| {
+                rest.split(['/', '?']).next().is_some_and(|auth| {
+                    auth.contains('@') && auth.split('@').next().is_some_and(|u| u.contains(':'))
+                })
+            })
+    };
+    let flagged = [
+        (
+            "--dsn",
+            connect.dsn.as_deref().filter(|d| dsn_has_password(d)),
+        ),
+        ("--token", connect.token.as_deref()),
+        ("--apikey", connect.apikey.as_deref()),
+    ]
+    .into_iter()
+    .find(|(_, v)| v.is_some_and(on_line));
+    match flagged {
+        Some((flag, _)) => Err(usage(format!(
+            "supabash run refuses a secret on its command line ({flag}): the command could read it in /proc; pass it in the environment (SUPABASH_DSN, SUPABASH_TOKEN, SUPABASH_APIKEY) or a file (--dsn-file, --token-file, --apikey-file)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Whether a variable of supabash's own environment is a secret the command must not find in
+/// it: supabash's settings, connection strings and passwords, and anything the redaction rules
+/// (with the connection's own secrets) would redact.
+fn secret_variable(name: &str, value: &str, redactor: &Redactor) -> bool {
+    if refused_name(name).is_some() {
+        return true;
+    }
+    let text = format!("{name}={value}");
+    redactor.redact(&text) != text || (value.contains("://") && value.contains('@'))
+}
+
+/// Clears the secrets from this process before the command starts: the values of secret
+/// variables are overwritten in the process's original environment block (what
+/// `/proc/<pid>/environ` shows) and the variables removed, and the process is made
+/// non-dumpable (`PR_SET_DUMPABLE` 0), so a process of the same user cannot read its memory,
+/// environment or file descriptors through `/proc`. Everything that needs the environment
+/// (the connection, `--env`) has read it by then.
+#[allow(unsafe_code)]
+fn forget_secrets(secrets: &[&String]) -> Result<(), BoxError> {
+    extern "C" {
+        static mut environ: *mut *mut libc::c_char;
+    }
+    let redactor = secrets
+        .iter()
+        .fold(Redactor::default(), |r, s| r.with_literal(s.as_str()));
+    // SAFETY: `environ` is the C library's NULL-terminated array of NUL-terminated strings.
+    // Only the bytes of values are overwritten in place (never past their NUL), before the
+    // command is spawned; supabash reads no variable concurrently at this point.
+    unsafe {
+        let mut entry = std::ptr::addr_of!(environ).read();
+        while !entry.is_null() && !(*entry).is_null() {
+            let text = std::ffi::CStr::from_ptr(*entry);
+            let bytes = text.to_bytes();
+            if let Some(eq) = bytes.iter().position(|b| *b == b'=') {
+                let name = String::from_utf8_lossy(&bytes[..eq]);
+                let value = String::from_utf8_lossy(&bytes[eq + 1..]);
+                if secret_variable(&name, &value, &redactor) {
+                    std::ptr::write_bytes((*entry).add(eq + 1), b'*', bytes.len() - eq - 1);
+                }
+            }
+            entry = entry.add(1);
+        }
+        if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+    }
+    Ok(())
+}
+
+/// The bubblewrap command line that runs `command` in `work` (see [`RunArgs::sandbox`]): the
+/// file system read-only, `/home`, `/root`, `/tmp` and `/run` empty, `work` and `home`
+/// writable, `secret_files` hidden, a private `/proc` and `/dev`, every namespace unshared
+/// (the network too unless `network`), and the sandbox ends with supabash.
+fn sandboxed(
+    command: &[OsString],
+    work: &Path,
+    home: &Path,
+    secret_files: &[PathBuf],
+    network: bool,
+) -> Result<Vec<OsString>, BoxError> {
+    let bwrap = which("bwrap").ok_or_else(|| {
+        usage("--sandbox needs bubblewrap (the `bwrap` program, package bubblewrap) on PATH; it is not installed")
+    })?;
+    let mut argv: Vec<OsString> = vec![bwrap.into()];
+    let mut add = |items: &[&std::ffi::OsStr]| argv.extend(items.iter().map(|s| s.to_os_string()));
+    add(&["--ro-bind".as_ref(), "/".as_ref(), "/".as_ref()]);
+    for dir in ["/home", "/root", "/tmp", "/run"] {
+        if Path::new(dir).is_dir() {
+            add(&["--tmpfs".as_ref(), dir.as_ref()]);
+        }
+    }
+    add(&[
+        "--proc".as_ref(),
+        "/proc".as_ref(),
+        "--dev".as_ref(),
+        "/dev".as_ref(),
+    ]);
+    for dir in [work, home] {
+        add(&["--bind".as_ref(), dir.as_os_str(), dir.as_os_str()]);
+    }
+    for file in secret_files.iter().filter(|f| f.exists()) {
+        add(&["--ro-bind".as_ref(), "/dev/null".as_ref(), file.as_os_str()]);
+    }
+    add(&["--unshare-all".as_ref()]);
+    if network {
+        add(&["--share-net".as_ref()]);
+    }
+    add(&[
+        "--die-with-parent".as_ref(),
+        "--chdir".as_ref(),
+        work.as_os_str(),
+        "--".as_ref(),
+    ]);
+    argv.extend(command.iter().cloned());
+    Ok(argv)
+}
+
+/// `program` found on PATH.
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
 /// A private (0700) temporary directory, removed on drop.
 pub struct PrivateDir(PathBuf);
 
@@ -406,6 +554,7 @@ fn print_capped(label: &str, lines: impl ExactSizeIterator<Item = String>) {
 /// `supabash run`; answers the exit status to end with.
 pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     let started = Instant::now();
+    check_command_line(&args.target.connect)?;
     let owned_secrets: Vec<String> = args.target.connect.secrets().collect();
     let secrets: Vec<&String> = owned_secrets.iter().collect();
     let scratch = PrivateDir::new("run")?;
@@ -419,7 +568,19 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
         None => MaterialiseOptions::default(),
     };
     let record = ws.materialise_with(&work, options).await?;
-    let exit = execute(&args.command, &work, env, args.timeout, args.json).await?;
+    let command = if args.sandbox {
+        let c = &args.target.connect;
+        let files: Vec<PathBuf> = [&c.dsn_file, &c.token_file, &c.apikey_file]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        sandboxed(&args.command, &work, &home, &files, args.network)?
+    } else {
+        args.command.clone()
+    };
+    forget_secrets(&secrets)?;
+    let exit = execute(&command, &work, env, args.timeout, args.json).await?;
     let failed = matches!(exit, Exit::Exited { .. } | Exit::Signalled { .. });
     let stage = exit.success() || (args.stage_on_failure && failed);
     let synced = if stage {

@@ -258,6 +258,26 @@ pub struct RedactReport {
     pub bytes: i64,
     /// The workspace's redaction epoch after the call.
     pub epoch: i64,
+    /// Where a selected version's body is still held after the redaction, so its bytes stay
+    /// (at most [`MAX_STILL_HELD`]): a fork's own copy at another path, the content a version
+    /// keeps from the boundary on, a version a deleted source keeps for a later fork.
+    #[serde(default)]
+    pub still_held: Vec<HeldBody>,
+}
+
+/// Most [`RedactReport::still_held`] entries an answer lists.
+pub const MAX_STILL_HELD: i64 = 1000;
+
+/// A body a redaction selected but could not free, and a version that still holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldBody {
+    /// Hex SHA-256 of the body.
+    pub body_hash: String,
+    pub workspace_id: String,
+    pub path: String,
+    /// The workspace is deleted and kept only for its forks.
+    pub deleted: bool,
 }
 
 /// `supabash_exchange_capability`: a grant a job presents as `delegated_grant`.

@@ -316,6 +316,10 @@ request! {
         /// Report without removing anything (default false).
         pub dry_run: Option<bool>,
         pub delegated_grant: Option<String>,
+        /// Also remove the audit records purge keeps by default (denied and discarded actions,
+        /// and those of delegated actors) with their revisions. The owner's alone: a delegated
+        /// grant asking for it is refused.
+        pub purge_audit: Option<bool>,
     }
 }
 
@@ -388,12 +392,15 @@ request! {
 request! {
     "supabash_acquire_lease", mutates = true, answers::Lease, workspace;
     /// `supabash_acquire_lease`: takes the workspace's single-writer lease for `holder`, or
-    /// replaces an expired one; the same holder acquiring again gets a fresh token.
+    /// replaces an expired one. While the lease lives, acquiring it again (any holder name)
+    /// needs its `token` and answers a fresh one; the holder name alone proves nothing.
     pub struct AcquireLease {
         pub workspace_id: String,
         pub holder: String,
         pub ttl_seconds: i32,
         pub delegated_grant: Option<String>,
+        /// The live lease's token, to re-acquire it while it lives.
+        pub token: Option<String>,
     }
 }
 
@@ -494,6 +501,7 @@ mod lease_tests {
             holder: holder.into(),
             ttl_seconds: ttl,
             delegated_grant: None,
+            token: None,
         }
     }
 

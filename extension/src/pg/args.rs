@@ -12,13 +12,45 @@ use supabash_core::Marker;
 pub fn decode<R: Rpc>(args: Value) -> Outcome<R> {
     serde_path_to_error::deserialize(args).map_err(|e| {
         let at = e.path().to_string();
-        let inner = e.into_inner();
-        if at == "." {
-            invalid(inner.to_string())
-        } else {
-            invalid(format!("{at}: {inner}"))
+        let inner = e.into_inner().to_string();
+        match (at.as_str(), wrong_type(&inner)) {
+            (".", _) => invalid(inner),
+            (_, Some(shape)) => invalid(format!("{at} {shape}")),
+            _ => invalid(format!("{at}: {inner}")),
         }
     })
+}
+
+/// serde's "invalid type: X, expected Y" in the contract's words: "must be Y (not X)".
+fn wrong_type(message: &str) -> Option<String> {
+    let (found, expected) = message
+        .strip_prefix("invalid type: ")?
+        .split_once(", expected ")?;
+    let words = |t: &str| -> String {
+        let t = t.split([' ', '`']).next().unwrap_or(t);
+        match t {
+            "sequence" | "a sequence" => "a list".into(),
+            "map" | "a map" | "struct" => "an object".into(),
+            "string" | "a string" => "text".into(),
+            "boolean" | "a boolean" => "true or false".into(),
+            "integer" | "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64" => {
+                "an integer".into()
+            }
+            "floating" | "f32" | "f64" => "a number".into(),
+            "null" | "unit" => "null".into(),
+            other => other.to_owned(),
+        }
+    };
+    let expected = match expected {
+        e if e.starts_with("struct ") || e == "a map" => "an object".to_owned(),
+        "a sequence" => "a list".to_owned(),
+        e => words(e.trim_start_matches("a ").trim_start_matches("an ")),
+    };
+    let found = match found.split_once(' ') {
+        Some((kind, _)) => words(kind),
+        None => words(found),
+    };
+    Some(format!("must be {expected} (not {found})"))
 }
 
 /// A UUID argument, in canonical lowercase hyphenated form.

@@ -9,18 +9,24 @@ use pgrx::pg_sys;
 use std::ffi::CStr;
 use supabash_core::{Marker, SERVED_SCHEMAS};
 
-/// The installed schema's features that differ inside the support window (none yet between
-/// 0.5.0 and 0.6.0: a change that 0.6.0 adds gets a field here, named for the feature and
-/// read from the catalog below, never probed where it is used).
+/// The installed schema's features that differ inside the support window (a change that 0.6.0
+/// adds gets a field here, named for the feature and read from the catalog below, never probed
+/// where it is used).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Schema {}
+pub struct Schema {
+    /// 0.6.0: audit records keep their size (`audit_records.stored_bytes`) and count in the
+    /// owner's byte quota. On 0.5.0 they are written uncounted.
+    pub audit_bytes: bool,
+}
 
 impl Schema {
     /// The installed schema, or `SUPABASH_SCHEMA_OUTDATED` when it is older than the window.
     pub fn installed() -> Outcome<Schema> {
         // 0.5.0 added the audit trail; anything without it predates the window.
         if has_table(c"audit_records") {
-            return Ok(Schema {});
+            return Ok(Schema {
+                audit_bytes: has_column(c"audit_records", c"stored_bytes"),
+            });
         }
         Err(Fail::new(
             Marker::SchemaOutdated,
@@ -29,6 +35,21 @@ impl Schema {
                 SERVED_SCHEMAS[SERVED_SCHEMAS.len() - 1]
             ),
         ))
+    }
+}
+
+/// Whether table `supabash.<table>` has column `column` (read from the catalog caches).
+fn has_column(table: &CStr, column: &CStr) -> bool {
+    // SAFETY: as in `has_table`; get_attnum answers InvalidAttrNumber for a missing column
+    // (or relation) and takes a NUL-terminated name that outlives the call.
+    unsafe {
+        let schema = pg_sys::get_namespace_oid(c"supabash".as_ptr(), true);
+        if schema == pg_sys::InvalidOid {
+            return false;
+        }
+        let relid = pg_sys::get_relname_relid(table.as_ptr(), schema);
+        relid != pg_sys::InvalidOid
+            && pg_sys::get_attnum(relid, column.as_ptr()) != pg_sys::InvalidAttrNumber as i16
     }
 }
 

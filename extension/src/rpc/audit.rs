@@ -9,18 +9,15 @@ use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE};
 use supabash_core::rpc::audit as wire;
 
-/// `supabash_record_discarded`: see docs/audit.md. Any grant that can work on the tree (`read`,
-/// `write` or `commit`) may record what its session did.
-pub fn record_discarded(_call: &Call, req: wire::RecordDiscarded) -> Outcome<wire::AuditWritten> {
-    let ws = access::open(
-        &req,
-        &[Operation::Read, Operation::Write, Operation::Commit],
-    )?;
+/// `supabash_record_discarded`: see docs/audit.md. A grant that can change the workspace
+/// (`write` or `commit`) may record what its session did; a read-only one may not write.
+pub fn record_discarded(call: &Call, req: wire::RecordDiscarded) -> Outcome<wire::AuditWritten> {
+    let ws = access::open(&req, &[Operation::Write, Operation::Commit])?;
     req.check_fields().map_err(args::field)?;
     let rows = audit::prepare(&req.actions)?;
     let actor = access::recorded_actor(ws.delegation.as_ref(), req.actor.clone())?;
     let written = match rows {
-        Some(rows) => audit::write(&ws.id, None, &actor, &rows)?,
+        Some(rows) => audit::write(&call.schema, &ws, None, &actor, &rows)?,
         None => 0,
     };
     Ok(wire::AuditWritten { written })

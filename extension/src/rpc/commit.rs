@@ -163,6 +163,8 @@ fn spent_by_purged(ctx: &Context, revision: String) -> Fail {
     }))
 }
 
+/// A receipt line. A tombstone it replaces shows no hash or size (it has none); the line is
+/// then marked redacted, as redaction marks the lines it scrubs.
 fn line(
     op: &str,
     path: &str,
@@ -170,18 +172,27 @@ fn line(
     before: Option<&Version>,
     after: Option<&Version>,
 ) -> ReceiptLine {
+    let shown = before.filter(|v| !v.is_tombstone());
     ReceiptLine {
         op: op.to_owned(),
         path: path.to_owned(),
         from: from.map(str::to_owned),
-        before_hash: before.map(|v| hex::encode(&v.content_hash)),
-        before_size: before.map(|v| v.content_size),
+        before_hash: shown.map(|v| hex::encode(&v.content_hash)),
+        before_size: shown.map(|v| v.content_size),
         after_hash: after.map(|v| hex::encode(&v.content_hash)),
         after_size: after.map(|v| v.content_size),
         replaced_hash: None,
         replaced_size: None,
-        redacted: false,
+        redacted: before.is_some_and(Version::is_tombstone),
     }
+}
+
+/// A move of a tombstone without new content: it has nothing to carry.
+fn redacted_move(from: &str) -> Fail {
+    invalid(format!(
+        "{from:?} was redacted and has no content to move: move it with new content, or delete it"
+    ))
+    .with_detail(json!({ "path": from }))
 }
 
 fn missing(path: &str) -> Fail {
@@ -214,11 +225,17 @@ fn simulate(
                     .insert(from.clone(), None)
                     .flatten()
                     .ok_or_else(|| missing(from))?;
-                let after = after.clone().unwrap_or_else(|| before.clone());
+                let after = match after {
+                    Some(a) => a.clone(),
+                    None if before.is_tombstone() => return Err(redacted_move(from)),
+                    None => before.clone(),
+                };
                 let replaced = state.insert(path.clone(), Some(after.clone())).flatten();
                 let mut moved = line("move", path, Some(from), Some(&before), Some(&after));
-                moved.replaced_hash = replaced.as_ref().map(|v| hex::encode(&v.content_hash));
-                moved.replaced_size = replaced.as_ref().map(|v| v.content_size);
+                let shown = replaced.as_ref().filter(|v| !v.is_tombstone());
+                moved.replaced_hash = shown.map(|v| hex::encode(&v.content_hash));
+                moved.replaced_size = shown.map(|v| v.content_size);
+                moved.redacted |= replaced.as_ref().is_some_and(Version::is_tombstone);
                 lines.push(moved);
             }
         }
@@ -319,7 +336,7 @@ fn check_redaction(ws: &str, ctx: &Context, epoch: i64) -> Outcome<()> {
 /// lock and check the redaction epoch, settle who is recorded, replay, check the lease and the
 /// base, simulate the changes on the touched paths, then write bodies, entries, the receipt,
 /// the audit records and the new head. Any error rolls all of it back.
-pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
+pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     // Authorise first: a caller who may not commit here costs no decoding or hashing. The
     // workspace is locked by the same statement that finds it (one statement, not two; the
     // decoding and hashing then run under the lock, which only this workspace's commits wait on).
@@ -382,7 +399,8 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     };
     receipt.committed_at = revisions::insert(&receipt, &request_hash)?;
     if let Some(rows) = &audit {
-        crate::store::audit::write(&ws, Some(&receipt.revision), &receipt.actor, rows)?;
+        let revision = Some(receipt.revision.as_str());
+        crate::store::audit::write(&call.schema, &locked, revision, &receipt.actor, rows)?;
     }
     access::set_head(&ws, &receipt.revision, position)?;
     Ok(CommitResult {
@@ -498,7 +516,7 @@ fn store_new_bodies(
             let (hash, bytes) = new_bytes.remove_entry(&v.body_hash)?;
             let previous = initial
                 .get(path)
-                .filter(|p| p.body_hash != hash)
+                .filter(|p| p.body_hash != hash && !p.is_tombstone())
                 .map(|p| (p.body_hash.clone(), p.body_size as usize));
             Some(bodies::New {
                 hash,

@@ -54,8 +54,13 @@ fn held(holder: &str, expires_at: &str) -> Fail {
 pub fn acquire(_call: &Call, req: rq::AcquireLease) -> Outcome<Lease> {
     req.check_fields().map_err(|e| invalid(e.to_string()))?;
     let Workspace { id, head, .. } = access::open_locked(&req, WRITE)?;
+    let presented = args::uuid_opt("token", req.token.as_deref())?;
+    // A holder name is public (`supabash_lease`, LEASE_HELD show it): only the live token
+    // renews the claim, whoever names itself the holder.
     let taken_over = match leases::current(&id)? {
-        Some(l) if l.live && l.holder != req.holder => return Err(held(&l.holder, &l.expires_at)),
+        Some(l) if l.live && (l.holder != req.holder || presented.as_ref() != Some(&l.token)) => {
+            return Err(held(&l.holder, &l.expires_at))
+        }
         Some(l) => !l.live,
         None => false,
     };

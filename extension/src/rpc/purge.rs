@@ -4,7 +4,7 @@
 
 use super::Call;
 use crate::pg::args;
-use crate::pg::fail::{invalid, Outcome};
+use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::store::access;
 use crate::store::bodies;
 use crate::store::usage;
@@ -13,6 +13,7 @@ use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::PurgeReport;
+use supabash_core::Marker;
 
 /// What a purge removes.
 struct Plan {
@@ -24,9 +25,16 @@ struct Plan {
 }
 
 /// `supabash_purge`.
-pub fn purge(_call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
+pub fn purge(call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
     // Purge deletes bodies, which the workspace's whole fork family shares.
     let ws = access::lock_family(access::open(&req, &[Operation::Purge])?)?;
+    let purge_audit = req.purge_audit == Some(true);
+    if purge_audit && ws.delegation.is_some() {
+        return Err(Fail::new(
+            Marker::WorkspaceDenied,
+            "purge_audit is the owner's alone: a delegated grant cannot remove the trail of what jobs did",
+        ));
+    }
     let (mut keep, max_age) = (req.keep_revisions.map(i64::from), req.max_age_seconds);
     if keep.is_some_and(|k| k < 0) || max_age.is_some_and(|a| a < 0) {
         return Err(invalid(
@@ -72,7 +80,7 @@ pub fn purge(_call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
     };
     if !dry_run {
         revisions::purge(&ws.id, &plan.revisions)?;
-        crate::store::audit::purge(&ws.id, &plan.revisions)?;
+        crate::store::audit::purge(&call.schema, &ws, &plan.revisions, purge_audit)?;
         entries::delete_rows(&ws.id, &plan.entry_paths, &plan.entry_froms)?;
         bodies::delete(&ws.store, &plan.bodies)?;
         usage::add_bytes(&ws.store, &ws.owner, -plan.bytes)?;

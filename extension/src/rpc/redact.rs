@@ -10,7 +10,10 @@
 //! Forks: a redaction reaches every fork that shares a redacted version (one made before the
 //! boundary reads it through its fork point; a fork's copy of it is rewritten too, and its
 //! epoch moves), collects bodies across the fork family's store, and refuses to redact in a
-//! fork what the fork only inherits (see `check_not_inherited`).
+//! fork what the fork only inherits from a live source (see `check_not_inherited`). A deleted
+//! source (kept only for its forks) can be redacted by nobody, so a fork's redaction reaches
+//! the versions it reads from one itself (see [`Pass`]): those rows become tombstones as if
+//! the source had redacted them at the fork point, with every fork that shares them.
 
 use super::Call;
 use crate::pg::args;
@@ -42,11 +45,12 @@ pub fn check_restore_source(ws: &str, source: &str, position: i64) -> Outcome<()
 /// Refuses a selection that matches versions a fork only inherits (its source's, read at the
 /// fork point): their bytes are the source's, so the redaction belongs there, where it reaches
 /// every fork that shares them.
-fn check_not_inherited(ws: &Workspace, sel: &Selection) -> Outcome<()> {
+fn check_not_inherited(ws: &Workspace, sel: &Selection, hidden: &[lineage::Source]) -> Outcome<()> {
     if ws.sources.is_empty() || (sel.paths.is_empty() && sel.hashes.is_empty()) {
         return Ok(());
     }
-    match redactions::inherited_match(ws, &sel.paths, &sel.hashes)? {
+    let hidden: Vec<String> = hidden.iter().map(|s| s.workspace.clone()).collect();
+    match redactions::inherited_match(ws, &sel.paths, &sel.hashes, &hidden)? {
         None => Ok(()),
         Some((source, path)) => Err(invalid(format!(
             "{path:?} is inherited unchanged from the workspace this one was forked from ({source}): redact it there; a redaction reaches every fork that shares the version"
@@ -148,6 +152,56 @@ fn selection(req: &rq::Redact) -> Outcome<Selection> {
     })
 }
 
+/// The rows one workspace's part of a redaction rewrites: the caller's own before its
+/// boundary, or a deleted source's that the caller reads at its fork point (`boundary` is then
+/// the position after that point: the source's later versions stay for later forks).
+struct Pass {
+    workspace: String,
+    boundary: i64,
+    matched: Vec<redactions::Match>,
+}
+
+/// The passes of a redaction of `ws` up to `boundary`: its own rows, then for each deleted
+/// source it reads from, the matched versions visible at the position it reads them at.
+fn passes(
+    ws: &Workspace,
+    boundary: i64,
+    sel: &Selection,
+    hidden: &[lineage::Source],
+) -> Outcome<Vec<Pass>> {
+    let mut passes = vec![Pass {
+        workspace: ws.id.clone(),
+        boundary,
+        matched: redactions::matched_entries(&ws.id, boundary, &sel.paths, &sel.hashes)?,
+    }];
+    if sel.paths.is_empty() && sel.hashes.is_empty() {
+        return Ok(passes);
+    }
+    for source in hidden {
+        let at = source.position;
+        // A deleted source's rows matter only up to the last position a fork reads: a version
+        // no later fork reads is tombstoned whole, not split.
+        let reach = redactions::last_read(&source.workspace)? + 1;
+        let matched: Vec<redactions::Match> =
+            redactions::matched_entries(&source.workspace, at + 1, &sel.paths, &sel.hashes)?
+                .into_iter()
+                .filter(|m| m.valid_from <= at && m.straddles(at))
+                .map(|mut m| {
+                    m.valid_until = Some(m.valid_until.map_or(reach, |u| u.min(reach)));
+                    m
+                })
+                .collect();
+        if !matched.is_empty() {
+            passes.push(Pass {
+                workspace: source.workspace.clone(),
+                boundary: at + 1,
+                matched,
+            });
+        }
+    }
+    Ok(passes)
+}
+
 /// `supabash_redact`: see docs/sql-contract.md.
 pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     let sel = selection(&req)?;
@@ -155,37 +209,64 @@ pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     let ws = access::lock_family(access::open(&req, &[Operation::Redact])?)?;
     let (boundary_revision, boundary) = boundary(&ws, req.before_revision.as_deref())?;
     check_not_current(&ws.id, &sel)?;
-    check_not_inherited(&ws, &sel)?;
+    let hidden = redactions::hidden_sources(&ws)?;
+    check_not_inherited(&ws, &sel, &hidden)?;
     let only_metadata = sel.paths.is_empty() && sel.hashes.is_empty();
-    let matched = redactions::matched_entries(&ws.id, boundary, &sel.paths, &sel.hashes)?;
-    let forks = redactions::sharing_forks(&ws.id, boundary)?;
-    let copies = redactions::matched_copies(&forks, &matched)?;
-    let revisions = redactions::selected_revisions(&ws.id, boundary, &matched, only_metadata)?;
-    let dead = freed_bodies(&ws, boundary, &matched, &copies)?;
+    let passes = passes(&ws, boundary, &sel, &hidden)?;
+    // The forks sharing a rewritten version, and their copies of it (never the caller's own
+    // rows twice: its pass has them).
+    let mut forks: Vec<String> = Vec::new();
+    let mut copies: Vec<redactions::Copy> = Vec::new();
+    for pass in &passes {
+        let sharing = redactions::sharing_forks(&pass.workspace, pass.boundary)?;
+        copies.extend(
+            redactions::matched_copies(&sharing, &pass.matched)?
+                .into_iter()
+                .filter(|c| c.workspace != ws.id),
+        );
+        forks.extend(sharing);
+    }
+    forks.retain(|f| *f != ws.id);
+    forks.sort();
+    forks.dedup();
+    copies.sort_by(|a, b| (&a.workspace, &a.path).cmp(&(&b.workspace, &b.path)));
+    copies.dedup_by(|a, b| a.workspace == b.workspace && a.path == b.path);
+    let matched = &passes[0].matched;
+    let revisions = redactions::selected_revisions(&ws.id, boundary, matched, only_metadata)?;
+    let gone = gone_rows(&passes, &copies);
+    let dead = match &gone {
+        Some(gone) => redactions::dead_bodies(&ws.store, gone)?,
+        None => Vec::new(),
+    };
     let bytes: i64 = dead.iter().map(|(_, s)| *s).sum();
     let dead_hashes: Vec<Vec<u8>> = dead.into_iter().map(|(h, _)| h).collect();
+    let mut kept: Vec<Vec<u8>> = passes
+        .iter()
+        .flat_map(|p| p.matched.iter().map(|m| m.body_hash.clone()))
+        .filter(|h| !dead_hashes.contains(h))
+        .collect();
+    kept.sort();
+    kept.dedup();
+    let still_held = redactions::still_held(&ws.store, &kept, gone.as_deref().unwrap_or_default())?;
     let mut report = RedactReport {
         redaction_id: uuid::Uuid::new_v4().to_string(),
         dry_run: req.dry_run == Some(true),
         revisions,
-        versions: matched.len() as i64,
+        versions: passes.iter().map(|p| p.matched.len() as i64).sum(),
         bodies: dead_hashes.iter().map(hex::encode).collect(),
         bytes,
         epoch: ws.redaction_epoch,
+        still_held,
     };
     if report.dry_run {
         return Ok(report);
     }
-    apply(
-        &ws,
-        &sel,
-        boundary,
-        (&matched, &copies),
-        &dead_hashes,
-        &report,
-    )?;
-    // Audit records of actions that touched a redacted path keep no arguments.
-    crate::store::audit::scrub(&ws.id, &sel.paths)?;
+    apply(&ws, &sel, (&passes, &copies), &dead_hashes, &report)?;
+    // Audit records of actions that touched a redacted path keep no arguments (a deleted
+    // source's too, written before 0.6.0 removed them with it).
+    for pass in &passes {
+        crate::store::audit::scrub(&pass.workspace, &sel.paths)?;
+    }
     // The forks that shared a redacted version may hold it in a staged tree too.
     report.epoch = crate::store::workspaces::bump_epochs(&ws.id, &forks)?;
     let actor = match &ws.delegation {
@@ -219,29 +300,25 @@ fn boundary(ws: &Workspace, before: Option<&str>) -> Outcome<(String, i64)> {
     }
 }
 
-/// The bodies (hash, size) the tombstoned versions and fork copies leave unused. Only a
-/// redaction that tombstones something frees bodies (a scrub of metadata, or one that matched
-/// nothing, leaves the store as it is).
-fn freed_bodies(
-    ws: &Workspace,
-    boundary: i64,
-    matched: &[redactions::Match],
-    copies: &[redactions::Copy],
-) -> Outcome<Vec<(Vec<u8>, i64)>> {
-    if matched.is_empty() {
-        return Ok(Vec::new());
+/// The entry rows (workspace, path, valid_from) a redaction tombstones whole: the matched
+/// versions not visible at their pass's boundary, and the fork copies; `None` when nothing
+/// matched. Only a redaction that tombstones something frees bodies (a scrub of metadata, or one that matched nothing,
+/// leaves the store as it is).
+fn gone_rows(passes: &[Pass], copies: &[redactions::Copy]) -> Option<Vec<(String, String, i64)>> {
+    if passes.iter().all(|p| p.matched.is_empty()) {
+        return None;
     }
-    let gone: Vec<(String, String, i64)> = matched
+    let rows = passes
         .iter()
-        .filter(|m| !m.straddles(boundary))
-        .map(|m| (ws.id.clone(), m.path.clone(), m.valid_from))
-        .chain(
-            copies
+        .flat_map(|p| {
+            p.matched
                 .iter()
-                .map(|c| (c.workspace.clone(), c.path.clone(), lineage::FIRST_POSITION)),
-        )
+                .filter(|m| !m.straddles(p.boundary))
+                .map(|m| (p.workspace.clone(), m.path.clone(), m.valid_from))
+        })
+        .chain(copies.iter().map(redactions::Copy::row))
         .collect();
-    redactions::dead_bodies(&ws.store, &gone)
+    Some(rows)
 }
 
 /// The writes of an applied redaction, in an order that never leaves a kept body without
@@ -249,13 +326,15 @@ fn freed_bodies(
 fn apply(
     ws: &Workspace,
     sel: &Selection,
-    boundary: i64,
-    (matched, copies): (&[redactions::Match], &[redactions::Copy]),
+    (passes, copies): (&[Pass], &[redactions::Copy]),
     dead: &[Vec<u8>],
     report: &RedactReport,
 ) -> Outcome<()> {
+    let matched: Vec<&redactions::Match> = passes.iter().flat_map(|p| &p.matched).collect();
     if !matched.is_empty() {
-        redactions::write_tombstones(&ws.id, boundary, matched)?;
+        for pass in passes {
+            redactions::write_tombstones(&pass.workspace, pass.boundary, &pass.matched)?;
+        }
         // A copy ends where its fork first changed the path, so all of it lies before the
         // boundary: the whole row becomes a tombstone.
         redactions::tombstone(&copies.iter().map(redactions::Copy::row).collect::<Vec<_>>())?;
@@ -263,7 +342,7 @@ fn apply(
         family.extend(copies.iter().map(|c| c.workspace.clone()));
         family.sort();
         family.dedup();
-        redactions::scrub_receipts(&ws.store, &family, matched)?;
+        redactions::scrub_receipts(&ws.store, &family, &matched)?;
     }
     if !sel.metadata_keys.is_empty() || sel.clear_cause {
         revisions::scrub(

@@ -4,12 +4,13 @@
 use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{Fail, Outcome};
+use crate::pg::schema::Schema;
 use crate::store::access;
 use crate::store::bodies;
 use crate::store::lineage;
 use crate::store::revisions;
 use crate::store::usage;
-use crate::store::{checkpoints, entries, workspaces};
+use crate::store::{audit, checkpoints, entries, workspaces};
 use serde_json::json;
 use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
@@ -130,10 +131,11 @@ fn fork_point(src: &access::Workspace, revision: Option<&str>) -> Outcome<(Strin
 /// workspace of its family uses. With forks, its row stays, marked deleted (no RPC finds it),
 /// its revisions and checkpoints go, and of its entries only what its forks read is kept;
 /// a deleted source goes for good once its last fork does.
-pub fn delete_workspace(_call: &Call, req: rq::DeleteWorkspace) -> Outcome<WorkspaceDeleted> {
+pub fn delete_workspace(call: &Call, req: rq::DeleteWorkspace) -> Outcome<WorkspaceDeleted> {
     let ws = access::lock_family(access::open(&req, &[])?)?;
     usage::count_workspaces(&ws.store, -1)?;
     let mut reclaimed = Reclaimed {
+        schema: call.schema,
         store: ws.store.clone(),
         owner: ws.owner.clone(),
         bodies: 0,
@@ -154,6 +156,7 @@ pub fn delete_workspace(_call: &Call, req: rq::DeleteWorkspace) -> Outcome<Works
 
 /// What a deletion gave back, in its family's store.
 struct Reclaimed {
+    schema: Schema,
     store: String,
     owner: String,
     bodies: i64,
@@ -176,6 +179,7 @@ impl Reclaimed {
 /// its forks read; then a deleted source left without forks goes too. Answers whether `id`
 /// was kept for its forks.
 fn remove(id: &str, source: Option<String>, reclaimed: &mut Reclaimed) -> Outcome<bool> {
+    audit::delete_all(&reclaimed.schema, id, &reclaimed.store, &reclaimed.owner)?;
     if workspaces::has_forks(id)? {
         workspaces::hide(id)?;
         checkpoints::delete_all(id)?;

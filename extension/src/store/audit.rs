@@ -2,14 +2,19 @@
 //! A commit writes the records of the actions that led to it in its own transaction ([`write()`],
 //! called by `commit` after its replay check, so a replayed commit writes nothing again);
 //! `supabash_record_discarded` writes a discarded session's; `supabash_audit` pages them ([`page`]).
-//! Purge removes the records of the revisions it removes ([`purge`]); a path redaction scrubs
+//! Purge removes the records of the revisions it removes but those telling what a job tried
+//! ([`purge`]); deleting a workspace removes its records ([`delete_all`]); a path redaction scrubs
 //! the arguments of every record that touched a redacted path ([`scrub`]). Records are
 //! append-only otherwise (sql/privileges.sql).
 
 use crate::pg::args;
 use crate::pg::db;
 use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::schema::Schema;
+use crate::store::access::Workspace;
+use crate::store::usage;
 use serde_json::{json, Value};
+use supabash_core::capability::DELEGATED_ACTOR_PREFIX;
 use supabash_core::rpc::audit::{self as wire, Action, ActionOutcome};
 use supabash_core::Marker;
 
@@ -29,8 +34,8 @@ pub fn prepare(actions: &[Action]) -> Outcome<Option<Value>> {
                 ActionOutcome::Denied { reason } => ("denied", None, Some(reason)),
             };
             Ok(json!({
-                "record_id": args::uuid("audit.record_id", &a.record_id)?,
-                "session_id": args::uuid("audit.session_id", &a.session_id)?,
+                "record_id": args::uuid("audit.recordId", &a.record_id)?,
+                "session_id": args::uuid("audit.sessionId", &a.session_id)?,
                 "sequence": a.sequence,
                 "at_ms": a.at_ms,
                 "kind": a.kind.as_str(),
@@ -42,6 +47,7 @@ pub fn prepare(actions: &[Action]) -> Outcome<Option<Value>> {
                 "duration_ms": a.duration_ms,
                 "paths": a.paths,
                 "bytes_changed": a.bytes_changed,
+                "stored_bytes": a.encoded_len(),
             }))
         })
         .collect::<Outcome<Vec<Value>>>()?;
@@ -49,32 +55,57 @@ pub fn prepare(actions: &[Action]) -> Outcome<Option<Value>> {
 }
 
 /// Writes prepared rows for workspace `ws`: led to `revision`, or discarded when `None`. A
-/// record id already written is skipped, so a retry writes nothing twice. Returns how many
-/// were written.
-pub fn write(ws: &str, revision: Option<&str>, actor: &str, rows: &Value) -> Outcome<i64> {
+/// record id already written is skipped, so a retry writes nothing twice. The records' bytes
+/// count in the owner's byte quota (`supabash.max_bytes_per_owner`), in the family's usage
+/// row like its bodies: past the quota nothing is written. Returns how many were written.
+pub fn write(
+    schema: &Schema,
+    ws: &Workspace,
+    revision: Option<&str>,
+    actor: &str,
+    rows: &Value,
+) -> Outcome<i64> {
+    let (column, value) = if schema.audit_bytes {
+        (", stored_bytes", ", r.stored_bytes")
+    } else {
+        ("", "")
+    };
+    let returned = stored_bytes(schema);
     // Times past year 9999 are clamped: the client's clock is the client's business.
     let written = db::rows(
-        "INSERT INTO supabash.audit_records
+        &format!("INSERT INTO supabash.audit_records AS a
                 (workspace_id, record_id, revision_id, session_id, sequence, started_at, actor, kind,
-                 tool, arguments, outcome, code, reason, duration_ms, paths, bytes_changed, discarded)
+                 tool, arguments, outcome, code, reason, duration_ms, paths, bytes_changed, discarded
+                 {column})
          SELECT $1::uuid, r.record_id, $2::uuid, r.session_id, r.sequence,
                 to_timestamp(least(r.at_ms, 253402300799999) / 1000.0), $3, r.kind, r.tool,
                 r.arguments, r.outcome, r.code, r.reason, r.duration_ms, r.paths, r.bytes_changed,
-                $2::uuid IS NULL
+                $2::uuid IS NULL {value}
            FROM jsonb_to_recordset($4) AS r(record_id uuid, session_id uuid, sequence bigint,
                 at_ms bigint, kind text, tool text, arguments jsonb, outcome text, code text,
-                reason text, duration_ms bigint, paths text[], bytes_changed bigint)
+                reason text, duration_ms bigint, paths text[], bytes_changed bigint,
+                stored_bytes integer)
          ON CONFLICT (workspace_id, record_id) DO NOTHING
-         RETURNING 1",
+         RETURNING {returned}"),
         &[
-            ws.into(),
+            ws.id.as_str().into(),
             revision.into(),
             actor.into(),
             pgrx::JsonB(rows.clone()).into(),
         ],
-        |_| Ok(()),
+        |r| db::get::<i64>(r, 1),
     )?;
+    usage::add_bytes(&ws.store, &ws.owner, written.iter().sum())?;
     Ok(written.len() as i64)
+}
+
+/// The bytes a deleted or written record (`a`) counted: none on a 0.5.0 schema.
+fn stored_bytes(schema: &Schema) -> &'static str {
+    if schema.audit_bytes {
+        "a.stored_bytes::bigint"
+    } else {
+        "0::bigint"
+    }
 }
 
 /// Up to `limit` records of workspace `ws` (of one revision, when given) after the record
@@ -155,20 +186,56 @@ fn record(r: &db::Row) -> Outcome<wire::AuditRecord> {
     })
 }
 
-/// After purge removed `revisions` of `ws`: their records go, and so do discarded records
-/// written before the oldest revision it kept (the trail keeps the span history keeps).
-pub fn purge(ws: &str, revisions: &[String]) -> Outcome<()> {
-    if revisions.is_empty() {
+/// After purge removed `revisions` of `ws`: their records go. By default the records that
+/// tell what a job tried stay: denied and discarded actions, and every record of a delegated
+/// actor. With `everything` (the owner's explicit choice) those go too, and so do discarded
+/// records written before the oldest revision it kept (the trail keeps the span history
+/// keeps). Gives the removed records' bytes back to the owner's usage.
+pub fn purge(
+    schema: &Schema,
+    ws: &Workspace,
+    revisions: &[String],
+    everything: bool,
+) -> Outcome<()> {
+    if revisions.is_empty() && !everything {
         return Ok(());
     }
-    db::exec(
-        "DELETE FROM supabash.audit_records
-          WHERE workspace_id = $1::uuid
-            AND (revision_id = ANY($2::uuid[])
-                 OR (revision_id IS NULL AND recorded_at <
-                     (SELECT min(committed_at) FROM supabash.revisions WHERE workspace_id = $1::uuid)))",
-        &[ws.into(), revisions.to_vec().into()],
-    )
+    // Runs after the revisions are gone: with `everything`, a record whose revision no longer
+    // exists goes (also one an earlier purge kept).
+    let freed = db::rows(
+        &format!("DELETE FROM supabash.audit_records a
+          WHERE a.workspace_id = $1::uuid
+            AND ((a.revision_id = ANY($2::uuid[])
+                  AND a.outcome <> 'denied' AND NOT starts_with(a.actor, $4))
+                 OR ($3 AND a.revision_id IS NOT NULL
+                     AND NOT EXISTS (SELECT 1 FROM supabash.revisions r
+                                      WHERE r.workspace_id = $1::uuid AND r.revision_id = a.revision_id))
+                 OR ($3 AND a.revision_id IS NULL AND a.recorded_at <
+                     (SELECT min(committed_at) FROM supabash.revisions WHERE workspace_id = $1::uuid)))
+         RETURNING {}", stored_bytes(schema)),
+        &[
+            ws.id.as_str().into(),
+            revisions.to_vec().into(),
+            everything.into(),
+            DELEGATED_ACTOR_PREFIX.into(),
+        ],
+        |r| db::get::<i64>(r, 1),
+    )?;
+    usage::add_bytes(&ws.store, &ws.owner, -freed.iter().sum::<i64>())
+}
+
+/// Removes every record of workspace `ws` (deleted, or hidden for its forks: its trail goes
+/// with its revisions) and gives their bytes back to the usage of body store `store`.
+pub fn delete_all(schema: &Schema, ws: &str, store: &str, owner: &str) -> Outcome<()> {
+    let freed = db::rows(
+        &format!(
+            "DELETE FROM supabash.audit_records a WHERE a.workspace_id = $1::uuid RETURNING {}",
+            stored_bytes(schema)
+        ),
+        &[ws.into()],
+        |r| db::get::<i64>(r, 1),
+    )?;
+    usage::add_bytes(store, owner, -freed.iter().sum::<i64>())
 }
 
 /// After a redaction of `paths` in `ws`: the arguments of every record that touched one of

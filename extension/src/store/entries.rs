@@ -66,6 +66,12 @@ pub struct Version {
 }
 
 impl Version {
+    /// A redaction tombstone (see `redactions::tombstone`): content with no body and no hash,
+    /// so never a delta base nor a hash a receipt shows.
+    pub fn is_tombstone(&self) -> bool {
+        self.body_hash.is_empty()
+    }
+
     /// Hashes new content: the body, and the rendered document (the same hash when there is
     /// no metadata).
     pub fn of(content: &Content) -> Self {

@@ -8,6 +8,7 @@ use crate::store::access::Workspace;
 use crate::store::{bodies, encoding, lineage};
 use std::collections::HashSet;
 use supabash_core::receipt_lines;
+use supabash_core::rpc::{HeldBody, MAX_STILL_HELD};
 use supabash_core::Marker;
 
 /// The position a restore's source must not be before: the boundary of the latest path
@@ -92,6 +93,48 @@ pub fn dead_bodies(store: &str, gone: &[(String, String, i64)]) -> Outcome<Vec<(
           ORDER BY b.hash",
         &[store.into(), ids.into(), paths.into(), froms.into()],
         |r| Ok((db::get::<Vec<u8>>(r, 1)?, db::get::<i64>(r, 2)?)),
+    )
+}
+
+/// The versions in body store `store` that still hold one of `hashes` once the entry rows
+/// `gone` (workspace, path, valid_from) are tombstones: each workspace, path and body once
+/// (at most `MAX_STILL_HELD`).
+pub fn still_held(
+    store: &str,
+    hashes: &[Vec<u8>],
+    gone: &[(String, String, i64)],
+) -> Outcome<Vec<HeldBody>> {
+    if hashes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<String> = gone.iter().map(|g| g.0.clone()).collect();
+    let paths: Vec<String> = gone.iter().map(|g| g.1.clone()).collect();
+    let froms: Vec<i64> = gone.iter().map(|g| g.2).collect();
+    db::query(
+        "SELECT DISTINCT encode(e.body_hash, 'hex'), e.workspace_id::text, e.path,
+                w.deleted_at IS NOT NULL
+           FROM supabash.entries e
+           JOIN supabash.workspaces w ON w.id = e.workspace_id AND w.store_id = $1::uuid
+          WHERE NOT e.redacted AND e.body_hash = ANY($2)
+            AND NOT EXISTS (SELECT 1 FROM unnest($3::uuid[], $4::text[], $5::bigint[]) AS g(ws, path, valid_from)
+                             WHERE g.ws = e.workspace_id AND g.path = e.path AND g.valid_from = e.valid_from)
+          ORDER BY 2, 3, 1 LIMIT $6",
+        &[
+            store.into(),
+            hashes.to_vec().into(),
+            ids.into(),
+            paths.into(),
+            froms.into(),
+            MAX_STILL_HELD.into(),
+        ],
+        |r| {
+            Ok(HeldBody {
+                body_hash: db::get(r, 1)?,
+                workspace_id: db::get(r, 2)?,
+                path: db::get(r, 3)?,
+                deleted: db::get(r, 4)?,
+            })
+        },
     )
 }
 
@@ -244,7 +287,7 @@ pub fn tombstone(rows: &[(String, String, i64)]) -> Outcome<()> {
 
 /// Removes from every receipt line of the workspace the hashes (and sizes) of redacted
 /// content that no kept version still holds: a hash can betray a short secret.
-pub fn scrub_receipts(store: &str, family: &[String], matched: &[Match]) -> Outcome<()> {
+pub fn scrub_receipts(store: &str, family: &[String], matched: &[&Match]) -> Outcome<()> {
     let mut hashes: Vec<Vec<u8>> = matched.iter().map(|m| m.content_hash.clone()).collect();
     hashes.sort();
     hashes.dedup();
@@ -331,11 +374,13 @@ pub fn selected_revisions(
 }
 
 /// A version of `paths` or `hashes` that fork `ws` only inherits (visible at its first
-/// position from a source, not tombstoned): the source's id and the path.
+/// position from a source, not tombstoned) from a source outside `hidden` (the deleted ones,
+/// which the fork's redaction reaches itself): the source's id and the path.
 pub fn inherited_match(
     ws: &Workspace,
     paths: &[String],
     hashes: &[Vec<u8>],
+    hidden: &[String],
 ) -> Outcome<Option<(String, String)>> {
     let visible = lineage::visible_sql(
         &ws.sources,
@@ -344,12 +389,53 @@ pub fn inherited_match(
         "NOT e.redacted AND (e.path = ANY($5) OR e.body_hash = ANY($6))",
     );
     let mut args = lineage::visible_args(&ws.id, &ws.sources, Some(lineage::FIRST_POSITION));
-    args.extend([paths.to_vec().into(), hashes.to_vec().into()]);
+    args.extend([
+        paths.to_vec().into(),
+        hashes.to_vec().into(),
+        hidden.to_vec().into(),
+    ]);
     db::query_row(
-        &format!("SELECT v.ws, v.path FROM ({visible}) AS v (ws, path) WHERE v.ws <> $1 LIMIT 1"),
+        &format!(
+            "SELECT v.ws, v.path FROM ({visible}) AS v (ws, path)
+              WHERE v.ws <> $1 AND v.ws <> ALL($7::text[]) LIMIT 1"
+        ),
         &args,
         |r| Ok((db::get::<String>(r, 1)?, db::get::<String>(r, 2)?)),
     )
+}
+
+/// The latest position any fork of `source` reads it at (0 when it has none).
+pub fn last_read(source: &str) -> Outcome<i64> {
+    Ok(db::query_row(
+        "SELECT coalesce(max(fork_position), 0)::bigint FROM supabash.workspaces
+          WHERE fork_of = $1::uuid",
+        &[source.into()],
+        |r| db::get::<i64>(r, 1),
+    )?
+    .unwrap_or(0))
+}
+
+/// The sources of `ws` that are deleted (kept only for their forks), with the position each
+/// is read at: nobody can redact in them, so a fork's redaction reaches their versions.
+pub fn hidden_sources(ws: &Workspace) -> Outcome<Vec<lineage::Source>> {
+    if ws.sources.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<String> = ws.sources.iter().map(|s| s.workspace.clone()).collect();
+    let hidden: HashSet<String> = db::query(
+        "SELECT id::text FROM supabash.workspaces
+          WHERE id = ANY($1::uuid[]) AND deleted_at IS NOT NULL",
+        &[ids.into()],
+        |r| db::get::<String>(r, 1),
+    )?
+    .into_iter()
+    .collect();
+    Ok(ws
+        .sources
+        .iter()
+        .filter(|s| hidden.contains(&s.workspace))
+        .cloned()
+        .collect())
 }
 
 /// The first head path of `ws` outside `paths` that holds one of `hashes`: the path and the
