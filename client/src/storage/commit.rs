@@ -117,6 +117,13 @@ fn line(t: &Touched) -> ReceiptLine {
         replaced_hash: None,
         replaced_size: None,
         redacted: false,
+        before_mode: t.before.as_ref().map(|e| e.mode),
+        after_mode: t.after.as_ref().map(|e| e.mode),
+        kind: t.after.as_ref().and_then(|e| match e.kind {
+            EntryKind::Symlink => Some(supabash_core::posix::Kind::Symlink),
+            EntryKind::Directory => Some(supabash_core::posix::Kind::Directory),
+            _ => None,
+        }),
     }
 }
 
