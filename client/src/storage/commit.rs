@@ -119,11 +119,11 @@ fn line(t: &Touched) -> ReceiptLine {
         redacted: false,
         before_mode: t.before.as_ref().map(|e| e.mode),
         after_mode: t.after.as_ref().map(|e| e.mode),
-        kind: t.after.as_ref().and_then(|e| match e.kind {
-            EntryKind::Symlink => Some(supabash_core::posix::Kind::Symlink),
-            EntryKind::Directory => Some(supabash_core::posix::Kind::Directory),
-            _ => None,
-        }),
+        kind: t
+            .after
+            .as_ref()
+            .map(|e| e.kind)
+            .filter(|k| *k != EntryKind::File),
     }
 }
 

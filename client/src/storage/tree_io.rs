@@ -48,12 +48,11 @@ pub fn snapshot(tree: &StagedTree) -> Result<(Manifest, BTreeMap<String, Body>)>
                 target: None,
             },
             Node::Symlink { target, meta } => {
-                if path::resolve(path::parent(p), target).is_err() {
-                    return Err(SupabashError::new(
-                        ErrorCode::UnsupportedContent,
-                        "a symbolic link must point inside the workspace root",
-                    )
-                    .with_path(p));
+                if let Err(e) = supabash_core::posix::check_target(p, target) {
+                    return Err(
+                        SupabashError::new(ErrorCode::UnsupportedContent, e.to_string())
+                            .with_path(p),
+                    );
                 }
                 Entry {
                     kind: EntryKind::Symlink,

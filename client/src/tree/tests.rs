@@ -147,6 +147,9 @@ fn apply(base: &mut BTreeMap<String, Vec<u8>>, changes: &[WireChange]) {
                 let old = base.remove(&from).expect("move source exists");
                 base.insert(path, content.map_or(old, |c| c.body));
             }
+            Change::Setattr { path, .. } => {
+                assert!(base.contains_key(&path), "setattr of missing {path}");
+            }
         }
     }
 }

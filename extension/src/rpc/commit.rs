@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
+use supabash_core::posix::Kind;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{
     parse_changes, Change, ChangeError, CommitResult, Content, Receipt, ReceiptLine,
@@ -35,18 +36,47 @@ enum Hashed {
         path: String,
         after: Option<Version>,
     },
+    Setattr {
+        path: String,
+        mode: Option<u32>,
+        mtime_ns: Option<i64>,
+    },
 }
 
 impl Hashed {
-    /// A compact, content-addressed description for the request hash.
+    /// A compact, content-addressed description for the request hash (a version's kind, mode
+    /// and time only when not a file's defaults, so requests from before them hash as before).
     fn digest(&self) -> Value {
-        let v = |v: &Version| json!([hex::encode(&v.body_hash), hex::encode(&v.content_hash)]);
+        let v = |v: &Version| {
+            let mut d = json!([hex::encode(&v.body_hash), hex::encode(&v.content_hash)]);
+            if v.kind != Kind::File || v.mode != v.kind.default_mode() || v.mtime_ns.is_some() {
+                d = json!([d[0], d[1], v.kind.as_str(), v.mode, v.mtime_ns]);
+            }
+            d
+        };
         match self {
             Hashed::Upsert { path, after } => json!(["upsert", path, v(after)]),
             Hashed::Delete { path } => json!(["delete", path]),
             Hashed::Move { from, path, after } => {
                 json!(["move", from, path, after.as_ref().map(v)])
             }
+            Hashed::Setattr {
+                path,
+                mode,
+                mtime_ns,
+            } => json!(["setattr", path, mode, mtime_ns]),
+        }
+    }
+
+    /// Whether the change needs the attribute columns (0.6.0): anything but a plain file with
+    /// the default mode. A time alone does not: a 0.5.0 schema stores no times.
+    fn needs_posix(&self) -> bool {
+        let plain = |v: &Version| v.kind == Kind::File && v.mode == Kind::File.default_mode();
+        match self {
+            Hashed::Upsert { after, .. } => !plain(after),
+            Hashed::Move { after, .. } => after.as_ref().is_some_and(|v| !plain(v)),
+            Hashed::Delete { .. } => false,
+            Hashed::Setattr { .. } => true,
         }
     }
 }
@@ -76,6 +106,15 @@ fn hash_changes(changes: Vec<Change>) -> (Vec<Hashed>, HashMap<Vec<u8>, Vec<u8>>
                 path,
                 after: content.map(&mut intro),
             },
+            Change::Setattr {
+                path,
+                mode,
+                mtime_ns,
+            } => Hashed::Setattr {
+                path,
+                mode,
+                mtime_ns,
+            },
         })
         .collect();
     (hashed, bodies)
@@ -88,6 +127,8 @@ fn change_error(e: ChangeError) -> Fail {
         ChangeError::TooMany(_) | ChangeError::TooLarge { .. } => {
             Fail::new(Marker::Quota, e.to_string())
         }
+        ChangeError::Attribute { path, error, index } => invalid(e.to_string())
+            .with_detail(json!({ "index": index, "path": path, "reason": error.reason() })),
         _ => invalid(e.to_string()),
     }
 }
@@ -183,7 +224,21 @@ fn line(
         replaced_hash: None,
         replaced_size: None,
         redacted: false,
+        before_mode: before.map(|v| v.mode),
+        after_mode: after.map(|v| v.mode),
+        kind: after.map(|v| v.kind).filter(|k| *k != Kind::File),
     }
+}
+
+/// `after` with the time of `before` when it gives none and holds the same content, kind
+/// and mode: an unchanged upsert stays unchanged.
+fn keep_time(before: Option<&Version>, mut after: Version) -> Version {
+    if after.mtime_ns.is_none() {
+        if let Some(b) = before.filter(|b| b.same_content(&after)) {
+            after.mtime_ns = b.mtime_ns;
+        }
+    }
+    after
 }
 
 fn missing(path: &str) -> Fail {
@@ -201,8 +256,26 @@ fn simulate(
     for change in changes {
         match change {
             Hashed::Upsert { path, after } => {
-                let before = state.insert(path.clone(), Some(after.clone())).flatten();
-                lines.push(line("upsert", path, None, before.as_ref(), Some(after)));
+                let before = state.get(path).cloned().flatten();
+                let after = keep_time(before.as_ref(), after.clone());
+                state.insert(path.clone(), Some(after.clone()));
+                lines.push(line("upsert", path, None, before.as_ref(), Some(&after)));
+            }
+            Hashed::Setattr {
+                path,
+                mode,
+                mtime_ns,
+            } => {
+                let before = state
+                    .get(path)
+                    .cloned()
+                    .flatten()
+                    .ok_or_else(|| missing(path))?;
+                let mut after = before.clone();
+                after.mode = mode.unwrap_or(before.mode);
+                after.mtime_ns = mtime_ns.or(before.mtime_ns);
+                state.insert(path.clone(), Some(after.clone()));
+                lines.push(line("setattr", path, None, Some(&before), Some(&after)));
             }
             Hashed::Delete { path } => {
                 let before = state
@@ -216,7 +289,10 @@ fn simulate(
                     .insert(from.clone(), None)
                     .flatten()
                     .ok_or_else(|| missing(from))?;
-                let after = after.clone().unwrap_or_else(|| before.clone());
+                let after = match after {
+                    Some(a) => keep_time(Some(&before), a.clone()),
+                    None => before.clone(),
+                };
                 let replaced = state.insert(path.clone(), Some(after.clone())).flatten();
                 let mut moved = line("move", path, Some(from), Some(&before), Some(&after));
                 moved.replaced_hash = replaced.as_ref().map(|v| hex::encode(&v.content_hash));
@@ -259,6 +335,7 @@ fn plan(initial: &BTreeMap<String, Version>, state: &BTreeMap<String, Option<Ver
 /// names `source_revision`, and the touched paths end exactly as they are in that revision,
 /// covering every path where the head differs from it: the new head's tree is the source's.
 fn check_restore(
+    call: &Call,
     ws: &Workspace,
     source: Option<&str>,
     state: &BTreeMap<String, Option<Version>>,
@@ -274,7 +351,7 @@ fn check_restore(
     };
     let position = access::revision_position(&ws.id, source)?;
     let tree = |at: Option<i64>| -> Outcome<BTreeMap<String, Version>> {
-        Ok(crate::rpc::read::files_at(ws, at, None, false)?
+        Ok(crate::rpc::read::files_at(call.schema, ws, at, None, false)?
             .into_iter()
             .map(entries::version)
             .collect())
@@ -321,7 +398,7 @@ fn check_redaction(ws: &str, ctx: &Context, epoch: i64) -> Outcome<()> {
 /// lock and check the redaction epoch, settle who is recorded, replay, check the lease and the
 /// base, simulate the changes on the touched paths, then write bodies, entries, the receipt,
 /// the audit records and the new head. Any error rolls all of it back.
-pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
+pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     // Authorise first: a caller who may not commit here costs no decoding or hashing.
     let opened = access::open(&req, &[Operation::Commit])?;
     let ws = opened.id.clone();
@@ -329,6 +406,7 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     let mut ctx = context(&mut req)?;
     let audit = crate::store::audit::prepare(&req.audit.take().unwrap_or_default())?;
     let (changes, new_bytes) = hash_changes(changes);
+    check_schema(call, &changes)?;
     let locked = access::lock(opened)?;
     check_redaction(&ws, &ctx, locked.redaction_epoch)?;
     let recorded = recorded_as(&mut ctx, locked.delegation.clone())?;
@@ -342,7 +420,7 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     if let Some(source) = &ctx.source_revision {
         access::revision_position(&ws, source)?;
     }
-    let initial = entries::versions(&locked, None, touched.clone())?;
+    let initial = entries::versions(call.schema, &locked, None, touched.clone())?;
     let mut state: BTreeMap<String, Option<Version>> = touched
         .into_iter()
         .map(|p| {
@@ -351,8 +429,9 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         })
         .collect();
     let lines = simulate(&changes, &mut state)?;
+    crate::rpc::tree_shape::check(call.schema, &locked, &initial, &state)?;
     if recorded.restore_only {
-        check_restore(&locked, ctx.source_revision.as_deref(), &state)?;
+        check_restore(call, &locked, ctx.source_revision.as_deref(), &state)?;
     }
 
     // Positions count each workspace's own commits (taken under its lock, so order = commit
@@ -364,7 +443,14 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     .expect("a SELECT without FROM returns one row");
     let plan = plan(&initial, &state);
     store_new_bodies(&locked, &plan, &initial, new_bytes)?;
-    entries::write(&locked, position, &plan.close, &plan.paths, &plan.versions)?;
+    entries::write(
+        call.schema,
+        &locked,
+        position,
+        &plan.close,
+        &plan.paths,
+        &plan.versions,
+    )?;
 
     let receipt = Receipt {
         workspace_id: ws.clone(),
@@ -393,6 +479,18 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         receipt,
         replayed: false,
     })
+}
+
+/// Refuses, on a 0.5.0 schema, a change it cannot store (a link, a directory, a mode other
+/// than 0o644, a setattr) with the upgrade hint, rather than dropping what it carries.
+fn check_schema(call: &Call, changes: &[Hashed]) -> Outcome<()> {
+    if call.schema.posix_entries || !changes.iter().any(Hashed::needs_posix) {
+        return Ok(());
+    }
+    Err(Fail::new(
+        Marker::SchemaOutdated,
+        "this database's supabash schema (0.5.0) stores regular files only: symbolic links, directories and modes need 0.6.0; run ALTER EXTENSION supabash UPDATE",
+    ))
 }
 
 /// Who a commit is recorded under, and what its grant lets it do.
@@ -453,7 +551,9 @@ fn touched_paths(changes: &[Hashed]) -> Vec<String> {
     let mut touched: Vec<String> = Vec::with_capacity(changes.len());
     for c in changes {
         match c {
-            Hashed::Upsert { path, .. } | Hashed::Delete { path } => touched.push(path.clone()),
+            Hashed::Upsert { path, .. }
+            | Hashed::Delete { path }
+            | Hashed::Setattr { path, .. } => touched.push(path.clone()),
             Hashed::Move { from, path, .. } => touched.extend([from.clone(), path.clone()]),
         }
     }

@@ -16,6 +16,7 @@ pub mod purge;
 pub mod read;
 pub mod rebase;
 pub mod redact;
+pub mod tree_shape;
 pub mod verify;
 pub mod workspaces;
 
@@ -33,10 +34,6 @@ use supabash_core::Marker;
 /// What one RPC call runs with, computed once at its start and handed down.
 pub struct Call {
     /// What the installed schema has.
-    #[expect(
-        dead_code,
-        reason = "no handler asks yet: 0.6.0's additions are read from it as they land"
-    )]
     pub schema: Schema,
 }
 
