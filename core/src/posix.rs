@@ -247,7 +247,10 @@ mod tests {
     fn modes_and_kinds() {
         assert_eq!(check_mode(0o755), Ok(0o755));
         assert_eq!(check_mode(0o7777), Ok(0o7777));
-        assert_eq!(check_mode(0o10000), Err(PosixError::ModeOutOfRange(0o10000)));
+        assert_eq!(
+            check_mode(0o10000),
+            Err(PosixError::ModeOutOfRange(0o10000))
+        );
         assert_eq!(check_mode(-1), Err(PosixError::ModeOutOfRange(-1)));
         for k in [Kind::File, Kind::Symlink, Kind::Directory] {
             assert_eq!(Kind::parse(k.as_str()), Some(k));

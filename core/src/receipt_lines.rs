@@ -254,21 +254,23 @@ mod tests {
                 proptest::option::of(prop_oneof![Just(Kind::Symlink), Just(Kind::Directory)]),
             ),
         )
-            .prop_map(|(op, path, from, b, a, r, redacted, (bm, am, kind))| ReceiptLine {
-                op: OPS[op].to_owned(),
-                path,
-                from,
-                before_hash: b.as_ref().map(|v| v.0.clone()),
-                before_size: b.map(|v| v.1),
-                after_hash: a.as_ref().map(|v| v.0.clone()),
-                after_size: a.map(|v| v.1),
-                replaced_hash: r.as_ref().map(|v| v.0.clone()),
-                replaced_size: r.map(|v| v.1),
-                redacted,
-                before_mode: bm,
-                after_mode: am,
-                kind,
-            })
+            .prop_map(
+                |(op, path, from, b, a, r, redacted, (bm, am, kind))| ReceiptLine {
+                    op: OPS[op].to_owned(),
+                    path,
+                    from,
+                    before_hash: b.as_ref().map(|v| v.0.clone()),
+                    before_size: b.map(|v| v.1),
+                    after_hash: a.as_ref().map(|v| v.0.clone()),
+                    after_size: a.map(|v| v.1),
+                    replaced_hash: r.as_ref().map(|v| v.0.clone()),
+                    replaced_size: r.map(|v| v.1),
+                    redacted,
+                    before_mode: bm,
+                    after_mode: am,
+                    kind,
+                },
+            )
     }
 
     proptest! {

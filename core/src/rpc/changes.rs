@@ -272,7 +272,9 @@ fn content_of(index: usize, raw: WireChange) -> Result<Option<Content>, ChangeEr
     };
     if kind == Kind::Directory {
         if raw.text.is_some() || raw.base64.is_some() || raw.metadata.is_some() {
-            return Err(shape("a directory carries no text, base64 or metadata".into()));
+            return Err(shape(
+                "a directory carries no text, base64 or metadata".into(),
+            ));
         }
         return Ok(Some(Content {
             body: Vec::new(),
@@ -286,7 +288,9 @@ fn content_of(index: usize, raw: WireChange) -> Result<Option<Content>, ChangeEr
             return Err(shape("metadata needs content (text)".into()));
         }
         if raw.kind.is_some() || raw.mode.is_some() || raw.mtime_ns.is_some() {
-            return Err(shape("kind, mode and mtimeNs need content (use setattr)".into()));
+            return Err(shape(
+                "kind, mode and mtimeNs need content (use setattr)".into(),
+            ));
         }
         return Ok(None);
     };
@@ -520,7 +524,13 @@ mod tests {
                 content
             }
         );
-        assert!(matches!(&parsed[5], Change::Setattr { mode: Some(0o600), .. }));
+        assert!(matches!(
+            &parsed[5],
+            Change::Setattr {
+                mode: Some(0o600),
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -351,10 +351,12 @@ fn check_restore(
     };
     let position = access::revision_position(&ws.id, source)?;
     let tree = |at: Option<i64>| -> Outcome<BTreeMap<String, Version>> {
-        Ok(crate::rpc::read::files_at(call.schema, ws, at, None, false)?
-            .into_iter()
-            .map(entries::version)
-            .collect())
+        Ok(
+            crate::rpc::read::files_at(call.schema, ws, at, None, false)?
+                .into_iter()
+                .map(entries::version)
+                .collect(),
+        )
     };
     let (source_tree, head_tree) = (tree(Some(position))?, tree(None)?);
     let differing = source_tree

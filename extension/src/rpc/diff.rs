@@ -5,6 +5,7 @@
 use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::schema::Schema;
 use crate::rpc::read::files_at;
 use crate::store::access::{self, Workspace};
 use crate::store::bodies;
@@ -17,7 +18,6 @@ use supabash_core::limits::{
 };
 use supabash_core::moves;
 use supabash_core::posix::Kind;
-use crate::pg::schema::Schema;
 use supabash_core::rpc::requests::{self as rq, DiffRef};
 use supabash_core::rpc::{parse_changes, Change, Diff, DiffEntry, DiffKind, StagedDocument};
 use supabash_core::Marker;

@@ -8,13 +8,13 @@ use super::Call;
 use crate::pg::args;
 use crate::pg::db;
 use crate::pg::fail::{invalid, Outcome};
+use crate::pg::schema::Schema;
 use crate::rpc::read;
 use crate::store::access::{self, Workspace};
 use crate::store::entries::{self, FileRow};
 use crate::store::lineage;
-use crate::pg::schema::Schema;
-use supabash_core::posix::Kind;
 use supabash_core::capability::Operation;
+use supabash_core::posix::Kind;
 use supabash_core::rpc::listing::{
     DirectoryPage, ListDirectory, DEFAULT_DIRECTORY_PAGE, MAX_DIRECTORY_PAGE,
 };
@@ -115,6 +115,7 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     let (revision, position) = read::pinned(&ws, req.revision.as_deref())?;
     let mut files = Vec::new();
     let mut directories = Vec::new();
+    let mut explicit = Vec::new();
     let mut next_cursor = None;
     let want = page_size as usize;
     // Probes start small (a directory of directories needs one row each) and grow while they
@@ -134,24 +135,29 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
             let name = &row.path[prefix.len()..];
             // A subdirectory: below it (implied by its entries), or its own entry (an
             // explicit directory, perhaps empty), which sorts just before its entries.
-            let slash = name
-                .find('/')
-                .or((row.kind == Kind::Directory).then_some(name.len()));
+            let own_entry = !name.contains('/') && row.kind == Kind::Directory;
+            let slash = name.find('/').or(own_entry.then_some(name.len()));
             if let Some(slash) = slash {
                 let name = name[..slash].to_owned();
+                if own_entry {
+                    explicit.push(row);
+                }
                 at = Resume::From(format!("{prefix}{name}0"));
                 directories.push(name);
                 limit = 1;
                 continue 'scan;
             }
             at = Resume::After(row.path.clone());
-            files.push(read::file(row));
+            files.push(row);
         }
         if !full {
             break;
         }
         limit = (limit * 4).min(MAX_PROBE);
     }
+    read::with_link_targets(&ws, &mut files)?;
+    let files = files.into_iter().map(read::file).collect();
+    let directory_entries = explicit.into_iter().map(read::file).collect();
     let (tree_files, tree_bytes) = match req.totals {
         Some(true) if revision.is_some() => {
             let (n, bytes) = totals(&ws, position)?;
@@ -169,6 +175,7 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
         path: dir,
         files,
         directories,
+        directory_entries,
         next_cursor,
         tree_files,
         tree_bytes,

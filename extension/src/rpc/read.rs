@@ -14,6 +14,7 @@ use serde_json::json;
 use std::collections::HashMap;
 use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
+use supabash_core::posix::Kind;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{Document, File, HistoryPage, Receipt, RevisionTree, Tree};
 use supabash_core::Marker;
@@ -45,7 +46,7 @@ fn files(rows: Vec<FileRow>) -> Vec<File> {
 }
 
 /// The files of a workspace at a position (`None`: the head), optionally one path only,
-/// optionally with bodies, in path order. Reading the head uses the open-interval index; any
+/// optionally with bodies (a symbolic link always carries its body: its target), in path order. Reading the head uses the open-interval index; any
 /// other retained position (and a fork's sources, see `lineage`) is an index range scan over
 /// the workspace's intervals.
 pub fn files_at(
@@ -90,8 +91,29 @@ pub fn files_at(
                 loaded.get(&row.body_hash).map(|b| b.bytes.clone())
             };
         }
+    } else {
+        with_link_targets(ws, &mut rows)?;
     }
     Ok(rows)
+}
+
+/// Attaches their bodies (their targets, a few bytes each) to the symbolic links of `rows`, so
+/// a tree without bodies still shows where each link points.
+pub fn with_link_targets(ws: &Workspace, rows: &mut [FileRow]) -> Outcome<()> {
+    let link = |r: &FileRow| r.kind == Kind::Symlink && !r.redacted;
+    let wanted: Vec<(Vec<u8>, i64)> = rows
+        .iter()
+        .filter(|r| link(r))
+        .map(|r| (r.body_hash.clone(), r.body_size))
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let loaded = bodies::load_charged(&ws.store, &wanted)?;
+    for row in rows.iter_mut().filter(|r| link(r)) {
+        row.body = loaded.get(&row.body_hash).map(|b| b.bytes.clone());
+    }
+    Ok(())
 }
 
 /// Resolves an optional revision argument to (revision id, position); absent means the head.

@@ -81,7 +81,10 @@ pub fn check(
         .filter(|(_, v)| v.is_none())
         .map(|(p, _)| p.clone())
         .collect();
-    match entries::first_below(schema, ws, &leaves, &deleted)?.into_iter().next() {
+    match entries::first_below(schema, ws, &leaves, &deleted)?
+        .into_iter()
+        .next()
+    {
         Some((leaf, below)) => {
             let kind = state
                 .get(&leaf)
