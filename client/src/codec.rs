@@ -27,6 +27,7 @@ impl DocumentCodec for PlainCodec {
         Ok(Content {
             body: bytes.to_vec(),
             metadata: Default::default(),
+            attrs: Default::default(),
         })
     }
 }
@@ -69,6 +70,7 @@ mod frontmatter {
             let plain = || Content {
                 body: bytes.to_vec(),
                 metadata: Metadata::new(),
+                attrs: Default::default(),
             };
             let Some(rest) = bytes.strip_prefix(b"---\n") else {
                 return Ok(plain());
@@ -87,6 +89,7 @@ mod frontmatter {
             Ok(Content {
                 body: body.to_vec(),
                 metadata,
+                attrs: Default::default(),
             })
         }
     }

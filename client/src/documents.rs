@@ -6,6 +6,7 @@ use crate::error::{Result, SupabashError};
 use serde_json::Value;
 use supabash_core::document::{metadata_from_json, render};
 use supabash_core::hash::sha256_hex;
+use supabash_core::posix::Kind;
 use supabash_core::rpc::File;
 use supabash_core::ErrorCode;
 
@@ -20,6 +21,11 @@ pub struct StoredFile {
     pub body_size: u64,
     pub metadata: Value,
     pub body: Option<Vec<u8>>,
+    /// What the entry is (a link's body is its target, a directory has none), its permission
+    /// bits and modification time (nanoseconds; `None` from a database before 0.6.0).
+    pub kind: Kind,
+    pub mode: u32,
+    pub mtime_ns: Option<i64>,
 }
 
 fn corrupt(path: &str, what: impl Into<String>) -> SupabashError {
@@ -55,6 +61,9 @@ impl TryFrom<File> for StoredFile {
             body_hash: f.body_hash,
             metadata: f.metadata,
             body,
+            kind: f.kind,
+            mode: f.mode,
+            mtime_ns: f.mtime_ns,
             path: f.path,
         })
     }

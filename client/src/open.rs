@@ -98,14 +98,16 @@ impl RemoteDirectories {
         let mut listing = Listing::default();
         loop {
             for f in page.files {
-                let f = StoredFile::try_from(f)?;
-                listing.files.push(BaseEntry {
-                    path: f.path,
-                    content_hash: f.content_hash,
-                    size: f.size,
-                });
+                listing
+                    .files
+                    .push(BaseEntry::from_stored(StoredFile::try_from(f)?)?);
             }
             listing.directories.extend(page.directories);
+            for d in page.directory_entries {
+                listing
+                    .directory_entries
+                    .push(BaseEntry::from_stored(StoredFile::try_from(d)?)?);
+            }
             let Some(cursor) = page.next_cursor else {
                 return Ok(listing);
             };

@@ -275,14 +275,7 @@ fn verified_files(files: Vec<File>) -> Result<BTreeMap<String, Vec<u8>>> {
 fn base_entries(files: Vec<File>) -> Result<Vec<BaseEntry>> {
     files
         .into_iter()
-        .map(|f| {
-            let f = StoredFile::try_from(f)?;
-            Ok(BaseEntry {
-                path: f.path,
-                content_hash: f.content_hash,
-                size: f.size,
-            })
-        })
+        .map(|f| BaseEntry::from_stored(StoredFile::try_from(f)?))
         .collect()
 }
 

@@ -3,11 +3,13 @@
 //! identical every time.
 //!
 //! Layout: version byte `1`, line count (LEB128), then per line: op (0 upsert, 1 delete,
-//! 2 move), a flag byte (1 from, 2 before, 4 after, 8 replaced, 16 redacted: hashes of redacted
-//! content were removed), the path, then what the flags
-//! say in that order. Strings are LEB128 length + UTF-8; a version is 32 raw hash bytes + its
+//! 2 move, 3 setattr), a flag byte (1 from, 2 before, 4 after, 8 replaced, 16 redacted: hashes
+//! of redacted content were removed, 32 before mode, 64 after mode, 128 kind), the path, then
+//! what the flags say in that order (modes as LEB128, the kind as one byte: 1 symlink,
+//! 2 directory). Strings are LEB128 length + UTF-8; a version is 32 raw hash bytes + its
 //! size (LEB128).
 
+use crate::posix::Kind;
 use crate::rpc::ReceiptLine;
 
 const VERSION: u8 = 1;
@@ -16,7 +18,10 @@ const BEFORE: u8 = 2;
 const AFTER: u8 = 4;
 const REPLACED: u8 = 8;
 const REDACTED: u8 = 16;
-const OPS: [&str; 3] = ["upsert", "delete", "move"];
+const BEFORE_MODE: u8 = 32;
+const AFTER_MODE: u8 = 64;
+const KIND: u8 = 128;
+const OPS: [&str; 4] = ["upsert", "delete", "move", "setattr"];
 
 /// Why lines could not be encoded or decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,6 +52,20 @@ pub fn encode(lines: &[ReceiptLine]) -> Result<Vec<u8>, CodecError> {
         if l.redacted {
             flags |= REDACTED;
         }
+        let kind = match l.kind {
+            None | Some(Kind::File) => None,
+            Some(Kind::Symlink) => Some(1u8),
+            Some(Kind::Directory) => Some(2u8),
+        };
+        for (set, bit) in [
+            (l.before_mode.is_some(), BEFORE_MODE),
+            (l.after_mode.is_some(), AFTER_MODE),
+            (kind.is_some(), KIND),
+        ] {
+            if set {
+                flags |= bit;
+            }
+        }
         for (hash, size, bit) in &versions {
             match (hash, size) {
                 (Some(_), Some(_)) => flags |= bit,
@@ -70,6 +89,10 @@ pub fn encode(lines: &[ReceiptLine]) -> Result<Vec<u8>, CodecError> {
                 varint(&mut out, size as u64);
             }
         }
+        for mode in [l.before_mode, l.after_mode].into_iter().flatten() {
+            varint(&mut out, u64::from(mode));
+        }
+        out.extend(kind);
     }
     Ok(out)
 }
@@ -91,9 +114,6 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<ReceiptLine>, CodecError> {
             .get(r.byte()? as usize)
             .ok_or(CodecError::Malformed("unknown op"))?;
         let flags = r.byte()?;
-        if flags & !(FROM | BEFORE | AFTER | REPLACED | REDACTED) != 0 {
-            return Err(CodecError::Malformed("unknown flag"));
-        }
         let path = r.string()?;
         let from = if flags & FROM != 0 {
             Some(r.string()?)
@@ -112,6 +132,27 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<ReceiptLine>, CodecError> {
         let (before_hash, before_size) = version(BEFORE)?;
         let (after_hash, after_size) = version(AFTER)?;
         let (replaced_hash, replaced_size) = version(REPLACED)?;
+        let mut mode = |bit: u8| -> Result<Option<u32>, CodecError> {
+            if flags & bit == 0 {
+                return Ok(None);
+            }
+            let m = u32::try_from(r.varint()?)
+                .ok()
+                .filter(|m| *m <= crate::posix::MODE_BITS)
+                .ok_or(CodecError::Malformed("mode out of range"))?;
+            Ok(Some(m))
+        };
+        let before_mode = mode(BEFORE_MODE)?;
+        let after_mode = mode(AFTER_MODE)?;
+        let kind = if flags & KIND == 0 {
+            None
+        } else {
+            match r.byte()? {
+                1 => Some(Kind::Symlink),
+                2 => Some(Kind::Directory),
+                _ => return Err(CodecError::Malformed("unknown kind")),
+            }
+        };
         lines.push(ReceiptLine {
             op: (*op).to_owned(),
             path,
@@ -123,6 +164,9 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<ReceiptLine>, CodecError> {
             replaced_hash,
             replaced_size,
             redacted: flags & REDACTED != 0,
+            before_mode,
+            after_mode,
+            kind,
         });
     }
     if !r.0.is_empty() {
@@ -197,26 +241,36 @@ mod tests {
 
     fn line() -> impl Strategy<Value = ReceiptLine> {
         (
-            0usize..3,
+            0usize..4,
             "\\PC{0,40}",
             proptest::option::of("\\PC{0,40}"),
             version(),
             version(),
             version(),
             any::<bool>(),
+            (
+                proptest::option::of(0u32..=0o7777),
+                proptest::option::of(0u32..=0o7777),
+                proptest::option::of(prop_oneof![Just(Kind::Symlink), Just(Kind::Directory)]),
+            ),
         )
-            .prop_map(|(op, path, from, b, a, r, redacted)| ReceiptLine {
-                op: OPS[op].to_owned(),
-                path,
-                from,
-                before_hash: b.as_ref().map(|v| v.0.clone()),
-                before_size: b.map(|v| v.1),
-                after_hash: a.as_ref().map(|v| v.0.clone()),
-                after_size: a.map(|v| v.1),
-                replaced_hash: r.as_ref().map(|v| v.0.clone()),
-                replaced_size: r.map(|v| v.1),
-                redacted,
-            })
+            .prop_map(
+                |(op, path, from, b, a, r, redacted, (bm, am, kind))| ReceiptLine {
+                    op: OPS[op].to_owned(),
+                    path,
+                    from,
+                    before_hash: b.as_ref().map(|v| v.0.clone()),
+                    before_size: b.map(|v| v.1),
+                    after_hash: a.as_ref().map(|v| v.0.clone()),
+                    after_size: a.map(|v| v.1),
+                    replaced_hash: r.as_ref().map(|v| v.0.clone()),
+                    replaced_size: r.map(|v| v.1),
+                    redacted,
+                    before_mode: bm,
+                    after_mode: am,
+                    kind,
+                },
+            )
     }
 
     proptest! {
@@ -252,6 +306,9 @@ mod tests {
             replaced_hash: None,
             replaced_size: None,
             redacted: false,
+            before_mode: None,
+            after_mode: None,
+            kind: None,
         };
         assert_eq!(
             encode(&[l.clone()]),
@@ -289,6 +346,9 @@ mod tests {
             replaced_hash: None,
             replaced_size: None,
             redacted: false,
+            before_mode: None,
+            after_mode: None,
+            kind: None,
         };
         assert!(encode(&[l]).unwrap().len() < 90);
     }

@@ -196,7 +196,17 @@ CREATE TABLE supabash.entries (
   redacted     boolean NOT NULL DEFAULT false,
   CONSTRAINT entries_tombstone_check CHECK (CASE WHEN redacted
     THEN octet_length(body_hash) = 0 AND body_size = 0 AND content_hash IS NULL
-    ELSE octet_length(body_hash) = 32 END)
+    ELSE octet_length(body_hash) = 32 END),
+  -- POSIX attributes (issue 24; core/src/posix.rs): what the version is, its permission bits
+  -- and its modification time in nanoseconds since the epoch. A symlink's body is its target
+  -- (checked relative and inside the workspace at commit, never followed here); a directory
+  -- (kept even when empty) has an empty body. Rows from before 0.6.0 are files, 0o644, at
+  -- their commit's time.
+  kind         text NOT NULL DEFAULT 'file' CHECK (kind IN ('file', 'symlink', 'directory')),
+  mode         integer NOT NULL DEFAULT 420 CHECK (mode BETWEEN 0 AND 4095),
+  mtime_ns     bigint NOT NULL,
+  CONSTRAINT entries_kind_content_check CHECK (kind = 'file' OR (metadata IS NULL
+    AND (kind <> 'directory' OR body_size = 0)))
 );
 CREATE UNIQUE INDEX entries_open_idx ON supabash.entries (workspace_id, path) WHERE valid_until IS NULL;
 

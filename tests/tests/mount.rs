@@ -482,6 +482,76 @@ async fn another_users_workspace_and_a_missing_mount_are_refused() {
     .await;
 }
 
+/// Issue 24, durable git: a repository with an executable script, a symbolic link and empty
+/// directories, committed from a mount, comes back whole in a second mount on another path
+/// and through `export`: `git status` clean, `git fsck` passes, the script runs, the link
+/// resolves, the empty directories are there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_git_repository_with_modes_links_and_empty_directories_survives_a_remount() {
+    if fuse_missing() {
+        return;
+    }
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let id = ws.id().to_owned();
+    let check = "git status --porcelain && git fsck --strict 2>&1 && ./run.sh \
+                 && test \"$(readlink link)\" = run.sh && cat link >/dev/null \
+                 && test -d empty && test -d .git/refs/tags && test -x run.sh";
+    let (user, out) = blocking(move || {
+        let m = Mount::start(&user, &id, &[]);
+        m.sh(
+            "git init -q && printf '#!/bin/sh\\necho ran\\n' > run.sh && chmod +x run.sh \
+              && ln -s run.sh link && mkdir empty && git add -A && git commit -qm posix",
+        );
+        assert_eq!(m.sh("git status --porcelain"), "");
+        m.commit(&user, "a repository").unwrap();
+        let (ok, stderr) = m.stop();
+        assert!(ok, "{stderr}");
+
+        let again = Mount::start(&user, &id, &[]);
+        let out = again.sh(check);
+        let (ok, stderr) = again.stop();
+        assert!(ok, "{stderr}");
+
+        let export = std::env::temp_dir().join(format!("supabash-export-{}", uuid::Uuid::new_v4()));
+        let done = supabash(&user)
+            .env("SUPABASH_WORKSPACE", &id)
+            .arg("export")
+            .arg(&export)
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let exported = Command::new("sh")
+            .args(["-c", check])
+            .current_dir(&export)
+            .env("HOME", std::env::temp_dir())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            exported.status.success(),
+            "export: {}{}",
+            String::from_utf8_lossy(&exported.stdout),
+            String::from_utf8_lossy(&exported.stderr)
+        );
+        assert!(String::from_utf8_lossy(&exported.stdout).ends_with("ran\n"));
+        std::fs::remove_dir_all(&export).ok();
+        (user, out)
+    })
+    .await;
+    assert!(out.ends_with("ran\n"), "{out}");
+    assert!(
+        !out.lines()
+            .any(|l| l.starts_with(' ') || l.starts_with('?')),
+        "{out}"
+    );
+    let _ = user;
+}
+
 /// Issue 23, item 11: a mount session committed twice writes each part once. The first
 /// commit's record lists the paths written before it; the second commit (with no changes)
 /// records none of them again.

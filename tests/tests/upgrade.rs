@@ -228,6 +228,37 @@ fn diff(want: &[String], got: &[String]) -> Vec<String> {
 }
 
 /// Where two JSON answers first differ, as `at <path>: <before> vs <after>`.
+/// An answer without its `mtimeNs` fields (entry times, which only 0.6.0 stores).
+fn without_times<E: Clone>(answer: &Result<Value, E>) -> Result<Value, E> {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                o.remove("mtimeNs");
+                o.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut answer = answer.clone();
+    if let Ok(v) = &mut answer {
+        strip(v);
+    }
+    answer
+}
+
+/// Every file an upgraded database answers carries its time.
+fn assert_times_added(what: &str, answer: &Value) {
+    if let Some(files) = answer.get("files").and_then(Value::as_array) {
+        for f in files {
+            assert!(
+                f.get("mtimeNs").is_some_and(Value::is_i64),
+                "{what}: a file without mtimeNs after the upgrade: {f}"
+            );
+        }
+    }
+}
+
 fn first_difference(b: &Value, a: &Value, path: &str) -> String {
     match (b, a) {
         (Value::Object(x), Value::Object(y)) => {
@@ -750,6 +781,12 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
         let after = reads(&mut rest, &filled).await;
         assert_eq!(before.len(), after.len());
         for ((what, b), (_, a)) in before.iter().zip(&after) {
+            // 0.6.0 adds entry times (issue 24): a 0.5.0 schema has none to answer, the
+            // upgrade gives every version its commit's. Everything else answers as before.
+            if let Ok(a) = a {
+                assert_times_added(what, a);
+            }
+            let (b, a) = (&without_times(b), &without_times(a));
             if b != a {
                 let at = match (b, a) {
                     (Ok(b), Ok(a)) => first_difference(b, a, "$"),

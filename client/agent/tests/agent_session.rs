@@ -87,6 +87,9 @@ fn line(op: &str, path: &str) -> ReceiptLine {
         replaced_hash: None,
         replaced_size: None,
         redacted: false,
+        before_mode: None,
+        after_mode: None,
+        kind: None,
     }
 }
 

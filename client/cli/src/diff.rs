@@ -12,6 +12,7 @@ use similar::{ChangeTag, TextDiff};
 use std::io::IsTerminal;
 use supabash::workspace::{Diff, DiffEntry, DiffKind, DiffRef};
 use supabash::{ErrorCode, SupabashError, Transport};
+use supabash_core::posix::Kind;
 use supabash_core::rpc::requests as rq;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -121,6 +122,26 @@ impl FileDiff {
             })
     }
 
+    /// The git modes of both sides (`100644`, `100755`, `120000`, `040000`), where known.
+    fn modes(&self) -> (Option<String>, Option<String>) {
+        let e = &self.entry;
+        let mode = |k: Option<Kind>, m: Option<u32>| m.map(|m| k.unwrap_or_default().git_mode(m));
+        (
+            mode(e.before_kind, e.before_mode),
+            mode(e.after_kind, e.after_mode),
+        )
+    }
+
+    /// Only the mode changed: git prints no content for it.
+    fn mode_only(&self) -> bool {
+        self.entry.kind == DiffKind::Modified && self.entry.before_hash == self.entry.after_hash
+    }
+
+    /// A directory on either side: it has no content to show.
+    fn directory(&self) -> bool {
+        [self.entry.before_kind, self.entry.after_kind].contains(&Some(Kind::Directory))
+    }
+
     /// The path before (for a move: where it came from).
     fn old_path(&self) -> &str {
         self.entry.from.as_deref().unwrap_or(&self.entry.path)
@@ -190,7 +211,7 @@ pub async fn load(
             } else {
                 Side::Binary
             };
-        } else if !f.pure_rename() {
+        } else if !f.pure_rename() && !f.mode_only() && !f.directory() {
             if e.kind != DiffKind::Added {
                 f.before = side(transport, ws, f.old_path(), from).await?;
             }
@@ -220,9 +241,21 @@ pub fn unified(files: &[FileDiff], color: bool) -> String {
             out.push_str(&paint.header(&line));
             out.push('\n');
         };
+        let (old_mode, new_mode) = f.modes();
+        let changed_mode = old_mode.is_some() && new_mode.is_some() && old_mode != new_mode;
+        if changed_mode && f.entry.kind != DiffKind::Added && f.entry.kind != DiffKind::Deleted {
+            header(format!("old mode {}", old_mode.clone().unwrap_or_default()));
+            header(format!("new mode {}", new_mode.clone().unwrap_or_default()));
+        }
         match f.entry.kind {
-            DiffKind::Added => header("new file".into()),
-            DiffKind::Deleted => header("deleted file".into()),
+            DiffKind::Added => header(match &new_mode {
+                Some(m) => format!("new file mode {m}"),
+                None => "new file".into(),
+            }),
+            DiffKind::Deleted => header(match &old_mode {
+                Some(m) => format!("deleted file mode {m}"),
+                None => "deleted file".into(),
+            }),
             DiffKind::Moved => {
                 if f.pure_rename() {
                     header("similarity index 100%".into());
@@ -232,7 +265,7 @@ pub fn unified(files: &[FileDiff], color: bool) -> String {
             }
             DiffKind::Modified => {}
         }
-        if f.pure_rename() {
+        if f.pure_rename() || f.mode_only() || f.directory() {
             continue;
         }
         let a = if f.before == Side::Absent {
@@ -465,11 +498,40 @@ mod tests {
             after_hash: Some(if same { "h1" } else { "h2" }.into()),
             preview: None,
             binary: false,
+            before_mode: None,
+            after_mode: None,
+            before_kind: None,
+            after_kind: None,
         }
     }
 
     fn text(s: &str) -> Side {
         Side::Text(s.into())
+    }
+
+    #[test]
+    fn mode_changes_and_links_print_as_git_does() {
+        let mut chmod = entry(DiffKind::Modified, "/run.sh", None, true);
+        (chmod.before_mode, chmod.after_mode) = (Some(0o644), Some(0o755));
+        let mut link = entry(DiffKind::Added, "/l", None, false);
+        (link.after_mode, link.after_kind) = (Some(0o777), Some(Kind::Symlink));
+        let files = vec![
+            FileDiff {
+                entry: chmod,
+                before: Side::Absent,
+                after: Side::Absent,
+            },
+            FileDiff {
+                entry: link,
+                before: Side::Absent,
+                after: text("run.sh"),
+            },
+        ];
+        assert_eq!(
+            unified(&files, false),
+            "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n\
+             diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+run.sh\n\\ No newline at end of file\n"
+        );
     }
 
     #[test]

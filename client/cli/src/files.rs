@@ -328,6 +328,9 @@ mod tests {
                     text: None,
                     base64: None,
                     redacted: false,
+                    kind: Default::default(),
+                    mode: 0o644,
+                    mtime_ns: None,
                 })
                 .collect(),
             redaction_epoch: 0,

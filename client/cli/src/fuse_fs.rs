@@ -334,10 +334,10 @@ impl MountFs {
     pub async fn readlink(&self, ino: u64) -> Result<String, Errno> {
         let st = self.state.lock().await;
         let p = st.path(ino)?;
-        st.links
-            .get(&p)
-            .map(|l| l.target.clone())
-            .ok_or(Errno::EINVAL)
+        match st.links.get(&p) {
+            Some(l) => Ok(l.target.clone()),
+            None => self.tree.readlink(&p).await.map_err(|e| errno(&e)),
+        }
     }
 
     /// `mkdir`.
@@ -407,8 +407,9 @@ impl MountFs {
         self.remove(&mut st, &p).await
     }
 
-    /// `symlink`: kept in this session only. The target must stay inside the mount (a
-    /// relative path that does not climb above its root); anything else is `EPERM`.
+    /// `symlink`: a link of the staged tree, committed with the rest (its target is its
+    /// content). The target must stay inside the mount (core's rule: relative, not climbing
+    /// above the root, a valid path); anything else is `EPERM`.
     pub async fn symlink(
         &self,
         parent: u64,
@@ -420,21 +421,15 @@ impl MountFs {
         let dir = st.path(parent)?;
         let p = creatable(&dir, name)?;
         let target = target.to_str().ok_or(Errno::EPERM)?;
-        if target.starts_with('/') || path::resolve(&dir, target).is_err() {
+        if let Err(e) = supabash_core::posix::check_target(&p, target) {
+            eprintln!("supabash mount: symbolic link {p} -> {target} refused: {e}");
             return Err(Errno::EPERM);
         }
         if self.exists(&st, &p).await {
             return Err(Errno::EEXIST);
         }
         self.parent_is_dir(&p).await?;
-        eprintln!("supabash mount: symbolic link {p} -> {target} lives in this mount session only and is not committed");
-        st.links.insert(
-            p.clone(),
-            Link {
-                target: target.to_owned(),
-                mtime: SystemTime::now(),
-            },
-        );
+        self.tree.symlink(target, &p).await.map_err(|e| errno(&e))?;
         st.summary.touched(&p);
         let ino = st.inodes.ino(&p);
         self.attr(&st, ino).await

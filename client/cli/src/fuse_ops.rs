@@ -175,6 +175,10 @@ impl fuser::Filesystem for Kernel {
         _newname: &OsStr,
         reply: ReplyEntry,
     ) {
+        eprintln!(
+            "supabash mount: {}",
+            supabash_core::posix::PosixError::HardLink
+        );
         reply.error(Errno::EPERM);
     }
 

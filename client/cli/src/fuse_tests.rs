@@ -112,10 +112,12 @@ async fn tools_work_and_every_change_reaches_the_tree() {
     assert_eq!(m.tree.read("/a/g.txt").await.unwrap(), b"hello");
     assert_eq!(m.tree.read("/t.txt").await.unwrap().len(), 100_000);
     assert!(!m.tree.exists("/t.tmp").await);
-    assert!(
-        !m.tree.exists("/a/link").await,
-        "links stay out of the tree"
+    assert_eq!(
+        m.tree.readlink("/a/link").await.unwrap(),
+        "g.txt",
+        "links are entries of the tree"
     );
+    assert_eq!(m.tree.stat("/a/g.txt").await.unwrap().mode, 0o755);
     let objects: Vec<String> = m
         .tree
         .changes()

@@ -117,6 +117,13 @@ fn line(t: &Touched) -> ReceiptLine {
         replaced_hash: None,
         replaced_size: None,
         redacted: false,
+        before_mode: t.before.as_ref().map(|e| e.mode),
+        after_mode: t.after.as_ref().map(|e| e.mode),
+        kind: t
+            .after
+            .as_ref()
+            .map(|e| e.kind)
+            .filter(|k| *k != EntryKind::File),
     }
 }
 

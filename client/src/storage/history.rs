@@ -124,6 +124,10 @@ fn diff_entry(
         path,
         from,
         preview: None,
+        before_mode: before.map(|e| e.mode),
+        after_mode: after.map(|e| e.mode),
+        before_kind: before.map(|e| e.kind),
+        after_kind: after.map(|e| e.kind),
     }
 }
 

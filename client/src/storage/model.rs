@@ -30,15 +30,8 @@ pub const RECORD_TYPE: &str = "application/json";
 /// Every content type the backend uploads: a bucket's `allowed_mime_types` must allow each.
 pub const CONTENT_TYPES: [&str; 4] = [FILE_TYPE, RECORD_TYPE, DIRECTORY_TYPE, SYMLINK_TYPE];
 
-/// What an entry is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum EntryKind {
-    File,
-    Directory,
-    Symlink,
-}
+/// What an entry is: core's kind, the one both backends store.
+pub use supabash_core::posix::Kind as EntryKind;
 
 /// One entry of a tree: kind, mode, mtime (milliseconds since the epoch), and for files the
 /// SHA-256 and size of the bytes, for links the target.

@@ -48,12 +48,11 @@ pub fn snapshot(tree: &StagedTree) -> Result<(Manifest, BTreeMap<String, Body>)>
                 target: None,
             },
             Node::Symlink { target, meta } => {
-                if path::resolve(path::parent(p), target).is_err() {
-                    return Err(SupabashError::new(
-                        ErrorCode::UnsupportedContent,
-                        "a symbolic link must point inside the workspace root",
-                    )
-                    .with_path(p));
+                if let Err(e) = supabash_core::posix::check_target(p, target) {
+                    return Err(
+                        SupabashError::new(ErrorCode::UnsupportedContent, e.to_string())
+                            .with_path(p),
+                    );
                 }
                 Entry {
                     kind: EntryKind::Symlink,
@@ -91,26 +90,35 @@ fn put(tree: &StagedTree, revision: &str, manifest: &Manifest, as_base: bool) ->
             mode: e.mode,
             mtime: from_ms(e.mtime_ms),
         };
+        // The base holds every entry (a link by its target, a directory by its kind), as the
+        // staged tree's change set compares them.
+        base.insert(
+            p.clone(),
+            BaseFile {
+                content_hash: match e.kind {
+                    EntryKind::File => e.hash.clone().unwrap_or_default(),
+                    EntryKind::Symlink => supabash_core::hash::sha256_hex(
+                        e.target.clone().unwrap_or_default().as_bytes(),
+                    ),
+                    EntryKind::Directory => String::new(),
+                },
+                size: e.size,
+                kind: e.kind,
+                mode: e.mode,
+                mtime_ns: e.mtime_ms.saturating_mul(1_000_000),
+                target: e.target.clone(),
+            },
+        );
         let node = match e.kind {
-            EntryKind::File => {
-                let hash = e.hash.clone().unwrap_or_default();
-                base.insert(
-                    p.clone(),
-                    BaseFile {
-                        content_hash: hash.clone(),
-                        size: e.size,
-                    },
-                );
-                Node::File {
-                    body: Body::Lazy(Lazy {
-                        revision: revision.to_owned(),
-                        path: p.clone(),
-                        content_hash: hash,
-                        size: e.size,
-                    }),
-                    meta,
-                }
-            }
+            EntryKind::File => Node::File {
+                body: Body::Lazy(Lazy {
+                    revision: revision.to_owned(),
+                    path: p.clone(),
+                    content_hash: e.hash.clone().unwrap_or_default(),
+                    size: e.size,
+                }),
+                meta,
+            },
             EntryKind::Directory => Node::Dir { meta },
             EntryKind::Symlink => Node::Symlink {
                 target: e.target.clone().unwrap_or_default(),
@@ -204,6 +212,9 @@ impl BodySource for Bodies {
             body_size: entry.size,
             metadata: serde_json::Value::Null,
             body: Some(bytes),
+            kind: entry.kind,
+            mode: entry.mode,
+            mtime_ns: Some(entry.mtime_ms.saturating_mul(1_000_000)),
         })
     }
 }

@@ -1,15 +1,18 @@
 //! The change set: the difference between the staged tree and its base, never a log of what
 //! tools did. A base file that is gone and a new or changed path with the same content pair up
-//! as a move (in path order); everything else is an upsert or a delete.
+//! as a move (in path order); a path whose content is unchanged but whose mode or time is not
+//! is a setattr (no body travels); everything else is an upsert or a delete.
 
-use super::{committable, Body, Node, StagedTree};
+use super::{committable, to_ns, BaseFile, Body, Inner, Node, StagedTree};
 use crate::codec::{canonical, DocumentCodec};
 use crate::error::{Result, SupabashError};
 use serde::Serialize;
 use serde_with::skip_serializing_none;
 use std::collections::BTreeMap;
+use supabash_core::hash::sha256_hex;
 use supabash_core::moves;
-use supabash_core::rpc::{StagedDocument, WireChange};
+use supabash_core::posix::{self, Attrs, Kind};
+use supabash_core::rpc::{Content, StagedDocument, WireChange};
 use supabash_core::ErrorCode;
 
 /// What a change does.
@@ -20,9 +23,11 @@ pub enum ChangeKind {
     Upsert,
     Delete,
     Move,
+    /// Only the mode or time changed: no body is sent or stored.
+    Setattr,
 }
 
-/// One staged change, by rendered content hash and size.
+/// One staged change, by rendered content hash and size (and mode, where it is known).
 #[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -34,81 +39,221 @@ pub struct StagedChange {
     pub before_size: Option<u64>,
     pub after_hash: Option<String>,
     pub after_size: Option<u64>,
+    pub before_mode: Option<u32>,
+    pub after_mode: Option<u32>,
 }
 
-impl StagedTree {
-    /// The committable files of the staged tree. A symbolic link outside the shell-owned
-    /// roots cannot be stored and gives `UNSUPPORTED_CONTENT`.
-    fn staged_files(&self) -> Result<BTreeMap<String, Body>> {
-        let inner = self.lock();
-        let mut files = BTreeMap::new();
-        for (p, node) in &inner.nodes {
+/// A staged change with what committing it needs: the body of an upserted file and the
+/// entry as the tree holds it.
+pub(super) struct Planned {
+    change: StagedChange,
+    body: Option<Body>,
+    entry: Option<BaseFile>,
+}
+
+/// The hash a directory entry compares by (it has no content).
+const NO_CONTENT: &str = "";
+
+impl Inner {
+    /// Every entry the staged tree commits, as a base holds it, with the body of each file:
+    /// files, symbolic links (their content is their target), and the directories that are
+    /// entries of their own (empty, held so by the base, or with a mode other than 0o755).
+    pub(crate) fn staged_entries(&self) -> BTreeMap<String, (BaseFile, Option<Body>)> {
+        let mut out = BTreeMap::new();
+        for (p, node) in &self.nodes {
             if !committable(p) {
                 continue;
             }
-            match node {
-                Node::File { body, .. } => {
-                    files.insert(p.clone(), body.clone());
-                }
-                Node::Symlink { .. } => {
-                    return Err(SupabashError::new(
-                        ErrorCode::UnsupportedContent,
-                        "symbolic links cannot be committed",
+            let entry = match node {
+                Node::File { body, meta } => (
+                    BaseFile {
+                        content_hash: body.content_hash(),
+                        size: body.size(),
+                        kind: Kind::File,
+                        mode: meta.mode,
+                        mtime_ns: to_ns(meta.mtime),
+                        target: None,
+                    },
+                    Some(body.clone()),
+                ),
+                Node::Symlink { target, meta } => (
+                    BaseFile {
+                        content_hash: sha256_hex(target.as_bytes()),
+                        size: target.len() as u64,
+                        kind: Kind::Symlink,
+                        mode: meta.mode,
+                        mtime_ns: to_ns(meta.mtime),
+                        target: Some(target.clone()),
+                    },
+                    None,
+                ),
+                Node::Dir { meta } => {
+                    let prefix = format!("{p}/");
+                    let empty = !self.unloaded.dirs.contains(p)
+                        && !self
+                            .nodes
+                            .range(prefix.clone()..)
+                            .next()
+                            .is_some_and(|(c, _)| c.starts_with(&prefix));
+                    let held = self.base.get(p).is_some_and(|b| b.kind == Kind::Directory);
+                    if !(empty || held || meta.mode != Kind::Directory.default_mode()) {
+                        continue;
+                    }
+                    (
+                        BaseFile {
+                            content_hash: NO_CONTENT.to_owned(),
+                            size: 0,
+                            kind: Kind::Directory,
+                            mode: meta.mode,
+                            mtime_ns: to_ns(meta.mtime),
+                            target: None,
+                        },
+                        None,
                     )
-                    .with_path(p))
                 }
-                Node::Dir { .. } => {}
-            }
+            };
+            out.insert(p.clone(), entry);
         }
-        Ok(files)
+        out
     }
 
-    fn plan(&self) -> Result<Vec<(StagedChange, Option<Body>)>> {
-        let files = self.staged_files()?;
+    /// [`Self::staged_entries`] without the bodies: what the base becomes after a commit.
+    pub(crate) fn committed_entries(&self) -> BTreeMap<String, BaseFile> {
+        self.staged_entries()
+            .into_iter()
+            .map(|(p, (e, _))| (p, e))
+            .collect()
+    }
+}
+
+/// Whether two versions of a path hold the same content (kind, bytes or target).
+fn same_content(a: &BaseFile, b: &BaseFile) -> bool {
+    a.kind == b.kind
+        && match a.kind {
+            Kind::File => a.content_hash == b.content_hash,
+            Kind::Symlink => a.target == b.target,
+            Kind::Directory => true,
+        }
+}
+
+/// The mode and time `after` sets over `before` (`None`: unchanged). A directory's time is not
+/// compared: it moves with every change inside it.
+fn attr_changes(before: &BaseFile, after: &BaseFile) -> (Option<u32>, Option<i64>) {
+    let mode = (before.mode != after.mode).then_some(after.mode);
+    let time = (after.kind != Kind::Directory && before.mtime_ns != after.mtime_ns)
+        .then_some(after.mtime_ns);
+    (mode, time)
+}
+
+impl StagedTree {
+    /// The committable entries of the staged tree. A symbolic link whose target is absolute,
+    /// climbs above the root or is not a valid path cannot be stored: `UNSUPPORTED_CONTENT`.
+    fn staged(&self) -> Result<BTreeMap<String, (BaseFile, Option<Body>)>> {
+        let entries = self.lock().staged_entries();
+        for (p, (e, _)) in &entries {
+            if let Some(target) = &e.target {
+                posix::check_target(p, target).map_err(|err| {
+                    SupabashError::new(ErrorCode::UnsupportedContent, err.to_string()).with_path(p)
+                })?;
+            }
+        }
+        Ok(entries)
+    }
+
+    fn plan(&self) -> Result<Vec<Planned>> {
+        let staged = self.staged()?;
         let base = self.lock().base.clone();
         let mut candidates = Vec::new();
-        for (p, body) in &files {
-            let hash = body.content_hash();
+        let mut setattrs = Vec::new();
+        for (p, (after, body)) in &staged {
             match base.get(p) {
-                Some(b) if b.content_hash == hash => {}
+                Some(before) if same_content(before, after) => {
+                    let (mode, time) = attr_changes(before, after);
+                    if mode.is_some() || time.is_some() {
+                        setattrs.push((p.clone(), before.clone(), after.clone()));
+                    }
+                }
                 before => candidates.push((
-                    hash.clone(),
-                    (p.clone(), hash, body.clone(), before.cloned()),
+                    // Only files pair up as moves: a link or a directory is re-created.
+                    match after.kind {
+                        Kind::File => after.content_hash.clone(),
+                        _ => format!("{}:{p}", after.kind),
+                    },
+                    (p.clone(), after.clone(), body.clone(), before.cloned()),
                 )),
             }
         }
         let gone = base
             .iter()
-            .filter(|(p, _)| !files.contains_key(*p))
-            .map(|(p, b)| (b.content_hash.clone(), p.clone()));
-        let paired = moves::pair(gone, candidates);
-        let mut out: Vec<(StagedChange, Option<Body>)> = paired
-            .moves
-            .into_iter()
-            .map(|(from, (p, hash, body, _))| {
-                let change = StagedChange {
-                    kind: ChangeKind::Move,
-                    path: p,
-                    before_hash: Some(hash.clone()),
-                    before_size: Some(base[&from].size),
-                    from: Some(from),
-                    after_hash: Some(hash),
-                    after_size: Some(body.size()),
+            .filter(|(p, _)| !staged.contains_key(*p))
+            .map(|(p, b)| {
+                let key = match b.kind {
+                    Kind::File => b.content_hash.clone(),
+                    _ => format!("\0{p}"),
                 };
-                (change, None)
-            })
-            .collect();
-        for (p, hash, body, before) in paired.targets {
+                (key, p.clone())
+            });
+        let paired = moves::pair(gone, candidates);
+        let mut out: Vec<Planned> = Vec::new();
+        for (from, (p, after, _, _)) in paired.moves {
+            let before = &base[&from];
+            let change = StagedChange {
+                kind: ChangeKind::Move,
+                path: p.clone(),
+                before_hash: Some(before.content_hash.clone()),
+                before_size: Some(before.size),
+                from: Some(from.clone()),
+                after_hash: Some(after.content_hash.clone()),
+                after_size: Some(after.size),
+                before_mode: Some(before.mode),
+                after_mode: Some(after.mode),
+            };
+            // A move keeps the source's mode and time; a different one follows as a setattr.
+            let (mode, time) = attr_changes(before, &after);
+            if mode.is_some() || time.is_some() {
+                setattrs.push((p, before.clone(), after.clone()));
+            }
+            out.push(Planned {
+                change,
+                body: None,
+                entry: None,
+            });
+        }
+        for (p, after, body, before) in paired.targets {
             let change = StagedChange {
                 kind: ChangeKind::Upsert,
                 path: p,
                 from: None,
                 before_hash: before.as_ref().map(|b| b.content_hash.clone()),
-                before_size: before.map(|b| b.size),
-                after_hash: Some(hash),
-                after_size: Some(body.size()),
+                before_size: before.as_ref().map(|b| b.size),
+                after_hash: Some(after.content_hash.clone()),
+                after_size: Some(after.size),
+                before_mode: before.map(|b| b.mode),
+                after_mode: Some(after.mode),
             };
-            out.push((change, Some(body)));
+            out.push(Planned {
+                change,
+                body,
+                entry: Some(after),
+            });
+        }
+        for (p, before, after) in setattrs {
+            let change = StagedChange {
+                kind: ChangeKind::Setattr,
+                path: p,
+                from: None,
+                before_hash: Some(before.content_hash.clone()),
+                before_size: Some(before.size),
+                after_hash: Some(after.content_hash.clone()),
+                after_size: Some(after.size),
+                before_mode: Some(before.mode),
+                after_mode: Some(after.mode),
+            };
+            out.push(Planned {
+                change,
+                body: None,
+                entry: Some(after),
+            });
         }
         for p in paired.sources {
             let b = &base[&p];
@@ -120,17 +265,25 @@ impl StagedTree {
                 from: None,
                 after_hash: None,
                 after_size: None,
+                before_mode: Some(b.mode),
+                after_mode: None,
             };
-            out.push((change, None));
+            out.push(Planned {
+                change,
+                body: None,
+                entry: None,
+            });
         }
         // Sources of moves and deletes are absent from the tree and destinations present, so
-        // no path appears twice and this order is safe to apply.
+        // no path appears twice and this order is safe to apply (the server checks the shape
+        // of the final tree, not of each step).
         Ok(out)
     }
 
-    /// The staged changes against the base: moves, then upserts, then deletes, each by path.
+    /// The staged changes against the base: moves, upserts, mode and time changes, then
+    /// deletes, each by path.
     pub fn changes(&self) -> Result<Vec<StagedChange>> {
-        Ok(self.plan()?.into_iter().map(|(c, _)| c).collect())
+        Ok(self.plan()?.into_iter().map(|p| p.change).collect())
     }
 
     /// The changes with the wire shape `supabash_commit` takes (loading bodies it needs, split
@@ -138,23 +291,54 @@ impl StagedTree {
     pub(crate) async fn wire_changes(&self, codec: &dyn DocumentCodec) -> Result<WireChanges> {
         let plan = self.plan()?;
         let mut out = WireChanges::default();
-        for (change, body) in plan {
-            let wire = match (change.kind, body) {
-                (ChangeKind::Upsert, Some(body)) => {
-                    let bytes = self.bytes_of(&body).await?;
-                    let content = codec.split(&change.path, &bytes)?;
-                    let rendered = canonical(&content);
-                    if rendered != *bytes {
-                        out.canonical.push((change.path.clone(), rendered));
-                    }
+        for Planned {
+            change,
+            body,
+            entry,
+        } in plan
+        {
+            let wire = match (change.kind, entry) {
+                (ChangeKind::Upsert, Some(entry)) => {
+                    let content = match (entry.kind, body) {
+                        (Kind::File, Some(body)) => {
+                            let bytes = self.bytes_of(&body).await?;
+                            let content = codec.split(&change.path, &bytes)?;
+                            let rendered = canonical(&content);
+                            if rendered != *bytes {
+                                out.canonical.push((change.path.clone(), rendered));
+                            }
+                            content
+                        }
+                        _ => Content {
+                            body: entry.target.clone().unwrap_or_default().into_bytes(),
+                            metadata: Default::default(),
+                            attrs: Default::default(),
+                        },
+                    };
+                    let content = Content {
+                        attrs: Attrs {
+                            kind: entry.kind,
+                            mode: Some(entry.mode),
+                            mtime_ns: Some(entry.mtime_ns),
+                        },
+                        ..content
+                    };
                     WireChange::upsert(&change.path, &content)
+                }
+                (ChangeKind::Setattr, Some(entry)) => {
+                    let before_mode = change.before_mode;
+                    WireChange::setattr(
+                        &change.path,
+                        (before_mode != Some(entry.mode)).then_some(entry.mode),
+                        (entry.kind != Kind::Directory).then_some(entry.mtime_ns),
+                    )
                 }
                 (ChangeKind::Move, _) => WireChange::moved(
                     change.from.as_deref().expect("a move names its source"),
                     &change.path,
                 ),
                 (ChangeKind::Delete, _) => WireChange::delete(&change.path),
-                (ChangeKind::Upsert, None) => unreachable!("an upsert carries its body"),
+                (_, None) => unreachable!("an upsert or setattr carries its entry"),
             };
             out.wire.push(wire);
             out.summary.push(change);
@@ -162,7 +346,7 @@ impl StagedTree {
         Ok(out)
     }
 
-    /// Every committable file with its content split by `codec`, as `supabash_diff` takes a
+    /// Every committable entry with its content split by `codec`, as `supabash_diff` takes a
     /// staged side.
     pub(crate) async fn staged_documents(
         &self,
@@ -171,9 +355,24 @@ impl StagedTree {
         // The staged side is the whole tree.
         self.load_all().await?;
         let mut docs = Vec::new();
-        for (p, body) in self.staged_files()? {
-            let bytes = self.bytes_of(&body).await?;
-            docs.push(StagedDocument::new(&p, &codec.split(&p, &bytes)?));
+        for (p, (entry, body)) in self.staged()? {
+            let content = match body {
+                Some(body) => codec.split(&p, &*self.bytes_of(&body).await?)?,
+                None => Content {
+                    body: entry.target.clone().unwrap_or_default().into_bytes(),
+                    metadata: Default::default(),
+                    attrs: Default::default(),
+                },
+            };
+            let content = Content {
+                attrs: Attrs {
+                    kind: entry.kind,
+                    mode: Some(entry.mode),
+                    mtime_ns: Some(entry.mtime_ns),
+                },
+                ..content
+            };
+            docs.push(StagedDocument::new(&p, &content));
         }
         Ok(docs)
     }

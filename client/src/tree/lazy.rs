@@ -6,7 +6,7 @@
 //! unloaded in turn. Nothing under an unloaded directory has changed, so the change set
 //! (staged tree against base) is the same as an eager tree's.
 
-use super::{insert_parents, BaseEntry, BaseFile, Body, Inner, Lazy, Node, StagedTree};
+use super::{insert_parents, BaseEntry, Inner, Node, StagedTree};
 use crate::error::{Result, SupabashError};
 use std::collections::BTreeSet;
 use supabash_core::path;
@@ -19,6 +19,8 @@ pub struct Listing {
     pub files: Vec<BaseEntry>,
     /// Names of its subdirectories.
     pub directories: Vec<String>,
+    /// The entries of those subdirectories that have their own (kind directory).
+    pub directory_entries: Vec<BaseEntry>,
 }
 
 /// Lists directories of a pinned revision for a lazily opened tree.
@@ -65,29 +67,26 @@ impl Inner {
         for f in listing.files {
             self.unloaded.files = self.unloaded.files.saturating_sub(1);
             self.unloaded.bytes = self.unloaded.bytes.saturating_sub(f.size);
-            let lazy = Lazy {
-                revision: revision.clone(),
-                path: f.path.clone(),
-                content_hash: f.content_hash.clone(),
-                size: f.size,
-            };
-            insert_parents(&mut self.nodes, &f.path);
+            let (p, file) = f.base_file();
+            insert_parents(&mut self.nodes, &p);
             self.nodes
-                .entry(f.path.clone())
-                .or_insert_with(|| Node::file(Body::Lazy(lazy)));
-            self.base.insert(
-                f.path,
-                BaseFile {
-                    content_hash: f.content_hash,
-                    size: f.size,
-                },
-            );
+                .entry(p.clone())
+                .or_insert_with(|| file.node(&revision, &p));
+            self.base.insert(p, file);
         }
         for name in listing.directories {
             let sub = child(dir, &name);
             insert_parents(&mut self.nodes, &sub);
             self.nodes.entry(sub.clone()).or_insert_with(Node::dir);
             self.unloaded.dirs.insert(sub);
+        }
+        for d in listing.directory_entries {
+            self.unloaded.files = self.unloaded.files.saturating_sub(1);
+            let (p, file) = d.base_file();
+            if let Some(node) = self.nodes.get_mut(&p) {
+                *node = file.node(&revision, &p);
+            }
+            self.base.insert(p, file);
         }
     }
 

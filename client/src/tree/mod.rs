@@ -2,7 +2,9 @@
 //! the base revision load lazily and are verified; the change set is the difference between
 //! the tree and its base (see `changes`), so what tools create and undo never reaches a commit.
 //! Paths under `/tmp`, `/dev`, `/proc`, `/bin` and `/usr` belong to the shell and are never
-//! committed. Directories, modes and times are not durable: only files are.
+//! committed. Files, symbolic links and directories are committed with their modes and times
+//! (an empty directory, or one the base holds as an entry or with a mode other than 0o755,
+//! as an entry of its own; other directories follow from the paths below them).
 
 mod changes;
 mod errno;
@@ -23,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 use supabash_core::path;
+use supabash_core::posix::Kind;
 use supabash_core::ErrorCode;
 
 /// Loads one file of a pinned revision (with its body) for lazy reads.
@@ -108,11 +111,60 @@ impl Node {
     }
 }
 
-/// What the base revision holds at a path: rendered content hash and size.
+/// What the base revision holds at a path: rendered content hash and size, kind, mode, time
+/// (nanoseconds; 0 when the database kept none), and a link's target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BaseFile {
     pub content_hash: String,
     pub size: u64,
+    pub kind: Kind,
+    pub mode: u32,
+    pub mtime_ns: i64,
+    pub target: Option<String>,
+}
+
+impl BaseFile {
+    /// The staged node the base entry at `p` of `revision` starts as (a file stays lazy).
+    fn node(&self, revision: &str, p: &str) -> Node {
+        let meta = Meta {
+            mode: self.mode,
+            mtime: from_ns(self.mtime_ns),
+        };
+        match self.kind {
+            Kind::File => Node::File {
+                body: Body::Lazy(Lazy {
+                    revision: revision.to_owned(),
+                    path: p.to_owned(),
+                    content_hash: self.content_hash.clone(),
+                    size: self.size,
+                }),
+                meta,
+            },
+            Kind::Symlink => Node::Symlink {
+                target: self.target.clone().unwrap_or_default(),
+                meta,
+            },
+            Kind::Directory => Node::Dir { meta },
+        }
+    }
+}
+
+/// Nanoseconds since the epoch as a time (negative: before it).
+pub(crate) fn from_ns(ns: i64) -> SystemTime {
+    let d = std::time::Duration::from_nanos(ns.unsigned_abs());
+    if ns >= 0 {
+        SystemTime::UNIX_EPOCH + d
+    } else {
+        SystemTime::UNIX_EPOCH - d
+    }
+}
+
+/// A time as nanoseconds since the epoch (saturating far outside ±292 years).
+pub(crate) fn to_ns(t: SystemTime) -> i64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+    }
 }
 
 pub(crate) struct Inner {
@@ -141,15 +193,61 @@ pub struct StagedTree {
     limits: Limits,
 }
 
-/// A file of the base revision, for building a tree.
+/// An entry of the base revision, for building a tree.
 #[derive(Debug, Clone)]
 pub struct BaseEntry {
     /// Canonical path.
     pub path: String,
-    /// SHA-256 of the rendered content.
+    /// SHA-256 of the rendered content (of a link: of its target).
     pub content_hash: String,
     /// Rendered size in bytes.
     pub size: u64,
+    /// File, symbolic link or directory.
+    pub kind: Kind,
+    /// Permission bits.
+    pub mode: u32,
+    /// Modification time in nanoseconds (`None`: the database kept none).
+    pub mtime_ns: Option<i64>,
+    /// A link's target.
+    pub target: Option<String>,
+}
+
+impl BaseEntry {
+    /// The entry of a stored file as a manifest or listing answered it (a link's body, its
+    /// target, is verified against its hash).
+    pub fn from_stored(f: crate::documents::StoredFile) -> Result<BaseEntry> {
+        let target = match f.kind {
+            Kind::Symlink => Some(String::from_utf8(f.verified(None)?).map_err(|_| {
+                SupabashError::new(
+                    ErrorCode::HistoryCorruption,
+                    "a symbolic link target is not UTF-8",
+                )
+                .with_path(&f.path)
+            })?),
+            _ => None,
+        };
+        Ok(BaseEntry {
+            path: f.path,
+            content_hash: f.content_hash,
+            size: f.size,
+            kind: f.kind,
+            mode: f.mode,
+            mtime_ns: f.mtime_ns,
+            target,
+        })
+    }
+
+    fn base_file(self) -> (String, BaseFile) {
+        let file = BaseFile {
+            content_hash: self.content_hash,
+            size: self.size,
+            kind: self.kind,
+            mode: self.mode,
+            mtime_ns: self.mtime_ns.unwrap_or(0),
+            target: self.target,
+        };
+        (self.path, file)
+    }
 }
 
 /// True when `p` is committed (not the root and not shell-owned).
@@ -332,20 +430,17 @@ impl StagedTree {
         let mut base = BTreeMap::new();
         let mut loaded = HashMap::new();
         let old_loaded = std::mem::take(&mut inner.loaded);
+        let committed = inner.committed_entries();
         for (p, node) in inner.nodes.iter_mut() {
+            if let Some(entry) = committed.get(p) {
+                base.insert(p.clone(), entry.clone());
+            }
             let Node::File { body, .. } = node else {
                 continue;
             };
             if !committable(p) {
                 continue;
             }
-            base.insert(
-                p.clone(),
-                BaseFile {
-                    content_hash: body.content_hash(),
-                    size: body.size(),
-                },
-            );
             if let Body::Lazy(lazy) = body {
                 let moved = Lazy {
                     revision: revision.clone(),
@@ -389,7 +484,10 @@ impl StagedTree {
         // `entries` is the whole tree: nothing stays unlisted.
         inner.unloaded = lazy::Unloaded::default();
         for e in entries {
-            if let Some(bytes) = held.remove(&(e.path.clone(), e.content_hash.clone())) {
+            if let Some(bytes) = held
+                .remove(&(e.path.clone(), e.content_hash.clone()))
+                .filter(|_| e.kind == Kind::File)
+            {
                 let lazy = Lazy {
                     revision: revision.clone(),
                     path: e.path.clone(),
@@ -398,13 +496,8 @@ impl StagedTree {
                 };
                 inner.loaded.insert(lazy, bytes);
             }
-            inner.base.insert(
-                e.path,
-                BaseFile {
-                    content_hash: e.content_hash,
-                    size: e.size,
-                },
-            );
+            let (p, file) = e.base_file();
+            inner.base.insert(p, file);
         }
         inner.base_revision = Some(revision);
         let shell_owned = std::mem::take(&mut inner.nodes);
@@ -499,16 +592,7 @@ impl StagedTree {
 impl Inner {
     /// Replaces the base and drops staged edits and cached bodies.
     fn rebase(&mut self, revision: Option<String>, entries: Vec<BaseEntry>) {
-        self.base = entries
-            .into_iter()
-            .map(|e| {
-                let file = BaseFile {
-                    content_hash: e.content_hash,
-                    size: e.size,
-                };
-                (e.path, file)
-            })
-            .collect();
+        self.base = entries.into_iter().map(BaseEntry::base_file).collect();
         self.base_revision = revision;
         self.loaded.clear();
         self.unloaded = lazy::Unloaded::default();
@@ -525,17 +609,11 @@ impl Inner {
             .collect();
         for (p, f) in base {
             insert_parents(&mut self.nodes, &p);
-            let lazy = Lazy {
-                revision: revision.clone(),
-                path: p.clone(),
-                content_hash: f.content_hash,
-                size: f.size,
-            };
-            self.nodes.insert(p, Node::file(Body::Lazy(lazy)));
+            self.nodes.insert(p.clone(), f.node(&revision, &p));
         }
         for dir in &self.unloaded.dirs {
             insert_parents(&mut self.nodes, dir);
-            self.nodes.insert(dir.clone(), Node::dir());
+            self.nodes.entry(dir.clone()).or_insert_with(Node::dir);
         }
     }
 }

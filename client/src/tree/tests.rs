@@ -22,6 +22,9 @@ impl BodySource for MemorySource {
             body_size: bytes.len() as u64,
             metadata: json!({}),
             body: Some(bytes),
+            kind: Default::default(),
+            mode: 0o644,
+            mtime_ns: None,
         })
     }
 }
@@ -81,6 +84,10 @@ fn entry(p: &str, b: &[u8]) -> BaseEntry {
         path: p.to_owned(),
         content_hash: sha256_hex(b),
         size: b.len() as u64,
+        kind: Default::default(),
+        mode: 0o644,
+        mtime_ns: None,
+        target: None,
     }
 }
 
@@ -133,11 +140,16 @@ fn rt() -> tokio::runtime::Runtime {
 fn apply(base: &mut BTreeMap<String, Vec<u8>>, changes: &[WireChange]) {
     for c in parse_changes(changes.to_vec()).expect("the server accepts them") {
         match c {
+            // Only files are compared: directories and links are entries of their own.
             Change::Upsert { path, content } => {
-                base.insert(path, content.body);
+                if content.attrs.kind == supabash_core::posix::Kind::File {
+                    base.insert(path, content.body);
+                } else {
+                    base.remove(&path);
+                }
             }
             Change::Delete { path } => {
-                assert!(base.remove(&path).is_some(), "delete of missing {path}");
+                base.remove(&path);
             }
             Change::Move {
                 from,
@@ -146,6 +158,9 @@ fn apply(base: &mut BTreeMap<String, Vec<u8>>, changes: &[WireChange]) {
             } => {
                 let old = base.remove(&from).expect("move source exists");
                 base.insert(path, content.map_or(old, |c| c.body));
+            }
+            Change::Setattr { path, .. } => {
+                assert!(base.contains_key(&path), "setattr of missing {path}");
             }
         }
     }
@@ -220,8 +235,23 @@ fn links_dirs_and_metadata() {
         assert_eq!(t.realpath("/link").await.unwrap(), "/d/a.md");
         assert_eq!(t.lstat("/link").await.unwrap().kind, FileKind::Symlink);
         assert_eq!(t.stat("/link").await.unwrap().kind, FileKind::File);
-        let e = t.changes().unwrap_err();
-        assert_eq!(e.code, ErrorCode::UnsupportedContent);
+        // A link is committed (its target is its content); an absolute or escaping one is not.
+        let changes = t.changes().unwrap();
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            (
+                changes[0].kind,
+                changes[0].path.as_str(),
+                changes[0].after_mode
+            ),
+            (changes::ChangeKind::Upsert, "/link", Some(0o777))
+        );
+        for bad in ["/etc/passwd", "../../x"] {
+            t.symlink(bad, "/d/bad").await.unwrap();
+            let e = t.changes().unwrap_err();
+            assert_eq!(e.code, ErrorCode::UnsupportedContent);
+            t.rm("/d/bad", false, false).await.unwrap();
+        }
         t.rm("/link", false, false).await.unwrap();
         t.mkdir("/p/q", true).await.unwrap();
         t.write("/p/q/r", "R").await.unwrap();
@@ -266,7 +296,14 @@ fn temp_files_and_undone_renames_leave_no_changes() {
         t.mv("/a.tmp", "/a.md").await.unwrap();
         t.write("/b.md", "changed").await.unwrap();
         t.write("/b.md", "B").await.unwrap();
-        assert!(t.changes().unwrap().is_empty());
+        // The rewrite moved /b.md's time: that alone is left, a setattr (no body).
+        let left: Vec<_> = t
+            .changes()
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.kind, c.path))
+            .collect();
+        assert_eq!(left, [(changes::ChangeKind::Setattr, "/b.md".to_owned())]);
         t.mv("/a.md", "/c.md").await.unwrap();
         t.mv("/b.md", "/a.md").await.unwrap();
         let changes = t.changes().unwrap();
@@ -280,6 +317,8 @@ fn temp_files_and_undone_renames_leave_no_changes() {
             [
                 (changes::ChangeKind::Move, "/a.md", Some("/b.md")),
                 (changes::ChangeKind::Upsert, "/c.md", None),
+                // The moved file keeps its rewritten time.
+                (changes::ChangeKind::Setattr, "/a.md", None),
             ]
         );
         t.discard().unwrap();

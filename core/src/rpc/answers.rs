@@ -3,6 +3,7 @@
 
 use super::body;
 use super::receipt::{ForkedFrom, Receipt};
+use crate::posix::Kind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_with::skip_serializing_none;
@@ -85,6 +86,21 @@ pub struct File {
     /// 0, and it never carries a body). A file's own metadata cannot set it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub redacted: bool,
+    /// `file`, `symlink` (its body is the target) or `directory` (no body; an empty
+    /// directory is kept as one). Absent in an answer of an older server: a file.
+    #[serde(default)]
+    pub kind: Kind,
+    /// Permission bits (at most `0o7777`); absent in an older answer: `0o644`.
+    #[serde(default = "default_mode")]
+    pub mode: u32,
+    /// Modification time, nanoseconds since the epoch (absent on a database not upgraded to
+    /// 0.6.0).
+    #[serde(default)]
+    pub mtime_ns: Option<i64>,
+}
+
+fn default_mode() -> u32 {
+    Kind::File.default_mode()
 }
 
 impl File {
@@ -194,6 +210,16 @@ pub struct DiffEntry {
     pub preview: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub binary: bool,
+    /// Mode and kind on each side, when they are known (a mode-only change is `modified`
+    /// with equal hashes and different modes).
+    #[serde(default)]
+    pub before_mode: Option<u32>,
+    #[serde(default)]
+    pub after_mode: Option<u32>,
+    #[serde(default)]
+    pub before_kind: Option<Kind>,
+    #[serde(default)]
+    pub after_kind: Option<Kind>,
 }
 
 /// `supabash_diff`: the labels of both sides (a revision id, `staged`, or null for an empty

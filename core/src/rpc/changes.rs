@@ -2,23 +2,32 @@
 //! shape ([`WireChange`], [`StagedDocument`]), its encoders, and the one checker both sides use
 //! ([`parse_changes`]).
 //!
-//! `[{"op":"upsert","path":"/a","text":"..."|"base64":"...","metadata":{...}?},
-//!   {"op":"delete","path":"/a"}, {"op":"move","from":"/a","path":"/b", content?}]`
+//! `[{"op":"upsert","path":"/a","text":"..."|"base64":"...","metadata":{...}?,
+//!    "kind":"file"|"symlink"|"directory"?,"mode":493?,"mtimeNs":...?},
+//!   {"op":"delete","path":"/a"}, {"op":"move","from":"/a","path":"/b", content?},
+//!   {"op":"setattr","path":"/a","mode":493?,"mtimeNs":...?}]`
+//!
+//! A symbolic link's `text` is its target (checked by [`crate::posix::check_target`]); a
+//! directory carries no body. `setattr` changes only the mode or time of a stored entry: no
+//! body travels or is stored.
 
 use super::body;
 use crate::document::{metadata_from_json, metadata_to_json, Metadata};
 use crate::limits::{MAX_BODY_BYTES, MAX_CHANGES_PER_COMMIT};
 use crate::path::{self, PathError};
+use crate::posix::{self, Attrs, Kind, PosixError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_with::skip_serializing_none;
 use std::fmt;
 
-/// New content for a path: body bytes and metadata.
+/// New content for a path: body bytes, metadata, and the entry's attributes (a link's body
+/// is its target, a directory's is empty).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Content {
     pub body: Vec<u8>,
     pub metadata: Metadata,
+    pub attrs: Attrs,
 }
 
 /// What a change does.
@@ -28,6 +37,8 @@ pub enum Op {
     Upsert,
     Delete,
     Move,
+    /// Sets the mode or time of a stored entry, keeping its content.
+    Setattr,
 }
 
 /// One change as it travels.
@@ -41,17 +52,27 @@ pub struct WireChange {
     pub text: Option<String>,
     pub base64: Option<String>,
     pub metadata: Option<Value>,
+    /// Absent: a regular file.
+    pub kind: Option<Kind>,
+    /// Permission bits (at most `0o7777`); absent: the kind's default.
+    pub mode: Option<i64>,
+    /// Modification time in nanoseconds since the epoch; absent: kept when the content is
+    /// unchanged, else the commit's time.
+    #[serde(rename = "mtimeNs")]
+    pub mtime_ns: Option<i64>,
 }
 
 impl WireChange {
     fn new(op: Op, path: &str, from: Option<&str>, content: Option<&Content>) -> Self {
         let (encoded, metadata) = match content {
+            Some(c) if c.attrs.kind == Kind::Directory => (body::Encoded::default(), None),
             Some(c) => (
                 body::encode(c.body.clone()),
                 (!c.metadata.is_empty()).then(|| metadata_to_json(&c.metadata)),
             ),
             None => (body::Encoded::default(), None),
         };
+        let attrs = content.map(|c| c.attrs).unwrap_or_default();
         WireChange {
             op,
             path: path.to_owned(),
@@ -59,7 +80,18 @@ impl WireChange {
             text: encoded.text,
             base64: encoded.base64,
             metadata,
+            kind: (attrs.kind != Kind::File).then_some(attrs.kind),
+            mode: attrs.mode.map(i64::from),
+            mtime_ns: attrs.mtime_ns,
         }
+    }
+
+    /// Sets the mode and/or time of `path`, keeping its content.
+    pub fn setattr(path: &str, mode: Option<u32>, mtime_ns: Option<i64>) -> Self {
+        let mut c = Self::new(Op::Setattr, path, None, None);
+        c.mode = mode.map(i64::from);
+        c.mtime_ns = mtime_ns;
+        c
     }
 
     /// Writes `content` at `path`.
@@ -87,6 +119,10 @@ pub struct StagedDocument {
     pub text: Option<String>,
     pub base64: Option<String>,
     pub metadata: Option<Value>,
+    pub kind: Option<Kind>,
+    pub mode: Option<i64>,
+    #[serde(rename = "mtimeNs")]
+    pub mtime_ns: Option<i64>,
 }
 
 impl StagedDocument {
@@ -98,6 +134,9 @@ impl StagedDocument {
             text: c.text,
             base64: c.base64,
             metadata: c.metadata,
+            kind: c.kind,
+            mode: c.mode,
+            mtime_ns: c.mtime_ns,
         }
     }
 
@@ -110,6 +149,9 @@ impl StagedDocument {
             text: self.text,
             base64: self.base64,
             metadata: self.metadata,
+            kind: self.kind,
+            mode: self.mode,
+            mtime_ns: self.mtime_ns,
         }
     }
 }
@@ -129,15 +171,22 @@ pub enum Change {
         path: String,
         content: Option<Content>,
     },
+    /// A mode or time change of a stored entry (at least one is set).
+    Setattr {
+        path: String,
+        mode: Option<u32>,
+        mtime_ns: Option<i64>,
+    },
 }
 
 impl Change {
     /// The destination (or only) path.
     pub fn path(&self) -> &str {
         match self {
-            Change::Upsert { path, .. } | Change::Delete { path } | Change::Move { path, .. } => {
-                path
-            }
+            Change::Upsert { path, .. }
+            | Change::Delete { path }
+            | Change::Move { path, .. }
+            | Change::Setattr { path, .. } => path,
         }
     }
 }
@@ -164,6 +213,12 @@ pub enum ChangeError {
         index: usize,
         path: String,
     },
+    /// A kind, mode or symbolic link target refused (see [`crate::posix`]).
+    Attribute {
+        index: usize,
+        path: String,
+        error: PosixError,
+    },
 }
 
 impl fmt::Display for ChangeError {
@@ -185,19 +240,72 @@ impl fmt::Display for ChangeError {
             ChangeError::MoveOntoItself { index, path } => {
                 write!(f, "change {index}: cannot move {path:?} onto itself")
             }
+            ChangeError::Attribute { index, path, error } => {
+                write!(f, "change {index}: {path:?}: {error}")
+            }
         }
     }
 }
 
+/// The checked mode and time of a change.
+fn attrs_of(index: usize, raw: &WireChange) -> Result<(Option<u32>, Option<i64>), ChangeError> {
+    let mode = raw
+        .mode
+        .map(posix::check_mode)
+        .transpose()
+        .map_err(|error| ChangeError::Attribute {
+            index,
+            path: raw.path.clone(),
+            error,
+        })?;
+    Ok((mode, raw.mtime_ns))
+}
+
 fn content_of(index: usize, raw: WireChange) -> Result<Option<Content>, ChangeError> {
     let shape = |reason: String| ChangeError::Shape { index, reason };
+    let (mode, mtime_ns) = attrs_of(index, &raw)?;
+    let kind = raw.kind.unwrap_or_default();
+    let attrs = Attrs {
+        kind,
+        mode,
+        mtime_ns,
+    };
+    if kind == Kind::Directory {
+        if raw.text.is_some() || raw.base64.is_some() || raw.metadata.is_some() {
+            return Err(shape(
+                "a directory carries no text, base64 or metadata".into(),
+            ));
+        }
+        return Ok(Some(Content {
+            body: Vec::new(),
+            metadata: Metadata::new(),
+            attrs,
+        }));
+    }
     let Some(body) = body::decode(raw.text.as_deref(), raw.base64.as_deref()).map_err(shape)?
     else {
         if raw.metadata.is_some() {
             return Err(shape("metadata needs content (text)".into()));
         }
+        if raw.kind.is_some() || raw.mode.is_some() || raw.mtime_ns.is_some() {
+            return Err(shape(
+                "kind, mode and mtimeNs need content (use setattr)".into(),
+            ));
+        }
         return Ok(None);
     };
+    if kind == Kind::Symlink {
+        if raw.metadata.is_some() {
+            return Err(shape("a symbolic link carries no metadata".into()));
+        }
+        let target = std::str::from_utf8(&body)
+            .map_err(|_| shape("a symbolic link target is UTF-8 text".into()))?;
+        posix::check_target(&raw.path, target).map_err(|error| ChangeError::Attribute {
+            index,
+            path: raw.path.clone(),
+            error,
+        })?;
+    }
     if body.len() > MAX_BODY_BYTES {
         return Err(ChangeError::TooLarge {
             index,
@@ -212,7 +320,11 @@ fn content_of(index: usize, raw: WireChange) -> Result<Option<Content>, ChangeEr
     if !metadata.is_empty() && std::str::from_utf8(&body).is_err() {
         return Err(shape("metadata is only allowed on UTF-8 text".into()));
     }
-    Ok(Some(Content { body, metadata }))
+    Ok(Some(Content {
+        body,
+        metadata,
+        attrs,
+    }))
 }
 
 fn checked_path(index: usize, p: &str) -> Result<String, ChangeError> {
@@ -245,6 +357,9 @@ fn check(index: usize, raw: WireChange) -> Result<Change, ChangeError> {
                 || raw.text.is_some()
                 || raw.base64.is_some()
                 || raw.metadata.is_some()
+                || raw.kind.is_some()
+                || raw.mode.is_some()
+                || raw.mtime_ns.is_some()
             {
                 return Err(shape("delete takes only a path"));
             }
@@ -264,6 +379,25 @@ fn check(index: usize, raw: WireChange) -> Result<Change, ChangeError> {
                 from,
                 path,
                 content,
+            })
+        }
+        Op::Setattr => {
+            if raw.from.is_some()
+                || raw.text.is_some()
+                || raw.base64.is_some()
+                || raw.metadata.is_some()
+                || raw.kind.is_some()
+            {
+                return Err(shape("setattr takes only a path, mode and mtimeNs"));
+            }
+            let (mode, mtime_ns) = attrs_of(index, &raw)?;
+            if mode.is_none() && mtime_ns.is_none() {
+                return Err(shape("setattr needs mode or mtimeNs"));
+            }
+            Ok(Change::Setattr {
+                path,
+                mode,
+                mtime_ns,
             })
         }
     }
@@ -321,6 +455,19 @@ mod tests {
             json!([{"op": "move", "from": "/a", "path": "/a"}]),
             json!([{"op": "rename", "path": "/a"}]),
             json!([{"op": "upsert", "path": "/a", "base64": "/w==", "metadata": {"k": 1}}]),
+            json!([{"op": "upsert", "path": "/a", "text": "x", "mode": 0o10000}]),
+            json!([{"op": "upsert", "path": "/a", "text": "x", "mode": -1}]),
+            json!([{"op": "upsert", "path": "/a", "text": "x", "kind": "fifo"}]),
+            json!([{"op": "upsert", "path": "/a/l", "text": "/etc/passwd", "kind": "symlink"}]),
+            json!([{"op": "upsert", "path": "/a/l", "text": "../../x", "kind": "symlink"}]),
+            json!([{"op": "upsert", "path": "/l", "text": "", "kind": "symlink"}]),
+            json!([{"op": "upsert", "path": "/l", "text": "a", "kind": "symlink", "metadata": {"k": 1}}]),
+            json!([{"op": "upsert", "path": "/d", "text": "x", "kind": "directory"}]),
+            json!([{"op": "upsert", "path": "/a", "mode": 0o755}]),
+            json!([{"op": "setattr", "path": "/a"}]),
+            json!([{"op": "setattr", "path": "/a", "mode": 0o20000}]),
+            json!([{"op": "setattr", "path": "/a", "mode": 0o755, "text": "x"}]),
+            json!([{"op": "delete", "path": "/a", "mode": 0o755}]),
         ];
         for b in bad {
             assert!(parse(b.clone()).is_err(), "{b}");
@@ -332,10 +479,16 @@ mod tests {
         let content = Content {
             body: b"hello".to_vec(),
             metadata: [("k".to_owned(), json!(1))].into(),
+            attrs: Attrs::default(),
         };
         let binary = Content {
             body: vec![0, 159],
             metadata: Metadata::new(),
+            attrs: Attrs {
+                kind: Kind::File,
+                mode: Some(0o755),
+                mtime_ns: Some(1_700_000_000_123_456_789),
+            },
         };
         let wire = vec![
             WireChange::upsert("/a.md", &content),
@@ -343,6 +496,7 @@ mod tests {
             WireChange::delete("/c"),
             WireChange::moved("/a.md", "/d.md"),
             StagedDocument::new("/e", &content).into_upsert(),
+            WireChange::setattr("/b.bin", Some(0o600), None),
         ];
         let sent: Vec<WireChange> =
             serde_json::from_value(serde_json::to_value(&wire).unwrap()).unwrap();
@@ -368,6 +522,41 @@ mod tests {
             Change::Upsert {
                 path: "/e".into(),
                 content
+            }
+        );
+        assert!(matches!(
+            &parsed[5],
+            Change::Setattr {
+                mode: Some(0o600),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn parses_kinds_modes_and_times() {
+        let changes = parse(json!([
+            {"op": "upsert", "path": "/run.sh", "text": "#!/bin/sh", "mode": 0o755, "mtimeNs": 5},
+            {"op": "upsert", "path": "/a/l", "text": "../run.sh", "kind": "symlink"},
+            {"op": "upsert", "path": "/empty", "kind": "directory", "mode": 0o700},
+            {"op": "setattr", "path": "/run.sh", "mode": 0o644},
+        ]))
+        .unwrap();
+        let attrs = |c: &Change| match c {
+            Change::Upsert { content, .. } => content.attrs,
+            _ => panic!("an upsert"),
+        };
+        assert_eq!(attrs(&changes[0]).mode, Some(0o755));
+        assert_eq!(attrs(&changes[0]).mtime_ns, Some(5));
+        assert_eq!(attrs(&changes[1]).kind, Kind::Symlink);
+        assert_eq!(attrs(&changes[2]).kind, Kind::Directory);
+        assert_eq!(attrs(&changes[2]).mode_or_default(), 0o700);
+        assert_eq!(
+            changes[3],
+            Change::Setattr {
+                path: "/run.sh".into(),
+                mode: Some(0o644),
+                mtime_ns: None
             }
         );
     }

@@ -31,8 +31,9 @@ request! {
     }
 }
 
-/// A page of `supabash_list_directory`. A directory exists while any file lies below it, so an
-/// empty directory never appears, and a path that names no directory lists nothing.
+/// A page of `supabash_list_directory`. A directory exists while any entry lies below it or
+/// while it has its own entry (an explicit directory, kept even when empty); a path that
+/// names no directory lists nothing.
 #[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,6 +48,10 @@ pub struct DirectoryPage {
     pub files: Vec<File>,
     /// Names of the directories directly in it.
     pub directories: Vec<String>,
+    /// The entries of those of them that have their own (kind `directory`, with mode and
+    /// time): an empty directory always does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directory_entries: Vec<File>,
     /// Present when more children follow: the `cursor` of the next page.
     pub next_cursor: Option<String>,
     /// As in the manifest: the redaction epoch a commit of a tree loaded now must send, and the

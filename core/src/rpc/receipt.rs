@@ -23,6 +23,15 @@ pub struct ReceiptLine {
     /// True when redaction removed the hashes and sizes of redacted content from this line.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub redacted: bool,
+    /// The permission bits before and after (a mode-only change is an op `setattr` whose
+    /// hashes are equal); absent where unknown (a commit made before modes were stored).
+    #[serde(default)]
+    pub before_mode: Option<u32>,
+    #[serde(default)]
+    pub after_mode: Option<u32>,
+    /// The kind after the change when it is not a regular file (`symlink`, `directory`).
+    #[serde(default)]
+    pub kind: Option<crate::posix::Kind>,
 }
 
 impl ReceiptLine {

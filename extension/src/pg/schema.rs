@@ -9,11 +9,16 @@ use pgrx::pg_sys;
 use std::ffi::CStr;
 use supabash_core::{Marker, SERVED_SCHEMAS};
 
-/// The installed schema's features that differ inside the support window (a change that 0.6.0
-/// adds gets a field here, named for the feature and read from the catalog below, never probed
-/// where it is used).
+/// The installed schema's features that differ inside the support window (0.5.0 and 0.6.0):
+/// each field is named for a feature 0.6.0 added and read from the catalog below, never
+/// probed where it is used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Schema {
+    /// Entry versions record their kind, mode and modification time (issue 24: columns
+    /// `kind`, `mode`, `mtime_ns` of `supabash.entries`). Without them every entry reads as a
+    /// regular file, 0o644, with no time, and a commit of anything else is refused with
+    /// `SUPABASH_SCHEMA_OUTDATED`.
+    pub posix_entries: bool,
     /// 0.6.0: audit records keep their size (`audit_records.stored_bytes`) and count in the
     /// owner's byte quota. On 0.5.0 they are written uncounted.
     pub audit_bytes: bool,
@@ -26,6 +31,7 @@ impl Schema {
         if has_table(c"audit_records") {
             return Ok(Schema {
                 audit_bytes: has_column(c"audit_records", c"stored_bytes"),
+                posix_entries: has_column(c"entries", c"mtime_ns"),
             });
         }
         Err(Fail::new(
@@ -40,26 +46,26 @@ impl Schema {
 
 /// Whether table `supabash.<table>` has column `column` (read from the catalog caches).
 fn has_column(table: &CStr, column: &CStr) -> bool {
-    // SAFETY: as in `has_table`; get_attnum answers InvalidAttrNumber for a missing column
-    // (or relation) and takes a NUL-terminated name that outlives the call.
-    unsafe {
-        let schema = pg_sys::get_namespace_oid(c"supabash".as_ptr(), true);
-        if schema == pg_sys::InvalidOid {
-            return false;
-        }
-        let relid = pg_sys::get_relname_relid(table.as_ptr(), schema);
-        relid != pg_sys::InvalidOid
-            && pg_sys::get_attnum(relid, column.as_ptr()) != pg_sys::InvalidAttrNumber as i16
-    }
+    let relid = relation(table);
+    // SAFETY: get_attnum reads the catalog caches, takes a NUL-terminated name that outlives
+    // the call, and returns InvalidAttrNumber (0) when nothing is found.
+    relid != pg_sys::InvalidOid && unsafe { pg_sys::get_attnum(relid, column.as_ptr()) } > 0
 }
 
 /// Whether table `supabash.<name>` exists (read from the catalog caches).
 fn has_table(name: &CStr) -> bool {
+    relation(name) != pg_sys::InvalidOid
+}
+
+/// The oid of table `supabash.<name>`, or InvalidOid.
+fn relation(name: &CStr) -> pg_sys::Oid {
     // SAFETY: both lookups only read the catalog caches, take NUL-terminated names that outlive
     // the calls, and return InvalidOid when nothing is found (missing_ok = true).
     unsafe {
         let schema = pg_sys::get_namespace_oid(c"supabash".as_ptr(), true);
-        schema != pg_sys::InvalidOid
-            && pg_sys::get_relname_relid(name.as_ptr(), schema) != pg_sys::InvalidOid
+        if schema == pg_sys::InvalidOid {
+            return pg_sys::InvalidOid;
+        }
+        pg_sys::get_relname_relid(name.as_ptr(), schema)
     }
 }

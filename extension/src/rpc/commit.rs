@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
+use supabash_core::posix::Kind;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{
     parse_changes, Change, ChangeError, CommitResult, Content, Receipt, ReceiptLine,
@@ -34,18 +35,47 @@ enum Hashed {
         path: String,
         after: Option<Version>,
     },
+    Setattr {
+        path: String,
+        mode: Option<u32>,
+        mtime_ns: Option<i64>,
+    },
 }
 
 impl Hashed {
-    /// A compact, content-addressed description for the request hash.
+    /// A compact, content-addressed description for the request hash (a version's kind, mode
+    /// and time only when not a file's defaults, so requests from before them hash as before).
     fn digest(&self) -> Value {
-        let v = |v: &Version| json!([hex::encode(&v.body_hash), hex::encode(&v.content_hash)]);
+        let v = |v: &Version| {
+            let mut d = json!([hex::encode(&v.body_hash), hex::encode(&v.content_hash)]);
+            if v.kind != Kind::File || v.mode != v.kind.default_mode() || v.mtime_ns.is_some() {
+                d = json!([d[0], d[1], v.kind.as_str(), v.mode, v.mtime_ns]);
+            }
+            d
+        };
         match self {
             Hashed::Upsert { path, after } => json!(["upsert", path, v(after)]),
             Hashed::Delete { path } => json!(["delete", path]),
             Hashed::Move { from, path, after } => {
                 json!(["move", from, path, after.as_ref().map(v)])
             }
+            Hashed::Setattr {
+                path,
+                mode,
+                mtime_ns,
+            } => json!(["setattr", path, mode, mtime_ns]),
+        }
+    }
+
+    /// Whether the change needs the attribute columns (0.6.0): anything but a plain file with
+    /// the default mode. A time alone does not: a 0.5.0 schema stores no times.
+    fn needs_posix(&self) -> bool {
+        let plain = |v: &Version| v.kind == Kind::File && v.mode == Kind::File.default_mode();
+        match self {
+            Hashed::Upsert { after, .. } => !plain(after),
+            Hashed::Move { after, .. } => after.as_ref().is_some_and(|v| !plain(v)),
+            Hashed::Delete { .. } => false,
+            Hashed::Setattr { .. } => true,
         }
     }
 }
@@ -75,6 +105,15 @@ fn hash_changes(changes: Vec<Change>) -> (Vec<Hashed>, HashMap<Vec<u8>, Vec<u8>>
                 path,
                 after: content.map(&mut intro),
             },
+            Change::Setattr {
+                path,
+                mode,
+                mtime_ns,
+            } => Hashed::Setattr {
+                path,
+                mode,
+                mtime_ns,
+            },
         })
         .collect();
     (hashed, bodies)
@@ -87,6 +126,8 @@ fn change_error(e: ChangeError) -> Fail {
         ChangeError::TooMany(_) | ChangeError::TooLarge { .. } => {
             Fail::new(Marker::Quota, e.to_string())
         }
+        ChangeError::Attribute { path, error, index } => invalid(e.to_string())
+            .with_detail(json!({ "index": index, "path": path, "reason": error.reason() })),
         _ => invalid(e.to_string()),
     }
 }
@@ -184,7 +225,21 @@ fn line(
         replaced_hash: None,
         replaced_size: None,
         redacted: before.is_some_and(Version::is_tombstone),
+        before_mode: before.map(|v| v.mode),
+        after_mode: after.map(|v| v.mode),
+        kind: after.map(|v| v.kind).filter(|k| *k != Kind::File),
     }
+}
+
+/// `after` with the time of `before` when it gives none and holds the same content, kind
+/// and mode: an unchanged upsert stays unchanged.
+fn keep_time(before: Option<&Version>, mut after: Version) -> Version {
+    if after.mtime_ns.is_none() {
+        if let Some(b) = before.filter(|b| b.same_content(&after)) {
+            after.mtime_ns = b.mtime_ns;
+        }
+    }
+    after
 }
 
 /// A move of a tombstone without new content: it has nothing to carry.
@@ -210,8 +265,26 @@ fn simulate(
     for change in changes {
         match change {
             Hashed::Upsert { path, after } => {
-                let before = state.insert(path.clone(), Some(after.clone())).flatten();
-                lines.push(line("upsert", path, None, before.as_ref(), Some(after)));
+                let before = state.get(path).cloned().flatten();
+                let after = keep_time(before.as_ref(), after.clone());
+                state.insert(path.clone(), Some(after.clone()));
+                lines.push(line("upsert", path, None, before.as_ref(), Some(&after)));
+            }
+            Hashed::Setattr {
+                path,
+                mode,
+                mtime_ns,
+            } => {
+                let before = state
+                    .get(path)
+                    .cloned()
+                    .flatten()
+                    .ok_or_else(|| missing(path))?;
+                let mut after = before.clone();
+                after.mode = mode.unwrap_or(before.mode);
+                after.mtime_ns = mtime_ns.or(before.mtime_ns);
+                state.insert(path.clone(), Some(after.clone()));
+                lines.push(line("setattr", path, None, Some(&before), Some(&after)));
             }
             Hashed::Delete { path } => {
                 let before = state
@@ -226,7 +299,7 @@ fn simulate(
                     .flatten()
                     .ok_or_else(|| missing(from))?;
                 let after = match after {
-                    Some(a) => a.clone(),
+                    Some(a) => keep_time(Some(&before), a.clone()),
                     None if before.is_tombstone() => return Err(redacted_move(from)),
                     None => before.clone(),
                 };
@@ -274,6 +347,7 @@ fn plan(initial: &BTreeMap<String, Version>, state: &BTreeMap<String, Option<Ver
 /// names `source_revision`, and the touched paths end exactly as they are in that revision,
 /// covering every path where the head differs from it: the new head's tree is the source's.
 fn check_restore(
+    call: &Call,
     ws: &Workspace,
     source: Option<&str>,
     state: &BTreeMap<String, Option<Version>>,
@@ -289,10 +363,12 @@ fn check_restore(
     };
     let position = access::revision_position(&ws.id, source)?;
     let tree = |at: Option<i64>| -> Outcome<BTreeMap<String, Version>> {
-        Ok(crate::rpc::read::files_at(ws, at, None, false)?
-            .into_iter()
-            .map(entries::version)
-            .collect())
+        Ok(
+            crate::rpc::read::files_at(call.schema, ws, at, None, false)?
+                .into_iter()
+                .map(entries::version)
+                .collect(),
+        )
     };
     let (source_tree, head_tree) = (tree(Some(position))?, tree(None)?);
     let differing = source_tree
@@ -346,6 +422,7 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     let mut ctx = context(&mut req)?;
     let audit = crate::store::audit::prepare(&req.audit.take().unwrap_or_default())?;
     let (changes, new_bytes) = hash_changes(changes);
+    check_schema(call, &changes)?;
     check_redaction(&ws, &ctx, locked.redaction_epoch)?;
     let recorded = recorded_as(&mut ctx, locked.delegation.clone())?;
     let request_hash = request_hash(&ws, &ctx, &recorded.actor, &changes, audit.as_ref());
@@ -358,7 +435,7 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     if let Some(source) = &ctx.source_revision {
         access::revision_position(&ws, source)?;
     }
-    let initial = entries::versions(&locked, None, touched.clone())?;
+    let initial = entries::versions(call.schema, &locked, None, touched.clone())?;
     let mut state: BTreeMap<String, Option<Version>> = touched
         .into_iter()
         .map(|p| {
@@ -367,8 +444,9 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         })
         .collect();
     let lines = simulate(&changes, &mut state)?;
+    crate::rpc::tree_shape::check(call.schema, &locked, &initial, &state)?;
     if recorded.restore_only {
-        check_restore(&locked, ctx.source_revision.as_deref(), &state)?;
+        check_restore(call, &locked, ctx.source_revision.as_deref(), &state)?;
     }
 
     // Positions count each workspace's own commits (taken under its lock, so order = commit
@@ -376,7 +454,14 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     let position = locked.head_position.unwrap_or(0) + 1;
     let plan = plan(&initial, &state);
     store_new_bodies(&locked, &plan, &initial, new_bytes)?;
-    entries::write(&locked, position, &plan.close, &plan.paths, &plan.versions)?;
+    entries::write(
+        call.schema,
+        &locked,
+        position,
+        &plan.close,
+        &plan.paths,
+        &plan.versions,
+    )?;
 
     let mut receipt = Receipt {
         workspace_id: ws.clone(),
@@ -407,6 +492,18 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         receipt,
         replayed: false,
     })
+}
+
+/// Refuses, on a 0.5.0 schema, a change it cannot store (a link, a directory, a mode other
+/// than 0o644, a setattr) with the upgrade hint, rather than dropping what it carries.
+fn check_schema(call: &Call, changes: &[Hashed]) -> Outcome<()> {
+    if call.schema.posix_entries || !changes.iter().any(Hashed::needs_posix) {
+        return Ok(());
+    }
+    Err(Fail::new(
+        Marker::SchemaOutdated,
+        "this database's supabash schema (0.5.0) stores regular files only: symbolic links, directories and modes need 0.6.0; run ALTER EXTENSION supabash UPDATE",
+    ))
 }
 
 /// Who a commit is recorded under, and what its grant lets it do.
@@ -467,7 +564,9 @@ fn touched_paths(changes: &[Hashed]) -> Vec<String> {
     let mut touched: Vec<String> = Vec::with_capacity(changes.len());
     for c in changes {
         match c {
-            Hashed::Upsert { path, .. } | Hashed::Delete { path } => touched.push(path.clone()),
+            Hashed::Upsert { path, .. }
+            | Hashed::Delete { path }
+            | Hashed::Setattr { path, .. } => touched.push(path.clone()),
             Hashed::Move { from, path, .. } => touched.extend([from.clone(), path.clone()]),
         }
     }

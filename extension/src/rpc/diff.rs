@@ -5,6 +5,7 @@
 use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::schema::Schema;
 use crate::rpc::read::files_at;
 use crate::store::access::{self, Workspace};
 use crate::store::bodies;
@@ -16,6 +17,7 @@ use supabash_core::limits::{
     utf8_prefix, DEFAULT_DIFF_PREVIEW_BYTES, MAX_DIFF_PREVIEW_BYTES, TRUNCATED_MARKER,
 };
 use supabash_core::moves;
+use supabash_core::posix::Kind;
 use supabash_core::rpc::requests::{self as rq, DiffRef};
 use supabash_core::rpc::{parse_changes, Change, Diff, DiffEntry, DiffKind, StagedDocument};
 use supabash_core::Marker;
@@ -32,6 +34,17 @@ struct SideFile {
     /// A tombstone: its `content_hash` is a per-path stand-in (equal only to the same path's
     /// tombstone, never to content), and it has no body and no hash to show.
     redacted: bool,
+    kind: Kind,
+    mode: u32,
+}
+
+impl SideFile {
+    /// Whether `other` differs from this file: its content, kind or mode.
+    fn differs(&self, other: &SideFile) -> bool {
+        self.content_hash != other.content_hash
+            || self.kind != other.kind
+            || self.mode != other.mode
+    }
 }
 
 struct Side {
@@ -61,6 +74,8 @@ fn staged_side(staged: Option<&[StagedDocument]>) -> Outcome<Side> {
             metadata: v.metadata,
             body: Some(content.body),
             redacted: false,
+            kind: v.kind,
+            mode: v.mode,
         };
         if files.insert(path.clone(), file).is_some() {
             return Err(invalid(format!("staged lists {path:?} twice")));
@@ -72,9 +87,9 @@ fn staged_side(staged: Option<&[StagedDocument]>) -> Outcome<Side> {
     })
 }
 
-fn stored_side(ws: &Workspace, revision: &str) -> Outcome<Side> {
+fn stored_side(schema: Schema, ws: &Workspace, revision: &str) -> Outcome<Side> {
     let position = access::revision_position(&ws.id, revision)?;
-    let files = files_at(ws, Some(position), None, false)?
+    let files = files_at(schema, ws, Some(position), None, false)?
         .into_iter()
         .map(|r| {
             let content_hash = if r.redacted {
@@ -89,6 +104,8 @@ fn stored_side(ws: &Workspace, revision: &str) -> Outcome<Side> {
                 metadata: r.metadata,
                 body: None,
                 redacted: r.redacted,
+                kind: r.kind,
+                mode: r.mode,
             };
             (r.path, f)
         })
@@ -99,9 +116,14 @@ fn stored_side(ws: &Workspace, revision: &str) -> Outcome<Side> {
     })
 }
 
-fn side(ws: &Workspace, reference: &DiffRef, staged: Option<&[StagedDocument]>) -> Outcome<Side> {
+fn side(
+    schema: Schema,
+    ws: &Workspace,
+    reference: &DiffRef,
+    staged: Option<&[StagedDocument]>,
+) -> Outcome<Side> {
     match reference {
-        DiffRef::Revision(r) => stored_side(ws, &args::uuid("revision", r)?),
+        DiffRef::Revision(r) => stored_side(schema, ws, &args::uuid("revision", r)?),
         DiffRef::Checkpoint(c) => {
             let checkpoint = args::uuid("checkpoint", c)?;
             let revision = crate::store::checkpoints::revision_of(&ws.id, &checkpoint)?
@@ -111,10 +133,10 @@ fn side(ws: &Workspace, reference: &DiffRef, staged: Option<&[StagedDocument]>) 
                         "checkpoint not found in this workspace",
                     )
                 })?;
-            stored_side(ws, &revision)
+            stored_side(schema, ws, &revision)
         }
         DiffRef::Head => match &ws.head {
-            Some(head) => stored_side(ws, &head.clone()),
+            Some(head) => stored_side(schema, ws, &head.clone()),
             None => Ok(Side {
                 label: None,
                 files: BTreeMap::new(),
@@ -162,7 +184,7 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 /// `supabash_diff`.
-pub fn diff(_call: &Call, req: rq::Diff) -> Outcome<Diff> {
+pub fn diff(call: &Call, req: rq::Diff) -> Outcome<Diff> {
     let ws = access::open(&req, &[Operation::History])?;
     let preview_bytes = req
         .preview_bytes
@@ -179,8 +201,8 @@ pub fn diff(_call: &Call, req: rq::Diff) -> Outcome<Diff> {
         .flatten()
         .map(|p| args::checked_path(p))
         .collect::<Outcome<_>>()?;
-    let from = side(&ws, &req.from_ref, req.staged.as_deref())?;
-    let to = side(&ws, &req.to_ref, req.staged.as_deref())?;
+    let from = side(call.schema, &ws, &req.from_ref, req.staged.as_deref())?;
+    let to = side(call.schema, &ws, &req.to_ref, req.staged.as_deref())?;
     let mut entries = compare(&from, &to);
     entries.retain(|(e, _, _)| {
         in_scope(&filter, &e.path) || e.from.as_deref().is_some_and(|f| in_scope(&filter, f))
@@ -205,7 +227,7 @@ fn compare<'a>(from: &'a Side, to: &'a Side) -> Vec<Compared<'a>> {
     for (path, before) in &from.files {
         match to.files.get(path) {
             None => deleted.push((before.content_hash.as_slice(), (path, before))),
-            Some(after) if after.content_hash != before.content_hash => entries.push((
+            Some(after) if after.differs(before) => entries.push((
                 entry(DiffKind::Modified, path, None, Some(before), Some(after)),
                 Some(before),
                 Some(after),
@@ -292,6 +314,10 @@ fn entry(
             .map(|f| hex::encode(&f.content_hash)),
         preview: None,
         binary: false,
+        before_mode: before.map(|f| f.mode),
+        after_mode: after.map(|f| f.mode),
+        before_kind: before.map(|f| f.kind),
+        after_kind: after.map(|f| f.kind),
     }
 }
 

@@ -8,11 +8,13 @@ use super::Call;
 use crate::pg::args;
 use crate::pg::db;
 use crate::pg::fail::{invalid, Outcome};
+use crate::pg::schema::Schema;
 use crate::rpc::read;
 use crate::store::access::{self, Workspace};
 use crate::store::entries::{self, FileRow};
 use crate::store::lineage;
 use supabash_core::capability::Operation;
+use supabash_core::posix::Kind;
 use supabash_core::rpc::listing::{
     DirectoryPage, ListDirectory, DEFAULT_DIRECTORY_PAGE, MAX_DIRECTORY_PAGE,
 };
@@ -60,6 +62,7 @@ fn resume_at(prefix: &str, cursor: Option<&str>) -> Outcome<Resume> {
 
 /// The next at most `limit` visible rows below the directory from `at`, in path order.
 fn probe(
+    schema: Schema,
     ws: &Workspace,
     position: Option<i64>,
     at: &Resume,
@@ -74,7 +77,7 @@ fn probe(
     let filter = format!("e.path {op} $5 AND e.path < $6");
     let sql = format!(
         "SELECT * FROM ({}) e ORDER BY 1 LIMIT $7",
-        lineage::visible_sql(&ws.sources, at_head, entries::FILE_COLUMNS, &filter)
+        lineage::visible_sql(&ws.sources, at_head, entries::file_columns(schema), &filter)
     );
     let mut args = lineage::visible_args(&ws.id, &ws.sources, position);
     args.push(from.as_str().into());
@@ -99,7 +102,7 @@ fn totals(ws: &Workspace, position: Option<i64>) -> Outcome<(i64, i64)> {
 }
 
 /// `supabash_list_directory`.
-pub fn list_directory(_call: &Call, req: ListDirectory) -> Outcome<DirectoryPage> {
+pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage> {
     let ws = access::open(&req, &[Operation::Read])?;
     let dir = directory(&req.path)?;
     let page_size = args::page_size(
@@ -112,13 +115,14 @@ pub fn list_directory(_call: &Call, req: ListDirectory) -> Outcome<DirectoryPage
     let (revision, position) = read::pinned(&ws, req.revision.as_deref())?;
     let mut files = Vec::new();
     let mut directories = Vec::new();
+    let mut explicit = Vec::new();
     let mut next_cursor = None;
     let want = page_size as usize;
     // Probes start small (a directory of directories needs one row each) and grow while they
     // meet only files.
     let mut limit = 1;
     'scan: while revision.is_some() {
-        let rows = probe(&ws, position, &at, &upper, limit)?;
+        let rows = probe(call.schema, &ws, position, &at, &upper, limit)?;
         let full = rows.len() as i64 == limit;
         for row in rows {
             if files.len() + directories.len() == want {
@@ -129,21 +133,31 @@ pub fn list_directory(_call: &Call, req: ListDirectory) -> Outcome<DirectoryPage
                 break 'scan;
             }
             let name = &row.path[prefix.len()..];
-            if let Some(slash) = name.find('/') {
+            // A subdirectory: below it (implied by its entries), or its own entry (an
+            // explicit directory, perhaps empty), which sorts just before its entries.
+            let own_entry = !name.contains('/') && row.kind == Kind::Directory;
+            let slash = name.find('/').or(own_entry.then_some(name.len()));
+            if let Some(slash) = slash {
                 let name = name[..slash].to_owned();
+                if own_entry {
+                    explicit.push(row);
+                }
                 at = Resume::From(format!("{prefix}{name}0"));
                 directories.push(name);
                 limit = 1;
                 continue 'scan;
             }
             at = Resume::After(row.path.clone());
-            files.push(read::file(row));
+            files.push(row);
         }
         if !full {
             break;
         }
         limit = (limit * 4).min(MAX_PROBE);
     }
+    read::with_link_targets(&ws, &mut files)?;
+    let files = files.into_iter().map(read::file).collect();
+    let directory_entries = explicit.into_iter().map(read::file).collect();
     let (tree_files, tree_bytes) = match req.totals {
         Some(true) if revision.is_some() => {
             let (n, bytes) = totals(&ws, position)?;
@@ -161,6 +175,7 @@ pub fn list_directory(_call: &Call, req: ListDirectory) -> Outcome<DirectoryPage
         path: dir,
         files,
         directories,
+        directory_entries,
         next_cursor,
         tree_files,
         tree_bytes,

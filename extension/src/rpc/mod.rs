@@ -16,6 +16,7 @@ pub mod purge;
 pub mod read;
 pub mod rebase;
 pub mod redact;
+pub mod tree_shape;
 pub mod verify;
 pub mod workspaces;
 

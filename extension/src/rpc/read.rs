@@ -4,6 +4,7 @@
 use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{Fail, Outcome};
+use crate::pg::schema::Schema;
 use crate::store::access::{self, Workspace};
 use crate::store::bodies;
 use crate::store::entries::{self, FileRow};
@@ -13,6 +14,7 @@ use serde_json::json;
 use std::collections::HashMap;
 use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
+use supabash_core::posix::Kind;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{Document, File, HistoryPage, Receipt, RevisionTree, Tree};
 use supabash_core::Marker;
@@ -29,6 +31,9 @@ pub fn file(row: FileRow) -> File {
         text: None,
         base64: None,
         redacted: row.redacted,
+        kind: row.kind,
+        mode: row.mode,
+        mtime_ns: row.mtime_ns,
     };
     match row.body {
         Some(body) => file.with_body(body),
@@ -41,10 +46,11 @@ fn files(rows: Vec<FileRow>) -> Vec<File> {
 }
 
 /// The files of a workspace at a position (`None`: the head), optionally one path only,
-/// optionally with bodies, in path order. Reading the head uses the open-interval index; any
+/// optionally with bodies (a symbolic link always carries its body: its target), in path order. Reading the head uses the open-interval index; any
 /// other retained position (and a fork's sources, see `lineage`) is an index range scan over
 /// the workspace's intervals.
 pub fn files_at(
+    schema: Schema,
     ws: &Workspace,
     position: Option<i64>,
     only: Option<&str>,
@@ -56,7 +62,7 @@ pub fn files_at(
         lineage::visible_sql(
             &ws.sources,
             at_head,
-            entries::FILE_COLUMNS,
+            entries::file_columns(schema),
             "$5::text IS NULL OR e.path = $5"
         )
     );
@@ -85,8 +91,29 @@ pub fn files_at(
                 loaded.get(&row.body_hash).map(|b| b.bytes.clone())
             };
         }
+    } else {
+        with_link_targets(ws, &mut rows)?;
     }
     Ok(rows)
+}
+
+/// Attaches their bodies (their targets, a few bytes each) to the symbolic links of `rows`, so
+/// a tree without bodies still shows where each link points.
+pub fn with_link_targets(ws: &Workspace, rows: &mut [FileRow]) -> Outcome<()> {
+    let link = |r: &FileRow| r.kind == Kind::Symlink && !r.redacted;
+    let wanted: Vec<(Vec<u8>, i64)> = rows
+        .iter()
+        .filter(|r| link(r))
+        .map(|r| (r.body_hash.clone(), r.body_size))
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let loaded = bodies::load_charged(&ws.store, &wanted)?;
+    for row in rows.iter_mut().filter(|r| link(r)) {
+        row.body = loaded.get(&row.body_hash).map(|b| b.bytes.clone());
+    }
+    Ok(())
 }
 
 /// Resolves an optional revision argument to (revision id, position); absent means the head.
@@ -104,11 +131,11 @@ pub(crate) fn pinned(
 }
 
 /// `supabash_load_manifest`: the tree without bodies at a pinned revision (default: head).
-pub fn load_manifest(_call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
+pub fn load_manifest(call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
     let ws = access::open(&req, &[Operation::Read])?;
     let (revision, position) = pinned(&ws, req.revision.as_deref())?;
     Ok(Tree {
-        files: files(files_at(&ws, position, None, false)?),
+        files: files(files_at(call.schema, &ws, position, None, false)?),
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
@@ -118,11 +145,11 @@ pub fn load_manifest(_call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
 }
 
 /// `supabash_load_document`: one file, with its body, at a pinned revision (default: head).
-pub fn load_document(_call: &Call, req: rq::LoadDocument) -> Outcome<Document> {
+pub fn load_document(call: &Call, req: rq::LoadDocument) -> Outcome<Document> {
     let ws = access::open(&req, &[Operation::Read])?;
     let path = args::checked_path(&req.path)?;
     let (revision, position) = pinned(&ws, req.revision.as_deref())?;
-    let row = files_at(&ws, position, Some(&path), true)?
+    let row = files_at(call.schema, &ws, position, Some(&path), true)?
         .into_iter()
         .next()
         .ok_or_else(|| {
@@ -139,13 +166,13 @@ pub fn load_document(_call: &Call, req: rq::LoadDocument) -> Outcome<Document> {
 }
 
 /// `supabash_load_snapshot`: every file with its body at a pinned revision (default: head).
-pub fn load_snapshot(_call: &Call, req: rq::LoadSnapshot) -> Outcome<Tree> {
+pub fn load_snapshot(call: &Call, req: rq::LoadSnapshot) -> Outcome<Tree> {
     let ws = access::open(&req, &[Operation::Read])?;
     let (revision, position) = pinned(&ws, req.revision.as_deref())?;
     let files = if revision.is_none() {
         Vec::new()
     } else {
-        files(files_at(&ws, position, None, true)?)
+        files(files_at(call.schema, &ws, position, None, true)?)
     };
     Ok(Tree {
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
@@ -169,12 +196,12 @@ fn receipt(ws: &str, revision: &str) -> Outcome<Receipt> {
 }
 
 /// `supabash_load_revision`: a revision's receipt and its full tree with bodies.
-pub fn load_revision(_call: &Call, req: rq::LoadRevision) -> Outcome<RevisionTree> {
+pub fn load_revision(call: &Call, req: rq::LoadRevision) -> Outcome<RevisionTree> {
     let ws = access::open(&req, &[Operation::History, Operation::Restore])?;
     let revision = args::uuid("revision", &req.revision)?;
     let position = access::revision_position(&ws.id, &revision)?;
     Ok(RevisionTree {
-        files: files(files_at(&ws, Some(position), None, true)?),
+        files: files(files_at(call.schema, &ws, Some(position), None, true)?),
         receipt: receipt(&ws.id, &revision)?,
     })
 }

@@ -5,6 +5,7 @@
 
 use crate::pg::db::{self, Row};
 use crate::pg::fail::Outcome;
+use crate::pg::schema::Schema;
 use crate::store::access::Workspace;
 use crate::store::lineage;
 use pgrx::datum::DatumWithOid;
@@ -12,6 +13,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use supabash_core::document::{metadata_to_json, render};
 use supabash_core::hash::sha256;
+use supabash_core::posix::Kind;
 use supabash_core::rpc::Content;
 
 /// A row of the shape most reads share: path, bytea hashes, sizes, metadata, and the body
@@ -26,14 +28,36 @@ pub struct FileRow {
     pub body: Option<Vec<u8>>,
     /// A tombstone (see `redact`): no body to load.
     pub redacted: bool,
+    /// What the version is, its permission bits and modification time (nanoseconds; `None`
+    /// on a 0.5.0 schema, whose rows are all files, 0o644).
+    pub kind: Kind,
+    pub mode: u32,
+    pub mtime_ns: Option<i64>,
 }
 
 /// The select list of a [`file_rows`] query over `supabash.entries` aliased `e`.
 pub const FILE_COLUMNS: &str =
-    "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, e.redacted";
+    "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, e.redacted, e.kind, e.mode, e.mtime_ns";
+
+/// [`FILE_COLUMNS`] on a 0.5.0 schema: every entry a regular file, 0o644, with no time.
+const FILE_COLUMNS_0_5: &str =
+    "e.path, e.body_hash, e.body_size, e.content_hash, e.content_size, e.metadata, e.redacted, 'file'::text, 420, NULL::bigint";
+
+/// The select list of a [`file_rows`] query on the installed schema.
+pub fn file_columns(schema: Schema) -> &'static str {
+    if schema.posix_entries {
+        FILE_COLUMNS
+    } else {
+        FILE_COLUMNS_0_5
+    }
+}
+
+/// The names of [`FILE_COLUMNS`]' columns, for a subquery's alias list.
+const FILE_COLUMN_NAMES: &str =
+    "path, body_hash, body_size, content_hash, content_size, metadata, redacted, kind, mode, mtime_ns";
 
 /// Runs a query whose columns are `path, body_hash, body_size, content_hash, content_size,
-/// metadata, redacted` (see [`FILE_COLUMNS`]) and collects the rows. NULL content columns (a file without metadata, see
+/// metadata, redacted, kind, mode, mtime_ns` (see [`file_columns`]) and collects the rows. NULL content columns (a file without metadata, see
 /// `supabash.entries`) read as the body's hash and size and `{}`.
 pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
     db::query(sql, args, file_row)
@@ -52,6 +76,9 @@ pub fn file_row(row: &Row) -> Outcome<FileRow> {
         body_size,
         body: None,
         redacted: db::get(row, 7)?,
+        kind: Kind::parse(&db::get::<String>(row, 8)?).unwrap_or_default(),
+        mode: db::get::<i32>(row, 9)? as u32,
+        mtime_ns: db::opt(row, 10)?,
     })
 }
 
@@ -63,6 +90,10 @@ pub struct Version {
     pub content_hash: Vec<u8>,
     pub content_size: i64,
     pub metadata: Value,
+    pub kind: Kind,
+    pub mode: u32,
+    /// `None` until written: the commit's time (see [`write`]).
+    pub mtime_ns: Option<i64>,
 }
 
 impl Version {
@@ -73,7 +104,7 @@ impl Version {
     }
 
     /// Hashes new content: the body, and the rendered document (the same hash when there is
-    /// no metadata).
+    /// no metadata), with the content's kind, mode (or its kind's default) and time.
     pub fn of(content: &Content) -> Self {
         let body_hash = sha256(&content.body).to_vec();
         let (content_hash, content_size) = if content.metadata.is_empty() {
@@ -88,16 +119,30 @@ impl Version {
             content_hash,
             content_size: content_size as i64,
             metadata: metadata_to_json(&content.metadata),
+            kind: content.attrs.kind,
+            mode: content.attrs.mode_or_default(),
+            mtime_ns: content.attrs.mtime_ns,
         }
+    }
+
+    /// Whether this version holds the same content, kind and mode as `other` (its time aside).
+    pub fn same_content(&self, other: &Version) -> bool {
+        self.body_hash == other.body_hash
+            && self.content_hash == other.content_hash
+            && self.metadata == other.metadata
+            && self.kind == other.kind
+            && self.mode == other.mode
     }
 }
 
 /// The stored versions of `paths` at position `at` (`None`: the head).
 pub fn versions(
+    schema: Schema,
     ws: &Workspace,
     at: Option<i64>,
     paths: Vec<String>,
 ) -> Outcome<BTreeMap<String, Version>> {
+    let columns = file_columns(schema);
     let rows = if ws.sources.is_empty() && at.is_none() {
         // What every commit runs: a kept, generic plan that looks each path up by the open
         // index's full key (a LATERAL subquery with LIMIT 1 is never flattened), whatever the
@@ -105,7 +150,7 @@ pub fn versions(
         db::query_generic(
             &format!(
                 "SELECT e.* FROM unnest($2::text[]) p (path)
-                  CROSS JOIN LATERAL (SELECT {FILE_COLUMNS} FROM supabash.entries e
+                  CROSS JOIN LATERAL (SELECT {columns} FROM supabash.entries e
                                        WHERE e.workspace_id = $1::uuid AND e.valid_until IS NULL
                                          AND e.path = p.path LIMIT 1) e"
             ),
@@ -113,7 +158,7 @@ pub fn versions(
             file_row,
         )?
     } else {
-        let sql = lineage::visible_sql(&ws.sources, at.is_none(), FILE_COLUMNS, "e.path = ANY($5)");
+        let sql = lineage::visible_sql(&ws.sources, at.is_none(), columns, "e.path = ANY($5)");
         let mut args = lineage::visible_args(&ws.id, &ws.sources, at);
         args.push(paths.into());
         // Planned for its arguments (a custom plan sees the array's length).
@@ -130,6 +175,9 @@ pub fn version(r: FileRow) -> (String, Version) {
         content_hash: r.content_hash,
         content_size: r.content_size,
         metadata: r.metadata,
+        kind: r.kind,
+        mode: r.mode,
+        mtime_ns: r.mtime_ns,
     };
     (r.path, v)
 }
@@ -137,8 +185,10 @@ pub fn version(r: FileRow) -> (String, Version) {
 /// Closes the open interval of every path in `close` and opens one for each of `paths` with
 /// its version from `position` on, set-based. In a fork, a closed path that was still
 /// inherited first gets its copy row (see `lineage`): the inherited row as it is, tombstone or
-/// not, valid from the fork's first position to this one.
+/// not, valid from the fork's first position to this one. A version without a time gets the
+/// commit's (the transaction's `now()`).
 pub fn write(
+    schema: Schema,
     ws: &Workspace,
     position: i64,
     close: &[String],
@@ -172,7 +222,14 @@ pub fn write(
             .cloned()
             .collect();
         if !ws.sources.is_empty() && !inherited.is_empty() {
-            let visible = lineage::visible_sql(&ws.sources, true, FILE_COLUMNS, "e.path = ANY($5)");
+            let visible =
+                lineage::visible_sql(&ws.sources, true, file_columns(schema), "e.path = ANY($5)");
+            // The attribute columns exist from 0.6.0 on.
+            let (posix, posix_from) = if schema.posix_entries {
+                (", kind, mode, mtime_ns", ", v.kind, v.mode, v.mtime_ns")
+            } else {
+                ("", "")
+            };
             let mut args = lineage::visible_args(&ws.id, &ws.sources, None);
             args.extend([
                 inherited.into(),
@@ -183,20 +240,26 @@ pub fn write(
                 &format!(
                     "INSERT INTO supabash.entries
                             (workspace_id, path, valid_from, valid_until, body_hash, body_size,
-                             content_hash, content_size, metadata, redacted)
+                             content_hash, content_size, metadata, redacted{posix})
                      SELECT $1::uuid, v.path, $6, $7, v.body_hash, v.body_size,
-                            v.content_hash, v.content_size, v.metadata, v.redacted
-                       FROM ({visible}) AS v (path, body_hash, body_size, content_hash, content_size, metadata, redacted)"
+                            v.content_hash, v.content_size, v.metadata, v.redacted{posix_from}
+                       FROM ({visible}) AS v ({FILE_COLUMN_NAMES})"
                 ),
                 &args,
             )?;
         }
     }
-    insert_rows(&ws.id, position, paths, versions)
+    insert_rows(schema, &ws.id, position, paths, versions)
 }
 
 /// Inserts open entry rows of `ws` (valid from position `from` on), set-based.
-fn insert_rows(ws: &str, from: i64, paths: &[String], versions: &[Version]) -> Outcome<()> {
+fn insert_rows(
+    schema: Schema,
+    ws: &str,
+    from: i64,
+    paths: &[String],
+    versions: &[Version],
+) -> Outcome<()> {
     if paths.is_empty() {
         return Ok(());
     }
@@ -217,13 +280,75 @@ fn insert_rows(ws: &str, from: i64, paths: &[String], versions: &[Version]) -> O
         .iter()
         .map(|v| (!plain(v)).then(|| pgrx::JsonB(v.metadata.clone())))
         .collect();
+    if !schema.posix_entries {
+        // 0.5.0: regular files only (commit refused anything else before writing).
+        return db::exec_kept(
+            "INSERT INTO supabash.entries
+                    (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata)
+             SELECT $1::uuid, unnest($4::text[]), $2, $3, unnest($5::bytea[]), unnest($6::bigint[]),
+                    unnest($7::bytea[]), unnest($8::bigint[]), unnest($9::jsonb[])",
+            &[ws.into(), from.into(), until.into(), paths.to_vec().into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
+        );
+    }
+    let kinds: Vec<&str> = versions.iter().map(|v| v.kind.as_str()).collect();
+    let modes: Vec<i32> = versions.iter().map(|v| v.mode as i32).collect();
+    let now = if versions.iter().any(|v| v.mtime_ns.is_none()) {
+        commit_time_ns()?
+    } else {
+        0
+    };
+    let times: Vec<i64> = versions.iter().map(|v| v.mtime_ns.unwrap_or(now)).collect();
     db::exec_kept(
         "INSERT INTO supabash.entries
-                (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata)
+                (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata,
+                 kind, mode, mtime_ns)
          SELECT $1::uuid, unnest($4::text[]), $2, $3, unnest($5::bytea[]), unnest($6::bigint[]),
-                unnest($7::bytea[]), unnest($8::bigint[]), unnest($9::jsonb[])",
-        &[ws.into(), from.into(), until.into(), paths.to_vec().into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
+                unnest($7::bytea[]), unnest($8::bigint[]), unnest($9::jsonb[]),
+                unnest($10::text[]), unnest($11::integer[]), unnest($12::bigint[])",
+        &[ws.into(), from.into(), until.into(), paths.to_vec().into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into(),
+          kinds.into(), modes.into(), times.into()],
     )
+}
+
+/// The commit's time (the transaction's `now()`) in nanoseconds since the epoch: the time of
+/// a version written without one. Read from the backend, not a statement.
+fn commit_time_ns() -> Outcome<i64> {
+    /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
+    const PG_EPOCH_US: i64 = 946_684_800_000_000;
+    // SAFETY: reads the current transaction's start time, which every transaction has.
+    let since_2000_us = unsafe { pgrx::pg_sys::GetCurrentTransactionStartTimestamp() };
+    Ok((since_2000_us + PG_EPOCH_US) * 1000)
+}
+
+/// For each of `leaves` below which the head holds an entry (other than the `deleted` ones):
+/// the leaf and one such entry's path (see `rpc::tree_shape`).
+pub fn first_below(
+    schema: Schema,
+    ws: &Workspace,
+    leaves: &[String],
+    deleted: &[String],
+) -> Outcome<Vec<(String, String)>> {
+    let visible = lineage::visible_sql(
+        &ws.sources,
+        true,
+        file_columns(schema),
+        "e.path > l.leaf || '/' AND e.path < l.leaf || '0' AND NOT (e.path = ANY($6))",
+    );
+    let mut args = lineage::visible_args(&ws.id, &ws.sources, None);
+    args.extend([leaves.to_vec().into(), deleted.to_vec().into()]);
+    db::query(
+        &format!(
+            "SELECT l.leaf, (SELECT v.path FROM ({visible}) AS v ({FILE_COLUMN_NAMES}) LIMIT 1)
+               FROM unnest($5::text[]) AS l(leaf)"
+        ),
+        &args,
+        |r| Ok((db::get::<String>(r, 1)?, db::opt::<String>(r, 2)?)),
+    )
+    .map(|rows| {
+        rows.into_iter()
+            .filter_map(|(leaf, below)| below.map(|b| (leaf, b)))
+            .collect()
+    })
 }
 
 /// The paths of `paths` that changed in `ws` in positions `(lo, hi]`: one of the workspace's

@@ -248,11 +248,12 @@ pub fn write_tombstones(ws: &str, boundary: i64, matched: &[Match]) -> Outcome<(
                 froms.clone().into(),
             ],
         )?;
+        // The row copied whole (whatever columns the installed schema has: kind, mode and
+        // time from 0.6.0 on), with its interval moved.
         db::exec(
-            "INSERT INTO supabash.entries (workspace_id, path, valid_from, valid_until, body_hash,
-                                           body_size, content_hash, content_size, metadata)
-             SELECT e.workspace_id, e.path, $2, m.valid_until, e.body_hash, e.body_size,
-                    e.content_hash, e.content_size, e.metadata
+            "INSERT INTO supabash.entries
+             SELECT (jsonb_populate_record(e, jsonb_build_object(
+                       'valid_from', $2, 'valid_until', m.valid_until))).*
                FROM supabash.entries e
                JOIN unnest($3::text[], $4::bigint[], $5::bigint[]) AS m(path, valid_from, valid_until)
                  ON e.path = m.path AND e.valid_from = m.valid_from
