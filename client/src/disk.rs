@@ -211,9 +211,10 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 impl Workspace {
     /// Writes the staged tree into `dir` (created when missing; it must be empty). Symbolic
     /// links of the tree are skipped and listed in [`Materialised::skipped`]; shell-owned
-    /// paths (`/tmp`, ...) are not written. Bodies not in memory yet come in one request when
-    /// the base revision is at most [`SNAPSHOT_BUDGET_BYTES`], one at a time otherwise, and
-    /// are not kept in the tree's cache.
+    /// paths (`/tmp`, ...) are not written. Bodies not in memory yet come from the host cache
+    /// when the tree has one (what it lacks is fetched in batches and kept there), else in one
+    /// request when the base revision is at most [`SNAPSHOT_BUDGET_BYTES`], one at a time
+    /// otherwise; they are not kept in the tree.
     pub async fn materialise(&self, dir: &Path) -> Result<Materialised> {
         self.materialise_with(dir, MaterialiseOptions::default())
             .await
@@ -231,9 +232,16 @@ impl Workspace {
         let mut out = write::Writer::new(dir, options.progress);
         match options.revision {
             None => {
+                // A lazily opened tree lists what it has not listed yet.
+                self.fs().load_all().await?;
                 let entries = self.fs().entries();
                 out.totals(&entries);
-                let mut base = self.small_base().await?;
+                let mut base = if self.fs().host_cache().is_some() {
+                    let paths: Vec<String> = entries.iter().map(|(p, _)| p.clone()).collect();
+                    self.fs().fetch_uncached(&paths).await?
+                } else {
+                    self.small_base().await?
+                };
                 for (p, entry) in entries {
                     match entry {
                         Entry::Dir => out.dir(&p)?,

@@ -86,7 +86,8 @@ pub(crate) fn start(
             MountOption::RW
         },
     ];
-    config.n_threads = Some(4);
+    // Requests are served concurrently: one waiting on the network holds up no other.
+    config.n_threads = Some(8);
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let dir = dir.to_owned();
@@ -155,6 +156,7 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
             .await?,
     );
     let read_only = args.read_only || args.revision.is_some();
+    crate::body_cache::attach(ws.fs());
     let tree = match &args.revision {
         Some(r) => Arc::new(ws.tree_at(r).await?),
         None => ws.fs().clone(),

@@ -413,7 +413,12 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     std::fs::DirBuilder::new().mode(0o700).create(&home)?;
     let env = child_env(&args.env, &home, &secrets)?;
     let (transport, id) = args.target.open().await?;
-    let ws = Workspace::builder(transport).open(&id).await?;
+    // The whole manifest in one request: every file is written out anyway.
+    let ws = Workspace::builder(transport)
+        .open_mode(supabash::OpenMode::Eager)
+        .open(&id)
+        .await?;
+    crate::body_cache::attach(ws.fs());
     let options = match &args.revision {
         Some(r) => MaterialiseOptions::default().with_revision(r.clone()),
         None => MaterialiseOptions::default(),

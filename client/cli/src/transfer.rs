@@ -97,7 +97,12 @@ pub async fn import(args: ImportArgs) -> Result<(), BoxError> {
 /// `supabash export`.
 pub async fn export(args: ExportArgs) -> Result<(), BoxError> {
     let (transport, id) = args.target.open().await?;
-    let ws = Workspace::builder(transport).open(&id).await?;
+    // The whole manifest in one request: every file is written out anyway.
+    let ws = Workspace::builder(transport)
+        .open_mode(supabash::OpenMode::Eager)
+        .open(&id)
+        .await?;
+    crate::body_cache::attach(ws.fs());
     let mut options = MaterialiseOptions::default();
     if let Some(r) = &args.revision {
         options = options.with_revision(r.clone());

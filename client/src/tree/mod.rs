@@ -8,6 +8,7 @@ mod changes;
 mod errno;
 mod lazy;
 mod ops;
+mod prefetch;
 pub(crate) mod sync;
 
 pub use changes::StagedChange;
@@ -15,6 +16,7 @@ pub use errno::{Errno, FsError, FsResult};
 pub(crate) use lazy::Reach;
 pub use lazy::{DirectorySource, Listing};
 pub use ops::{DirEntry, FileKind, Stat};
+pub use prefetch::{PREFETCH_BATCH_BYTES, PREFETCH_BATCH_FILES, PREFETCH_MAX_FILE};
 
 use crate::documents::StoredFile;
 use crate::error::{Result, SupabashError};
@@ -30,6 +32,19 @@ use supabash_core::ErrorCode;
 pub trait BodySource: Send + Sync {
     /// The stored file at `path` in `revision`.
     async fn load(&self, revision: &str, path: &str) -> Result<StoredFile>;
+
+    /// The stored files at `paths` in `revision`, in as few requests as the source can (by
+    /// default one per path). Paths it cannot load are left out: a later [`Self::load`] of one
+    /// of them reports why.
+    async fn load_many(&self, revision: &str, paths: &[String]) -> Result<Vec<StoredFile>> {
+        let mut files = Vec::with_capacity(paths.len());
+        for p in paths {
+            if let Ok(f) = self.load(revision, p).await {
+                files.push(f);
+            }
+        }
+        Ok(files)
+    }
 }
 
 /// A file of the base revision whose body has not been needed yet.
@@ -138,6 +153,8 @@ pub struct StagedTree {
     source: Option<Arc<dyn BodySource>>,
     /// Lists unloaded directories (a lazily opened tree).
     directories: Option<Arc<dyn DirectorySource>>,
+    /// The host's body cache, consulted before the source and filled from it.
+    host_cache: std::sync::OnceLock<Arc<crate::cache::HostCache>>,
     limits: Limits,
 }
 
@@ -200,6 +217,7 @@ impl StagedTree {
             in_flight: Mutex::default(),
             source,
             directories: None,
+            host_cache: std::sync::OnceLock::new(),
             limits,
         }
     }
@@ -481,9 +499,16 @@ impl StagedTree {
                 if let Some(bytes) = self.lock().loaded.get(lazy) {
                     return Ok(bytes.clone());
                 }
+                if let Some(bytes) = self.from_host_cache(lazy) {
+                    return Ok(bytes);
+                }
+                // The file and its small unread siblings, in one request.
+                if let Some(bytes) = self.fetch_with_siblings(source.as_ref(), lazy).await {
+                    return Ok(bytes);
+                }
                 let stored = source.load(&lazy.revision, &lazy.path).await?;
                 let bytes = Arc::new(stored.verified(Some((&lazy.content_hash, lazy.size)))?);
-                self.lock().loaded.insert(lazy.clone(), bytes.clone());
+                self.keep(lazy, bytes.clone());
                 Ok::<_, SupabashError>(bytes)
             })
             .await
