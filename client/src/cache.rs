@@ -10,13 +10,13 @@
 //! never see half a body. The size is bounded (default 1 GiB, `SUPABASH_CACHE_MAX_MB`): past
 //! it, the least recently used bodies (by modification time, refreshed on every hit) go first.
 
-use supabash_core::hash::sha256_hex;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
+use supabash_core::hash::sha256_hex;
 
 /// The default bound of the cache, in bytes.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
@@ -302,10 +302,7 @@ mod tests {
         let dir = temp();
         let cache = HostCache::open(&dir, 3000).unwrap();
         let bodies: Vec<Vec<u8>> = (0..4).map(|i| vec![b'a' + i as u8; 1000]).collect();
-        let hashes: Vec<String> = bodies
-            .iter()
-            .map(|b| sha256_hex(b))
-            .collect();
+        let hashes: Vec<String> = bodies.iter().map(|b| sha256_hex(b)).collect();
         for (i, (h, b)) in hashes.iter().zip(&bodies).enumerate().take(3) {
             cache.put(h, b);
             let old = SystemTime::now() - std::time::Duration::from_secs(100 - i as u64);

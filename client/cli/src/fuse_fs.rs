@@ -767,7 +767,12 @@ impl MountFs {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        if !self.prefetched.lock().expect("prefetch set").insert(p.to_owned()) {
+        if !self
+            .prefetched
+            .lock()
+            .expect("prefetch set")
+            .insert(p.to_owned())
+        {
             return;
         }
         let tree = self.tree.clone();

@@ -49,7 +49,11 @@ impl Kernel {
 
 impl fuser::Filesystem for Kernel {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        entry(reply, self.fs.ttl(), self.run(self.fs.lookup(parent.0, name)));
+        entry(
+            reply,
+            self.fs.ttl(),
+            self.run(self.fs.lookup(parent.0, name)),
+        );
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {

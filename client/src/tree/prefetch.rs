@@ -4,7 +4,7 @@
 //! [`StagedTree::prefetch_dir`] is asked (a mount does when a directory is listed). Every body
 //! fetched is verified against the hash the base recorded before it is kept.
 
-use super::{BodySource, Body, Lazy, Node, StagedTree};
+use super::{Body, BodySource, Lazy, Node, StagedTree};
 use crate::cache::HostCache;
 use crate::error::Result;
 use std::sync::Arc;
@@ -142,6 +142,8 @@ impl StagedTree {
         let Some(revision) = self.base_revision() else {
             return Ok(0);
         };
+        // A lazily opened tree lists the directory first.
+        self.load_towards(dir, super::Reach::Children).await?;
         let mut fetched = 0;
         loop {
             let batch = self.unread_in(dir, &revision, None);

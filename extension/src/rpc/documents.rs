@@ -40,7 +40,12 @@ pub fn load_documents(_call: &Call, req: rq::LoadDocuments) -> Outcome<Documents
         let at_head = position.is_none() || position == ws.head_position;
         let sql = format!(
             "SELECT * FROM ({}) e ORDER BY 1",
-            lineage::visible_sql(&ws.sources, at_head, entries::FILE_COLUMNS, "e.path = ANY($5)")
+            lineage::visible_sql(
+                &ws.sources,
+                at_head,
+                entries::FILE_COLUMNS,
+                "e.path = ANY($5)"
+            )
         );
         let mut sql_args = lineage::visible_args(&ws.id, &ws.sources, position);
         sql_args.push(wanted.iter().cloned().collect::<Vec<String>>().into());
