@@ -54,6 +54,9 @@ pub struct RunArgs {
     /// Print one JSON document (the command's own output then goes to stderr).
     #[arg(long)]
     pub json: bool,
+    /// Most committable files the staged tree may hold.
+    #[arg(long, default_value_t = supabash::Limits::default().max_files)]
+    pub max_files: usize,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -415,6 +418,7 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     let (transport, id) = args.target.open().await?;
     // The whole manifest in one request: every file is written out anyway.
     let ws = Workspace::builder(transport)
+        .limits(supabash::Limits::default().with_max_files(args.max_files))
         .open_mode(supabash::OpenMode::Eager)
         .open(&id)
         .await?;
