@@ -178,6 +178,33 @@ pub struct Progress {
 /// A progress observer (called after each file).
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// The reason [`Ignored`] gives a path an ignore list left out.
+pub const EXCLUDED: &str = "excluded";
+
+/// An ignore list for a sync ([`Workspace::stage_from_dir_excluding`]): a path it excludes is
+/// reported in [`Synced::ignored`] (reason [`EXCLUDED`]), neither staged nor deleted (the
+/// staged tree keeps what it has there), and nothing below an excluded directory is read.
+/// The CLI implements it with gitignore syntax (`.supabashignore`, `--exclude`).
+pub trait Exclude: Send + Sync {
+    /// Whether canonical path `p` (a directory when `is_dir`) is left out.
+    fn excluded(&self, p: &str, is_dir: bool) -> bool;
+}
+
+/// Whether `p` or a directory above it is excluded.
+pub(crate) fn excluded_with_parents(exclude: &dyn Exclude, p: &str, is_dir: bool) -> bool {
+    if exclude.excluded(p, is_dir) {
+        return true;
+    }
+    let mut dir = supabash_core::path::parent(p);
+    while dir != "/" {
+        if exclude.excluded(dir, true) {
+            return true;
+        }
+        dir = supabash_core::path::parent(dir);
+    }
+    false
+}
+
 /// Options of [`Workspace::materialise_with`].
 #[derive(Clone, Default)]
 #[non_exhaustive]
@@ -345,9 +372,34 @@ impl Workspace {
         materialised: &Materialised,
         progress: Option<ProgressFn>,
     ) -> Result<Synced> {
+        self.stage_from_dir_excluding(dir, materialised, progress, None)
+            .await
+    }
+
+    /// [`Self::stage_from_dir_with`] leaving out what `exclude` excludes (see [`Exclude`]).
+    pub async fn stage_from_dir_excluding(
+        &self,
+        dir: &Path,
+        materialised: &Materialised,
+        progress: Option<ProgressFn>,
+        exclude: Option<Arc<dyn Exclude>>,
+    ) -> Result<Synced> {
         let root = dir.to_path_buf();
         let limits = self.fs().limits().clone();
-        let scanned = blocking(move || scan::scan(&root, &limits, progress)).await?;
-        apply::apply(self.fs(), dir, materialised, scanned).await
+        let walk_exclude = exclude.clone();
+        let scanned = blocking(move || {
+            scan::scan(&root, &limits, progress, walk_exclude.as_deref())
+        })
+        .await?;
+        let Some(exclude) = exclude else {
+            return apply::apply(self.fs(), dir, materialised, scanned).await;
+        };
+        // What the tree holds at excluded paths stays as it is: not a deletion.
+        let mut kept = materialised.clone();
+        kept.files
+            .retain(|p, _| !excluded_with_parents(exclude.as_ref(), p, false));
+        kept.directories
+            .retain(|p| !excluded_with_parents(exclude.as_ref(), p, true));
+        apply::apply(self.fs(), dir, &kept, scanned).await
     }
 }

@@ -830,6 +830,16 @@ impl MountFs {
                 st.links.len()
             );
         }
+        let kept = self.tree.kept_local();
+        if !kept.is_empty() {
+            let shown: Vec<&str> = kept.iter().take(20).map(String::as_str).collect();
+            eprintln!(
+                "supabash mount: {} path(s) the ignore list keeps out of this commit stay in the mount session only (ignored): {}{}",
+                kept.len(),
+                shown.join(", "),
+                if kept.len() > shown.len() { ", ..." } else { "" }
+            );
+        }
         if record_session {
             ws.record(st.summary.action(self.read_only));
         }

@@ -13,7 +13,8 @@
 //!   `supabash_agent::mcp` over stdio or streamable HTTP;
 //! - [`redact`]: `supabash redact`;
 //! - [`run`]: `supabash run`, a command on a materialised workspace, its changes staged back;
-//! - [`transfer`]: `supabash import` and `supabash export`; `body_cache`: the host's body
+//! - [`transfer`]: `supabash import` and `supabash export`; [`ignore_list`]: what `run` and
+//!   `import` leave out; `body_cache`: the host's body
 //!   cache those and `mount` read through;
 //! - [`fuse`]: `supabash mount` (the FUSE filesystem in `fuse_fs`, `fuse_ops`, `fuse_inodes`,
 //!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`;
@@ -38,6 +39,7 @@ mod fuse_inodes;
 mod fuse_ops;
 pub mod fuse_summary;
 pub mod history;
+pub mod ignore_list;
 pub mod mcp;
 pub mod mount_control;
 pub mod output;

@@ -51,6 +51,8 @@ pub struct RunArgs {
     pub stage_on_failure: bool,
     #[command(flatten)]
     pub commit: CommitFlags,
+    #[command(flatten)]
+    pub exclude: crate::flags::ExcludeFlags,
     /// Print one JSON document (the command's own output then goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -432,7 +434,11 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     let failed = matches!(exit, Exit::Exited { .. } | Exit::Signalled { .. });
     let stage = exit.success() || (args.stage_on_failure && failed);
     let synced = if stage {
-        Some(ws.stage_from_dir(&work, &record).await?)
+        let exclude = crate::ignore_list::load(&work, &args.exclude)?;
+        Some(
+            ws.stage_from_dir_excluding(&work, &record, None, exclude)
+                .await?,
+        )
     } else {
         None
     };

@@ -43,7 +43,7 @@ impl StagedTree {
         let inner = self.lock();
         let mut files = BTreeMap::new();
         for (p, node) in &inner.nodes {
-            if !committable(p) {
+            if !committable(p) || self.is_local_only(p) {
                 continue;
             }
             match node {
@@ -65,7 +65,8 @@ impl StagedTree {
 
     fn plan(&self) -> Result<Vec<(StagedChange, Option<Body>)>> {
         let files = self.staged_files()?;
-        let base = self.lock().base.clone();
+        let mut base = self.lock().base.clone();
+        base.retain(|p, _| !self.is_local_only(p));
         let mut candidates = Vec::new();
         for (p, body) in &files {
             let hash = body.content_hash();

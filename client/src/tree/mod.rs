@@ -155,6 +155,8 @@ pub struct StagedTree {
     directories: Option<Arc<dyn DirectorySource>>,
     /// The host's body cache, consulted before the source and filled from it.
     host_cache: std::sync::OnceLock<Arc<crate::cache::HostCache>>,
+    /// Paths kept out of commits (an ignore list; see [`StagedTree::keep_local`]).
+    local_only: std::sync::OnceLock<Arc<dyn crate::disk::Exclude>>,
     limits: Limits,
 }
 
@@ -218,6 +220,7 @@ impl StagedTree {
             source,
             directories: None,
             host_cache: std::sync::OnceLock::new(),
+            local_only: std::sync::OnceLock::new(),
             limits,
         }
     }
@@ -354,7 +357,7 @@ impl StagedTree {
             let Node::File { body, .. } = node else {
                 continue;
             };
-            if !committable(p) {
+            if !committable(p) || self.is_local_only(p) {
                 continue;
             }
             base.insert(
@@ -374,6 +377,12 @@ impl StagedTree {
                     loaded.insert(moved.clone(), bytes.clone());
                 }
                 *lazy = moved;
+            }
+        }
+        // What the revision holds at paths kept out of commits is what it held before.
+        for (p, f) in &inner.base {
+            if self.is_local_only(p) {
+                base.insert(p.clone(), f.clone());
             }
         }
         inner.base = base;
@@ -518,6 +527,54 @@ impl StagedTree {
             in_flight.remove(&key);
         }
         loaded
+    }
+}
+
+impl StagedTree {
+    /// Keeps the paths `exclude` excludes (or lies below an excluded directory) out of every
+    /// change list and commit: what the tree holds there stays in the tree, and what the base
+    /// holds there stays in the workspace, untouched (a mount's ignore list). Set once.
+    pub fn keep_local(&self, exclude: Arc<dyn crate::disk::Exclude>) {
+        let _ = self.local_only.set(exclude);
+    }
+
+    /// Whether `p` is kept out of commits (see [`Self::keep_local`]).
+    pub(crate) fn is_local_only(&self, p: &str) -> bool {
+        self.local_only
+            .get()
+            .is_some_and(|x| crate::disk::excluded_with_parents(x.as_ref(), p, false))
+    }
+
+    /// The paths whose content differs from the base but which [`Self::keep_local`] keeps out
+    /// of commits, sorted: what a commit leaves behind.
+    pub fn kept_local(&self) -> Vec<String> {
+        if self.local_only.get().is_none() {
+            return Vec::new();
+        }
+        let inner = self.lock();
+        let mut out: Vec<String> = inner
+            .nodes
+            .iter()
+            .filter_map(|(p, n)| match n {
+                Node::File { body, .. } if committable(p) && self.is_local_only(p) => {
+                    let same = inner
+                        .base
+                        .get(p)
+                        .is_some_and(|b| b.content_hash == body.content_hash());
+                    (!same).then(|| p.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        out.extend(
+            inner
+                .base
+                .keys()
+                .filter(|p| self.is_local_only(p) && !inner.nodes.contains_key(*p))
+                .cloned(),
+        );
+        out.sort();
+        out
     }
 }
 
