@@ -178,6 +178,33 @@ pub struct Progress {
 /// A progress observer (called after each file).
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// The reason [`Ignored`] gives a path an ignore list left out.
+pub const EXCLUDED: &str = "excluded";
+
+/// An ignore list for a sync ([`Workspace::stage_from_dir_excluding`]): a path it excludes is
+/// reported in [`Synced::ignored`] (reason [`EXCLUDED`]), neither staged nor deleted (the
+/// staged tree keeps what it has there), and nothing below an excluded directory is read.
+/// The CLI implements it with gitignore syntax (`.supabashignore`, `--exclude`).
+pub trait Exclude: Send + Sync {
+    /// Whether canonical path `p` (a directory when `is_dir`) is left out.
+    fn excluded(&self, p: &str, is_dir: bool) -> bool;
+}
+
+/// Whether `p` or a directory above it is excluded.
+pub(crate) fn excluded_with_parents(exclude: &dyn Exclude, p: &str, is_dir: bool) -> bool {
+    if exclude.excluded(p, is_dir) {
+        return true;
+    }
+    let mut dir = supabash_core::path::parent(p);
+    while dir != "/" {
+        if exclude.excluded(dir, true) {
+            return true;
+        }
+        dir = supabash_core::path::parent(dir);
+    }
+    false
+}
+
 /// Options of [`Workspace::materialise_with`].
 #[derive(Clone, Default)]
 #[non_exhaustive]
@@ -211,9 +238,10 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 impl Workspace {
     /// Writes the staged tree into `dir` (created when missing; it must be empty). Symbolic
     /// links of the tree are skipped and listed in [`Materialised::skipped`]; shell-owned
-    /// paths (`/tmp`, ...) are not written. Bodies not in memory yet come in one request when
-    /// the base revision is at most [`SNAPSHOT_BUDGET_BYTES`], one at a time otherwise, and
-    /// are not kept in the tree's cache.
+    /// paths (`/tmp`, ...) are not written. Bodies not in memory yet come from the host cache
+    /// when the tree has one (what it lacks is fetched in batches and kept there), else in one
+    /// request when the base revision is at most [`SNAPSHOT_BUDGET_BYTES`], one at a time
+    /// otherwise; they are not kept in the tree.
     pub async fn materialise(&self, dir: &Path) -> Result<Materialised> {
         self.materialise_with(dir, MaterialiseOptions::default())
             .await
@@ -231,9 +259,16 @@ impl Workspace {
         let mut out = write::Writer::new(dir, options.progress);
         match options.revision {
             None => {
+                // A lazily opened tree lists what it has not listed yet.
+                self.fs().load_all().await?;
                 let entries = self.fs().entries();
                 out.totals(&entries);
-                let mut base = self.small_base().await?;
+                let mut base = if self.fs().host_cache().is_some() {
+                    let paths: Vec<String> = entries.iter().map(|(p, _)| p.clone()).collect();
+                    self.fs().fetch_uncached(&paths).await?
+                } else {
+                    self.small_base().await?
+                };
                 for (p, entry) in entries {
                     match entry {
                         Entry::Dir => out.dir(&p)?,
@@ -337,9 +372,32 @@ impl Workspace {
         materialised: &Materialised,
         progress: Option<ProgressFn>,
     ) -> Result<Synced> {
+        self.stage_from_dir_excluding(dir, materialised, progress, None)
+            .await
+    }
+
+    /// [`Self::stage_from_dir_with`] leaving out what `exclude` excludes (see [`Exclude`]).
+    pub async fn stage_from_dir_excluding(
+        &self,
+        dir: &Path,
+        materialised: &Materialised,
+        progress: Option<ProgressFn>,
+        exclude: Option<Arc<dyn Exclude>>,
+    ) -> Result<Synced> {
         let root = dir.to_path_buf();
         let limits = self.fs().limits().clone();
-        let scanned = blocking(move || scan::scan(&root, &limits, progress)).await?;
-        apply::apply(self.fs(), dir, materialised, scanned).await
+        let walk_exclude = exclude.clone();
+        let scanned =
+            blocking(move || scan::scan(&root, &limits, progress, walk_exclude.as_deref())).await?;
+        let Some(exclude) = exclude else {
+            return apply::apply(self.fs(), dir, materialised, scanned).await;
+        };
+        // What the tree holds at excluded paths stays as it is: not a deletion.
+        let mut kept = materialised.clone();
+        kept.files
+            .retain(|p, _| !excluded_with_parents(exclude.as_ref(), p, false));
+        kept.directories
+            .retain(|p| !excluded_with_parents(exclude.as_ref(), p, true));
+        apply::apply(self.fs(), dir, &kept, scanned).await
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod cache;
 pub mod capability;
 pub mod codec;
 pub mod delegated;

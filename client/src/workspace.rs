@@ -259,6 +259,30 @@ impl BodySource for RemoteSource {
         };
         StoredFile::try_from(call(self.transport.as_ref(), &request).await?.file)
     }
+
+    /// `supabash_load_documents`, at most [`rq::MAX_DOCUMENTS_PER_CALL`] paths a request;
+    /// tombstones (redacted versions) are left out, as paths the revision lacks are.
+    async fn load_many(&self, revision: &str, paths: &[String]) -> Result<Vec<StoredFile>> {
+        let mut files = Vec::with_capacity(paths.len());
+        for chunk in paths.chunks(rq::MAX_DOCUMENTS_PER_CALL) {
+            let request = rq::LoadDocuments {
+                workspace_id: self.workspace_id.clone(),
+                paths: chunk.to_vec(),
+                revision: Some(revision.to_owned()),
+                delegated_grant: None,
+            };
+            let answer = call(self.transport.as_ref(), &request).await?;
+            files.extend(
+                answer
+                    .files
+                    .into_iter()
+                    .filter(|f| !f.redacted)
+                    .map(StoredFile::try_from)
+                    .collect::<Result<Vec<_>>>()?,
+            );
+        }
+        Ok(files)
+    }
 }
 
 fn verified_files(files: Vec<File>) -> Result<BTreeMap<String, Vec<u8>>> {
@@ -757,20 +781,24 @@ impl Workspace {
         })
     }
 
-    /// A staged tree holding `revision`'s files, whose bodies load lazily and are verified
-    /// as they are read: a view of an old revision (edits to it never reach this workspace).
+    /// A staged tree holding `revision`'s files, whose bodies load lazily (through the host
+    /// cache this workspace's tree uses, if any) and are verified as they are read: a view of an old revision (edits to it never reach this workspace).
     pub async fn tree_at(&self, revision: &str) -> Result<StagedTree> {
         let base = Base::load(self.transport.as_ref(), &self.id, Some(revision)).await?;
         let source = Arc::new(RemoteSource {
             transport: self.transport.clone(),
             workspace_id: self.id.clone(),
         });
-        Ok(StagedTree::from_base(
+        let tree = StagedTree::from_base(
             base.revision,
             base.entries,
             Some(source),
             self.limits.clone(),
-        ))
+        );
+        if let Some(cache) = self.tree.host_cache() {
+            tree.use_host_cache(cache.clone());
+        }
+        Ok(tree)
     }
 
     /// Restores forward: stages the tree of `revision` over the current base (shell-owned

@@ -80,6 +80,13 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
     json_build_object('workspace_id', workspace_id, 'path', path, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
+CREATE FUNCTION public.supabash_load_documents(workspace_id text, paths text[], revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('load_documents',
+    json_build_object('workspace_id', workspace_id, 'paths', paths, 'revision', revision, 'delegated_grant', delegated_grant))
+$$;
+
 CREATE FUNCTION public.supabash_load_snapshot(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
 RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$

@@ -106,6 +106,18 @@ ALTER TABLE supabash.entries
   ADD CONSTRAINT entries_kind_content_check CHECK (kind = 'file' OR (metadata IS NULL
     AND (kind <> 'directory' OR body_size = 0)));
 
+-- Many files of one revision with their bodies in one call (a mount or a lazy tree reads a
+-- directory's small files at once); owned and granted like every public RPC.
+CREATE FUNCTION public.supabash_load_documents(workspace_id text, paths text[], revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('load_documents',
+    json_build_object('workspace_id', workspace_id, 'paths', paths, 'revision', revision, 'delegated_grant', delegated_grant))
+$$;
+REVOKE ALL ON FUNCTION public.supabash_load_documents(text, text[], text, text) FROM PUBLIC, anon;
+ALTER FUNCTION public.supabash_load_documents(text, text[], text, text) OWNER TO supabash_owner;
+GRANT EXECUTE ON FUNCTION public.supabash_load_documents(text, text[], text, text) TO authenticated, service_role;
+
 -- Database answers (issue 25).
 
 -- Agent surface: HS256 capabilities (issue 26).

@@ -2,6 +2,7 @@
 --
 --   supabash_load_manifest(workspace_id)              the head tree, no bodies
 --   supabash_load_document(workspace_id, path, revision => default head)
+--   supabash_load_documents(workspace_id, paths, revision => default head)  many, one call
 --   supabash_load_snapshot(workspace_id, revision => default head)   every file with its body
 --   supabash_load_revision(workspace_id, revision)    a revision's receipt and its full tree
 --
@@ -47,6 +48,8 @@ SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/a
 SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/b.md', revision => pgt.id('r1'))::jsonb);
 -- Bytes 00 01 02 are valid UTF-8, but a NUL cannot travel as JSON text: base64.
 SELECT pgt.show(supabash_load_document(workspace_id => pgt.id('ws'), path => '/nul.bin')::jsonb);
+-- Many documents of one revision in one call; a path it lacks is answered as missing.
+SELECT pgt.show(supabash_load_documents(workspace_id => pgt.id('ws'), paths => ARRAY['/b.md', '/a.md', '/none.md'], revision => pgt.id('r1'))::jsonb);
 -- A whole pinned snapshot in one call.
 SELECT pgt.show(supabash_load_snapshot(workspace_id => pgt.id('ws'), revision => pgt.id('r1'))::jsonb);
 SELECT pgt.show(supabash_load_snapshot(workspace_id => pgt.id('ws'))::jsonb);

@@ -325,6 +325,11 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             &[Read],
         ),
         c(
+            "supabash_load_documents",
+            json!({ "workspace_id": id, "paths": ["/secret.md"] }),
+            &[Read],
+        ),
+        c(
             "supabash_load_document",
             json!({ "workspace_id": id, "path": "/secret.md", "revision": ws.r1 }),
             &[Read],
@@ -1883,10 +1888,14 @@ async fn a_grant_travels_in_a_request_header() {
         "supabash_load_manifest",
         "supabash_load_snapshot",
         "supabash_load_document",
+        "supabash_load_documents",
     ] {
         let mut a = args.clone();
         if rpc == "supabash_load_document" {
             a["path"] = json!("/b.md");
+        }
+        if rpc == "supabash_load_documents" {
+            a["paths"] = json!(["/b.md"]);
         }
         let r = rest
             .call_with_headers(&Caller::Service, rpc, a, Some(&header))

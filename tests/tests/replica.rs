@@ -24,6 +24,10 @@ fn reads(ws: &str, first: &str, head: &str, checkpoint: &str) -> Vec<(&'static s
             json!({ "workspace_id": ws, "revision": first }),
         ),
         (
+            "supabash_load_documents",
+            json!({ "workspace_id": ws, "paths": ["/notes/a.md", "/missing.md"], "revision": first }),
+        ),
+        (
             "supabash_load_revision",
             json!({ "workspace_id": ws, "revision": head }),
         ),
@@ -247,8 +251,17 @@ async fn read_rpcs_take_no_transaction_id() {
         let sql = format!("SELECT public.{rpc}({})::text", casts.join(", "));
         let texts: Vec<String> = typed
             .iter()
-            .map(|(_, v)| match v {
+            .map(|(ty, v)| match v {
                 Value::String(s) => s.clone(),
+                // A `text[]` parameter: its array literal.
+                Value::Array(items) if ty == "text[]" => format!(
+                    "{{{}}}",
+                    items
+                        .iter()
+                        .map(|i| format!("\"{}\"", i.as_str().unwrap_or_default()))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
                 other => other.to_string(),
             })
             .collect();

@@ -103,6 +103,10 @@ fn every_rpc(f: &Fixture) -> Vec<(&'static str, Value)> {
         ),
         ("supabash_load_snapshot", json!({ "workspace_id": ws })),
         (
+            "supabash_load_documents",
+            json!({ "workspace_id": ws, "paths": ["/secret.md"], "revision": f.r1 }),
+        ),
+        (
             "supabash_list_directory",
             json!({ "workspace_id": ws, "path": "/" }),
         ),
@@ -351,6 +355,11 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
             text_code,
         ));
         v.push(bad(
+            "supabash_load_documents",
+            json!({ "workspace_id": ws, "paths": ["/secret.md", p] }),
+            text_code,
+        ));
+        v.push(bad(
             "supabash_commit",
             commit(json!([{"op": "move", "from": "/b.md", "path": p}])),
             "22023",
@@ -421,6 +430,15 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
         .map(|i| json!({"op": "delete", "path": format!("/f{i}")}))
         .collect();
     v.push(bad("supabash_commit", commit(Value::Array(many)), "54000"));
+    // More paths than one batched read takes.
+    let paths: Vec<String> = (0..=supabash_core::rpc::requests::MAX_DOCUMENTS_PER_CALL)
+        .map(|i| format!("/f{i}"))
+        .collect();
+    v.push(bad(
+        "supabash_load_documents",
+        json!({ "workspace_id": ws, "paths": paths }),
+        "54000",
+    ));
     v.push(bad(
         "supabash_commit",
         commit(json!([{"op": "upsert", "path": "/huge.bin", "text": "h".repeat(64 * 1024 * 1024 + 1)}])),

@@ -1,6 +1,7 @@
 //! Argument blocks that several commands flatten, so each flag is declared once: what a
 //! staging command commits ([`CommitFlags`]: `run`, `import`) and who and why a new revision
-//! records ([`Recorded`]: `restore`, `fork`). The connection and workspace block is
+//! records ([`Recorded`]: `restore`, `fork`), and what a sync leaves out ([`ExcludeFlags`]:
+//! `run`, `import`). The connection and workspace block is
 //! [`crate::connect::Target`].
 
 use supabash::workspace::CommitOptions;
@@ -44,4 +45,25 @@ pub struct Recorded {
     /// Why (recorded on the new revision).
     #[arg(long)]
     pub cause: Option<String>,
+}
+
+/// The ignore-list flags of a command that stages a directory (`run`, `import`); see
+/// `ignore_list`. Nothing is ignored by default.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ExcludeFlags {
+    /// Leave out paths matching PATTERN (gitignore syntax; repeatable), on top of the
+    /// `.supabashignore` at the directory's root. Left-out paths are reported as ignored,
+    /// neither staged nor deleted.
+    #[arg(long = "exclude", value_name = "PATTERN")]
+    pub exclude: Vec<String>,
+    /// Leave out a preset too: `build` is target/, node_modules/ and .venv/.
+    #[arg(long, value_enum, value_name = "PRESET")]
+    pub exclude_preset: Option<Preset>,
+}
+
+/// A preset of `--exclude-preset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    /// Build output and environments: target/, node_modules/, .venv/.
+    Build,
 }

@@ -37,6 +37,8 @@ pub struct MountArgs {
     /// The actor commits record.
     #[arg(long, default_value = "supabash-mount")]
     pub actor: String,
+    #[command(flatten)]
+    pub exclude: crate::flags::ExcludeFlags,
     /// Most committable files the staged tree may hold.
     #[arg(long, default_value_t = Limits::default().max_files)]
     pub max_files: usize,
@@ -86,7 +88,8 @@ pub(crate) fn start(
             MountOption::RW
         },
     ];
-    config.n_threads = Some(4);
+    // Requests are served concurrently: one waiting on the network holds up no other.
+    config.n_threads = Some(8);
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let dir = dir.to_owned();
@@ -155,6 +158,15 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
             .await?,
     );
     let read_only = args.read_only || args.revision.is_some();
+    crate::body_cache::attach(ws.fs());
+    // What the ignore list leaves out stays in the mount, out of every commit.
+    let ignore_file = match ws.fs().read(crate::ignore_list::TREE_IGNORE_FILE).await {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(_) => None,
+    };
+    if let Some(exclude) = crate::ignore_list::build(ignore_file.as_deref(), &args.exclude)? {
+        ws.fs().keep_local(exclude);
+    }
     let tree = match &args.revision {
         Some(r) => Arc::new(ws.tree_at(r).await?),
         None => ws.fs().clone(),

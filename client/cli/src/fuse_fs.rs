@@ -1,7 +1,8 @@
 //! The filesystem a mount serves: the workspace's staged tree seen through inode numbers, with
 //! a write-back buffer per open file (shared by every handle of that file, written to the tree
 //! at flush, fsync, release and before a commit) and, in memory only, the symbolic links the
-//! backend cannot store. Every request runs under one lock: one writer, readers in turn.
+//! backend cannot store. Requests run concurrently; the mount's state is behind one lock that
+//! is never held while a body or a listing loads over the network.
 
 use crate::fuse_inodes::{child, move_subtree, Inodes};
 use crate::fuse_summary::Summary;
@@ -18,9 +19,14 @@ use supabash_core::rpc::CommitResult;
 use supabash_core::ErrorCode;
 use tokio::sync::Mutex;
 
-/// How long the kernel may trust an answer. Every change goes through this mount, so the
-/// kernel's view only goes stale when a commit rebases (which the mount never asks for).
+/// How long the kernel may trust an answer of a writable mount. Every change goes through
+/// this mount, so the kernel's view only goes stale when a commit rebases (which the mount
+/// never asks for).
 pub const TTL: Duration = Duration::from_secs(1);
+
+/// How long the kernel may trust an answer of a read-only or revision mount, whose content
+/// cannot change.
+pub const READ_ONLY_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// A symbolic link of the session (never committed).
 #[derive(Debug, Clone)]
@@ -57,6 +63,9 @@ struct State {
     next_fh: u64,
     /// Symbolic links by path.
     links: BTreeMap<String, Link>,
+    /// The buffer each inode held at its last open (see `open`: the kernel keeps its page
+    /// cache while it is the same).
+    opened: HashMap<u64, std::sync::Weak<Vec<u8>>>,
     summary: Summary,
 }
 
@@ -134,6 +143,8 @@ fn file_type(kind: FileKind) -> FileType {
 pub struct MountFs {
     tree: Arc<StagedTree>,
     state: Mutex<State>,
+    /// Directories whose files were prefetched once already.
+    prefetched: std::sync::Mutex<std::collections::HashSet<String>>,
     read_only: bool,
     owner: (u32, u32),
 }
@@ -145,8 +156,18 @@ impl MountFs {
         MountFs {
             tree,
             state: Mutex::new(State::default()),
+            prefetched: Default::default(),
             read_only,
             owner,
+        }
+    }
+
+    /// How long the kernel may cache entries and attributes of this mount.
+    pub fn ttl(&self) -> Duration {
+        if self.read_only {
+            READ_ONLY_TTL
+        } else {
+            TTL
         }
     }
 
@@ -253,6 +274,9 @@ impl MountFs {
 
     /// `lookup`.
     pub async fn lookup(&self, parent: u64, name: &std::ffi::OsStr) -> Result<FileAttr, Errno> {
+        let p = existing(&self.state.lock().await.path(parent)?, name)?;
+        // Lists the parent if the lazy tree has not yet (a round trip), with no lock held.
+        let _ = self.tree.lstat(&p).await;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
         if !self.exists(&st, &p).await {
@@ -264,6 +288,11 @@ impl MountFs {
 
     /// `getattr`.
     pub async fn getattr(&self, ino: u64) -> Result<FileAttr, Errno> {
+        let p = self.state.lock().await.inodes.path(ino).map(str::to_owned);
+        if let Some(p) = p {
+            // See `lookup`: any listing it needs happens before the lock.
+            let _ = self.tree.lstat(&p).await;
+        }
         let st = self.state.lock().await;
         self.attr(&st, ino).await
     }
@@ -505,39 +534,64 @@ impl MountFs {
         Ok(())
     }
 
-    /// `open`: loads (and verifies) the body when no handle holds it yet; `truncate` empties
-    /// it.
-    pub async fn open(&self, ino: u64, write: bool, truncate: bool) -> Result<u64, Errno> {
+    /// `open`: loads (and verifies) the body when no handle holds it yet, with no lock held
+    /// while it loads; `truncate` empties it. Answers the handle and whether the kernel may
+    /// keep its page cache: always on a read-only mount, and on a writable one when the file
+    /// holds the same buffer as at its previous open (nothing changed it meanwhile; writes
+    /// through the mount update the page cache themselves).
+    pub async fn open(&self, ino: u64, write: bool, truncate: bool) -> Result<(u64, bool), Errno> {
         if write || truncate {
             self.writable()?;
         }
-        let mut st = self.state.lock().await;
-        let p = st.path(ino)?;
-        match st.files.entry(ino) {
-            Entry::Vacant(slot) => {
-                let data = if truncate {
-                    Arc::new(Vec::new())
-                } else {
-                    self.tree.read_shared(&p).await.map_err(|e| errno(&e))?
-                };
-                slot.insert(OpenFile {
-                    data,
-                    dirty: truncate,
-                    handles: 1,
-                });
-            }
-            Entry::Occupied(mut slot) => {
-                let f = slot.get_mut();
-                if truncate {
-                    f.data = Arc::new(Vec::new());
-                    f.dirty = true;
+        loop {
+            let (p, held) = {
+                let st = self.state.lock().await;
+                (st.path(ino)?, st.files.contains_key(&ino))
+            };
+            let loaded = if truncate || held {
+                None
+            } else {
+                Some(self.tree.read_shared(&p).await.map_err(|e| errno(&e))?)
+            };
+            let mut guard = self.state.lock().await;
+            let st = &mut *guard;
+            let keep = match st.files.entry(ino) {
+                Entry::Vacant(slot) => {
+                    let data = match (truncate, loaded) {
+                        (true, _) => Arc::new(Vec::new()),
+                        (false, Some(data)) => data,
+                        // Its last handle went while we looked: load it again.
+                        (false, None) => continue,
+                    };
+                    let keep = !truncate
+                        && (self.read_only
+                            || st
+                                .opened
+                                .get(&ino)
+                                .and_then(std::sync::Weak::upgrade)
+                                .is_some_and(|before| Arc::ptr_eq(&before, &data)));
+                    st.opened.insert(ino, Arc::downgrade(&data));
+                    slot.insert(OpenFile {
+                        data,
+                        dirty: truncate,
+                        handles: 1,
+                    });
+                    keep
                 }
-                f.handles += 1;
-            }
+                Entry::Occupied(mut slot) => {
+                    let f = slot.get_mut();
+                    if truncate {
+                        f.data = Arc::new(Vec::new());
+                        f.dirty = true;
+                    }
+                    f.handles += 1;
+                    !truncate
+                }
+            };
+            let fh = st.handle();
+            st.handles.insert(fh, ino);
+            return Ok((fh, keep));
         }
-        let fh = st.handle();
-        st.handles.insert(fh, ino);
-        Ok(fh)
     }
 
     /// `create`: a new empty file (or an existing one, opened), with a handle.
@@ -570,16 +624,18 @@ impl MountFs {
             }
             st.inodes.ino(&p)
         };
-        let fh = self.open(ino, true, false).await?;
+        let (fh, _) = self.open(ino, true, false).await?;
         let st = self.state.lock().await;
         Ok((self.attr(&st, ino).await?, fh))
     }
 
-    /// `read`.
+    /// `read`: copies from the handle's buffer after the lock is let go.
     pub async fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
-        let st = self.state.lock().await;
-        let ino = st.handles.get(&fh).ok_or(Errno::EBADF)?;
-        let data = &st.files.get(ino).ok_or(Errno::EBADF)?.data;
+        let data = {
+            let st = self.state.lock().await;
+            let ino = st.handles.get(&fh).ok_or(Errno::EBADF)?;
+            st.files.get(ino).ok_or(Errno::EBADF)?.data.clone()
+        };
         let start = (offset as usize).min(data.len());
         let end = start.saturating_add(size as usize).min(data.len());
         Ok(data[start..end].to_vec())
@@ -657,9 +713,11 @@ impl MountFs {
 
     /// `opendir`: takes the listing the following `readdir` calls page through.
     pub async fn opendir(&self, ino: u64) -> Result<u64, Errno> {
-        let mut st = self.state.lock().await;
-        let p = st.path(ino)?;
+        let p = self.state.lock().await.path(ino)?;
+        // Listing may fetch the directory (a lazy tree): no lock is held meanwhile.
         let entries = self.tree.readdir(&p).await.map_err(|e| errno(&e))?;
+        self.prefetch(&p);
+        let mut st = self.state.lock().await;
         let parent_ino = st.inodes.ino(path::parent(&p));
         let mut listing = vec![
             Listed {
@@ -696,6 +754,27 @@ impl MountFs {
         let fh = st.handle();
         st.dirs.insert(fh, listing);
         Ok(fh)
+    }
+
+    /// Fetches the small files of directory `p` in the background, in bounded batches, the
+    /// first time it is listed (programs that list a directory usually read it next).
+    fn prefetch(&self, p: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if !self
+            .prefetched
+            .lock()
+            .expect("prefetch set")
+            .insert(p.to_owned())
+        {
+            return;
+        }
+        let tree = self.tree.clone();
+        let dir = p.to_owned();
+        runtime.spawn(async move {
+            let _ = tree.prefetch_dir(&dir).await;
+        });
     }
 
     /// The entries of a directory handle from `offset` on.
@@ -744,6 +823,16 @@ impl MountFs {
             eprintln!(
                 "supabash mount: {} symbolic link(s) stay in the mount session and are not committed",
                 st.links.len()
+            );
+        }
+        let kept = self.tree.kept_local();
+        if !kept.is_empty() {
+            let shown: Vec<&str> = kept.iter().take(20).map(String::as_str).collect();
+            eprintln!(
+                "supabash mount: {} path(s) the ignore list keeps out of this commit stay in the mount session only (ignored): {}{}",
+                kept.len(),
+                shown.join(", "),
+                if kept.len() > shown.len() { ", ..." } else { "" }
             );
         }
         if record_session {

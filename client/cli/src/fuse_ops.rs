@@ -3,7 +3,7 @@
 //! Hard links are refused with `EPERM` (tools copy instead); extended attributes, locks and
 //! special files are not supported.
 
-use crate::fuse_fs::{MountFs, TTL};
+use crate::fuse_fs::MountFs;
 use fuser::{
     AccessFlags, Errno, FileHandle, FopenFlags, Generation, INodeNo, LockOwner, OpenAccMode,
     OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
@@ -12,7 +12,7 @@ use fuser::{
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use tokio::runtime::Handle;
 
 /// A [`MountFs`] as a `fuser` filesystem.
@@ -34,9 +34,9 @@ fn empty(reply: ReplyEmpty, result: Result<(), Errno>) {
     }
 }
 
-fn entry(reply: ReplyEntry, result: Result<fuser::FileAttr, Errno>) {
+fn entry(reply: ReplyEntry, ttl: Duration, result: Result<fuser::FileAttr, Errno>) {
     match result {
-        Ok(attr) => reply.entry(&TTL, &attr, GENERATION),
+        Ok(attr) => reply.entry(&ttl, &attr, GENERATION),
         Err(e) => reply.error(e),
     }
 }
@@ -49,12 +49,16 @@ impl Kernel {
 
 impl fuser::Filesystem for Kernel {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        entry(reply, self.run(self.fs.lookup(parent.0, name)));
+        entry(
+            reply,
+            self.fs.ttl(),
+            self.run(self.fs.lookup(parent.0, name)),
+        );
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.run(self.fs.getattr(ino.0)) {
-            Ok(attr) => reply.attr(&TTL, &attr),
+            Ok(attr) => reply.attr(&self.fs.ttl(), &attr),
             Err(e) => reply.error(e),
         }
     }
@@ -82,7 +86,7 @@ impl fuser::Filesystem for Kernel {
             TimeOrNow::Now => SystemTime::now(),
         });
         match self.run(self.fs.setattr(ino.0, mode, size, mtime)) {
-            Ok(attr) => reply.attr(&TTL, &attr),
+            Ok(attr) => reply.attr(&self.fs.ttl(), &attr),
             Err(e) => reply.error(e),
         }
     }
@@ -118,6 +122,7 @@ impl fuser::Filesystem for Kernel {
     ) {
         entry(
             reply,
+            self.fs.ttl(),
             self.run(self.fs.mkdir(parent.0, name, mode & !umask)),
         );
     }
@@ -140,6 +145,7 @@ impl fuser::Filesystem for Kernel {
     ) {
         entry(
             reply,
+            self.fs.ttl(),
             self.run(self.fs.symlink(parent.0, link_name, target)),
         );
     }
@@ -185,7 +191,8 @@ impl fuser::Filesystem for Kernel {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let truncate = flags.0 & libc::O_TRUNC != 0;
         match self.run(self.fs.open(ino.0, writes(flags), truncate)) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok((fh, true)) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok((fh, false)) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
     }
@@ -335,7 +342,7 @@ impl fuser::Filesystem for Kernel {
         let exclusive = flags & libc::O_EXCL != 0;
         match self.run(self.fs.create(parent.0, name, mode & !umask, exclusive)) {
             Ok((attr, fh)) => reply.created(
-                &TTL,
+                &self.fs.ttl(),
                 &attr,
                 GENERATION,
                 FileHandle(fh),

@@ -13,7 +13,9 @@
 //!   `supabash_agent::mcp` over stdio or streamable HTTP;
 //! - [`redact`]: `supabash redact`;
 //! - [`run`]: `supabash run`, a command on a materialised workspace, its changes staged back;
-//! - [`transfer`]: `supabash import` and `supabash export`;
+//! - [`transfer`]: `supabash import` and `supabash export`; [`ignore_list`]: what `run` and
+//!   `import` leave out; `body_cache`: the host's body
+//!   cache those and `mount` read through;
 //! - [`fuse`]: `supabash mount` (the FUSE filesystem in `fuse_fs`, `fuse_ops`, `fuse_inodes`,
 //!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`;
 //! - [`verify`]: `supabash verify` and `supabash gc`;
@@ -23,6 +25,7 @@
 #![deny(unsafe_code)]
 
 pub mod audit;
+mod body_cache;
 pub mod completions;
 pub mod connect;
 pub mod diff;
@@ -36,6 +39,7 @@ mod fuse_inodes;
 mod fuse_ops;
 pub mod fuse_summary;
 pub mod history;
+pub mod ignore_list;
 pub mod mcp;
 pub mod mount_control;
 pub mod output;

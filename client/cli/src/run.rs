@@ -51,6 +51,8 @@ pub struct RunArgs {
     pub stage_on_failure: bool,
     #[command(flatten)]
     pub commit: CommitFlags,
+    #[command(flatten)]
+    pub exclude: crate::flags::ExcludeFlags,
     /// Print one JSON document (the command's own output then goes to stderr).
     #[arg(long)]
     pub json: bool,
@@ -63,6 +65,9 @@ pub struct RunArgs {
     /// With `--sandbox`: keep the network.
     #[arg(long, requires = "sandbox")]
     pub network: bool,
+    /// Most committable files the staged tree may hold.
+    #[arg(long, default_value_t = supabash::Limits::default().max_files)]
+    pub max_files: usize,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -562,7 +567,13 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     std::fs::DirBuilder::new().mode(0o700).create(&home)?;
     let env = child_env(&args.env, &home, &secrets)?;
     let (transport, id) = args.target.open().await?;
-    let ws = Workspace::builder(transport).open(&id).await?;
+    // The whole manifest in one request: every file is written out anyway.
+    let ws = Workspace::builder(transport)
+        .limits(supabash::Limits::default().with_max_files(args.max_files))
+        .open_mode(supabash::OpenMode::Eager)
+        .open(&id)
+        .await?;
+    crate::body_cache::attach(ws.fs());
     let options = match &args.revision {
         Some(r) => MaterialiseOptions::default().with_revision(r.clone()),
         None => MaterialiseOptions::default(),
@@ -584,7 +595,11 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     let failed = matches!(exit, Exit::Exited { .. } | Exit::Signalled { .. });
     let stage = exit.success() || (args.stage_on_failure && failed);
     let synced = if stage {
-        Some(ws.stage_from_dir(&work, &record).await?)
+        let exclude = crate::ignore_list::load(&work, &args.exclude)?;
+        Some(
+            ws.stage_from_dir_excluding(&work, &record, None, exclude)
+                .await?,
+        )
     } else {
         None
     };

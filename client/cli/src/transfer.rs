@@ -26,6 +26,8 @@ pub struct ImportArgs {
     pub dir: PathBuf,
     #[command(flatten)]
     pub commit: CommitFlags,
+    #[command(flatten)]
+    pub exclude: crate::flags::ExcludeFlags,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -73,8 +75,10 @@ pub async fn import(args: ImportArgs) -> Result<(), BoxError> {
     let ws = Workspace::builder(transport).open(&id).await?;
     let record = ws.staged_record();
     let bar = progress_bar("hashing");
+    let exclude = crate::ignore_list::load(&args.dir, &args.exclude)?;
+    let progress = bar.as_ref().map(|(_, f)| f.clone());
     let synced = ws
-        .stage_from_dir_with(&args.dir, &record, bar.as_ref().map(|(_, f)| f.clone()))
+        .stage_from_dir_excluding(&args.dir, &record, progress, exclude)
         .await;
     if let Some((bar, _)) = bar {
         bar.finish_and_clear();
@@ -97,7 +101,12 @@ pub async fn import(args: ImportArgs) -> Result<(), BoxError> {
 /// `supabash export`.
 pub async fn export(args: ExportArgs) -> Result<(), BoxError> {
     let (transport, id) = args.target.open().await?;
-    let ws = Workspace::builder(transport).open(&id).await?;
+    // The whole manifest in one request: every file is written out anyway.
+    let ws = Workspace::builder(transport)
+        .open_mode(supabash::OpenMode::Eager)
+        .open(&id)
+        .await?;
+    crate::body_cache::attach(ws.fs());
     let mut options = MaterialiseOptions::default();
     if let Some(r) = &args.revision {
         options = options.with_revision(r.clone());

@@ -2,7 +2,7 @@
 //! every directory listed, links and special files reported, refused names ignored with
 //! their subtree, and the limits checked before anything is staged.
 
-use super::{local_error, Ignored, NotStaged, NotStagedReason, Progress, ProgressFn};
+use super::{local_error, Exclude, Ignored, NotStaged, NotStagedReason, Progress, ProgressFn};
 use crate::error::Result;
 use crate::limits::Limits;
 use sha2::{Digest, Sha256};
@@ -65,8 +65,14 @@ fn hash(at: &Path, p: &str) -> Result<String> {
     Ok(format!("{:x}", hasher.finalize()))
 }
 
-/// Walks `root`. Fails (naming the path) when a file or the tree is over `limits`.
-pub(super) fn scan(root: &Path, limits: &Limits, progress: Option<ProgressFn>) -> Result<Scan> {
+/// Walks `root`, leaving out (as ignored) what `exclude` excludes. Fails (naming the path)
+/// when a file or the tree is over `limits`.
+pub(super) fn scan(
+    root: &Path,
+    limits: &Limits,
+    progress: Option<ProgressFn>,
+    exclude: Option<&dyn Exclude>,
+) -> Result<Scan> {
     let mut out = Scan::default();
     let mut done = Progress {
         files: 0,
@@ -100,6 +106,13 @@ pub(super) fn scan(root: &Path, limits: &Limits, progress: Option<ProgressFn>) -
             let at = entry.path();
             let meta = fs::symlink_metadata(&at).map_err(|e| local_error(&p, "cannot stat", e))?;
             let kind = meta.file_type();
+            if exclude.is_some_and(|x| x.excluded(&p, kind.is_dir())) {
+                out.ignored.push(Ignored {
+                    path: p,
+                    reason: super::EXCLUDED.to_owned(),
+                });
+                continue;
+            }
             if kind.is_dir() {
                 out.dirs.insert(p.clone());
                 stack.push((at, p));

@@ -148,8 +148,10 @@ fn attr_changes(before: &BaseFile, after: &BaseFile) -> (Option<u32>, Option<i64
 impl StagedTree {
     /// The committable entries of the staged tree. A symbolic link whose target is absolute,
     /// climbs above the root or is not a valid path cannot be stored: `UNSUPPORTED_CONTENT`.
+    /// Paths [`Self::keep_local`] keeps out of commits are left out.
     fn staged(&self) -> Result<BTreeMap<String, (BaseFile, Option<Body>)>> {
-        let entries = self.lock().staged_entries();
+        let mut entries = self.lock().staged_entries();
+        entries.retain(|p, _| !self.is_local_only(p));
         for (p, (e, _)) in &entries {
             if let Some(target) = &e.target {
                 posix::check_target(p, target).map_err(|err| {
@@ -162,7 +164,8 @@ impl StagedTree {
 
     fn plan(&self) -> Result<Vec<Planned>> {
         let staged = self.staged()?;
-        let base = self.lock().base.clone();
+        let mut base = self.lock().base.clone();
+        base.retain(|p, _| !self.is_local_only(p));
         let mut candidates = Vec::new();
         let mut setattrs = Vec::new();
         for (p, (after, body)) in &staged {

@@ -10,6 +10,7 @@ mod changes;
 mod errno;
 mod lazy;
 mod ops;
+mod prefetch;
 pub(crate) mod sync;
 
 pub use changes::StagedChange;
@@ -17,6 +18,7 @@ pub use errno::{Errno, FsError, FsResult};
 pub(crate) use lazy::Reach;
 pub use lazy::{DirectorySource, Listing};
 pub use ops::{DirEntry, FileKind, Stat};
+pub use prefetch::{PREFETCH_BATCH_BYTES, PREFETCH_BATCH_FILES, PREFETCH_MAX_FILE};
 
 use crate::documents::StoredFile;
 use crate::error::{Result, SupabashError};
@@ -33,6 +35,19 @@ use supabash_core::ErrorCode;
 pub trait BodySource: Send + Sync {
     /// The stored file at `path` in `revision`.
     async fn load(&self, revision: &str, path: &str) -> Result<StoredFile>;
+
+    /// The stored files at `paths` in `revision`, in as few requests as the source can (by
+    /// default one per path). Paths it cannot load are left out: a later [`Self::load`] of one
+    /// of them reports why.
+    async fn load_many(&self, revision: &str, paths: &[String]) -> Result<Vec<StoredFile>> {
+        let mut files = Vec::with_capacity(paths.len());
+        for p in paths {
+            if let Ok(f) = self.load(revision, p).await {
+                files.push(f);
+            }
+        }
+        Ok(files)
+    }
 }
 
 /// A file of the base revision whose body has not been needed yet.
@@ -190,6 +205,10 @@ pub struct StagedTree {
     source: Option<Arc<dyn BodySource>>,
     /// Lists unloaded directories (a lazily opened tree).
     directories: Option<Arc<dyn DirectorySource>>,
+    /// The host's body cache, consulted before the source and filled from it.
+    host_cache: std::sync::OnceLock<Arc<crate::cache::HostCache>>,
+    /// Paths kept out of commits (an ignore list; see [`StagedTree::keep_local`]).
+    local_only: std::sync::OnceLock<Arc<dyn crate::disk::Exclude>>,
     limits: Limits,
 }
 
@@ -298,6 +317,8 @@ impl StagedTree {
             in_flight: Mutex::default(),
             source,
             directories: None,
+            host_cache: std::sync::OnceLock::new(),
+            local_only: std::sync::OnceLock::new(),
             limits,
         }
     }
@@ -432,13 +453,13 @@ impl StagedTree {
         let old_loaded = std::mem::take(&mut inner.loaded);
         let committed = inner.committed_entries();
         for (p, node) in inner.nodes.iter_mut() {
-            if let Some(entry) = committed.get(p) {
+            if let Some(entry) = committed.get(p).filter(|_| !self.is_local_only(p)) {
                 base.insert(p.clone(), entry.clone());
             }
             let Node::File { body, .. } = node else {
                 continue;
             };
-            if !committable(p) {
+            if !committable(p) || self.is_local_only(p) {
                 continue;
             }
             if let Body::Lazy(lazy) = body {
@@ -451,6 +472,12 @@ impl StagedTree {
                     loaded.insert(moved.clone(), bytes.clone());
                 }
                 *lazy = moved;
+            }
+        }
+        // What the revision holds at paths kept out of commits is what it held before.
+        for (p, f) in &inner.base {
+            if self.is_local_only(p) {
+                base.insert(p.clone(), f.clone());
             }
         }
         inner.base = base;
@@ -574,9 +601,16 @@ impl StagedTree {
                 if let Some(bytes) = self.lock().loaded.get(lazy) {
                     return Ok(bytes.clone());
                 }
+                if let Some(bytes) = self.from_host_cache(lazy) {
+                    return Ok(bytes);
+                }
+                // The file and its small unread siblings, in one request.
+                if let Some(bytes) = self.fetch_with_siblings(source.as_ref(), lazy).await {
+                    return Ok(bytes);
+                }
                 let stored = source.load(&lazy.revision, &lazy.path).await?;
                 let bytes = Arc::new(stored.verified(Some((&lazy.content_hash, lazy.size)))?);
-                self.lock().loaded.insert(lazy.clone(), bytes.clone());
+                self.keep(lazy, bytes.clone());
                 Ok::<_, SupabashError>(bytes)
             })
             .await
@@ -586,6 +620,54 @@ impl StagedTree {
             in_flight.remove(&key);
         }
         loaded
+    }
+}
+
+impl StagedTree {
+    /// Keeps the paths `exclude` excludes (or lies below an excluded directory) out of every
+    /// change list and commit: what the tree holds there stays in the tree, and what the base
+    /// holds there stays in the workspace, untouched (a mount's ignore list). Set once.
+    pub fn keep_local(&self, exclude: Arc<dyn crate::disk::Exclude>) {
+        let _ = self.local_only.set(exclude);
+    }
+
+    /// Whether `p` is kept out of commits (see [`Self::keep_local`]).
+    pub(crate) fn is_local_only(&self, p: &str) -> bool {
+        self.local_only
+            .get()
+            .is_some_and(|x| crate::disk::excluded_with_parents(x.as_ref(), p, false))
+    }
+
+    /// The paths whose content differs from the base but which [`Self::keep_local`] keeps out
+    /// of commits, sorted: what a commit leaves behind.
+    pub fn kept_local(&self) -> Vec<String> {
+        if self.local_only.get().is_none() {
+            return Vec::new();
+        }
+        let inner = self.lock();
+        let mut out: Vec<String> = inner
+            .nodes
+            .iter()
+            .filter_map(|(p, n)| match n {
+                Node::File { body, .. } if committable(p) && self.is_local_only(p) => {
+                    let same = inner
+                        .base
+                        .get(p)
+                        .is_some_and(|b| b.content_hash == body.content_hash());
+                    (!same).then(|| p.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        out.extend(
+            inner
+                .base
+                .keys()
+                .filter(|p| self.is_local_only(p) && !inner.nodes.contains_key(*p))
+                .cloned(),
+        );
+        out.sort();
+        out
     }
 }
 

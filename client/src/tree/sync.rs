@@ -51,7 +51,8 @@ impl StagedTree {
     }
 
     /// The bytes of the file at the canonical path `p`, verified, without keeping a lazy body
-    /// in the cache (so writing a whole tree out does not load it all into memory).
+    /// in the tree (so writing a whole tree out does not load it all into memory); the host
+    /// cache, when the tree has one, is read first and keeps what is fetched.
     pub(crate) async fn read_transient(&self, p: &str) -> Result<Arc<Vec<u8>>> {
         let body = match self.lock().nodes.get(p) {
             Some(Node::File { body, .. }) => body.clone(),
@@ -67,10 +68,17 @@ impl StagedTree {
         let source = self.source.as_ref().ok_or_else(|| {
             SupabashError::new(ErrorCode::Backend, "no source for lazy bodies").with_path(p)
         })?;
+        if let Some(bytes) = self.host_cache().and_then(|c| c.get(&lazy.content_hash)) {
+            if bytes.len() as u64 == lazy.size {
+                return Ok(Arc::new(bytes));
+            }
+        }
         let stored = source.load(&lazy.revision, &lazy.path).await?;
-        Ok(Arc::new(
-            stored.verified(Some((&lazy.content_hash, lazy.size)))?,
-        ))
+        let bytes = stored.verified(Some((&lazy.content_hash, lazy.size)))?;
+        if let Some(cache) = self.host_cache() {
+            cache.put(&lazy.content_hash, &bytes);
+        }
+        Ok(Arc::new(bytes))
     }
 
     /// Total size of the base revision's files, in bytes.

@@ -144,6 +144,15 @@ pub struct Document {
     pub revision: Option<String>,
 }
 
+/// `supabash_load_documents`: the files asked for that the revision holds, with their bodies
+/// (tombstones without), in path order; the paths it does not hold; the revision read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Documents {
+    pub files: Vec<File>,
+    pub missing: Vec<String>,
+    pub revision: Option<String>,
+}
+
 /// `supabash_load_revision`: a revision's receipt and its files with bodies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RevisionTree {

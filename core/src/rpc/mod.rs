@@ -71,6 +71,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<LoadManifest>(),
         RpcInfo::of::<LoadDocument>(),
         RpcInfo::of::<LoadSnapshot>(),
+        RpcInfo::of::<LoadDocuments>(),
         RpcInfo::of::<LoadRevision>(),
         RpcInfo::of::<History>(),
         RpcInfo::of::<listing::ListDirectory>(),

@@ -93,6 +93,23 @@ request! {
 }
 
 request! {
+    "supabash_load_documents", mutates = false, answers::Documents, workspace;
+    /// `supabash_load_documents`: many files with their bodies at one revision (default: the
+    /// head), in one call: at most [`MAX_DOCUMENTS_PER_CALL`] paths, their plain bytes charged
+    /// against `supabash.max_decoded_per_call`. Paths the revision does not hold are answered
+    /// as missing, not refused.
+    pub struct LoadDocuments {
+        pub workspace_id: String,
+        pub paths: Vec<String>,
+        pub revision: Option<String>,
+        pub delegated_grant: Option<String>,
+    }
+}
+
+/// Most paths one `supabash_load_documents` call may name.
+pub const MAX_DOCUMENTS_PER_CALL: usize = 1000;
+
+request! {
     "supabash_load_snapshot", mutates = false, answers::Tree, workspace;
     /// `supabash_load_snapshot`: every file with its body at a revision (default: the head).
     pub struct LoadSnapshot {

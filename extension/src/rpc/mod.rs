@@ -9,6 +9,7 @@ pub mod capability;
 pub mod checkpoint;
 pub mod commit;
 pub mod diff;
+pub mod documents;
 pub mod garbage;
 pub mod lease;
 pub mod listing;
@@ -77,6 +78,7 @@ handlers! {
     rq::LoadManifest => read::load_manifest,
     rq::LoadDocument => read::load_document,
     rq::LoadSnapshot => read::load_snapshot,
+    rq::LoadDocuments => documents::load_documents,
     rq::LoadRevision => read::load_revision,
     rq::History => read::history,
     ListDirectory => listing::list_directory,
