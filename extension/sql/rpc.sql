@@ -267,6 +267,19 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
   SELECT supabash._write('garbage', json_build_object('idle_days', idle_days, 'apply', apply))
 $$;
 
+-- One path's versions (extension/src/rpc/path_history.rs): the entries' primary key is by
+-- workspace and path, so it needs no new index.
+CREATE FUNCTION public.supabash_path_history(
+  workspace_id text, path text, cursor text DEFAULT NULL, page_size integer DEFAULT NULL,
+  follow_moves boolean DEFAULT false, oldest_first boolean DEFAULT false,
+  delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('path_history', json_build_object('workspace_id', workspace_id, 'path', path,
+    'cursor', cursor, 'page_size', page_size, 'follow_moves', follow_moves,
+    'oldest_first', oldest_first, 'delegated_grant', delegated_grant))
+$$;
+
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its
 -- waits are bounded (a timeout is the retryable SUPABASH_COMMIT_COORDINATION).
 CREATE FUNCTION public.supabash_exchange_capability(capability text) RETURNS jsonb

@@ -33,6 +33,10 @@ fn reads(ws: &str, first: &str, head: &str, checkpoint: &str) -> Vec<(&'static s
             json!({ "workspace_id": ws, "page_size": 1, "cursor": first }),
         ),
         (
+            "supabash_path_history",
+            json!({ "workspace_id": ws, "path": "/data/moved", "follow_moves": true }),
+        ),
+        (
             "supabash_diff",
             json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true} }),
         ),

@@ -112,6 +112,10 @@ fn every_rpc(f: &Fixture) -> Vec<(&'static str, Value)> {
         ),
         ("supabash_history", json!({ "workspace_id": ws })),
         (
+            "supabash_path_history",
+            json!({ "workspace_id": ws, "path": "/secret.md", "follow_moves": true }),
+        ),
+        (
             "supabash_commit",
             json!({ "workspace_id": ws, "actor": "intruder", "base_revision": f.r2,
                     "changes": [{"op": "upsert", "path": "/secret.md", "text": "pwned"}] }),
@@ -436,6 +440,25 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
         json!({ "workspace_id": ws, "page_size": -5 }),
         "54000",
     ));
+    v.push(bad(
+        "supabash_path_history",
+        json!({ "workspace_id": ws, "path": "/secret.md", "page_size": 100_000 }),
+        "54000",
+    ));
+    for cursor in ["", "x", "-1", "99999999999999999999"] {
+        v.push(bad(
+            "supabash_path_history",
+            json!({ "workspace_id": ws, "path": "/secret.md", "cursor": cursor }),
+            "22023",
+        ));
+    }
+    for path in ["secret.md", "/a/../b", "/never.md"] {
+        v.push(bad(
+            "supabash_path_history",
+            json!({ "workspace_id": ws, "path": path }),
+            "22023",
+        ));
+    }
     v.push(bad(
         "supabash_checkpoint",
         json!({ "workspace_id": ws, "label": "l".repeat(4097) }),

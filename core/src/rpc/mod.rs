@@ -9,6 +9,7 @@ mod changes;
 mod declare;
 pub mod listing;
 mod params;
+pub mod path_history;
 mod receipt;
 pub mod requests;
 pub mod verify;
@@ -93,6 +94,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<audit::AuditRows>(),
         RpcInfo::of::<verify::Verify>(),
         RpcInfo::of::<verify::Garbage>(),
+        RpcInfo::of::<path_history::PathHistory>(),
     ]
 }
 

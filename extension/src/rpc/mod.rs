@@ -12,6 +12,7 @@ pub mod diff;
 pub mod garbage;
 pub mod lease;
 pub mod listing;
+pub mod path_history;
 pub mod purge;
 pub mod read;
 pub mod rebase;
@@ -99,6 +100,7 @@ handlers! {
     au::Audit => audit::audit,
     Verify => verify::verify,
     Garbage => garbage::garbage,
+    supabash_core::rpc::path_history::PathHistory => path_history::path_history,
 }
 
 /// The operation name of RPC `R`: its SQL name without `supabash_`.
