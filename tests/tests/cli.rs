@@ -161,6 +161,31 @@ async fn history_and_files_over_both_transports() {
             "{text}"
         );
         assert_eq!(c.ok(&["log", "--oneline"]).lines().count(), 3);
+        // log PATH: one path's versions, newest first; a move followed back on request.
+        let path_log = c.json(&["log", "/archive/old.md"]);
+        assert_eq!(
+            path_log["versions"].as_array().unwrap().len(),
+            1,
+            "{path_log}"
+        );
+        assert_eq!(path_log["versions"][0]["op"], "move");
+        assert_eq!(path_log["versions"][0]["from"], "/notes/old.md");
+        let followed = c.json(&["log", "/archive/old.md", "--follow-moves", "--reverse"]);
+        let ops: Vec<&str> = followed["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["op"].as_str().unwrap())
+            .collect();
+        assert_eq!(ops, ["add", "move"], "{followed}");
+        let text = c.ok(&["log", "/a.md"]);
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .contains("modify /a.md  17 bytes"),
+            "{text}"
+        );
 
         // show: by id, by position, by prefix, head by default.
         let shown = c.json(&["show", &revs[1]]);
