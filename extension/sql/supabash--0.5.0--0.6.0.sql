@@ -30,6 +30,10 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
     'oldest_first', oldest_first, 'delegated_grant', delegated_grant))
 $$;
 
+-- Reads as of a time find the last revision committed at or before it (extension/src/store/
+-- revisions.rs resolve_time) by this index, whatever the workspace's length.
+CREATE INDEX revisions_committed_idx ON supabash.revisions (workspace_id, committed_at);
+
 -- The grants of what this section adds (idempotent: the install's last step, run again).
 SELECT supabash._assert_privileges();
 

@@ -195,3 +195,149 @@ async fn a_path_history_survives_purge_and_redaction() {
     assert!(versions[0]["actor"].is_null());
     assert_eq!(versions[0]["size"], json!(1));
 }
+
+/// The detail of an error as JSON.
+fn detail(e: &supabash_tests::DbError) -> Value {
+    serde_json::from_str(e.detail.as_deref().expect("a detail")).unwrap()
+}
+
+#[tokio::test]
+async fn reads_take_a_point_in_time() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let owner = Caller::new_user();
+    let ws = rest.create_workspace(&owner).await;
+    let mut revs: Vec<String> = Vec::new();
+    for i in 1..=5 {
+        let base = revs.last().cloned();
+        let changes = json!([{"op": "upsert", "path": "/f.md", "text": format!("v{i}")}]);
+        revs.push(rest.commit_as(&owner, &ws, base.as_deref(), changes).await);
+    }
+    let records = rest
+        .call(&owner, "supabash_history", json!({ "workspace_id": ws }))
+        .await
+        .unwrap()["records"]
+        .clone();
+    let at: Vec<String> = (0..5)
+        .map(|i| records[i]["committedAt"].as_str().unwrap().to_owned())
+        .collect();
+    let call = |rpc: &'static str, args: Value| (rpc, args);
+    let doc = |t: &str| {
+        call(
+            "supabash_load_document",
+            json!({ "workspace_id": ws, "path": "/f.md", "revision": t }),
+        )
+    };
+
+    // Each revision's own time reads it; an offset that names the same instant does too.
+    for (i, t) in at.iter().enumerate() {
+        let (rpc, args) = doc(t);
+        let d = rest.call(&owner, rpc, args).await.unwrap();
+        assert_eq!(d["revision"], json!(revs[i]), "{t}");
+        assert_eq!(d["text"], json!(format!("v{}", i + 1)));
+    }
+    let offset = at[1].replace('Z', "+00:00").replacen("T", "t", 1);
+    let (rpc, args) = doc(&offset);
+    assert_eq!(
+        rest.call(&owner, rpc, args).await.unwrap()["revision"],
+        json!(revs[1])
+    );
+    // Every read that takes a revision takes a time.
+    for (rpc, args, field) in [
+        (
+            "supabash_load_manifest",
+            json!({ "workspace_id": ws, "revision": at[2] }),
+            "/revision",
+        ),
+        (
+            "supabash_load_snapshot",
+            json!({ "workspace_id": ws, "revision": at[2] }),
+            "/revision",
+        ),
+        (
+            "supabash_list_directory",
+            json!({ "workspace_id": ws, "path": "/", "revision": at[2] }),
+            "/revision",
+        ),
+        (
+            "supabash_load_revision",
+            json!({ "workspace_id": ws, "revision": at[2] }),
+            "/receipt/revision",
+        ),
+        (
+            "supabash_diff",
+            json!({ "workspace_id": ws, "from_ref": {"revision": at[2]}, "to_ref": {"revision": at[2]} }),
+            "/from",
+        ),
+    ] {
+        let answer = rest.call(&owner, rpc, args).await.unwrap();
+        let got = answer.pointer(field).unwrap();
+        assert!(
+            got == &json!(revs[2]) || got.to_string().contains(&revs[2]),
+            "{rpc}: {answer}"
+        );
+    }
+
+    // Before the first revision, in the future, malformed.
+    let (rpc, args) = doc("2001-01-01T00:00:00Z");
+    let e = expect_err(
+        rest.call(&owner, rpc, args).await,
+        "22023",
+        Some("SUPABASH_REVISION_NOT_FOUND"),
+    );
+    assert_eq!(detail(&e)["nearestRevision"], json!(revs[0]), "{e}");
+    let (rpc, args) = doc("2999-01-01T00:00:00.000001Z");
+    let e = expect_err(
+        rest.call(&owner, rpc, args).await,
+        "22023",
+        Some("SUPABASH_INVALID_ARGUMENT"),
+    );
+    assert!(e.message.contains("in the future"), "{e}");
+    for bad in [
+        "2026-02-30T00:00:00Z",
+        "2026-12-03T12:00:00",
+        "2026-12-03T12:00:00.1234567Z",
+        "2026-12-03 12:00:00Z",
+    ] {
+        let (rpc, args) = doc(bad);
+        let e = expect_err(
+            rest.call(&owner, rpc, args).await,
+            "22023",
+            Some("SUPABASH_INVALID_ARGUMENT"),
+        );
+        assert!(e.message.contains("malformed time"), "{e}");
+    }
+
+    // Purge revisions 2 to 4 (the first is checkpointed): a time among them names both
+    // neighbours; the first and the last still read.
+    rest.call(
+        &owner,
+        "supabash_checkpoint",
+        json!({ "workspace_id": ws, "revision": revs[0] }),
+    )
+    .await
+    .unwrap();
+    rest.call(
+        &owner,
+        "supabash_purge",
+        json!({ "workspace_id": ws, "keep_revisions": 1 }),
+    )
+    .await
+    .unwrap();
+    let (rpc, args) = doc(&at[2]);
+    let e = expect_err(
+        rest.call(&owner, rpc, args).await,
+        "22023",
+        Some("SUPABASH_REVISION_NOT_FOUND"),
+    );
+    assert!(e.message.contains("purged"), "{e}");
+    assert_eq!(detail(&e)["nearestRevision"], json!(revs[0]), "{e}");
+    assert_eq!(detail(&e)["nextRevision"], json!(revs[4]), "{e}");
+    for i in [0, 4] {
+        let (rpc, args) = doc(&at[i]);
+        assert_eq!(
+            rest.call(&owner, rpc, args).await.unwrap()["revision"],
+            json!(revs[i])
+        );
+    }
+}

@@ -110,7 +110,17 @@ async fn every_read_rpc_answers_on_a_streaming_replica_and_writes_are_refused() 
     primary.wait_replayed(&replica);
 
     let mut on_replica = SqlRpc::connect(&replica.dsn("authenticator")).await;
+    // A read as of a time (the first revision's) resolves the time on the replica too.
+    let first_at = on_primary
+        .call(&owner, "supabash_history", json!({ "workspace_id": ws }))
+        .await
+        .unwrap()["records"][0]["committedAt"]
+        .clone();
     let more = [
+        (
+            "supabash_load_document",
+            json!({ "workspace_id": ws, "path": "/notes/a.md", "revision": first_at }),
+        ),
         (
             "supabash_load_manifest",
             json!({ "workspace_id": ws, "revision": first }),

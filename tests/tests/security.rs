@@ -452,6 +452,19 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
             "22023",
         ));
     }
+    // Reads as of a time: malformed, in the future, before the first revision.
+    for at in [
+        "2026-02-30T00:00:00Z",
+        "2026-12-03T12:00:00",
+        "2999-01-01T00:00:00Z",
+        "2001-01-01T00:00:00Z",
+    ] {
+        v.push(bad(
+            "supabash_load_manifest",
+            json!({ "workspace_id": ws, "revision": at }),
+            "22023",
+        ));
+    }
     for path in ["secret.md", "/a/../b", "/never.md"] {
         v.push(bad(
             "supabash_path_history",

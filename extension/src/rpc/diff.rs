@@ -101,7 +101,10 @@ fn stored_side(ws: &Workspace, revision: &str) -> Outcome<Side> {
 
 fn side(ws: &Workspace, reference: &DiffRef, staged: Option<&[StagedDocument]>) -> Outcome<Side> {
     match reference {
-        DiffRef::Revision(r) => stored_side(ws, &args::uuid("revision", r)?),
+        DiffRef::Revision(r) => {
+            let r = crate::store::revisions::resolve_time(&ws.id, r)?;
+            stored_side(ws, &args::uuid("revision", &r)?)
+        }
         DiffRef::Checkpoint(c) => {
             let checkpoint = args::uuid("checkpoint", c)?;
             let revision = crate::store::checkpoints::revision_of(&ws.id, &checkpoint)?
