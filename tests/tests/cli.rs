@@ -240,6 +240,21 @@ async fn history_and_files_over_both_transports() {
         assert_eq!(c.ok(&["tree"]), "/\n    a.md (17 bytes)\n    archive/\n        old.md (7 bytes)\n    c.md (2 bytes)\n    notes/\n        b.md (2 bytes)\n");
         assert_eq!(c.ok(&["cat", "/a.md"]), "one\n2\nthree\nfour\n");
         assert_eq!(c.ok(&["cat", "a.md", "-r", "1"]), "one\ntwo\nthree\n");
+        // --at: the last revision committed at or before a time.
+        let first_at = log["records"][0]["committedAt"].as_str().unwrap();
+        assert_eq!(
+            c.ok(&["cat", "a.md", "--at", first_at]),
+            "one\ntwo\nthree\n"
+        );
+        assert_eq!(
+            c.json(&["show", first_at])["revision"],
+            revs[0].as_str(),
+            "show takes a time"
+        );
+        assert_eq!(
+            c.json(&["ls", "--at", first_at])["revision"],
+            revs[0].as_str()
+        );
         let doc = c.json(&["cat", "/a.md", "--rev", "1"]);
         assert_eq!(doc["text"], "one\ntwo\nthree\n");
         assert_eq!(doc["revision"], revs[0].as_str());

@@ -8,6 +8,7 @@ use crate::output::{self, short};
 use supabash::transport::call;
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, SupabashError, Transport, Workspace};
+use supabash_core::point_in_time::{self, RevisionArg};
 use supabash_core::rpc::path_history::{PathHistory, PathHistoryPage};
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{HistoryPage, Receipt, ReceiptLine};
@@ -20,14 +21,25 @@ pub struct Resolved {
     pub receipt: Option<Receipt>,
 }
 
-/// A revision as people name it: `head`, a full revision id, a position (`3`), or a prefix
-/// of an id of at least 4 characters that names one revision (digits are tried as both). `REVISION_NOT_FOUND` when none
-/// matches.
+/// A revision as people name it: `head`, a full revision id, a position (`3`), a prefix
+/// of an id of at least 4 characters that names one revision (digits are tried as both), or a
+/// time (RFC 3339), which passes through for the server to resolve. `REVISION_NOT_FOUND` when
+/// none matches.
 pub async fn resolve(
     transport: &dyn Transport,
     workspace: &str,
     rev: &str,
 ) -> Result<Resolved, BoxError> {
+    match point_in_time::classify(rev) {
+        Ok(RevisionArg::Time(t)) => {
+            return Ok(Resolved {
+                id: t.to_owned(),
+                receipt: None,
+            })
+        }
+        Ok(RevisionArg::Id(_)) => {}
+        Err(e) => return Err(usage(e.to_string())),
+    }
     if rev.eq_ignore_ascii_case("head") {
         let id = head(transport, workspace).await?.ok_or_else(|| {
             SupabashError::new(
