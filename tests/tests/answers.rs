@@ -341,3 +341,288 @@ async fn reads_take_a_point_in_time() {
         );
     }
 }
+
+/// `(path, line, column)` of every match in a page.
+fn hits(page: &Value) -> Vec<(String, i64, i64)> {
+    page["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap().to_owned(),
+                m["line"].as_i64().unwrap(),
+                m["column"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn hit(path: &str, line: i64, column: i64) -> (String, i64, i64) {
+    (path.to_owned(), line, column)
+}
+
+#[tokio::test]
+async fn grep_searches_a_revision_on_the_server() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let owner = Caller::new_user();
+    let ws = rest.create_workspace(&owner).await;
+    let r1 = rest
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            json!([
+                {"op": "upsert", "path": "/src/main.rs", "text": "fn main() {\n    let a.b = 1;\n    TODO: axb\n}\n"},
+                {"op": "upsert", "path": "/src/deep/lib.rs", "text": "// todo later\r\npub fn f() {}\n"},
+                {"op": "upsert", "path": "/docs/guide.md", "text": "# Guide\nnothing to do\nTODO write\n"},
+                {"op": "upsert", "path": "/data/tool", "base64": "VE9ETwBUT0RP"},
+                {"op": "upsert", "path": "/secret.md", "text": "password=hunter2\n"},
+            ]),
+        )
+        .await;
+    let grep = |extra: Value| {
+        let mut a = json!({ "workspace_id": ws });
+        a.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        a
+    };
+
+    // A regex, case-sensitive: the binary file (it holds a NUL) is skipped.
+    let page = rest
+        .call(&owner, "supabash_grep", grep(json!({"pattern": "TODO"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        hits(&page),
+        vec![hit("/docs/guide.md", 3, 1), hit("/src/main.rs", 3, 5)]
+    );
+    assert_eq!(page["binarySkipped"], json!(1));
+    assert_eq!(page["filesSearched"], json!(4));
+    assert_eq!(page["revision"], json!(r1));
+    assert_eq!(page["matches"][1]["text"], json!("    TODO: axb"));
+    // Ignoring case; a CR before the newline is not part of the line.
+    let page = rest
+        .call(
+            &owner,
+            "supabash_grep",
+            grep(json!({"pattern": "todo", "ignore_case": true, "context_lines": 1})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        hits(&page),
+        vec![
+            hit("/docs/guide.md", 3, 1),
+            hit("/src/deep/lib.rs", 1, 4),
+            hit("/src/main.rs", 3, 5)
+        ]
+    );
+    assert_eq!(page["matches"][1]["text"], json!("// todo later"));
+    assert_eq!(page["matches"][0]["before"], json!(["nothing to do"]));
+    assert_eq!(page["matches"][2]["after"], json!(["}"]));
+    // A fixed string takes `.` literally; the regex does not.
+    for (fixed, want) in [(true, 1), (false, 2)] {
+        let page = rest
+            .call(
+                &owner,
+                "supabash_grep",
+                grep(json!({"pattern": "a.b", "fixed_strings": fixed})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(hits(&page).len(), want, "fixed {fixed}: {page}");
+    }
+    // Globs: a file name, a directory, a rooted path with **.
+    for (globs, want) in [
+        (json!(["*.md"]), vec![hit("/docs/guide.md", 3, 1)]),
+        (
+            json!(["/src"]),
+            vec![hit("/src/deep/lib.rs", 1, 4), hit("/src/main.rs", 3, 5)],
+        ),
+        (
+            json!(["src/**/lib.rs"]),
+            vec![hit("/src/deep/lib.rs", 1, 4)],
+        ),
+        (json!(["/src/*.rs"]), vec![hit("/src/main.rs", 3, 5)]),
+    ] {
+        let page = rest
+            .call(
+                &owner,
+                "supabash_grep",
+                grep(json!({"pattern": "(?i)todo", "paths": globs})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(hits(&page), want, "{globs}");
+    }
+
+    // Pages: one match at a time, resumed by the cursor, give the whole list.
+    let mut all = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let page = rest
+            .call(
+                &owner,
+                "supabash_grep",
+                grep(json!({"pattern": "(?i)todo|fn", "max_matches": 1, "cursor": cursor})),
+            )
+            .await
+            .unwrap();
+        all.extend(hits(&page));
+        cursor = page["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    let whole = rest
+        .call(
+            &owner,
+            "supabash_grep",
+            grep(json!({"pattern": "(?i)todo|fn"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(all, hits(&whole));
+    assert_eq!(all.len(), 5);
+
+    // A pattern that backtracks exponentially elsewhere is linear here.
+    let evil = format!("{}!", "a".repeat(50_000));
+    let r2 = rest
+        .commit_as(
+            &owner,
+            &ws,
+            Some(&r1),
+            json!([{"op": "upsert", "path": "/evil.txt", "text": evil}]),
+        )
+        .await;
+    let t = std::time::Instant::now();
+    let page = rest
+        .call(
+            &owner,
+            "supabash_grep",
+            grep(json!({"pattern": "(a+)+$", "paths": ["/evil.txt"]})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hits(&page).len(), 0);
+    assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+
+    // Redacted versions are never searched: the secret's content is gone from the old revision.
+    let r3 = rest
+        .commit_as(
+            &owner,
+            &ws,
+            Some(&r2),
+            json!([{"op": "delete", "path": "/secret.md"}]),
+        )
+        .await;
+    let secret = grep(json!({"pattern": "hunter2", "revision": r1}));
+    assert_eq!(
+        hits(
+            &rest
+                .call(&owner, "supabash_grep", secret.clone())
+                .await
+                .unwrap()
+        )
+        .len(),
+        1
+    );
+    rest.call(
+        &owner,
+        "supabash_redact",
+        json!({ "workspace_id": ws, "paths": ["/secret.md"], "before_revision": r3 }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        hits(&rest.call(&owner, "supabash_grep", secret).await.unwrap()).len(),
+        0
+    );
+
+    // Bad input.
+    for (args, code) in [
+        (json!({"pattern": "("}), "22023"),
+        (json!({"pattern": ""}), "54000"),
+        (json!({"pattern": "x".repeat(4097)}), "54000"),
+        (json!({"pattern": "x", "paths": ["[z-a]"]}), "22023"),
+        (
+            json!({"pattern": "x", "paths": ["a".repeat(1025)]}),
+            "54000",
+        ),
+        (json!({"pattern": "x", "max_matches": 1001}), "54000"),
+        (json!({"pattern": "x", "context_lines": 11}), "54000"),
+        (json!({"pattern": "x", "cursor": "nope"}), "22023"),
+        (json!({"pattern": "x", "cursor": "1:relative"}), "22023"),
+        (json!({"pattern": "(x{1000}){1000}"}), "22023"),
+    ] {
+        expect_err(
+            rest.call(&owner, "supabash_grep", grep(args)).await,
+            code,
+            None,
+        );
+    }
+}
+
+#[tokio::test]
+async fn grep_pages_within_the_decode_budget() {
+    let cluster = Cluster::shared();
+    let dsn = supabash_tests::support::authenticator_with(
+        cluster,
+        "grep_low_ceiling",
+        &[("supabash.max_decoded_per_call", "1MB")],
+    )
+    .await;
+    let mut rest = SqlRpc::connect(&dsn).await;
+    let owner = Caller::new_user();
+    let ws = rest.create_workspace(&owner).await;
+    // Three files of 600 KiB: one fits a call's 1 MB, two do not.
+    let big = |c: char| {
+        format!(
+            "{}needle\n",
+            format!("{}\n", c.to_string().repeat(99)).repeat(6144)
+        )
+    };
+    rest.commit_as(
+        &owner,
+        &ws,
+        None,
+        json!([
+            {"op": "upsert", "path": "/a.txt", "text": big('a')},
+            {"op": "upsert", "path": "/b.txt", "text": big('b')},
+            {"op": "upsert", "path": "/c.txt", "text": big('c')},
+        ]),
+    )
+    .await;
+    let mut cursor = Value::Null;
+    let mut found = Vec::new();
+    let mut pages = 0;
+    loop {
+        let page = rest
+            .call(
+                &owner,
+                "supabash_grep",
+                json!({ "workspace_id": ws, "pattern": "needle", "cursor": cursor }),
+            )
+            .await
+            .unwrap();
+        pages += 1;
+        assert_eq!(page["filesSearched"], json!(1), "{page}");
+        found.extend(hits(&page));
+        cursor = page["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(
+        found,
+        vec![
+            hit("/a.txt", 6145, 1),
+            hit("/b.txt", 6145, 1),
+            hit("/c.txt", 6145, 1)
+        ]
+    );
+}

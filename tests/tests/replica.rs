@@ -33,6 +33,10 @@ fn reads(ws: &str, first: &str, head: &str, checkpoint: &str) -> Vec<(&'static s
             json!({ "workspace_id": ws, "page_size": 1, "cursor": first }),
         ),
         (
+            "supabash_grep",
+            json!({ "workspace_id": ws, "pattern": "one|two", "revision": first, "context_lines": 1 }),
+        ),
+        (
             "supabash_path_history",
             json!({ "workspace_id": ws, "path": "/data/moved", "follow_moves": true }),
         ),

@@ -116,6 +116,10 @@ fn every_rpc(f: &Fixture) -> Vec<(&'static str, Value)> {
             json!({ "workspace_id": ws, "path": "/secret.md", "follow_moves": true }),
         ),
         (
+            "supabash_grep",
+            json!({ "workspace_id": ws, "pattern": "owner" }),
+        ),
+        (
             "supabash_commit",
             json!({ "workspace_id": ws, "actor": "intruder", "base_revision": f.r2,
                     "changes": [{"op": "upsert", "path": "/secret.md", "text": "pwned"}] }),
@@ -464,6 +468,16 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
             json!({ "workspace_id": ws, "revision": at }),
             "22023",
         ));
+    }
+    for (args, code) in [
+        (json!({ "pattern": "(" }), "22023"),
+        (json!({ "pattern": "x".repeat(4097) }), "54000"),
+        (json!({ "pattern": "x", "paths": ["[z-a]"] }), "22023"),
+        (json!({ "pattern": "x", "cursor": "1:relative" }), "22023"),
+    ] {
+        let mut args = args;
+        args["workspace_id"] = json!(ws);
+        v.push(bad("supabash_grep", args, code));
     }
     for path in ["secret.md", "/a/../b", "/never.md"] {
         v.push(bad(

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod body;
 mod changes;
 mod declare;
+pub mod grep;
 pub mod listing;
 mod params;
 pub mod path_history;
@@ -95,6 +96,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<verify::Verify>(),
         RpcInfo::of::<verify::Garbage>(),
         RpcInfo::of::<path_history::PathHistory>(),
+        RpcInfo::of::<grep::Grep>(),
     ]
 }
 

@@ -10,6 +10,7 @@ pub mod checkpoint;
 pub mod commit;
 pub mod diff;
 pub mod garbage;
+pub mod grep;
 pub mod lease;
 pub mod listing;
 pub mod path_history;
@@ -101,6 +102,7 @@ handlers! {
     Verify => verify::verify,
     Garbage => garbage::garbage,
     supabash_core::rpc::path_history::PathHistory => path_history::path_history,
+    supabash_core::rpc::grep::Grep => grep::grep,
 }
 
 /// The operation name of RPC `R`: its SQL name without `supabash_`.
