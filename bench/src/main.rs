@@ -1431,6 +1431,7 @@ async fn main() {
     if selected("answers") {
         eprintln!("bench: answers");
         answers::path_history(&cluster, &mut rest, &mut r).await;
+        answers::grep(&cluster, &mut rest, &mut r).await;
     }
     if selected("profile") {
         eprintln!("bench: profile");

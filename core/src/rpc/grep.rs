@@ -62,7 +62,6 @@ pub struct GrepMatch {
 }
 
 /// A page of `supabash_grep`.
-#[skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrepPage {
