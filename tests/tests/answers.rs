@@ -626,3 +626,119 @@ async fn grep_pages_within_the_decode_budget() {
         ]
     );
 }
+
+/// A direct-SQL caller commits files and its own rows in one transaction: a rollback undoes
+/// both and releases the workspace; a retry with the same transaction id commits afresh.
+#[tokio::test]
+async fn files_and_application_rows_commit_in_one_transaction() {
+    let cluster = Cluster::shared();
+    let admin = supabash_tests::support::admin(cluster).await;
+    admin
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS public.answers_tasks (
+               id bigserial PRIMARY KEY, workspace_id uuid NOT NULL, revision uuid NOT NULL,
+               title text NOT NULL);
+             GRANT SELECT, INSERT ON public.answers_tasks TO authenticated;
+             GRANT USAGE ON SEQUENCE public.answers_tasks_id_seq TO authenticated;",
+        )
+        .await
+        .unwrap();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let sub = uuid::Uuid::new_v4().to_string();
+    let owner = Caller::User(sub.clone());
+    let ws = rest.create_workspace(&owner).await;
+    let r1 = rest
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/task.md", "text": "draft"}]),
+        )
+        .await;
+    let (mut app, conn) =
+        tokio_postgres::connect(&cluster.dsn("authenticator"), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let claims = json!({ "role": "authenticated", "sub": sub, "aud": "authenticated" }).to_string();
+    let transaction_id = uuid::Uuid::new_v4().to_string();
+    let changes = json!([{"op": "upsert", "path": "/task.md", "text": "reviewed"}]).to_string();
+    let tasks = || async {
+        admin
+            .query_one(
+                "SELECT count(*) FROM public.answers_tasks WHERE workspace_id = $1::text::uuid",
+                &[&ws],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+
+    for attempt in ["rolled back", "committed"] {
+        let tx = app.transaction().await.unwrap();
+        tx.execute(
+            "SELECT set_config('request.jwt.claims', $1, true)",
+            &[&claims],
+        )
+        .await
+        .unwrap();
+        tx.batch_execute("SET LOCAL ROLE authenticated")
+            .await
+            .unwrap();
+        let row = tx
+            .query_one(
+                "SELECT supabash_commit(workspace_id => $1, changes => $2::text::json, actor => 'app',
+                          base_revision => $3, transaction_id => $4)",
+                &[&ws, &changes, &r1, &transaction_id],
+            )
+            .await
+            .unwrap();
+        let receipt: Value = row.get(0);
+        assert_eq!(receipt["replayed"], json!(false), "{attempt}: {receipt}");
+        let revision = receipt["receipt"]["revision"].as_str().unwrap().to_owned();
+        tx.execute(
+            "INSERT INTO public.answers_tasks (workspace_id, revision, title)
+             VALUES ($1::text::uuid, $2::text::uuid, 'review')",
+            &[&ws, &revision],
+        )
+        .await
+        .unwrap();
+        // The workspace's row lock is held until the transaction ends: another commit waits
+        // out its lock_timeout and gets the retryable coordination error.
+        let busy = rest
+            .call(
+                &owner,
+                "supabash_commit",
+                json!({ "workspace_id": ws, "actor": "other", "base_revision": r1,
+                        "changes": [{"op": "upsert", "path": "/other.md", "text": "x"}] }),
+            )
+            .await;
+        expect_err(busy, "55P03", Some("SUPABASH_COMMIT_COORDINATION"));
+        if attempt == "rolled back" {
+            tx.rollback().await.unwrap();
+            // Nothing of either stayed, and the workspace is free at once.
+            assert_eq!(tasks().await, 0);
+            let head = rest
+                .call(
+                    &owner,
+                    "supabash_load_manifest",
+                    json!({ "workspace_id": ws }),
+                )
+                .await
+                .unwrap();
+            assert_eq!(head["revision"], json!(r1));
+        } else {
+            tx.commit().await.unwrap();
+            assert_eq!(tasks().await, 1);
+            let head = rest
+                .call(
+                    &owner,
+                    "supabash_load_manifest",
+                    json!({ "workspace_id": ws }),
+                )
+                .await
+                .unwrap();
+            assert_eq!(head["revision"], json!(revision));
+        }
+    }
+}

@@ -18,7 +18,7 @@ use supabash_core::rpc::grep::*;
 use supabash_core::Marker;
 
 /// Bytes of bodies decoded per batch at most (a batch holds at least one file).
-const BATCH_BYTES: u64 = 8 * 1024 * 1024;
+const BATCH_BYTES: u64 = 1024 * 1024;
 /// Compiled-program ceiling for a pattern: a pattern that needs more is refused.
 const REGEX_SIZE_LIMIT: usize = 4 * 1024 * 1024;
 
