@@ -742,3 +742,118 @@ async fn files_and_application_rows_commit_in_one_transaction() {
         }
     }
 }
+
+/// Announcements on a workspace's channel, as a direct connection receives them.
+struct Listener {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Value>,
+    _client: tokio_postgres::Client,
+}
+
+impl Listener {
+    async fn new(cluster: &Cluster, ws: &str) -> Listener {
+        let (client, mut conn) =
+            tokio_postgres::connect(&cluster.dsn("postgres"), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(m) = std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+                if let Ok(tokio_postgres::AsyncMessage::Notification(n)) = m {
+                    let _ = tx.send(serde_json::from_str(n.payload()).unwrap());
+                }
+            }
+        });
+        client
+            .batch_execute(&format!("LISTEN \"supabash:{ws}\""))
+            .await
+            .unwrap();
+        Listener {
+            rx,
+            _client: client,
+        }
+    }
+
+    /// The next announcement, or `None` after a short wait.
+    async fn next(&mut self) -> Option<Value> {
+        tokio::time::timeout(std::time::Duration::from_millis(500), self.rx.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+#[tokio::test]
+async fn writes_announce_themselves_after_they_commit() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let owner = Caller::new_user();
+    let ws = rest.create_workspace(&owner).await;
+    let mut listener = Listener::new(cluster, &ws).await;
+    let r1 = rest
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/a.md", "text": "secret words"}]),
+        )
+        .await;
+    let a = listener
+        .next()
+        .await
+        .expect("an announcement of the commit");
+    assert_eq!(
+        a,
+        json!({"workspaceId": ws, "kind": "commit", "position": 1, "revision": r1})
+    );
+    // Never a path or content.
+    assert!(!a.to_string().contains("/a.md") && !a.to_string().contains("secret"));
+    let r2 = rest
+        .commit_as(
+            &owner,
+            &ws,
+            Some(&r1),
+            json!([{"op": "upsert", "path": "/a.md", "text": "v2"}]),
+        )
+        .await;
+    assert_eq!(listener.next().await.unwrap()["revision"], json!(r2));
+    // A replayed commit and a refused one announce nothing.
+    let refused = rest
+        .call(
+            &owner,
+            "supabash_commit",
+            json!({ "workspace_id": ws, "actor": "x", "base_revision": r1,
+                    "changes": [{"op": "delete", "path": "/a.md"}] }),
+        )
+        .await;
+    assert!(refused.is_err());
+    assert_eq!(listener.next().await, None);
+    // Purge and redaction announce the head they leave.
+    rest.call(
+        &owner,
+        "supabash_purge",
+        json!({ "workspace_id": ws, "keep_revisions": 1 }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        listener.next().await.unwrap(),
+        json!({"workspaceId": ws, "kind": "purge", "position": 2, "revision": r2})
+    );
+    rest.call(
+        &owner,
+        "supabash_redact",
+        json!({ "workspace_id": ws, "metadata_keys": ["x"] }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(listener.next().await.unwrap()["kind"], json!("redact"));
+    // A dry run announces nothing.
+    rest.call(
+        &owner,
+        "supabash_purge",
+        json!({ "workspace_id": ws, "keep_revisions": 1, "dry_run": true }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(listener.next().await, None);
+}

@@ -7,6 +7,7 @@ use crate::pg::db;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::rpc::rebase;
 use crate::store::access::{self, Delegation, Workspace};
+use crate::store::announce::{self, Kind};
 use crate::store::bodies;
 use crate::store::entries::{self, Version};
 use crate::store::revisions;
@@ -389,6 +390,7 @@ pub fn commit(_call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         crate::store::audit::write(&ws, Some(&receipt.revision), &receipt.actor, rows)?;
     }
     access::set_head(&ws, &receipt.revision, position)?;
+    announce::announce(&ws, Kind::Commit, Some(position), Some(&receipt.revision))?;
     Ok(CommitResult {
         receipt,
         replayed: false,

@@ -6,9 +6,10 @@
 //! [`leases`] the single-writer leases; [`redactions`] the
 //! rewrites a redaction makes; [`grants`] the capability verifiers, nonces and
 //! grants; [`usage`] the per-owner quotas; [`audit`] the audit trail; [`path_history`] reads
-//! one path's versions. Nothing here imports `rpc`.
+//! one path's versions; [`announce`] tells listeners a workspace changed. Nothing here imports `rpc`.
 
 pub mod access;
+pub mod announce;
 pub mod audit;
 pub mod bodies;
 pub mod checkpoints;
