@@ -6,6 +6,7 @@
 
 #![deny(unsafe_code)]
 
+mod answers;
 mod fork;
 mod listing;
 mod mount;
@@ -1359,7 +1360,7 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
 }
 
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, reads, listing, bulk, history, writers, rebase, disk, storage, memory, fork, mount, profile; `latency` includes the
+/// (comma-separated: latency, reads, listing, bulk, history, writers, rebase, disk, storage, memory, fork, mount, answers, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1426,6 +1427,11 @@ async fn main() {
     if selected("mount") {
         eprintln!("bench: mount");
         mount::mount_vs_local(&cluster, &mut r).await;
+    }
+    if selected("answers") {
+        eprintln!("bench: answers");
+        answers::path_history(&cluster, &mut rest, &mut r).await;
+        answers::grep(&cluster, &mut rest, &mut r).await;
     }
     if selected("profile") {
         eprintln!("bench: profile");

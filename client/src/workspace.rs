@@ -730,6 +730,30 @@ impl Workspace {
         .await
     }
 
+    /// One page of the versions of `path` (newest first unless `oldest_first`), after `cursor`
+    /// (a previous page's `next_cursor`); `follow_moves` follows a version that arrived by a
+    /// move back to the path it came from.
+    pub async fn path_history(
+        &self,
+        path: &str,
+        cursor: Option<&str>,
+        page_size: Option<usize>,
+        follow_moves: bool,
+        oldest_first: bool,
+    ) -> Result<supabash_core::rpc::path_history::PathHistoryPage> {
+        let size = self.limits.history_page(page_size)?;
+        self.rpc(&supabash_core::rpc::path_history::PathHistory {
+            workspace_id: self.id.clone(),
+            path: path.to_owned(),
+            cursor: cursor.map(str::to_owned),
+            page_size: Some(size as i32),
+            follow_moves: Some(follow_moves),
+            oldest_first: Some(oldest_first),
+            delegated_grant: None,
+        })
+        .await
+    }
+
     /// Compares two sides. `paths` limits the entries to those paths (and what lies below);
     /// `preview_bytes` (default and maximum: the limit) caps each text preview, 0 disables them.
     pub async fn diff(

@@ -7,6 +7,7 @@ pub mod hash;
 pub mod limits;
 pub mod moves;
 pub mod path;
+pub mod point_in_time;
 pub mod posix;
 pub mod receipt_lines;
 pub mod rpc;

@@ -278,6 +278,34 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
   SELECT supabash._write('garbage', json_build_object('idle_days', idle_days, 'apply', apply))
 $$;
 
+-- One path's versions (extension/src/rpc/path_history.rs): the entries' primary key is by
+-- workspace and path, so it needs no new index.
+CREATE FUNCTION public.supabash_path_history(
+  workspace_id text, path text, cursor text DEFAULT NULL, page_size integer DEFAULT NULL,
+  follow_moves boolean DEFAULT false, oldest_first boolean DEFAULT false,
+  delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('path_history', json_build_object('workspace_id', workspace_id, 'path', path,
+    'cursor', cursor, 'page_size', page_size, 'follow_moves', follow_moves,
+    'oldest_first', oldest_first, 'delegated_grant', delegated_grant))
+$$;
+
+-- Search on the server (extension/src/rpc/grep.rs): a linear-time regex over the bodies of
+-- one revision, within the call's decode budget, a page of matching lines at a time.
+CREATE FUNCTION public.supabash_grep(
+  workspace_id text, pattern text, revision text DEFAULT NULL, paths text[] DEFAULT NULL,
+  ignore_case boolean DEFAULT false, fixed_strings boolean DEFAULT false,
+  max_matches integer DEFAULT NULL, context_lines integer DEFAULT NULL, cursor text DEFAULT NULL,
+  delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('grep', json_build_object('workspace_id', workspace_id, 'pattern', pattern,
+    'revision', revision, 'paths', to_json(paths), 'ignore_case', ignore_case,
+    'fixed_strings', fixed_strings, 'max_matches', max_matches, 'context_lines', context_lines,
+    'cursor', cursor, 'delegated_grant', delegated_grant))
+$$;
+
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its
 -- waits are bounded (a timeout is the retryable SUPABASH_COMMIT_COORDINATION).
 CREATE FUNCTION public.supabash_exchange_capability(capability text) RETURNS jsonb

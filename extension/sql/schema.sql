@@ -124,6 +124,9 @@ CREATE TABLE supabash.revisions (
 );
 CREATE UNIQUE INDEX revisions_idempotency_idx ON supabash.revisions (workspace_id, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
+-- Reads as of a time find the last revision committed at or before it (extension/src/store/
+-- revisions.rs resolve_time) by this index, whatever the workspace's length.
+CREATE INDEX revisions_committed_idx ON supabash.revisions (workspace_id, committed_at);
 
 -- What each body store holds: the plain size of its distinct bodies, for the per-owner byte
 -- quota (extension/src/quota.rs). One row per store (workspace_id holds the store id).

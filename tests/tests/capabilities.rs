@@ -355,6 +355,16 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             &[History],
         ),
         c(
+            "supabash_grep",
+            json!({ "workspace_id": id, "pattern": "owner" }),
+            &[Read],
+        ),
+        c(
+            "supabash_path_history",
+            json!({ "workspace_id": id, "path": "/secret.md", "follow_moves": true }),
+            &[History],
+        ),
+        c(
             "supabash_diff",
             json!({ "workspace_id": id, "from_ref": {"revision": ws.r1}, "to_ref": {"head": true} }),
             &[History],

@@ -161,6 +161,31 @@ async fn history_and_files_over_both_transports() {
             "{text}"
         );
         assert_eq!(c.ok(&["log", "--oneline"]).lines().count(), 3);
+        // log PATH: one path's versions, newest first; a move followed back on request.
+        let path_log = c.json(&["log", "/archive/old.md"]);
+        assert_eq!(
+            path_log["versions"].as_array().unwrap().len(),
+            1,
+            "{path_log}"
+        );
+        assert_eq!(path_log["versions"][0]["op"], "move");
+        assert_eq!(path_log["versions"][0]["from"], "/notes/old.md");
+        let followed = c.json(&["log", "/archive/old.md", "--follow-moves", "--reverse"]);
+        let ops: Vec<&str> = followed["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["op"].as_str().unwrap())
+            .collect();
+        assert_eq!(ops, ["add", "move"], "{followed}");
+        let text = c.ok(&["log", "/a.md"]);
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .contains("modify /a.md  17 bytes"),
+            "{text}"
+        );
 
         // show: by id, by position, by prefix, head by default.
         let shown = c.json(&["show", &revs[1]]);
@@ -215,6 +240,21 @@ async fn history_and_files_over_both_transports() {
         assert_eq!(c.ok(&["tree"]), "/\n    a.md (17 bytes)\n    archive/\n        old.md (7 bytes)\n    c.md (2 bytes)\n    notes/\n        b.md (2 bytes)\n");
         assert_eq!(c.ok(&["cat", "/a.md"]), "one\n2\nthree\nfour\n");
         assert_eq!(c.ok(&["cat", "a.md", "-r", "1"]), "one\ntwo\nthree\n");
+        // --at: the last revision committed at or before a time.
+        let first_at = log["records"][0]["committedAt"].as_str().unwrap();
+        assert_eq!(
+            c.ok(&["cat", "a.md", "--at", first_at]),
+            "one\ntwo\nthree\n"
+        );
+        assert_eq!(
+            c.json(&["show", first_at])["revision"],
+            revs[0].as_str(),
+            "show takes a time"
+        );
+        assert_eq!(
+            c.json(&["ls", "--at", first_at])["revision"],
+            revs[0].as_str()
+        );
         let doc = c.json(&["cat", "/a.md", "--rev", "1"]);
         assert_eq!(doc["text"], "one\ntwo\nthree\n");
         assert_eq!(doc["revision"], revs[0].as_str());

@@ -37,6 +37,14 @@ fn reads(ws: &str, first: &str, head: &str, checkpoint: &str) -> Vec<(&'static s
             json!({ "workspace_id": ws, "page_size": 1, "cursor": first }),
         ),
         (
+            "supabash_grep",
+            json!({ "workspace_id": ws, "pattern": "one|two", "revision": first, "context_lines": 1 }),
+        ),
+        (
+            "supabash_path_history",
+            json!({ "workspace_id": ws, "path": "/data/moved", "follow_moves": true }),
+        ),
+        (
             "supabash_diff",
             json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true} }),
         ),
@@ -110,7 +118,17 @@ async fn every_read_rpc_answers_on_a_streaming_replica_and_writes_are_refused() 
     primary.wait_replayed(&replica);
 
     let mut on_replica = SqlRpc::connect(&replica.dsn("authenticator")).await;
+    // A read as of a time (the first revision's) resolves the time on the replica too.
+    let first_at = on_primary
+        .call(&owner, "supabash_history", json!({ "workspace_id": ws }))
+        .await
+        .unwrap()["records"][0]["committedAt"]
+        .clone();
     let more = [
+        (
+            "supabash_load_document",
+            json!({ "workspace_id": ws, "path": "/notes/a.md", "revision": first_at }),
+        ),
         (
             "supabash_load_manifest",
             json!({ "workspace_id": ws, "revision": first }),

@@ -116,6 +116,14 @@ fn every_rpc(f: &Fixture) -> Vec<(&'static str, Value)> {
         ),
         ("supabash_history", json!({ "workspace_id": ws })),
         (
+            "supabash_path_history",
+            json!({ "workspace_id": ws, "path": "/secret.md", "follow_moves": true }),
+        ),
+        (
+            "supabash_grep",
+            json!({ "workspace_id": ws, "pattern": "owner" }),
+        ),
+        (
             "supabash_commit",
             json!({ "workspace_id": ws, "actor": "intruder", "base_revision": f.r2,
                     "changes": [{"op": "upsert", "path": "/secret.md", "text": "pwned"}] }),
@@ -454,6 +462,48 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
         json!({ "workspace_id": ws, "page_size": -5 }),
         "54000",
     ));
+    v.push(bad(
+        "supabash_path_history",
+        json!({ "workspace_id": ws, "path": "/secret.md", "page_size": 100_000 }),
+        "54000",
+    ));
+    for cursor in ["", "x", "-1", "99999999999999999999"] {
+        v.push(bad(
+            "supabash_path_history",
+            json!({ "workspace_id": ws, "path": "/secret.md", "cursor": cursor }),
+            "22023",
+        ));
+    }
+    // Reads as of a time: malformed, in the future, before the first revision.
+    for at in [
+        "2026-02-30T00:00:00Z",
+        "2026-12-03T12:00:00",
+        "2999-01-01T00:00:00Z",
+        "2001-01-01T00:00:00Z",
+    ] {
+        v.push(bad(
+            "supabash_load_manifest",
+            json!({ "workspace_id": ws, "revision": at }),
+            "22023",
+        ));
+    }
+    for (args, code) in [
+        (json!({ "pattern": "(" }), "22023"),
+        (json!({ "pattern": "x".repeat(4097) }), "54000"),
+        (json!({ "pattern": "x", "paths": ["[z-a]"] }), "22023"),
+        (json!({ "pattern": "x", "cursor": "1:relative" }), "22023"),
+    ] {
+        let mut args = args;
+        args["workspace_id"] = json!(ws);
+        v.push(bad("supabash_grep", args, code));
+    }
+    for path in ["secret.md", "/a/../b", "/never.md"] {
+        v.push(bad(
+            "supabash_path_history",
+            json!({ "workspace_id": ws, "path": path }),
+            "22023",
+        ));
+    }
     v.push(bad(
         "supabash_checkpoint",
         json!({ "workspace_id": ws, "label": "l".repeat(4097) }),

@@ -23,9 +23,20 @@ pub struct At {
     /// The revision (head, an id, a position or an id prefix; default: the head).
     #[arg(long, short = 'r', value_name = "REV")]
     pub rev: Option<String>,
+    /// The last revision committed at or before this time (RFC 3339, e.g.
+    /// 2026-12-03T12:00:00.123456Z).
+    #[arg(long = "at", value_name = "TIME", conflicts_with = "rev")]
+    pub time: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+impl At {
+    /// The revision asked for: `--at` or `--rev` (a time is resolved by the server).
+    fn pin(&self) -> Option<&str> {
+        self.time.as_deref().or(self.rev.as_deref())
+    }
 }
 
 /// The manifest at `rev` (default: the head).
@@ -163,7 +174,7 @@ pub struct LsArgs {
 /// `supabash ls [PATH]`.
 pub async fn ls(args: LsArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.at.target.open().await?;
-    let tree = manifest(transport.as_ref(), &ws, args.at.rev.as_deref()).await?;
+    let tree = manifest(transport.as_ref(), &ws, args.at.pin()).await?;
     let entries = list(&tree, &args.path)?;
     if args.at.json {
         return output::json(&Listing {
@@ -236,7 +247,7 @@ pub fn draw(tree: &Tree, path: &str) -> String {
 /// (`supabash_load_manifest`'s answer) limited to those files.
 pub async fn tree(args: TreeArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.at.target.open().await?;
-    let mut tree = manifest(transport.as_ref(), &ws, args.at.rev.as_deref()).await?;
+    let mut tree = manifest(transport.as_ref(), &ws, args.at.pin()).await?;
     let path = normalise(&args.path);
     if path != "/" {
         tree.files
@@ -287,7 +298,7 @@ pub async fn read(
 /// document (`supabash_load_document`'s answer, the body as `text` or `base64`).
 pub async fn cat(args: CatArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.at.target.open().await?;
-    let revision = match &args.at.rev {
+    let revision = match args.at.pin() {
         Some(r) => Some(resolve(transport.as_ref(), &ws, r).await?.id),
         None => None,
     };

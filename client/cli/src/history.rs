@@ -8,6 +8,8 @@ use crate::output::{self, short};
 use supabash::transport::call;
 use supabash::workspace::CommitOptions;
 use supabash::{ErrorCode, SupabashError, Transport, Workspace};
+use supabash_core::point_in_time::{self, RevisionArg};
+use supabash_core::rpc::path_history::{PathHistory, PathHistoryPage};
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{HistoryPage, Receipt, ReceiptLine};
 
@@ -19,14 +21,25 @@ pub struct Resolved {
     pub receipt: Option<Receipt>,
 }
 
-/// A revision as people name it: `head`, a full revision id, a position (`3`), or a prefix
-/// of an id of at least 4 characters that names one revision (digits are tried as both). `REVISION_NOT_FOUND` when none
-/// matches.
+/// A revision as people name it: `head`, a full revision id, a position (`3`), a prefix
+/// of an id of at least 4 characters that names one revision (digits are tried as both), or a
+/// time (RFC 3339), which passes through for the server to resolve. `REVISION_NOT_FOUND` when
+/// none matches.
 pub async fn resolve(
     transport: &dyn Transport,
     workspace: &str,
     rev: &str,
 ) -> Result<Resolved, BoxError> {
+    match point_in_time::classify(rev) {
+        Ok(RevisionArg::Time(t)) => {
+            return Ok(Resolved {
+                id: t.to_owned(),
+                receipt: None,
+            })
+        }
+        Ok(RevisionArg::Id(_)) => {}
+        Err(e) => return Err(usage(e.to_string())),
+    }
     if rev.eq_ignore_ascii_case("head") {
         let id = head(transport, workspace).await?.ok_or_else(|| {
             SupabashError::new(
@@ -151,14 +164,28 @@ pub struct LogArgs {
     /// One line per revision, without its changes.
     #[arg(long)]
     pub oneline: bool,
-    /// Print the page as JSON ({"records": [receipt...], "nextCursor": id|null}).
+    /// Print the page as JSON ({"records": [receipt...], "nextCursor": id|null}; with PATH
+    /// {"versions": [...], "nextCursor": position|null}).
     #[arg(long)]
     pub json: bool,
+    /// Only the versions of this path, newest first (`supabash_path_history`).
+    #[arg(value_name = "PATH")]
+    pub path: Option<String>,
+    /// With PATH: follow a version that arrived by a move back to the path it came from.
+    #[arg(long, requires = "path")]
+    pub follow_moves: bool,
+    /// With PATH: oldest first.
+    #[arg(long, requires = "path")]
+    pub reverse: bool,
 }
 
-/// `supabash log`: history oldest first, one page or all of them.
+/// `supabash log`: history oldest first, one page or all of them; with a path, that path's
+/// versions.
 pub async fn log(args: LogArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.target.open().await?;
+    if let Some(path) = args.path.clone() {
+        return log_path(transport.as_ref(), &ws, &path, &args).await;
+    }
     let history = if args.limit.is_some() || args.cursor.is_some() {
         page(transport.as_ref(), &ws, args.cursor.clone(), args.limit).await?
     } else {
@@ -188,6 +215,60 @@ pub async fn log(args: LogArgs) -> Result<(), BoxError> {
         }
     }
     if let Some(next) = &history.next_cursor {
+        eprintln!("more: --cursor {next}");
+    }
+    Ok(())
+}
+
+/// `supabash log PATH`: the versions of one path, one page or all of them.
+async fn log_path(
+    transport: &dyn Transport,
+    ws: &str,
+    path: &str,
+    args: &LogArgs,
+) -> Result<(), BoxError> {
+    let mut request = PathHistory {
+        workspace_id: ws.to_owned(),
+        path: path.to_owned(),
+        cursor: args.cursor.clone(),
+        page_size: args.limit,
+        follow_moves: Some(args.follow_moves),
+        oldest_first: Some(args.reverse),
+        delegated_grant: None,
+    };
+    let one_page = args.limit.is_some() || args.cursor.is_some();
+    let mut all = PathHistoryPage {
+        versions: Vec::new(),
+        next_cursor: None,
+    };
+    loop {
+        let page = call(transport, &request).await?;
+        all.versions.extend(page.versions);
+        all.next_cursor = page.next_cursor;
+        match (&all.next_cursor, one_page) {
+            (Some(next), false) => request.cursor = Some(next.clone()),
+            _ => break,
+        }
+    }
+    if args.json {
+        return output::json(&all);
+    }
+    for v in &all.versions {
+        let op = serde_json::to_value(v.op)?;
+        let from = output::moved_from(v.from.as_deref());
+        let redacted = if v.redacted { " [redacted]" } else { "" };
+        println!(
+            "{:>4}  {}  {}  {}  {:<6} {}{from}{redacted}  {}",
+            v.position,
+            v.revision.as_deref().map(short).unwrap_or("(purged)"),
+            v.committed_at.as_deref().unwrap_or("-"),
+            v.actor.as_deref().unwrap_or("-"),
+            op.as_str().unwrap_or("?"),
+            v.path,
+            v.size.map(|s| format!("{s} bytes")).unwrap_or_default(),
+        );
+    }
+    if let Some(next) = &all.next_cursor {
         eprintln!("more: --cursor {next}");
     }
     Ok(())

@@ -7,8 +7,10 @@ pub mod audit;
 pub mod body;
 mod changes;
 mod declare;
+pub mod grep;
 pub mod listing;
 mod params;
+pub mod path_history;
 mod receipt;
 pub mod requests;
 pub mod verify;
@@ -94,6 +96,8 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<audit::AuditRows>(),
         RpcInfo::of::<verify::Verify>(),
         RpcInfo::of::<verify::Garbage>(),
+        RpcInfo::of::<path_history::PathHistory>(),
+        RpcInfo::of::<grep::Grep>(),
     ]
 }
 

@@ -91,6 +91,30 @@ async function basics() {
   } while (cursor);
   assert.deepEqual(pages.flat(), [first.revision, second.revision]);
 
+  // One path's versions, newest first, and a search of the head on the server.
+  const { versions } = await call(
+    db,
+    "supabash_path_history",
+    { workspace_id: workspace, path: "/notes/hello.md" },
+    { read: true },
+  );
+  assert.deepEqual(
+    versions.map((v) => v.op),
+    ["modify", "add"],
+  );
+  assert.equal(versions[0].revision, second.revision);
+  const found = await call(
+    db,
+    "supabash_grep",
+    { workspace_id: workspace, pattern: "again|from", context_lines: 1 },
+    { read: true },
+  );
+  assert.deepEqual(
+    found.matches.map((m) => [m.path, m.line]),
+    [["/notes/hello.md", 1]],
+  );
+  assert.equal(found.nextCursor, null);
+
   // A commit based on a revision that is no longer the head: 409, detail names the head.
   let head;
   try {

@@ -89,6 +89,16 @@ def basics():
             break
     assert [p for page in pages for p in page] == [first["revision"], second["revision"]], pages
 
+    # One path's versions, newest first, and a search of the head on the server.
+    versions = call(db, "supabash_path_history",
+                    {"workspace_id": workspace, "path": "/notes/hello.md"}, read=True)["versions"]
+    assert [v["op"] for v in versions] == ["modify", "add"], versions
+    assert versions[0]["revision"] == second["revision"], versions
+    found = call(db, "supabash_grep", {"workspace_id": workspace, "pattern": "again|from",
+                                       "context_lines": 1}, read=True)
+    assert [(m["path"], m["line"]) for m in found["matches"]] == [("/notes/hello.md", 1)], found
+    assert found["nextCursor"] is None, found
+
     # A commit based on a revision that is no longer the head: 409, detail names the head.
     try:
         commit(db, workspace, [{"op": "delete", "path": "/data/blob.bin"}], first["revision"])

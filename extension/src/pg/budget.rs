@@ -44,6 +44,11 @@ pub fn start() {
     LEFT.with(|l| l.set(ceiling()));
 }
 
+/// Bytes the running call may still decode.
+pub fn left() -> u64 {
+    LEFT.with(Cell::get)
+}
+
 /// Takes `bytes` from the running call's allowance, or refuses (nothing is taken).
 pub fn charge(bytes: u64) -> Outcome<()> {
     LEFT.with(|l| {

@@ -6,6 +6,7 @@ use crate::pg::args;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::rpc::rebase;
 use crate::store::access::{self, Delegation, Workspace};
+use crate::store::announce;
 use crate::store::bodies;
 use crate::store::entries::{self, Version};
 use crate::store::revisions::{self, Spent};
@@ -488,6 +489,12 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         crate::store::audit::write(&call.schema, &locked, revision, &receipt.actor, rows)?;
     }
     access::set_head(&ws, &receipt.revision, position)?;
+    announce::announce(
+        &ws,
+        announce::Kind::Commit,
+        Some(position),
+        Some(&receipt.revision),
+    )?;
     Ok(CommitResult {
         receipt,
         replayed: false,

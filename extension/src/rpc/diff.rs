@@ -123,7 +123,10 @@ fn side(
     staged: Option<&[StagedDocument]>,
 ) -> Outcome<Side> {
     match reference {
-        DiffRef::Revision(r) => stored_side(schema, ws, &args::uuid("revision", r)?),
+        DiffRef::Revision(r) => {
+            let r = crate::store::revisions::resolve_time(&ws.id, r)?;
+            stored_side(schema, ws, &args::uuid("revision", &r)?)
+        }
         DiffRef::Checkpoint(c) => {
             let checkpoint = args::uuid("checkpoint", c)?;
             let revision = crate::store::checkpoints::revision_of(&ws.id, &checkpoint)?

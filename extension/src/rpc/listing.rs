@@ -112,7 +112,8 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     )?;
     let (prefix, upper) = bounds(&dir);
     let mut at = resume_at(&prefix, req.cursor.as_deref())?;
-    let (revision, position) = read::pinned(&ws, req.revision.as_deref())?;
+    let pin = crate::store::revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
+    let (revision, position) = read::pinned(&ws, pin.as_deref())?;
     let mut files = Vec::new();
     let mut directories = Vec::new();
     let mut explicit = Vec::new();

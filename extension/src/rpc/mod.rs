@@ -11,8 +11,10 @@ pub mod commit;
 pub mod diff;
 pub mod documents;
 pub mod garbage;
+pub mod grep;
 pub mod lease;
 pub mod listing;
+pub mod path_history;
 pub mod purge;
 pub mod read;
 pub mod rebase;
@@ -98,6 +100,8 @@ handlers! {
     au::Audit => audit::audit,
     Verify => verify::verify,
     Garbage => garbage::garbage,
+    supabash_core::rpc::path_history::PathHistory => path_history::path_history,
+    supabash_core::rpc::grep::Grep => grep::grep,
 }
 
 /// The operation name of RPC `R`: its SQL name without `supabash_`.

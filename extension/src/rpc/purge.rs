@@ -6,6 +6,7 @@ use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::store::access;
+use crate::store::announce::{self, Kind};
 use crate::store::bodies;
 use crate::store::usage;
 use crate::store::{entries, retention, revisions};
@@ -84,6 +85,7 @@ pub fn purge(call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
         entries::delete_rows(&ws.id, &plan.entry_paths, &plan.entry_froms)?;
         bodies::delete(&ws.store, &plan.bodies)?;
         usage::add_bytes(&ws.store, &ws.owner, -plan.bytes)?;
+        announce::announce(&ws.id, Kind::Purge, ws.head_position, ws.head.as_deref())?;
     }
     Ok(report)
 }

@@ -133,7 +133,8 @@ pub(crate) fn pinned(
 /// `supabash_load_manifest`: the tree without bodies at a pinned revision (default: head).
 pub fn load_manifest(call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
     let ws = access::open(&req, &[Operation::Read])?;
-    let (revision, position) = pinned(&ws, req.revision.as_deref())?;
+    let at = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
+    let (revision, position) = pinned(&ws, at.as_deref())?;
     Ok(Tree {
         files: files(files_at(call.schema, &ws, position, None, false)?),
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
@@ -148,7 +149,8 @@ pub fn load_manifest(call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
 pub fn load_document(call: &Call, req: rq::LoadDocument) -> Outcome<Document> {
     let ws = access::open(&req, &[Operation::Read])?;
     let path = args::checked_path(&req.path)?;
-    let (revision, position) = pinned(&ws, req.revision.as_deref())?;
+    let at = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
+    let (revision, position) = pinned(&ws, at.as_deref())?;
     let row = files_at(call.schema, &ws, position, Some(&path), true)?
         .into_iter()
         .next()
@@ -168,7 +170,8 @@ pub fn load_document(call: &Call, req: rq::LoadDocument) -> Outcome<Document> {
 /// `supabash_load_snapshot`: every file with its body at a pinned revision (default: head).
 pub fn load_snapshot(call: &Call, req: rq::LoadSnapshot) -> Outcome<Tree> {
     let ws = access::open(&req, &[Operation::Read])?;
-    let (revision, position) = pinned(&ws, req.revision.as_deref())?;
+    let at = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
+    let (revision, position) = pinned(&ws, at.as_deref())?;
     let files = if revision.is_none() {
         Vec::new()
     } else {
@@ -198,7 +201,8 @@ fn receipt(ws: &str, revision: &str) -> Outcome<Receipt> {
 /// `supabash_load_revision`: a revision's receipt and its full tree with bodies.
 pub fn load_revision(call: &Call, req: rq::LoadRevision) -> Outcome<RevisionTree> {
     let ws = access::open(&req, &[Operation::History, Operation::Restore])?;
-    let revision = args::uuid("revision", &req.revision)?;
+    let revision = revisions::resolve_time(&ws.id, &req.revision)?;
+    let revision = args::uuid("revision", &revision)?;
     let position = access::revision_position(&ws.id, &revision)?;
     Ok(RevisionTree {
         files: files(files_at(call.schema, &ws, Some(position), None, true)?),

@@ -19,6 +19,7 @@ use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::store::access::{self, Workspace};
+use crate::store::announce::{self, Kind};
 use crate::store::{bodies, lineage, redactions, revisions, usage};
 use serde_json::json;
 use supabash_core::capability::{delegated_actor, Operation};
@@ -285,6 +286,7 @@ pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
             actor,
         },
     )?;
+    announce::announce(&ws.id, Kind::Redact, ws.head_position, ws.head.as_deref())?;
     Ok(report)
 }
 

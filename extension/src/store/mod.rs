@@ -5,10 +5,11 @@
 //! [`encoding`]s; [`revisions`] keeps receipts and [`retention`] says what purge drops; [`checkpoints`] the pinned revisions;
 //! [`leases`] the single-writer leases; [`redactions`] the
 //! rewrites a redaction makes; [`grants`] the capability verifiers, nonces and
-//! grants; [`usage`] the per-owner quotas; [`audit`] the audit trail. Nothing here imports
-//! `rpc`.
+//! grants; [`usage`] the per-owner quotas; [`audit`] the audit trail; [`path_history`] reads
+//! one path's versions; [`announce`] tells listeners a workspace changed. Nothing here imports `rpc`.
 
 pub mod access;
+pub mod announce;
 pub mod audit;
 pub mod bodies;
 pub mod checkpoints;
@@ -17,6 +18,7 @@ pub mod entries;
 pub mod grants;
 pub mod leases;
 pub mod lineage;
+pub mod path_history;
 pub mod redactions;
 pub mod retention;
 pub mod revisions;

@@ -3,8 +3,10 @@
 //! replay returns exactly what the commit returned.
 
 use crate::pg::db;
-use crate::pg::fail::{Fail, Outcome};
+use crate::pg::fail::{invalid, Fail, Outcome};
 use pgrx::datum::DatumWithOid;
+use serde_json::json;
+use supabash_core::point_in_time::{self, RevisionArg};
 use supabash_core::receipt_lines;
 use supabash_core::rpc::{ForkedFrom, Receipt};
 use supabash_core::Marker;
@@ -217,4 +219,85 @@ pub fn purge(ws: &str, revisions: &[String]) -> Outcome<()> {
          SELECT * FROM gone",
         &[ws.into(), revisions.to_vec().into()],
     )
+}
+
+/// [`resolve_time`] of an optional revision argument.
+pub fn resolve_time_opt(ws: &str, revision: Option<&str>) -> Outcome<Option<String>> {
+    revision.map(|r| resolve_time(ws, r)).transpose()
+}
+
+/// A revision argument of a read, resolved: a revision id passes through unchanged (its checks
+/// come later); a point in time (`supabash_core::point_in_time`) names the last revision of
+/// `ws` committed at or before it. A time in the future, a time before the oldest retained
+/// revision, and a time inside a range of purged revisions are refused (the last two with
+/// `SUPABASH_REVISION_NOT_FOUND` naming the nearest retained revisions).
+pub fn resolve_time(ws: &str, revision: &str) -> Outcome<String> {
+    let at = match point_in_time::classify(revision).map_err(|e| invalid(e.to_string()))? {
+        RevisionArg::Id(id) => return Ok(id.to_owned()),
+        RevisionArg::Time(at) => at,
+    };
+    let found = db::query_row(
+        "WITH hit AS (
+           SELECT revision_id, position, committed_at FROM supabash.revisions
+            WHERE workspace_id = $1::uuid AND committed_at <= $2::timestamptz
+            ORDER BY committed_at DESC, position DESC LIMIT 1),
+         next AS (
+           SELECT r.revision_id, r.position FROM supabash.revisions r, hit
+            WHERE r.workspace_id = $1::uuid AND r.position > hit.position
+            ORDER BY r.position LIMIT 1),
+         oldest AS (
+           SELECT revision_id FROM supabash.revisions WHERE workspace_id = $1::uuid
+            ORDER BY position LIMIT 1)
+         SELECT $2::timestamptz > now(), supabash.utc_text(now()),
+                (SELECT revision_id::text FROM hit), (SELECT position FROM hit),
+                (SELECT revision_id::text FROM next), (SELECT position FROM next),
+                (SELECT revision_id::text FROM oldest),
+                coalesce((SELECT committed_at = $2::timestamptz FROM hit), false)",
+        &[ws.into(), at.into()],
+        |r| {
+            Ok((
+                db::get::<bool>(r, 1)?,
+                db::get::<String>(r, 2)?,
+                db::opt::<String>(r, 3)?,
+                db::opt::<i64>(r, 4)?,
+                db::opt::<String>(r, 5)?,
+                db::opt::<i64>(r, 6)?,
+                db::opt::<String>(r, 7)?,
+                db::get::<bool>(r, 8)?,
+            ))
+        },
+    )?
+    .expect("one row");
+    let (future, now, hit, hit_position, next, next_position, oldest, exact) = found;
+    if future {
+        return Err(invalid(format!(
+            "the time {at} is in the future (the server's clock reads {now})"
+        ))
+        .with_detail(json!({ "at": at, "now": now })));
+    }
+    let missing = |message: String, nearest: Option<String>, next: Option<String>| {
+        Fail::new(Marker::RevisionNotFound, message).with_detail(json!({
+            "at": at, "nearestRevision": nearest, "nextRevision": next,
+        }))
+    };
+    match (hit, hit_position, next_position) {
+        // Purged revisions lie between the one found and the next retained one: the time may
+        // name one of them, unless it is the found revision's own time.
+        (Some(hit), Some(p), Some(n)) if n > p + 1 && !exact => Err(missing(
+            format!("the time {at} falls inside a range of purged revisions"),
+            Some(hit),
+            next,
+        )),
+        (Some(hit), ..) => Ok(hit),
+        (None, ..) if oldest.is_none() => Err(missing(
+            "the workspace has no revision".to_owned(),
+            None,
+            None,
+        )),
+        (None, ..) => Err(missing(
+            format!("no retained revision was committed at or before {at}"),
+            oldest.clone(),
+            oldest,
+        )),
+    }
 }

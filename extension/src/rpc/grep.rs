@@ -1,0 +1,267 @@
+//! `supabash_grep`: searches the files of one revision. The manifest at the revision gives the
+//! files (path order) and their plain sizes; bodies are decoded a batch at a time, each batch
+//! charged to the call's decode budget first, and the page ends early (with a cursor) when the
+//! next file would not fit. The `regex` crate runs in time linear in the input, whatever the
+//! pattern.
+
+use super::read::{files_at, pinned};
+use super::Call;
+use crate::pg::args;
+use crate::pg::budget;
+use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::store::entries::FileRow;
+use crate::store::{access, bodies, revisions};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use regex::bytes::{Regex, RegexBuilder};
+use supabash_core::capability::Operation;
+use supabash_core::rpc::grep::*;
+use supabash_core::Marker;
+
+/// Bytes of bodies decoded per batch at most (a batch holds at least one file).
+const BATCH_BYTES: u64 = 1024 * 1024;
+/// Compiled-program ceiling for a pattern: a pattern that needs more is refused.
+const REGEX_SIZE_LIMIT: usize = 4 * 1024 * 1024;
+
+/// Where a page resumes: after line `line` of `path`.
+struct Resume {
+    path: String,
+    line: i64,
+}
+
+/// The cursor is `<line>:<path>` (the line of the last match of the previous page).
+fn resume(cursor: Option<&str>) -> Outcome<Option<Resume>> {
+    let Some(c) = cursor else { return Ok(None) };
+    let bad = || invalid("cursor must be a nextCursor of supabash_grep");
+    let (line, path) = c.split_once(':').ok_or_else(bad)?;
+    let line = line
+        .parse::<i64>()
+        .ok()
+        .filter(|l| *l >= 0 && line.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(bad)?;
+    let path = args::checked_path(path).map_err(|_| bad())?;
+    Ok(Some(Resume { path, line }))
+}
+
+fn pattern(req: &Grep) -> Outcome<Regex> {
+    if req.pattern.is_empty() || req.pattern.len() > MAX_GREP_PATTERN_BYTES {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("pattern must be 1 to {MAX_GREP_PATTERN_BYTES} bytes"),
+        ));
+    }
+    let source = if req.fixed_strings == Some(true) {
+        regex::escape(&req.pattern)
+    } else {
+        req.pattern.clone()
+    };
+    RegexBuilder::new(&source)
+        .case_insensitive(req.ignore_case == Some(true))
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| invalid(format!("pattern does not compile: {e}")))
+}
+
+/// The globs of `paths`: `None` keeps every file. A glob without `/` matches file names; one
+/// with `/` paths from the root.
+fn globs(paths: Option<&[String]>) -> Outcome<Option<(GlobSet, GlobSet)>> {
+    let Some(paths) = paths.filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    if paths.len() > MAX_GREP_GLOBS || paths.iter().any(|g| g.len() > MAX_GREP_GLOB_BYTES) {
+        return Err(Fail::new(
+            Marker::Quota,
+            format!("paths holds at most {MAX_GREP_GLOBS} globs of {MAX_GREP_GLOB_BYTES} bytes"),
+        ));
+    }
+    let (mut names, mut full) = (GlobSetBuilder::new(), GlobSetBuilder::new());
+    for g in paths {
+        let glob = |text: &str| {
+            GlobBuilder::new(text)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| invalid(format!("paths: {g:?} is not a glob: {e}")))
+        };
+        if g.is_empty() {
+            return Err(invalid("paths: an empty glob"));
+        } else if g.contains('/') {
+            let rooted = if g.starts_with('/') {
+                g.clone()
+            } else {
+                format!("/{g}")
+            };
+            full.add(glob(rooted.trim_end_matches('/'))?);
+        } else {
+            names.add(glob(g)?);
+        }
+    }
+    let built = |b: GlobSetBuilder| b.build().map_err(|e| invalid(format!("paths: {e}")));
+    Ok(Some((built(names)?, built(full)?)))
+}
+
+/// Whether a glob keeps `path`: its name, or the path or one of its directories.
+fn kept(path: &str, globs: &(GlobSet, GlobSet)) -> bool {
+    let (names, full) = globs;
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if names.is_match(name) {
+        return true;
+    }
+    let mut at = path;
+    loop {
+        if full.is_match(at) {
+            return true;
+        }
+        match at.rfind('/') {
+            Some(i) if i > 0 => at = &at[..i],
+            _ => return false,
+        }
+    }
+}
+
+/// A line for the answer: lossy UTF-8, cut at [`MAX_GREP_LINE_BYTES`].
+fn shown(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&line[..line.len().min(MAX_GREP_LINE_BYTES + 4)]);
+    if text.len() <= MAX_GREP_LINE_BYTES {
+        return text.into_owned();
+    }
+    text[..text.floor_char_boundary(MAX_GREP_LINE_BYTES)].to_owned()
+}
+
+/// The matching lines of one body after line `after`, at most `room` of them.
+fn search(
+    re: &Regex,
+    path: &str,
+    body: &[u8],
+    after: i64,
+    context: usize,
+    room: usize,
+) -> Vec<GrepMatch> {
+    let mut found = Vec::new();
+    // A body with no match anywhere has no matching line: most files end here.
+    if room == 0 || !re.is_match(body) {
+        return found;
+    }
+    let body = body.strip_suffix(b"\n").unwrap_or(body);
+    let lines: Vec<&[u8]> = body.split(|b| *b == b'\n').collect();
+    for (i, line) in lines.iter().enumerate().skip(after.max(0) as usize) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(m) = re.find(line) else { continue };
+        found.push(GrepMatch {
+            path: path.to_owned(),
+            line: i as i64 + 1,
+            column: m.start() as i64 + 1,
+            text: shown(line),
+            before: lines[i.saturating_sub(context)..i]
+                .iter()
+                .map(|l| shown(l))
+                .collect(),
+            after: lines[(i + 1).min(lines.len())..(i + 1 + context).min(lines.len())]
+                .iter()
+                .map(|l| shown(l))
+                .collect(),
+        });
+        if found.len() == room {
+            break;
+        }
+    }
+    found
+}
+
+/// `supabash_grep`: see docs/sql-contract.md. Reads only, so it works on a hot standby.
+pub fn grep(call: &Call, req: Grep) -> Outcome<GrepPage> {
+    let ws = access::open(&req, &[Operation::Read])?;
+    let re = pattern(&req)?;
+    let globs = globs(req.paths.as_deref())?;
+    let max = args::page_size(req.max_matches, DEFAULT_GREP_MATCHES, MAX_GREP_MATCHES)? as usize;
+    let context = match req.context_lines {
+        None => 0,
+        Some(c) if (0..=MAX_GREP_CONTEXT_LINES).contains(&c) => c as usize,
+        Some(_) => {
+            return Err(Fail::new(
+                Marker::Quota,
+                format!("context_lines must be 0 to {MAX_GREP_CONTEXT_LINES}"),
+            ))
+        }
+    };
+    let from = resume(req.cursor.as_deref())?;
+    let at = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
+    let (revision, position) = pinned(&ws, at.as_deref())?;
+    let mut page = GrepPage {
+        revision: revision.clone(),
+        position,
+        matches: Vec::new(),
+        files_searched: 0,
+        binary_skipped: 0,
+        bytes_searched: 0,
+        next_cursor: None,
+    };
+    if revision.is_none() {
+        return Ok(page);
+    }
+    let files: Vec<FileRow> = files_at(call.schema, &ws, position, None, false)?
+        .into_iter()
+        .filter(|f| !f.redacted)
+        .filter(|f| from.as_ref().is_none_or(|r| f.path >= r.path))
+        .filter(|f| globs.as_ref().is_none_or(|g| kept(&f.path, g)))
+        .collect();
+    let mut rest = files.as_slice();
+    while !rest.is_empty() {
+        // The next batch: as many files as fit in a batch and in the budget left (one at least,
+        // unless the budget cannot hold it).
+        let left = budget::left();
+        let mut take = 0;
+        let mut bytes = 0u64;
+        for f in rest {
+            let size = f.body_size.max(0) as u64;
+            if take > 0 && bytes + size > BATCH_BYTES.min(left) {
+                break;
+            }
+            take += 1;
+            bytes += size;
+        }
+        if bytes > left {
+            if page.files_searched == 0 {
+                // Not even one file fits: the budget's own error says so.
+                budget::charge(bytes)?;
+            }
+            // The next page starts at this file's first line.
+            page.next_cursor = Some(format!("0:{}", rest[0].path));
+            return Ok(page);
+        }
+        let (batch, after) = rest.split_at(take);
+        rest = after;
+        let wanted: Vec<(Vec<u8>, i64)> = batch
+            .iter()
+            .map(|f| (f.body_hash.clone(), f.body_size))
+            .collect();
+        let loaded = bodies::load_charged(&ws.store, &wanted)?;
+        for f in batch {
+            let Some(body) = loaded.get(&f.body_hash) else {
+                continue;
+            };
+            let body = &body.bytes;
+            if body.contains(&0) {
+                page.binary_skipped += 1;
+                continue;
+            }
+            page.files_searched += 1;
+            page.bytes_searched += body.len() as i64;
+            let skip = match &from {
+                Some(r) if r.path == f.path => r.line,
+                _ => 0,
+            };
+            let room = max - page.matches.len();
+            let found = search(&re, &f.path, body, skip, context, room + 1);
+            for m in found {
+                if page.matches.len() == max {
+                    // One more exists: the page ends at its last match.
+                    let last = page.matches.last().expect("a full page");
+                    page.next_cursor = Some(format!("{}:{}", last.line, last.path));
+                    return Ok(page);
+                }
+                page.matches.push(m);
+            }
+        }
+    }
+    Ok(page)
+}
