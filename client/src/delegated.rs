@@ -41,7 +41,10 @@ use crate::workspace::{
 };
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex};
-use supabash_core::capability::{parse_compact, Operation, OperationSet, PostgresClaims, Reason};
+use supabash_core::capability::{
+    parse_compact_among, Algorithm, Operation, OperationSet, PostgresClaims, Reason,
+    SeedPostgresClaims,
+};
 use supabash_core::rpc::requests::{DiffRef, ExchangeCapability};
 use supabash_core::rpc::CommitResult;
 use supabash_core::ErrorCode;
@@ -104,12 +107,22 @@ impl Transport for GrantTransport {
 }
 
 /// The presented claims, read without verifying the signature, if they ask for exactly
-/// `expected` (which must hold `read`).
+/// `expected` (which must hold `read`). An EdDSA token carries this crate's claims; an HS256
+/// one the TypeScript package's (schema version 3, `SeedPostgresClaims`), read into the same
+/// form.
 fn presented_claims(capability: &str, expected: &OperationSet) -> Result<PostgresClaims> {
     let check = || {
-        let compact = parse_compact(capability, crate::capability::postgres::ALGORITHM)?;
-        let claims = PostgresClaims::from_map(compact.claims)?;
-        let operations = claims.check_shape()?;
+        let algs = Algorithm::ALL.map(Algorithm::as_str);
+        let compact = parse_compact_among(capability, &algs)?;
+        let (claims, operations) = if compact.header.alg == Algorithm::Hs256.as_str() {
+            let seed = SeedPostgresClaims::from_map(compact.claims)?;
+            let operations = seed.check_shape()?;
+            (seed.into_claims(), operations)
+        } else {
+            let claims = PostgresClaims::from_map(compact.claims)?;
+            let operations = claims.check_shape()?;
+            (claims, operations)
+        };
         if !operations.contains(Operation::Read) || operations != *expected {
             return Err(Reason::Operations.into());
         }
@@ -395,6 +408,44 @@ mod tests {
                 "{garbage}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_seed_hs256_token_is_read_in_the_packages_claims() {
+        let claims = json!({
+            "aud": "a", "backend": "postgres", "corr": "job-2", "exp": 4_000_000_000i64,
+            "iat": 3_999_999_900i64, "iss": "i", "nonce": "job-2",
+            "ops": ["read", "write", "commit", "history"], "origin": "o", "sub": "job-2",
+            "sv": 3, "workspace": WS,
+        });
+        let header = json!({ "alg": "HS256", "kid": "k1", "typ": "JWS" });
+        let token = |claims: &Value| {
+            format!(
+                "{}.{}.{}",
+                b64_encode(header.to_string().as_bytes()),
+                b64_encode(claims.to_string().as_bytes()),
+                b64_encode(&[9u8; 32])
+            )
+        };
+        let rwch = set(&[
+            Operation::Read,
+            Operation::Write,
+            Operation::Commit,
+            Operation::History,
+        ]);
+        let read = presented_claims(&token(&claims), &rwch).unwrap();
+        assert_eq!(read.common.cid.as_deref(), Some("job-2"));
+        assert_eq!(read.binding.workspace, WS);
+        // The exchange is reached (and refused by the test server).
+        let (e, calls) = open_err(&token(&claims), &rwch).await;
+        assert_eq!((e.code, calls), (ErrorCode::Backend, 1));
+        // The package's schema only: this crate's `ver` in an HS256 token is refused early.
+        let mut ours = claims.clone();
+        ours["ver"] = json!(1);
+        let (e, calls) = open_err(&token(&ours), &rwch).await;
+        assert_eq!((e.code, calls), (ErrorCode::InvalidCapability, 0));
+        let (e, calls) = open_err(&token(&claims), &set(&[Operation::Read])).await;
+        assert_eq!((e.code, calls), (ErrorCode::InvalidCapability, 0));
     }
 
     proptest::proptest! {

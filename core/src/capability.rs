@@ -603,14 +603,23 @@ impl SeedPostgresClaims {
         serde_json::from_value(Value::Object(map)).map_err(|_| Reason::Malformed.into())
     }
 
-    /// The package's shape rules, then the same verifier and clock rules as every Postgres
-    /// capability ([`CommonClaims::check_policy`]). Answers the claims in this crate's form
-    /// (`ver` [`SEED_SCHEMA_VERSION`], `cid` from `corr`) and the operation set.
+    /// The package's shape rules (what needs no verifier and no clock), then the same verifier
+    /// and clock rules as every Postgres capability ([`CommonClaims::check_policy`]). Answers
+    /// the claims in this crate's form ([`SeedPostgresClaims::into_claims`]) and the operation
+    /// set.
     pub fn validate(
         self,
         policy: &Policy,
         now: i64,
     ) -> Result<(PostgresClaims, OperationSet), CapabilityError> {
+        let ops = self.check_shape()?;
+        let claims = self.into_claims();
+        claims.common.check_policy(policy, now)?;
+        Ok((claims, ops))
+    }
+
+    /// The rules that need no verifier and no clock: `sv`, texts, nonce, operations, binding.
+    pub fn check_shape(&self) -> Result<OperationSet, CapabilityError> {
         if self.sv != SEED_SCHEMA_VERSION {
             return Err(Reason::SchemaVersion.into());
         }
@@ -628,8 +637,17 @@ impl SeedPostgresClaims {
         if !label_ok(&self.nonce, SEED_MAX_LABEL_BYTES) {
             return Err(Reason::Nonce.into());
         }
-        let ops = OperationSet::from_wire(&self.ops)?;
-        let claims = PostgresClaims {
+        PostgresBinding {
+            backend: self.backend.clone(),
+            workspace: self.workspace.clone(),
+        }
+        .check()?;
+        OperationSet::from_wire(&self.ops)
+    }
+
+    /// The same claims in this crate's form: `ver` [`SEED_SCHEMA_VERSION`], `cid` from `corr`.
+    pub fn into_claims(self) -> PostgresClaims {
+        PostgresClaims {
             common: CommonClaims {
                 ver: SEED_SCHEMA_VERSION,
                 iss: self.iss,
@@ -646,10 +664,7 @@ impl SeedPostgresClaims {
                 backend: self.backend,
                 workspace: self.workspace,
             },
-        };
-        claims.binding.check()?;
-        claims.common.check_policy(policy, now)?;
-        Ok((claims, ops))
+        }
     }
 }
 
