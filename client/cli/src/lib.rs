@@ -37,6 +37,7 @@ mod fuse_ops;
 pub mod fuse_summary;
 pub mod history;
 pub mod mcp;
+pub mod mcp_mounts;
 pub mod mount_control;
 pub mod output;
 pub mod profile;

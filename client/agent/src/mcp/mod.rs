@@ -81,6 +81,44 @@ impl McpServer {
         self
     }
 
+    /// Serves only the tools named in `names` (the tool list shows only them; any other is
+    /// refused by name like an unknown one). A name the server does not serve is an error
+    /// naming the ones it does.
+    pub fn with_tools<S: AsRef<str>>(mut self, names: &[S]) -> Result<Self, String> {
+        for name in names {
+            let name = name.as_ref();
+            if !self.tools.iter().any(|t| t.name == name) {
+                let served: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
+                return Err(format!(
+                    "no tool named {name:?} is served (the tools are: {})",
+                    served.join(", ")
+                ));
+            }
+        }
+        let kept = self
+            .tools
+            .iter()
+            .filter(|t| names.iter().any(|n| n.as_ref() == t.name))
+            .copied()
+            .collect();
+        self.tools = Arc::new(kept);
+        Ok(self)
+    }
+
+    /// Serves no tool that can change anything: only those annotated read-only (reads,
+    /// listings, search, file info, images). `bash` and every host tool but history and diff
+    /// are gone.
+    pub fn read_only(mut self) -> Self {
+        let kept = self.tools.iter().filter(|t| t.read_only).copied().collect();
+        self.tools = Arc::new(kept);
+        self
+    }
+
+    /// The names of the tools served, in order.
+    pub fn tool_names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name).collect()
+    }
+
     /// The tools, as MCP describes them.
     pub fn tool_list(&self) -> Vec<Tool> {
         self.tools.iter().map(describe).collect()
