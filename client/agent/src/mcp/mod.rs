@@ -217,21 +217,36 @@ impl McpServer {
                 result.structured_content = Some(value);
                 result
             }
-            Err(e) => self.failure(json!({
-                "code": e.code().to_string(),
-                "message": e.message(),
-                "path": e.path(),
-            })),
+            Err(e) => {
+                let mut value = json!({
+                    "code": e.code().to_string(),
+                    "message": e.message(),
+                    "path": e.path(),
+                });
+                if let Some(hint) = e.hint() {
+                    value["hint"] = json!(hint);
+                }
+                if let Some(details) = e.details() {
+                    value["details"] = json!(details);
+                }
+                self.failure(value)
+            }
         }
     }
 
     fn failure(&self, value: Value) -> CallToolResult {
         let value = self.redact_value(value);
-        let text = format!(
+        let mut text = format!(
             "{}: {}",
             value["code"].as_str().unwrap_or("ERROR"),
             value["message"].as_str().unwrap_or_default()
         );
+        if let Some(details) = value["details"].as_str() {
+            text.push_str(&format!("\ndetails: {details}"));
+        }
+        if let Some(hint) = value["hint"].as_str() {
+            text.push_str(&format!("\nhint: {hint}"));
+        }
         let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
         result.structured_content = Some(value);
         result
