@@ -29,6 +29,7 @@
 //! key id, whatever the options say. The grant rides on every call through
 //! [`Transport::call_with_grant`]: over PostgREST in a request header, never in a URL.
 
+use crate::audit::AuditPage;
 use crate::capability::refused;
 use crate::codec::DocumentCodec;
 use crate::error::{Result, SupabashError};
@@ -36,14 +37,21 @@ use crate::limits::Limits;
 use crate::transport::{call, RpcError, Transport};
 use crate::tree::{StagedChange, StagedTree};
 use crate::workspace::{
-    Checkpoint, CheckpointOptions, CommitOptions, Diff, HistoryPage, PurgeOptions, PurgeReport,
-    Restored, RevisionTree, Snapshot, Workspace,
+    Checkpoint, CheckpointOptions, CommitOptions, Diff, ForkOptions, HistoryPage, Lease,
+    LeaseState, PurgeOptions, PurgeReport, RedactOptions, RedactReport, Restored, RevisionTree,
+    Snapshot, Workspace,
 };
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex};
-use supabash_core::capability::{parse_compact, Operation, OperationSet, PostgresClaims, Reason};
+use std::time::Duration;
+use supabash_core::capability::{
+    parse_compact_among, Algorithm, Operation, OperationSet, PostgresClaims, Reason,
+    SeedPostgresClaims,
+};
+use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::requests::{DiffRef, ExchangeCapability};
 use supabash_core::rpc::CommitResult;
+use supabash_core::rpc::WorkspaceForked;
 use supabash_core::ErrorCode;
 
 /// What the database granted, frozen at the exchange: the answer of
@@ -104,12 +112,22 @@ impl Transport for GrantTransport {
 }
 
 /// The presented claims, read without verifying the signature, if they ask for exactly
-/// `expected` (which must hold `read`).
+/// `expected` (which must hold `read`). An EdDSA token carries this crate's claims; an HS256
+/// one the TypeScript package's (schema version 3, `SeedPostgresClaims`), read into the same
+/// form.
 fn presented_claims(capability: &str, expected: &OperationSet) -> Result<PostgresClaims> {
     let check = || {
-        let compact = parse_compact(capability, crate::capability::postgres::ALGORITHM)?;
-        let claims = PostgresClaims::from_map(compact.claims)?;
-        let operations = claims.check_shape()?;
+        let algs = Algorithm::ALL.map(Algorithm::as_str);
+        let compact = parse_compact_among(capability, &algs)?;
+        let (claims, operations) = if compact.header.alg == Algorithm::Hs256.as_str() {
+            let seed = SeedPostgresClaims::from_map(compact.claims)?;
+            let operations = seed.check_shape()?;
+            (seed.into_claims(), operations)
+        } else {
+            let claims = PostgresClaims::from_map(compact.claims)?;
+            let operations = claims.check_shape()?;
+            (claims, operations)
+        };
         if !operations.contains(Operation::Read) || operations != *expected {
             return Err(Reason::Operations.into());
         }
@@ -153,6 +171,9 @@ macro_rules! guarded {
 pub struct DelegatedWorkspace {
     workspace: Workspace,
     delegation: Delegation,
+    /// The service transport with the grant on every call (for calls `Workspace` makes in a
+    /// way a grant cannot follow, such as opening a fork).
+    transport: Arc<dyn Transport>,
     /// The changes the last restore staged (committable without `write`).
     restored: Mutex<Option<Vec<StagedChange>>>,
 }
@@ -189,14 +210,16 @@ impl DelegatedWorkspace {
             correlation_id: exchanged.correlation_id,
             expires_at: exchanged.expires_at,
         };
-        let transport = Arc::new(GrantTransport {
+        let transport: Arc<dyn Transport> = Arc::new(GrantTransport {
             inner: service,
             grant: exchanged.delegated_grant,
         });
-        let workspace = Workspace::open(transport, &delegation.workspace_id, limits).await?;
+        let workspace =
+            Workspace::open(transport.clone(), &delegation.workspace_id, limits).await?;
         Ok(DelegatedWorkspace {
             workspace,
             delegation,
+            transport,
             restored: Mutex::default(),
         })
     }
@@ -294,6 +317,36 @@ impl DelegatedWorkspace {
         Checkpoint => fn delete_checkpoint(checkpoint_id: &str) -> ();
         /// Drops old revisions (needs `purge`).
         Purge => fn purge(options: PurgeOptions) -> PurgeReport;
+        /// Removes bodies from history (needs `redact`; no other operation implies it).
+        Redact => fn redact(options: RedactOptions) -> RedactReport;
+        /// Takes the workspace's commit lease (needs `commit`: a lease guards commits).
+        Commit => fn acquire_lease(holder: &str, ttl: Duration) -> Lease;
+        /// Renews the lease this handle holds (needs `commit`).
+        Commit => fn renew_lease(ttl: Duration) -> Lease;
+        /// Releases the lease this handle holds (needs `commit`).
+        Commit => fn release_lease() -> bool;
+        /// Who holds the lease, if anyone (needs `read`, which every delegated handle has).
+        Read => fn lease() -> Option<LeaseState>;
+        /// One page of the audit trail, of one revision or all (needs `history`).
+        History => fn audit(revision: Option<&str>, cursor: Option<&str>) -> AuditPage;
+    }
+
+    /// Forks the workspace (needs `fork`). The fork belongs to the workspace's owner and this
+    /// grant does not reach it, so the answer is the new workspace's id and where it came
+    /// from, not an opened workspace; a job needs a capability of its own to use the fork.
+    /// The database records the grant's actor on the fork's first revision, whatever
+    /// `options.actor` says.
+    pub async fn fork(&self, options: ForkOptions) -> Result<WorkspaceForked> {
+        self.require(Operation::Fork)?;
+        let request = rq::Fork {
+            workspace_id: self.id().to_owned(),
+            revision: options.revision,
+            label: options.label,
+            actor: Some(options.actor),
+            cause: options.cause,
+            delegated_grant: None,
+        };
+        call(self.transport.as_ref(), &request).await
     }
 
     /// Stages the tree of an old revision (needs `restore`); committing it then needs
@@ -395,6 +448,44 @@ mod tests {
                 "{garbage}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_seed_hs256_token_is_read_in_the_packages_claims() {
+        let claims = json!({
+            "aud": "a", "backend": "postgres", "corr": "job-2", "exp": 4_000_000_000i64,
+            "iat": 3_999_999_900i64, "iss": "i", "nonce": "job-2",
+            "ops": ["read", "write", "commit", "history"], "origin": "o", "sub": "job-2",
+            "sv": 3, "workspace": WS,
+        });
+        let header = json!({ "alg": "HS256", "kid": "k1", "typ": "JWS" });
+        let token = |claims: &Value| {
+            format!(
+                "{}.{}.{}",
+                b64_encode(header.to_string().as_bytes()),
+                b64_encode(claims.to_string().as_bytes()),
+                b64_encode(&[9u8; 32])
+            )
+        };
+        let rwch = set(&[
+            Operation::Read,
+            Operation::Write,
+            Operation::Commit,
+            Operation::History,
+        ]);
+        let read = presented_claims(&token(&claims), &rwch).unwrap();
+        assert_eq!(read.common.cid.as_deref(), Some("job-2"));
+        assert_eq!(read.binding.workspace, WS);
+        // The exchange is reached (and refused by the test server).
+        let (e, calls) = open_err(&token(&claims), &rwch).await;
+        assert_eq!((e.code, calls), (ErrorCode::Backend, 1));
+        // The package's schema only: this crate's `ver` in an HS256 token is refused early.
+        let mut ours = claims.clone();
+        ours["ver"] = json!(1);
+        let (e, calls) = open_err(&token(&ours), &rwch).await;
+        assert_eq!((e.code, calls), (ErrorCode::InvalidCapability, 0));
+        let (e, calls) = open_err(&token(&claims), &set(&[Operation::Read])).await;
+        assert_eq!((e.code, calls), (ErrorCode::InvalidCapability, 0));
     }
 
     proptest::proptest! {

@@ -25,6 +25,10 @@ pub struct SupabashError {
     pub(crate) retryable: bool,
     /// The request was a mutation and may have been applied although no answer arrived.
     pub(crate) outcome_unknown: bool,
+    /// The server's hint (PostgREST `hint`, Postgres HINT): what to do about it.
+    pub(crate) hint: Option<String>,
+    /// The server's details (PostgREST `details`; the extension sends JSON there).
+    pub(crate) details: Option<String>,
     /// The underlying error.
     #[source]
     pub(crate) source: Option<Source>,
@@ -42,6 +46,8 @@ impl SupabashError {
             path: None,
             retryable: code.retryable(),
             outcome_unknown: false,
+            hint: None,
+            details: None,
             source: None,
         }
     }
@@ -70,6 +76,23 @@ impl SupabashError {
     /// arrived (retry a commit with the same transaction id).
     pub fn outcome_unknown(&self) -> bool {
         self.outcome_unknown
+    }
+
+    /// The server's hint, when it gave one (PostgREST `hint`): what to do about the error.
+    pub fn hint(&self) -> Option<&str> {
+        self.hint.as_deref()
+    }
+
+    /// The server's details, when it gave them (PostgREST `details`; JSON text from the
+    /// extension).
+    pub fn details(&self) -> Option<&str> {
+        self.details.as_deref()
+    }
+
+    /// Sets the hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
     }
 
     /// Sets the affected path.
@@ -120,6 +143,8 @@ impl SupabashError {
             path,
             retryable,
             outcome_unknown: mutation && maybe_applied,
+            hint: err.hint.clone(),
+            details: err.details.clone(),
             source: Some(Box::new(err)),
         }
     }
@@ -233,6 +258,25 @@ mod tests {
             hint: None,
             delivery: Delivery::Answered,
         }
+    }
+
+    #[test]
+    fn the_servers_hint_and_details_are_kept() {
+        let mut err = answered(Some(400), Some("42501"), "SUPABASH_WORKSPACE_DENIED: no");
+        err.hint = Some("sign in again".into());
+        err.details = Some(r#"{"path":"/a.md"}"#.into());
+        let e = SupabashError::from_rpc(err, false);
+        assert_eq!(e.hint(), Some("sign in again"));
+        assert_eq!(e.details(), Some(r#"{"path":"/a.md"}"#));
+        assert_eq!(e.path(), Some("/a.md"));
+        let plain = SupabashError::from_rpc(answered(None, None, "x"), false);
+        assert_eq!((plain.hint(), plain.details()), (None, None));
+        assert_eq!(
+            SupabashError::new(ErrorCode::Backend, "x")
+                .with_hint("h")
+                .hint(),
+            Some("h")
+        );
     }
 
     #[test]

@@ -317,3 +317,62 @@ async fn a_wrong_operation_set_is_refused_before_the_exchange_and_spends_nothing
         assert!(!log.contains(signature), "the server log holds a token");
     }
 }
+
+#[tokio::test]
+async fn fork_leases_and_audit_are_grant_checked() {
+    use std::time::Duration;
+    use supabash::workspace::ForkOptions;
+    let signer = signer("e2e-more-ops");
+    let (ws_id, _) = owned_workspace().await;
+    let service = service();
+    let rfch = ops(&[
+        Operation::Read,
+        Operation::Fork,
+        Operation::Commit,
+        Operation::History,
+    ]);
+    let token = signer.mint("fork-job", &ws_id, &rfch, 300, None).unwrap();
+    let ws = DelegatedWorkspace::open(service.clone(), &token, &rfch, Limits::default())
+        .await
+        .unwrap();
+    let forked = ws.fork(ForkOptions::new("ignored")).await.unwrap();
+    assert_ne!(forked.workspace_id, ws_id);
+    assert_eq!(forked.forked_from.workspace_id, ws_id);
+    let lease = ws
+        .acquire_lease("fork-job", Duration::from_secs(30))
+        .await
+        .unwrap();
+    let held = ws.lease().await.unwrap().expect("a lease is held");
+    assert_eq!(held.holder, "fork-job");
+    ws.renew_lease(Duration::from_secs(30)).await.unwrap();
+    assert!(ws.release_lease().await.unwrap());
+    assert!(!lease.token.is_empty());
+    // A history grant reads the audit trail (the answer is checked by tests/tests/audit.rs).
+    ws.audit(None, None).await.unwrap();
+
+    // A read-only grant: each is refused locally, without a request.
+    let read = ops(&[Operation::Read]);
+    let token = signer.mint("reader", &ws_id, &read, 300, None).unwrap();
+    let ro = DelegatedWorkspace::open(service.clone(), &token, &read, Limits::default())
+        .await
+        .unwrap();
+    let before = service.count();
+    let denied = [
+        ro.fork(ForkOptions::new("x")).await.err(),
+        ro.acquire_lease("x", Duration::from_secs(30)).await.err(),
+        ro.release_lease().await.err(),
+        ro.audit(None, None).await.err(),
+        ro.redact(supabash::workspace::RedactOptions::default())
+            .await
+            .err(),
+    ];
+    for e in denied {
+        let e = e.expect("refused");
+        assert_eq!(e.code(), ErrorCode::Authorization, "{e}");
+    }
+    assert_eq!(service.count(), before, "no request was made");
+    assert!(
+        ro.lease().await.unwrap().is_none(),
+        "read sees the lease state"
+    );
+}

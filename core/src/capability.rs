@@ -283,6 +283,16 @@ pub fn parse_compact<'a>(
     token: &'a str,
     expected_alg: &str,
 ) -> Result<Compact<'a>, CapabilityError> {
+    parse_compact_among(token, &[expected_alg])
+}
+
+/// [`parse_compact`] for a verifier that learns the expected algorithm from the key id: `alg`
+/// must be one of `algs`, and the caller then requires it to be the one its key was registered
+/// for.
+pub fn parse_compact_among<'a>(
+    token: &'a str,
+    algs: &[&str],
+) -> Result<Compact<'a>, CapabilityError> {
     if token.len() > MAX_TOKEN_BYTES {
         return Err(Reason::Malformed.into());
     }
@@ -295,7 +305,7 @@ pub fn parse_compact<'a>(
     let header = strict_object(&b64_decode(h)?).ok_or(Reason::Header)?;
     let header: Header =
         serde_json::from_value(Value::Object(header)).map_err(|_| Reason::Header)?;
-    if header.alg != expected_alg
+    if !algs.contains(&header.alg.as_str())
         || header
             .typ
             .as_deref()
@@ -385,6 +395,13 @@ impl CommonClaims {
     /// Every common rule at Unix time `now`; returns the operation set.
     pub fn validate(&self, policy: &Policy, now: i64) -> Result<OperationSet, CapabilityError> {
         let ops = self.check_shape()?;
+        self.check_policy(policy, now)?;
+        Ok(ops)
+    }
+
+    /// The rules that compare the claims with the verifier and the clock (issuer, audience,
+    /// origin, issued-at, lifetime, expiry), whatever claims schema the token used.
+    pub fn check_policy(&self, policy: &Policy, now: i64) -> Result<(), CapabilityError> {
         if self.iss != policy.issuer {
             return Err(Reason::Issuer.into());
         }
@@ -403,7 +420,7 @@ impl CommonClaims {
         if now > self.nonce_until(policy) {
             return Err(CapabilityError::Expired);
         }
-        Ok(ops)
+        Ok(())
     }
 
     /// The last Unix second at which the token is accepted: `exp + skew`. A store that
@@ -520,6 +537,136 @@ impl Binding for PostgresBinding {
 
 /// Claims of a Postgres capability (verified inside the database).
 pub type PostgresClaims = Claims<PostgresBinding>;
+
+/// The algorithm a Postgres capability verifier is registered for. Ed25519 is the default and
+/// the recommendation (the database keeps only a public key); HS256 is the TypeScript
+/// supabash-fs package's format (a shared secret the database derives from a server key file,
+/// docs/capabilities.md "HS256").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    EdDSA,
+    Hs256,
+}
+
+impl Algorithm {
+    /// Every algorithm, in wire order.
+    pub const ALL: [Algorithm; 2] = [Algorithm::EdDSA, Algorithm::Hs256];
+
+    /// The header `alg`: `EdDSA` or `HS256`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Algorithm::EdDSA => ALGORITHM,
+            Algorithm::Hs256 => "HS256",
+        }
+    }
+
+    /// The algorithm whose header `alg` is `name` (exact).
+    pub fn from_wire(name: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+}
+
+/// The claims schema version (`sv`) of the seed's HS256 Postgres capability.
+pub const SEED_SCHEMA_VERSION: u32 = 3;
+/// The longest `sub` of a seed capability, in bytes (`delegated:` plus it fits an actor).
+pub const SEED_MAX_SUBJECT_BYTES: usize = 1014;
+/// The longest `nonce` or `corr` of a seed capability, in bytes.
+pub const SEED_MAX_LABEL_BYTES: usize = 1024;
+
+/// The claims of a Postgres capability as the TypeScript supabash-fs package mints them
+/// (`createPostgresDelegatedCapability`, schema version 3, HS256): `aud`, `backend`, `corr`,
+/// `exp`, `iat`, `iss`, `nonce`, `ops`, `origin`, `sub`, `sv`, `workspace`, nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedPostgresClaims {
+    pub aud: String,
+    /// Always [`POSTGRES_BACKEND`].
+    pub backend: String,
+    /// The correlation id (required here, unlike `cid`).
+    pub corr: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub iss: String,
+    /// Any non-empty text up to [`SEED_MAX_LABEL_BYTES`] (the package's own rule).
+    pub nonce: String,
+    pub ops: Vec<String>,
+    pub origin: String,
+    pub sub: String,
+    /// [`SEED_SCHEMA_VERSION`].
+    pub sv: u32,
+    pub workspace: String,
+}
+
+impl SeedPostgresClaims {
+    /// Reads the claims object of a token.
+    pub fn from_map(map: Map<String, Value>) -> Result<Self, CapabilityError> {
+        serde_json::from_value(Value::Object(map)).map_err(|_| Reason::Malformed.into())
+    }
+
+    /// The package's shape rules (what needs no verifier and no clock), then the same verifier
+    /// and clock rules as every Postgres capability ([`CommonClaims::check_policy`]). Answers
+    /// the claims in this crate's form ([`SeedPostgresClaims::into_claims`]) and the operation
+    /// set.
+    pub fn validate(
+        self,
+        policy: &Policy,
+        now: i64,
+    ) -> Result<(PostgresClaims, OperationSet), CapabilityError> {
+        let ops = self.check_shape()?;
+        let claims = self.into_claims();
+        claims.common.check_policy(policy, now)?;
+        Ok((claims, ops))
+    }
+
+    /// The rules that need no verifier and no clock: `sv`, texts, nonce, operations, binding.
+    pub fn check_shape(&self) -> Result<OperationSet, CapabilityError> {
+        if self.sv != SEED_SCHEMA_VERSION {
+            return Err(Reason::SchemaVersion.into());
+        }
+        for text in [&self.iss, &self.aud, &self.origin] {
+            check_text(text)?;
+        }
+        let label_ok = |s: &str, max: usize| {
+            !s.trim().is_empty() && s.len() <= max && !s.chars().any(char::is_control)
+        };
+        if !label_ok(&self.sub, SEED_MAX_SUBJECT_BYTES)
+            || !label_ok(&self.corr, SEED_MAX_LABEL_BYTES)
+        {
+            return Err(Reason::Text.into());
+        }
+        if !label_ok(&self.nonce, SEED_MAX_LABEL_BYTES) {
+            return Err(Reason::Nonce.into());
+        }
+        PostgresBinding {
+            backend: self.backend.clone(),
+            workspace: self.workspace.clone(),
+        }
+        .check()?;
+        OperationSet::from_wire(&self.ops)
+    }
+
+    /// The same claims in this crate's form: `ver` [`SEED_SCHEMA_VERSION`], `cid` from `corr`.
+    pub fn into_claims(self) -> PostgresClaims {
+        PostgresClaims {
+            common: CommonClaims {
+                ver: SEED_SCHEMA_VERSION,
+                iss: self.iss,
+                aud: self.aud,
+                sub: self.sub,
+                origin: self.origin,
+                ops: self.ops,
+                iat: self.iat,
+                exp: self.exp,
+                nonce: self.nonce,
+                cid: Some(self.corr),
+            },
+            binding: PostgresBinding {
+                backend: self.backend,
+                workspace: self.workspace,
+            },
+        }
+    }
+}
 
 /// A bucket name: 1 to [`MAX_BUCKET_CHARS`] of `[A-Za-z0-9._-]`, not `.` or `..`.
 pub fn check_bucket(bucket: &str) -> Result<(), CapabilityError> {

@@ -5,7 +5,8 @@
 --   - PUBLIC gets nothing in schema supabash; supabash_owner (the role every RPC runs as)
 --     reaches the private tables and the private functions;
 --   - capability verifiers (public keys): written only by supabash_keeper, read by
---     supabash_owner; no private key is stored anywhere (docs/capabilities.md, "Trust model");
+--     supabash_owner; no private key and no HS256 secret is stored anywhere, and only
+--     supabash_keeper may derive an HS256 secret, at registration (docs/capabilities.md);
 --   - the PostgREST roles get EXECUTE on the RPCs meant for them and nothing else:
 --     authenticated every workspace RPC, service_role every workspace RPC but
 --     supabash_create_workspace plus supabash_exchange_capability, anon nothing;
@@ -57,6 +58,10 @@ BEGIN
   GRANT SELECT, DELETE ON supabash.grants TO supabash_keeper;
   GRANT EXECUTE ON FUNCTION supabash._ed25519_key_pair(), supabash._ed25519_public_key_valid(bytea),
     supabash.request_claims(), supabash.request_role() TO supabash_keeper;
+  -- HS256 secrets leave the server only through registration: the derivation that answers one
+  -- is the keeper's alone (docs/capabilities.md, "HS256").
+  REVOKE ALL ON FUNCTION supabash._hs256_rotate(text) FROM supabash_owner;
+  GRANT EXECUTE ON FUNCTION supabash._hs256_rotate(text) TO supabash_keeper;
 
   -- The public RPCs: every public.supabash_* function that belongs to the extension.
   FOR r IN SELECT p.oid::regprocedure AS f, p.proname::text AS name FROM pg_catalog.pg_proc p

@@ -314,26 +314,34 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
   SELECT supabash._write('exchange_capability', json_build_object('capability', capability))
 $$;
 
--- For the database owner only (a migration or psql): registers or rotates a verifier. With
--- public_key (32 bytes, unpadded base64url: an Ed25519 key the issuer generated) it stores that
--- key and returns NULL; without, it generates a pair in native code, stores the public half and
--- returns the private key (32-byte seed, unpadded base64url) exactly once. Either way the
--- database keeps no private key, and every grant minted under the key id's previous
--- registration stops working. A second key id gives an overlap window during rotation.
+-- For the database owner only (a migration or psql): registers or rotates a verifier.
+-- algorithm 'EdDSA' (the default): with public_key (32 bytes, unpadded base64url: an Ed25519
+-- key the issuer generated) it stores that key and returns NULL; without, it generates a pair
+-- in native code, stores the public half and returns the private key (32-byte seed, unpadded
+-- base64url) exactly once. algorithm 'HS256' (the TypeScript supabash-fs package's tokens):
+-- no public_key; the shared secret is derived from the server key file
+-- (supabash.capability_key_file) and returned exactly once (32 bytes, unpadded base64url);
+-- refused when no key file is configured. Either way the database keeps no private key and no
+-- secret, and every grant minted under the key id's previous registration stops working. A
+-- second key id gives an overlap window during rotation.
 CREATE FUNCTION public.supabash_register_capability_verifier(
   key_id text, issuer text, audience text, origin text,
   clock_skew_seconds integer DEFAULT 60, max_lifetime_seconds integer DEFAULT 900,
-  public_key text DEFAULT NULL)
+  public_key text DEFAULT NULL, algorithm text DEFAULT 'EdDSA')
 RETURNS text LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
 DECLARE
   pair bytea;
   pub_key bytea;
 BEGIN
-  IF public_key IS NULL THEN
+  IF algorithm IS NULL OR algorithm NOT IN ('EdDSA', 'HS256') THEN
+    RAISE EXCEPTION 'SUPABASH_INVALID_ARGUMENT: algorithm must be ''EdDSA'' (the default) or ''HS256''';
+  ELSIF algorithm = 'HS256' AND public_key IS NOT NULL THEN
+    RAISE EXCEPTION 'SUPABASH_INVALID_ARGUMENT: an HS256 verifier takes no public_key: its secret is derived from the server key file and returned once';
+  ELSIF algorithm = 'EdDSA' AND public_key IS NULL THEN
     pair := supabash._ed25519_key_pair();
     pub_key := substring(pair FROM 33 FOR 32);
-  ELSE
+  ELSIF algorithm = 'EdDSA' THEN
     pub_key := CASE WHEN public_key ~ '^[A-Za-z0-9_-]{43}$'
                    THEN decode(translate(public_key, '-_', '+/') || '=', 'base64') END;
     IF pub_key IS NULL OR NOT supabash._ed25519_public_key_valid(pub_key) THEN
@@ -341,14 +349,19 @@ BEGIN
     END IF;
   END IF;
   INSERT INTO supabash.capability_verifiers AS v
-         (key_id, issuer, audience, origin, clock_skew_seconds, max_lifetime_seconds, public_key)
-  VALUES ($1, $2, $3, $4, $5, $6, pub_key)
+         (key_id, issuer, audience, origin, clock_skew_seconds, max_lifetime_seconds, public_key, algorithm)
+  VALUES ($1, $2, $3, $4, $5, $6, pub_key, $8)
   ON CONFLICT ON CONSTRAINT capability_verifiers_pkey DO UPDATE
      SET issuer = EXCLUDED.issuer, audience = EXCLUDED.audience, origin = EXCLUDED.origin,
          clock_skew_seconds = EXCLUDED.clock_skew_seconds,
          max_lifetime_seconds = EXCLUDED.max_lifetime_seconds, created_at = now(),
-         public_key = EXCLUDED.public_key, generation = gen_random_uuid();
+         public_key = EXCLUDED.public_key, algorithm = EXCLUDED.algorithm,
+         generation = gen_random_uuid();
   DELETE FROM supabash.grants g WHERE g.key_id = $1;
+  IF $8 = 'HS256' THEN
+    -- A fresh generation and its secret, derived in native code (refused without a key file).
+    RETURN supabash._hs256_rotate($1);
+  END IF;
   RETURN rtrim(translate(encode(substring(pair FROM 1 FOR 32), 'base64'), '+/', '-_'), '=');
 END
 $$;

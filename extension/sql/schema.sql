@@ -258,7 +258,7 @@ CREATE TABLE supabash.leases (
 );
 
 -- Delegated capabilities (docs/capabilities.md, "Trust model"). Verifiers: what a key id's
--- tokens must say, and its Ed25519 public key: nothing here can mint. The generation changes on
+-- tokens must say, and its Ed25519 public key or, for HS256, nothing: nothing here can mint. The generation changes on
 -- every registration; a grant works only while its verifier still has the generation it was
 -- minted under, so rotation and revocation end it. Nonces: kept until a token can no longer
 -- verify (exp + skew + 1 s, plus a grace minute) so it can never be exchanged twice. Grants:
@@ -273,7 +273,13 @@ CREATE TABLE supabash.capability_verifiers (
   created_at           timestamptz NOT NULL DEFAULT now(),
   -- NULL only for a verifier of an older version (HS256) that was never registered again.
   public_key           bytea CHECK (octet_length(public_key) = 32),
-  generation           uuid NOT NULL DEFAULT gen_random_uuid()
+  generation           uuid NOT NULL DEFAULT gen_random_uuid(),
+  -- What the key id's tokens are signed with: EdDSA (public_key holds the Ed25519 key) or
+  -- HS256 (the seed package's format; the secret is derived from the server key file, the key
+  -- id and the generation each time it is needed and stored nowhere, so public_key is NULL).
+  algorithm            text NOT NULL DEFAULT 'EdDSA'
+                       CONSTRAINT capability_verifiers_algorithm_check CHECK (algorithm IN ('EdDSA', 'HS256')),
+  CONSTRAINT capability_verifiers_hs256_keyless CHECK (algorithm = 'EdDSA' OR public_key IS NULL)
 );
 
 CREATE TABLE supabash.capability_nonces (

@@ -152,10 +152,150 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
     'cursor', cursor, 'delegated_grant', delegated_grant))
 $$;
 
--- The grants of what this section adds (idempotent: the install's last step, run again).
-SELECT supabash._assert_privileges();
-
 -- Agent surface: HS256 capabilities (issue 26).
+
+-- A verifier names its algorithm: EdDSA (every existing one) or HS256, the TypeScript
+-- supabash-fs package's tokens, whose secret is derived from the server key file
+-- (supabash.capability_key_file) and stored nowhere. Registration takes the algorithm; the
+-- derivation that answers a secret is the keeper's alone.
+ALTER TABLE supabash.capability_verifiers
+  ADD COLUMN algorithm text NOT NULL DEFAULT 'EdDSA'
+    CONSTRAINT capability_verifiers_algorithm_check CHECK (algorithm IN ('EdDSA', 'HS256')),
+  ADD CONSTRAINT capability_verifiers_hs256_keyless CHECK (algorithm = 'EdDSA' OR public_key IS NULL);
+
+CREATE FUNCTION supabash."_hs256_rotate"(
+	"key_id" TEXT /* &str */
+) RETURNS TEXT /* alloc::string::String */
+STRICT VOLATILE PARALLEL UNSAFE
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hs256_rotate_wrapper';
+
+DROP FUNCTION public.supabash_register_capability_verifier(text, text, text, text, integer, integer, text);
+-- For the database owner only (a migration or psql): registers or rotates a verifier.
+-- algorithm 'EdDSA' (the default): with public_key (32 bytes, unpadded base64url: an Ed25519
+-- key the issuer generated) it stores that key and returns NULL; without, it generates a pair
+-- in native code, stores the public half and returns the private key (32-byte seed, unpadded
+-- base64url) exactly once. algorithm 'HS256' (the TypeScript supabash-fs package's tokens):
+-- no public_key; the shared secret is derived from the server key file
+-- (supabash.capability_key_file) and returned exactly once (32 bytes, unpadded base64url);
+-- refused when no key file is configured. Either way the database keeps no private key and no
+-- secret, and every grant minted under the key id's previous registration stops working. A
+-- second key id gives an overlap window during rotation.
+CREATE FUNCTION public.supabash_register_capability_verifier(
+  key_id text, issuer text, audience text, origin text,
+  clock_skew_seconds integer DEFAULT 60, max_lifetime_seconds integer DEFAULT 900,
+  public_key text DEFAULT NULL, algorithm text DEFAULT 'EdDSA')
+RETURNS text LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+DECLARE
+  pair bytea;
+  pub_key bytea;
+BEGIN
+  IF algorithm IS NULL OR algorithm NOT IN ('EdDSA', 'HS256') THEN
+    RAISE EXCEPTION 'SUPABASH_INVALID_ARGUMENT: algorithm must be ''EdDSA'' (the default) or ''HS256''';
+  ELSIF algorithm = 'HS256' AND public_key IS NOT NULL THEN
+    RAISE EXCEPTION 'SUPABASH_INVALID_ARGUMENT: an HS256 verifier takes no public_key: its secret is derived from the server key file and returned once';
+  ELSIF algorithm = 'EdDSA' AND public_key IS NULL THEN
+    pair := supabash._ed25519_key_pair();
+    pub_key := substring(pair FROM 33 FOR 32);
+  ELSIF algorithm = 'EdDSA' THEN
+    pub_key := CASE WHEN public_key ~ '^[A-Za-z0-9_-]{43}$'
+                   THEN decode(translate(public_key, '-_', '+/') || '=', 'base64') END;
+    IF pub_key IS NULL OR NOT supabash._ed25519_public_key_valid(pub_key) THEN
+      RAISE EXCEPTION 'SUPABASH_INVALID_ARGUMENT: public_key must be an Ed25519 public key: 32 bytes, unpadded base64url';
+    END IF;
+  END IF;
+  INSERT INTO supabash.capability_verifiers AS v
+         (key_id, issuer, audience, origin, clock_skew_seconds, max_lifetime_seconds, public_key, algorithm)
+  VALUES ($1, $2, $3, $4, $5, $6, pub_key, $8)
+  ON CONFLICT ON CONSTRAINT capability_verifiers_pkey DO UPDATE
+     SET issuer = EXCLUDED.issuer, audience = EXCLUDED.audience, origin = EXCLUDED.origin,
+         clock_skew_seconds = EXCLUDED.clock_skew_seconds,
+         max_lifetime_seconds = EXCLUDED.max_lifetime_seconds, created_at = now(),
+         public_key = EXCLUDED.public_key, algorithm = EXCLUDED.algorithm,
+         generation = gen_random_uuid();
+  DELETE FROM supabash.grants g WHERE g.key_id = $1;
+  IF $8 = 'HS256' THEN
+    -- A fresh generation and its secret, derived in native code (refused without a key file).
+    RETURN supabash._hs256_rotate($1);
+  END IF;
+  RETURN rtrim(translate(encode(substring(pair FROM 1 FOR 32), 'base64'), '+/', '-_'), '=');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION supabash._assert_privileges() RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  r record;
+BEGIN
+  -- Owners first: a grant made while creating or updating the extension is recorded, with
+  -- the owner it names, as the object's initial privileges (pg_init_privs, what pg_dump
+  -- compares against), and ALTER ... OWNER does not update that record.
+  REVOKE ALL ON SCHEMA supabash FROM PUBLIC;
+  REVOKE ALL ON ALL TABLES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
+  REVOKE ALL ON ALL SEQUENCES IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
+  REVOKE ALL ON ALL FUNCTIONS IN SCHEMA supabash FROM PUBLIC, anon, authenticated, service_role;
+  GRANT USAGE ON SCHEMA supabash TO supabash_owner;
+  GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA supabash TO supabash_owner;
+  GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA supabash TO supabash_owner;
+  -- The install's own helpers are for the installing superuser only.
+  REVOKE ALL ON FUNCTION supabash._assert_privileges(), supabash._check_install(), supabash._trust_report()
+    FROM supabash_owner;
+  -- Redactions are an append-only audit trail.
+  REVOKE UPDATE, DELETE ON supabash.redactions FROM supabash_owner;
+  -- The audit trail: supabash_owner inserts and reads it, updates only what a redaction scrubs
+  -- and deletes only what a purge removes with its revisions (extension/src/audit.rs).
+  REVOKE UPDATE ON supabash.audit_records FROM supabash_owner;
+  GRANT UPDATE (arguments, scrubbed) ON supabash.audit_records TO supabash_owner;
+  -- Its view for SQL users (sql/rpc.sql): authenticated reads it, nobody writes through it.
+  REVOKE ALL ON public.supabash_audit_log FROM PUBLIC, anon, authenticated, service_role;
+  GRANT SELECT ON public.supabash_audit_log TO authenticated;
+  -- Capability verifiers: written only by supabash_keeper (through the register and revoke
+  -- functions); supabash_owner reads them. Row locks need UPDATE privilege, so the exchange's
+  -- cleanup (FOR UPDATE SKIP LOCKED) gets it on one column of nonces and grants.
+  REVOKE UPDATE ON supabash.capability_verifiers, supabash.capability_nonces, supabash.grants FROM supabash_owner;
+  REVOKE INSERT, DELETE ON supabash.capability_verifiers FROM supabash_owner;
+  GRANT UPDATE (expires_at) ON supabash.capability_nonces, supabash.grants TO supabash_owner;
+  GRANT USAGE ON SCHEMA supabash TO supabash_keeper;
+  GRANT SELECT, INSERT, UPDATE, DELETE ON supabash.capability_verifiers TO supabash_keeper;
+  GRANT SELECT, DELETE ON supabash.grants TO supabash_keeper;
+  GRANT EXECUTE ON FUNCTION supabash._ed25519_key_pair(), supabash._ed25519_public_key_valid(bytea),
+    supabash.request_claims(), supabash.request_role() TO supabash_keeper;
+  -- HS256 secrets leave the server only through registration: the derivation that answers one
+  -- is the keeper's alone (docs/capabilities.md, "HS256").
+  REVOKE ALL ON FUNCTION supabash._hs256_rotate(text) FROM supabash_owner;
+  GRANT EXECUTE ON FUNCTION supabash._hs256_rotate(text) TO supabash_keeper;
+
+  -- The public RPCs: every public.supabash_* function that belongs to the extension.
+  FOR r IN SELECT p.oid::regprocedure AS f, p.proname::text AS name FROM pg_catalog.pg_proc p
+            WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'supabash\_%'
+              AND EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
+                           WHERE d.classid = 'pg_catalog.pg_proc'::regclass
+                             AND d.objid = p.oid AND d.deptype = 'e'
+                             AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'supabash'))
+  LOOP
+    EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC, anon', r.f);
+    IF r.name IN ('supabash_register_capability_verifier', 'supabash_revoke_capability_verifier') THEN
+      -- The database owner's: owned by supabash_keeper, executable by whoever installed.
+      EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_keeper', r.f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated, service_role', r.f);
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r.f, session_user);
+      CONTINUE;
+    END IF;
+    EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_owner', r.f);
+    IF r.name = 'supabash_exchange_capability' THEN
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO service_role', r.f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated', r.f);
+    ELSIF r.name = 'supabash_create_workspace' THEN
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO authenticated', r.f);
+      EXECUTE format('REVOKE ALL ON FUNCTION %s FROM service_role', r.f);
+    ELSE
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO authenticated, service_role', r.f);
+    END IF;
+  END LOOP;
+END
+$$;
 
 -- Every upgrade ends like the install (extension/sql/finalize.sql).
 SELECT supabash._assert_privileges();

@@ -14,6 +14,7 @@ mod store;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     pg::budget::define();
+    pg::key_file::define();
     store::usage::define();
 }
 
@@ -118,7 +119,7 @@ mod supabash {
     /// the SQL function, the library keeps the symbol so those versions still install.
     #[pg_extern(name = "_hmac_sha256_equal", immutable, parallel_safe, sql = false)]
     fn hmac_sha256_equal(secret: &[u8], input: &[u8], signature: &[u8]) -> bool {
-        capability::legacy_hmac_sha256_equal(secret, input, signature)
+        capability::hmac_sha256_equal(secret, input, signature)
     }
 
     /// 32 random bytes: the secret of a pre-0.3.0 HS256 verifier (frozen install scripts only,
@@ -126,6 +127,16 @@ mod supabash {
     #[pg_extern(name = "_random_secret", volatile, parallel_safe, sql = false)]
     fn random_secret() -> Vec<u8> {
         capability::strong_random(32)
+    }
+
+    /// Gives HS256 verifier `key_id` a new generation and answers its secret, derived from the
+    /// server key file (`supabash.capability_key_file`), once: the previous secret stops working
+    /// (see `rpc::capability::hs256_rotate`). Executable only by supabash_keeper, whose
+    /// registration function calls it; the secret is stored nowhere.
+    #[pg_extern(name = "_hs256_rotate", volatile, parallel_unsafe)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn hs256_rotate(key_id: &str) -> String {
+        capability::hs256_rotate(key_id).unwrap_or_else(|f| f.raise())
     }
 
     /// A fresh Ed25519 key pair for a verifier's registration: the 32-byte private seed, then

@@ -125,3 +125,35 @@ pub fn server_log(cluster: &Cluster) -> String {
     let bytes = std::fs::read(cluster.dir.join("server.log")).expect("read the server log");
     String::from_utf8_lossy(&bytes).into_owned()
 }
+
+/// Registers (or rotates) HS256 verifier `kid` as the database owner; the secret it returns
+/// once (unpadded base64url), or psql's error.
+pub fn try_register_hs256(
+    cluster: &Cluster,
+    kid: &str,
+    issuer: &str,
+    audience: &str,
+    origin: &str,
+) -> Result<String, String> {
+    let sql = format!(
+        "SELECT supabash_register_capability_verifier({}, {}, {}, {}, algorithm => 'HS256')",
+        quote(kid),
+        quote(issuer),
+        quote(audience),
+        quote(origin)
+    );
+    cluster
+        .try_psql("app", &sql)
+        .map(|s| s.trim().to_owned())
+        .map_err(|e| e.to_string())
+}
+
+/// A Postgres capability built exactly as the TypeScript package's
+/// `createPostgresDelegatedCapability({ claims, keyId, secretKey })` builds it, `secretKey`
+/// being `importCapabilitySecret(secret)` of the registration's answer: the compact JWS
+/// `base64url({"alg":"HS256","kid":keyId,"typ":"JWS"}).base64url(claims).base64url(HMAC-SHA256)`,
+/// keyed with the secret's base64url-decoded bytes.
+pub fn seed_postgres_capability(secret: &str, key_id: &str, claims: &Value) -> String {
+    let header = serde_json::json!({ "alg": "HS256", "kid": key_id, "typ": "JWS" });
+    forge_hs256(&decode(secret), &header, claims)
+}

@@ -2303,3 +2303,378 @@ async fn a_holder_name_does_not_take_over_a_live_lease() {
     assert_ne!(fresh["token"], json!(token));
     tally.finish("lease takeover by holder name", cluster);
 }
+
+/// The seed's example claims (`createPostgresDelegatedCapability` in the TypeScript package's
+/// README) for workspace `ws`, issued now with a five-minute lifetime and nonce `nonce`.
+fn seed_claims(ws: &str, nonce: &str) -> Value {
+    let now = now();
+    json!({
+        "aud": AUD,
+        "backend": "postgres",
+        "corr": "job-2",
+        "exp": now + 300,
+        "iat": now,
+        "iss": ISS,
+        "nonce": nonce,
+        "ops": ["read", "write", "commit", "history"],
+        "origin": ORIGIN,
+        "sub": "job-2",
+        "sv": 3,
+        "workspace": ws,
+    })
+}
+
+/// Points `supabash.capability_key_file` at `path` in the server's postgresql.conf (it can be
+/// set nowhere else) and waits for the server to have read it.
+fn configure_key_file(cluster: &Cluster, path: &str) {
+    use std::io::Write;
+    let conf = cluster.dir.join("data").join("postgresql.conf");
+    let mut f = std::fs::OpenOptions::new().append(true).open(conf).unwrap();
+    writeln!(f, "supabash.capability_key_file = '{path}'").unwrap();
+    cluster.psql("app", "SELECT pg_reload_conf()");
+    for _ in 0..50 {
+        let shown = cluster.psql("app", "LOAD 'supabash'; SHOW supabash.capability_key_file");
+        if shown.trim() == path {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("the server did not read the new setting");
+}
+
+/// Writes a fresh 48-byte key to `path` with `mode`, owned by the server's OS user when
+/// `server_owned` (the owner of the data directory), else by this process's user.
+fn write_key_file(cluster: &Cluster, path: &std::path::Path, mode: u32, server_owned: bool) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let key: Vec<u8> = (0..3)
+        .flat_map(|_| *uuid::Uuid::new_v4().as_bytes())
+        .collect();
+    std::fs::write(path, key).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    if server_owned {
+        let data = std::fs::metadata(cluster.dir.join("data")).unwrap();
+        std::os::unix::fs::chown(path, Some(data.uid()), Some(data.gid())).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn hs256_capabilities_minted_as_the_seed_describes() {
+    use std::os::unix::fs::PermissionsExt;
+    use supabash_tests::capability::{seed_postgres_capability, try_register_hs256};
+    // Its own cluster: the key file setting is the server's.
+    let cluster = &Cluster::start();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let admin = admin(cluster).await;
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    let ed = verifier(cluster, "ed-1");
+
+    // No key file configured: HS256 registration is refused, saying how to configure one.
+    let e = try_register_hs256(cluster, "k1", ISS, AUD, ORIGIN).unwrap_err();
+    assert!(
+        e.contains("SUPABASH_INVALID_ARGUMENT")
+            && e.contains("supabash.capability_key_file")
+            && e.contains("pg_reload_conf"),
+        "{e}"
+    );
+    // A key file others can read, or none at all, is refused when it is loaded.
+    let key_path = cluster.dir.join("capability.key");
+    write_key_file(cluster, &key_path, 0o644, true);
+    configure_key_file(cluster, key_path.to_str().unwrap());
+    let e = try_register_hs256(cluster, "k1", ISS, AUD, ORIGIN).unwrap_err();
+    assert!(
+        e.contains("readable or writable by others") && e.contains("chmod 600"),
+        "{e}"
+    );
+    std::fs::remove_file(&key_path).unwrap();
+    let e = try_register_hs256(cluster, "k1", ISS, AUD, ORIGIN).unwrap_err();
+    assert!(e.contains("cannot be read"), "{e}");
+    let n: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM supabash.capability_verifiers WHERE key_id = 'k1'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0, "a refused registration leaves no verifier");
+    // An EdDSA key cannot ride along.
+    let e = cluster
+        .try_psql(
+            "app",
+            &format!(
+                "SELECT supabash_register_capability_verifier('k1', '{ISS}', '{AUD}', '{ORIGIN}',
+                   public_key => '{}', algorithm => 'HS256')",
+                public_key(&ed.secret)
+            ),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("takes no public_key"), "{e}");
+
+    // Owned by another OS user (this test's, when the server runs as another one).
+    write_key_file(cluster, &key_path, 0o600, false);
+    let uid =
+        |p: &std::path::Path| std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(p).unwrap());
+    if uid(&key_path) != uid(&cluster.dir.join("data")) {
+        let e = try_register_hs256(cluster, "k1", ISS, AUD, ORIGIN).unwrap_err();
+        assert!(e.contains("not owned by the server's OS user"), "{e}");
+    }
+    write_key_file(cluster, &key_path, 0o600, true);
+    let secret = try_register_hs256(cluster, "k1", ISS, AUD, ORIGIN).unwrap();
+    assert_eq!(secret.len(), 43, "32 bytes, unpadded base64url");
+    tally.secrets.add(&secret);
+    let server_key = std::fs::read(&key_path).unwrap();
+
+    // The seed's token is exchanged, and its grant works with exactly the granted operations.
+    let token = seed_postgres_capability(&secret, "k1", &seed_claims(&ws.id, "job-2"));
+    tally.secrets.token(&token);
+    let r = exchange(&mut rest, &Caller::Service, &token).await;
+    let answer = tally.allow("the seed's HS256 capability", r).unwrap();
+    assert_eq!(answer["workspaceId"], json!(ws.id));
+    assert_eq!(answer["actorSubject"], json!("job-2"));
+    assert_eq!(answer["correlationId"], json!("job-2"));
+    assert_eq!(
+        answer["operations"],
+        json!(["read", "write", "commit", "history"])
+    );
+    let g = answer["delegatedGrant"].as_str().unwrap().to_owned();
+    tally.secrets.add(&g);
+    let manifest = json!({ "workspace_id": ws.id, "delegated_grant": g });
+    let r = rest
+        .call(&Caller::Service, "supabash_load_manifest", manifest.clone())
+        .await;
+    tally.allow("a read with the HS256 grant", r);
+    let r = rest
+        .call(
+            &Caller::Service,
+            "supabash_checkpoints",
+            with_grant(&json!({ "workspace_id": ws.id }), &g),
+        )
+        .await;
+    tally.deny("checkpoint is not granted", r, Some(DENIED));
+    let head = current(&mut rest, &ws).await.0;
+    let args = json!({ "workspace_id": ws.id, "actor": "ignored", "base_revision": head,
+                       "changes": [{"op": "upsert", "path": "/job.md", "text": "done"}] });
+    let r = rest
+        .call(&Caller::Service, "supabash_commit", with_grant(&args, &g))
+        .await;
+    let commit = tally.allow("a commit with the HS256 grant", r).unwrap();
+    let actor: String = admin
+        .query_one(
+            "SELECT actor FROM supabash.revisions WHERE revision_id = $1::text::uuid",
+            &[&commit["receipt"]["revision"].as_str().unwrap()],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(actor, "delegated:job-2");
+
+    // Every other rule is the Ed25519 one.
+    let r = exchange(&mut rest, &Caller::Service, &token).await;
+    tally.deny("the same token again (nonce spent)", r, Some(INVALID));
+    let fresh = |nonce: &str| seed_claims(&ws.id, nonce);
+    let wrong = seed_postgres_capability(&b64_encode(&[7u8; 32]), "k1", &fresh("wrong-secret"));
+    tally.secrets.token(&wrong);
+    let r = exchange(&mut rest, &Caller::Service, &wrong).await;
+    tally.deny("signed with a wrong secret", r, Some(INVALID));
+    let server_keyed = forge_hs256(
+        &server_key,
+        &json!({ "alg": "HS256", "kid": "k1", "typ": "JWS" }),
+        &fresh("server-key"),
+    );
+    let r = exchange(&mut rest, &Caller::Service, &server_keyed).await;
+    tally.deny("signed with the server key itself", r, Some(INVALID));
+    let as_eddsa = forge(
+        &ed.secret,
+        &json!({ "alg": "EdDSA", "kid": "k1", "typ": "JWS" }),
+        &fresh("eddsa-header"),
+    );
+    tally.secrets.token(&as_eddsa);
+    let r = exchange(&mut rest, &Caller::Service, &as_eddsa).await;
+    tally.deny("an EdDSA token for the HS256 key id", r, Some(INVALID));
+    let mut ed_claims = fresh("hs256-for-ed");
+    ed_claims["ver"] = json!(1);
+    let as_hs256 = seed_postgres_capability(&ed.secret, "ed-1", &fresh("hs256-for-ed"));
+    tally.secrets.token(&as_hs256);
+    let r = exchange(&mut rest, &Caller::Service, &as_hs256).await;
+    tally.deny("an HS256 token for an Ed25519 key id", r, Some(INVALID));
+    let ours = ed
+        .signer
+        .mint("job", &ws.id, &ops(&[Operation::Read]), 300, None)
+        .unwrap();
+    let r = exchange(&mut rest, &Caller::Service, &ours).await;
+    tally.allow("Ed25519 next to HS256", r);
+    for (what, field, value) in [
+        ("sv 2", "sv", json!(2)),
+        ("another issuer", "iss", json!("https://other.test")),
+        ("another audience", "aud", json!("other")),
+        ("another origin", "origin", json!("https://other.test")),
+        ("another backend", "backend", json!("storage")),
+        ("an unknown operation", "ops", json!(["read", "admin"])),
+        ("a repeated operation", "ops", json!(["read", "read"])),
+        ("issued in the future", "iat", json!(now() + 600)),
+        ("a lifetime over 900 s", "exp", json!(now() + 1200)),
+        ("a blank subject", "sub", json!(" ")),
+        (
+            "an upper-case workspace",
+            "workspace",
+            json!(ws.id.to_uppercase()),
+        ),
+        ("an extra claim", "cid", json!("x")),
+    ] {
+        let mut c = fresh(&format!("bad-{field}-{}", uuid::Uuid::new_v4().simple()));
+        c[field] = value;
+        let t = seed_postgres_capability(&secret, "k1", &c);
+        tally.secrets.token(&t);
+        let r = exchange(&mut rest, &Caller::Service, &t).await;
+        tally.deny(what, r, Some(INVALID));
+    }
+    let mut other_ws = fresh("other-workspace");
+    other_ws["workspace"] = json!("0f8fad5b-d9cb-469f-a165-70867728950e");
+    let t = seed_postgres_capability(&secret, "k1", &other_ws);
+    let r = exchange(&mut rest, &Caller::Service, &t).await;
+    tally.deny("a workspace that does not exist", r, Some(INVALID));
+    let mut old = fresh("expired");
+    old["iat"] = json!(now() - 1000);
+    old["exp"] = json!(now() - 700);
+    let t = seed_postgres_capability(&secret, "k1", &old);
+    let r = exchange(&mut rest, &Caller::Service, &t).await;
+    tally.deny("expired", r, Some(EXPIRED));
+
+    // No table and no function result holds the secret (nor the server key).
+    let forms = |raw: &[u8]| {
+        use base64::Engine;
+        vec![
+            b64_encode(raw),
+            base64::engine::general_purpose::STANDARD.encode(raw),
+            hex::encode(raw),
+        ]
+    };
+    let mut hidden = forms(&base64_decode(&secret));
+    hidden.extend(forms(&server_key));
+    let tables: Vec<String> = admin
+        .query(
+            "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+               JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.relkind IN ('r', 'm', 'v') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                AND n.nspname NOT LIKE 'pg\\_toast%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(tables.iter().any(|t| t == "supabash.capability_verifiers"));
+    for t in tables.iter().chain(
+        [
+            "pg_catalog.pg_settings".to_owned(),
+            "pg_catalog.pg_proc".to_owned(),
+        ]
+        .iter(),
+    ) {
+        let text: Option<String> = admin
+            .query_one(
+                &format!("SELECT string_agg(x::text, E'\\n') FROM {t} x"),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let text = text.unwrap_or_default().to_lowercase();
+        for h in &hidden {
+            assert!(!text.contains(&h.to_lowercase()), "{t} holds the secret");
+        }
+    }
+    // The one function that derives a secret rotates as it answers: the answer is never the
+    // registration's secret, whose tokens stop working; it is the keeper's alone.
+    let again = cluster.psql("app", "SELECT supabash._hs256_rotate('k1')");
+    assert_ne!(again.trim(), secret);
+    let t = seed_postgres_capability(&secret, "k1", &fresh("after-rederive"));
+    let r = exchange(&mut rest, &Caller::Service, &t).await;
+    tally.deny(
+        "the registration's secret after another derivation",
+        r,
+        Some(INVALID),
+    );
+    let r = rest
+        .call(&Caller::Service, "supabash_load_manifest", manifest.clone())
+        .await;
+    tally.deny("a grant of the previous generation", r, Some(DENIED));
+    // A role that reads every table and bypasses row-level security reads no key, no secret.
+    admin
+        .batch_execute(
+            "CREATE ROLE hs256_reader LOGIN BYPASSRLS; GRANT pg_read_all_data TO hs256_reader",
+        )
+        .await
+        .unwrap();
+    let (reader, conn) =
+        tokio_postgres::connect(&cluster.dsn("hs256_reader"), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    for sql in [
+        "SELECT supabash._hs256_rotate('k1')".to_owned(),
+        format!("SELECT pg_read_file('{}')", key_path.display()),
+        format!("SELECT pg_read_binary_file('{}')", key_path.display()),
+        "SELECT supabash_register_capability_verifier('k9', 'i', 'a', 'o', algorithm => 'HS256')"
+            .to_owned(),
+    ] {
+        let e = reader.query(&sql, &[]).await.expect_err(&sql);
+        assert_eq!(
+            e.code(),
+            Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+            "{sql}: {e}"
+        );
+    }
+    let rows = reader
+        .query("SELECT x::text FROM supabash.capability_verifiers x", &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        rows.len(),
+        2,
+        "it reads the verifiers, which hold no secret"
+    );
+
+    // Rotation by registration: a new secret; the old one and its grants stop working.
+    let rotated = try_register_hs256(cluster, "k1", ISS, AUD, ORIGIN).unwrap();
+    tally.secrets.add(&rotated);
+    assert_ne!(rotated, secret);
+    let t = seed_postgres_capability(&rotated, "k1", &fresh("rotated"));
+    tally.secrets.token(&t);
+    let r = exchange(&mut rest, &Caller::Service, &t).await;
+    let g2 = tally
+        .allow("the rotated secret", r)
+        .and_then(|a| a["delegatedGrant"].as_str().map(str::to_owned))
+        .unwrap();
+    tally.secrets.add(&g2);
+    // A key file loosened later is refused at the next load; the exchange says only that the
+    // server cannot verify, the server log says why.
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let t = seed_postgres_capability(&rotated, "k1", &fresh("loosened"));
+    let e = exchange(&mut rest, &Caller::Service, &t).await.unwrap_err();
+    assert_eq!(marker(&e), Some("SUPABASH_INTERNAL"), "{e:?}");
+    assert!(!error_text(&e).contains("capability.key"), "{e:?}");
+    assert!(server_log(cluster).contains("readable or writable by others"));
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let r = exchange(&mut rest, &Caller::Service, &t).await;
+    tally.allow("the same token once the key file is private again", r);
+    // Revocation ends the key id's tokens and grants.
+    assert!(revoke(cluster, "k1"));
+    let r = rest
+        .call(
+            &Caller::Service,
+            "supabash_load_manifest",
+            json!({ "workspace_id": ws.id, "delegated_grant": g2 }),
+        )
+        .await;
+    tally.deny("a grant after revocation", r, Some(DENIED));
+    let t = seed_postgres_capability(&rotated, "k1", &fresh("revoked"));
+    let r = exchange(&mut rest, &Caller::Service, &t).await;
+    tally.deny("a token after revocation", r, Some(INVALID));
+    tally.finish("HS256 capabilities", cluster);
+}

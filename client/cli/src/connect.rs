@@ -130,6 +130,24 @@ impl ConnectArgs {
         }
     }
 
+    /// The transport these arguments describe, as `service_role` (a delegated job's service):
+    /// over Postgres with service-role claims, over PostgREST with the token given (which
+    /// must then be the service-role key).
+    pub async fn connect_as_service(&self) -> Result<Arc<dyn Transport>, BoxError> {
+        match self.endpoint()? {
+            Endpoint::Direct { dsn, .. } => {
+                let claims = json!({ "role": "service_role" });
+                let transport = PostgresTransport::connect(&dsn, claims)
+                    .await
+                    .map_err(|e| SupabashError::from_rpc(e, false))?;
+                Ok(Arc::new(transport))
+            }
+            Endpoint::Http { url, token, apikey } => {
+                Ok(Arc::new(PostgrestTransport::new(&url, &apikey, &token)))
+            }
+        }
+    }
+
     /// The secrets among these arguments and the profile's (to redact from anything shown to
     /// a model or a log).
     pub fn secrets(&self) -> impl Iterator<Item = String> {

@@ -41,6 +41,7 @@ pub mod fuse_summary;
 pub mod history;
 pub mod ignore_list;
 pub mod mcp;
+pub mod mcp_mounts;
 pub mod mount_control;
 pub mod output;
 pub mod profile;

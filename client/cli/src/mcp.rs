@@ -4,6 +4,13 @@
 //! session ends. Every tool call is recorded in the audit queue of the workspace it concerns,
 //! so the commit (or the discard at the end of an uncommitted session) writes it. With
 //! `--host-tools` commit, history, diff, restore and checkpoint are tools too.
+//!
+//! `--mount POINT=SOURCE[@REVISION][:ro|:rw]` composes the filesystem instead: workspaces
+//! read-write (their staged trees) or read-only (a snapshot of the committed base), and
+//! read-only snapshots of pinned revisions (shared documentation), each with its own view root
+//! and hidden paths (`mcp_mounts`). `--capability-file` serves a delegated workspace, exactly
+//! as a job would open it. `--tools` serves only the named tools; `--read-only` (or every
+//! mount read-only) serves no tool that changes anything.
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -14,13 +21,17 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use supabash::delegated::DelegatedWorkspace;
 use supabash::workspace::CommitOptions;
 use supabash::Workspace;
 use supabash_agent::mcp::{AuditTargets, HostTools, McpServer, RecordingFs, Session};
 use supabash_agent::redact::Redactor;
 use supabash_agent::shell::{Shell, ShellConfig};
 use supabash_agent::tools::ToolOptions;
-use supabash_agent::{AgentFs, Mount, MountedFs};
+use supabash_agent::{AgentFs, Mount, MountedFs, SharedSnapshot, SnapshotLimits, ViewSpec};
+use supabash_core::capability::{Operation, OperationSet};
+
+use crate::mcp_mounts;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -63,6 +74,31 @@ pub struct McpArgs {
     /// actions), for setups where the MCP client is the host. Commits record --actor.
     #[arg(long)]
     pub host_tools: bool,
+    /// Mount a workspace at POINT: read-write (default) or `:ro` (a snapshot of its committed
+    /// revision), or `@REVISION` for a read-only snapshot of that revision. Repeatable;
+    /// replaces --workspace.
+    #[arg(long = "mount", value_name = "POINT=SOURCE[@REVISION][:ro|:rw]")]
+    pub mounts: Vec<String>,
+    /// Show only ROOT of the mount at POINT (its paths appear relative to ROOT).
+    #[arg(long = "view-root", value_name = "POINT=ROOT")]
+    pub view_roots: Vec<String>,
+    /// Hide PATH of the mount at POINT (repeatable).
+    #[arg(long = "hide", value_name = "POINT=PATH")]
+    pub hides: Vec<String>,
+    /// Serve the delegated workspace of this capability (a compact JWS, as a job presents it),
+    /// exchanged with the service role (--url with the service-role key as token and apikey,
+    /// or --dsn). Needs --operations.
+    #[arg(long, value_name = "PATH", requires = "operations")]
+    pub capability_file: Option<PathBuf>,
+    /// The exact operations the capability must grant (comma-separated, e.g. read,write,commit).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub operations: Vec<String>,
+    /// Serve only these tools (comma-separated names); others are refused by name.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// Serve no tool that can change anything (also implied when every mount is read-only).
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// The literal secrets of the command line, redacted from everything the tools return.
@@ -73,6 +109,75 @@ fn redactor(args: &McpArgs) -> Redactor {
 }
 
 type Served = Vec<(String, Arc<Workspace>)>;
+
+/// What `--mount` opened: the writable workspaces (committed or discarded at the end, their
+/// label the mount point without its leading `/`) and every mount.
+struct Mounted {
+    writable: Served,
+    mounts: Vec<Mount>,
+}
+
+async fn open_mounts(args: &McpArgs) -> Result<Mounted, BoxError> {
+    let plans = mcp_mounts::plan(&args.mounts, &args.view_roots, &args.hides)?;
+    let transport = args.connect.connect().await?;
+    let mut out = Mounted {
+        writable: Vec::new(),
+        mounts: Vec::new(),
+    };
+    for p in plans {
+        let view = (p.root.is_some() || !p.hidden.is_empty()).then(|| {
+            let v = ViewSpec::default().with_hidden(p.hidden.clone());
+            match &p.root {
+                Some(r) => v.with_root(r.clone()),
+                None => v,
+            }
+        });
+        let ws = Workspace::builder(transport.clone())
+            .audit_actor(args.actor.clone())
+            .open(&p.source)
+            .await
+            .map_err(|e| format!("--mount {}: workspace {}: {e}", p.point, p.source))?;
+        let mount = if p.writable {
+            let m = Mount::workspace(&p.point, &ws, view)?;
+            out.writable
+                .push((p.point.trim_start_matches('/').to_owned(), Arc::new(ws)));
+            m
+        } else {
+            let limits = SnapshotLimits::default();
+            let snapshot = match &p.revision {
+                Some(rev) => SharedSnapshot::from_revision(&ws, &p.source, rev, limits)
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "--mount {}: revision {rev} of workspace {} cannot be read: {e}",
+                            p.point, p.source
+                        )
+                    })?,
+                None => SharedSnapshot::from_workspace(&ws, &p.source, limits).await?,
+            };
+            Mount::snapshot(&p.point, Arc::new(snapshot), view)?
+        };
+        out.mounts.push(mount);
+    }
+    Ok(out)
+}
+
+/// The delegated workspace of `--capability-file`, opened as a job would.
+async fn open_delegated(
+    args: &McpArgs,
+    path: &std::path::Path,
+) -> Result<DelegatedWorkspace, BoxError> {
+    let token = std::fs::read_to_string(path)
+        .map_err(|e| format!("--capability-file {}: {e}", path.display()))?;
+    let ops = OperationSet::from_wire(&args.operations).map_err(|_| {
+        "--operations: a comma-separated list of distinct operations (read,write,commit,…)"
+    })?;
+    let transport = args.connect.connect_as_service().await?;
+    Ok(
+        DelegatedWorkspace::open(transport, token.trim(), &ops, supabash::Limits::default())
+            .await?,
+    )
+}
 
 async fn open(args: &McpArgs) -> Result<Served, BoxError> {
     let transport = args.connect.connect().await?;
@@ -153,8 +258,48 @@ async fn commit_all(args: &McpArgs, workspaces: &Served) -> Result<(), BoxError>
 
 /// Runs `supabash mcp`.
 pub async fn run(args: McpArgs) -> Result<(), BoxError> {
-    let workspaces = open(&args).await?;
-    let fs: Arc<dyn AgentFs> = Arc::new(RecordingFs(filesystem(&workspaces)?));
+    if !args.mounts.is_empty() && (!args.workspaces.is_empty() || args.create) {
+        return Err("--mount replaces --workspace and --create: give one or the other".into());
+    }
+    if args.capability_file.is_some()
+        && (!args.mounts.is_empty()
+            || !args.workspaces.is_empty()
+            || args.create
+            || args.host_tools)
+    {
+        return Err(
+            "--capability-file serves the capability's workspace alone (no --mount, --workspace, --create or --host-tools)"
+                .into(),
+        );
+    }
+    let mut read_only = args.read_only;
+    let mut delegated = None;
+    let (workspaces, fs) = if let Some(path) = &args.capability_file {
+        let ws = open_delegated(&args, path).await?;
+        // The staged tree when the grant allows write, else a read-only snapshot of the
+        // committed revision (what DelegatedMount does for a mount point).
+        let fs: Arc<dyn AgentFs> = if ws.delegation().operations().contains(Operation::Write) {
+            ws.fs().clone()
+        } else {
+            read_only = true;
+            let snap = ws.committed_snapshot().await?;
+            Arc::new(
+                SharedSnapshot::from_committed(ws.id(), snap, SnapshotLimits::default()).await?,
+            )
+        };
+        delegated = Some(ws);
+        (Vec::new(), fs)
+    } else if !args.mounts.is_empty() {
+        let mounted = open_mounts(&args).await?;
+        read_only |= mounted.writable.is_empty();
+        let fs: Arc<dyn AgentFs> = Arc::new(MountedFs::new(mounted.mounts)?);
+        (mounted.writable, fs)
+    } else {
+        let workspaces = open(&args).await?;
+        let fs = filesystem(&workspaces)?;
+        (workspaces, fs)
+    };
+    let fs: Arc<dyn AgentFs> = Arc::new(RecordingFs(fs));
     let redactor = redactor(&args);
     let config = ShellConfig::default()
         .with_timeout(Duration::from_secs(args.timeout_secs))
@@ -165,12 +310,21 @@ pub async fn run(args: McpArgs) -> Result<(), BoxError> {
         fs,
         options: ToolOptions::default().with_images(!args.no_images),
     };
-    let mut server = McpServer::new(session, redactor).with_audit(audit_targets(&workspaces));
+    let mut server = McpServer::new(session, redactor);
+    if !workspaces.is_empty() {
+        server = server.with_audit(audit_targets(&workspaces));
+    }
     if args.host_tools {
         server = server.with_host_tools(HostTools {
             workspaces: workspaces.clone(),
             actor: args.actor.clone(),
         });
+    }
+    if !args.tools.is_empty() {
+        server = server.with_tools(&args.tools)?;
+    }
+    if read_only {
+        server = server.read_only();
     }
     match args.http {
         None => {
@@ -198,8 +352,21 @@ pub async fn run(args: McpArgs) -> Result<(), BoxError> {
     }
     if args.commit_on_exit {
         commit_all(&args, &workspaces).await?;
+        if let Some(ws) = delegated
+            .as_ref()
+            .filter(|ws| ws.changes().is_ok_and(|c| !c.is_empty()))
+        {
+            let committed = ws.commit(CommitOptions::new(args.actor.clone())).await?;
+            eprintln!(
+                "{}",
+                json!({ "workspace": ws.id(), "receipt": committed.receipt })
+            );
+        }
     } else {
         discard_all(&workspaces).await?;
+        if let Some(ws) = &delegated {
+            ws.discard().await?;
+        }
     }
     Ok(())
 }

@@ -13,14 +13,54 @@ use supabash_core::rpc::requests as rq;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Arguments of `supabash workspaces`.
+/// Arguments of `supabash workspaces`: lists, or `create`s.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ListArgs {
+    #[command(subcommand)]
+    pub action: Option<WorkspacesAction>,
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// Print one JSON array of every workspace.
     #[arg(long)]
     pub json: bool,
+}
+
+/// What `supabash workspaces` does besides listing.
+#[derive(Debug, clap::Subcommand)]
+pub enum WorkspacesAction {
+    /// Create a new, empty workspace owned by the caller and print its id.
+    Create(CreateArgs),
+}
+
+/// Arguments of `supabash workspaces create`.
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// A name for people (1 to 256 bytes), shown by `supabash workspaces`.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `supabash workspaces create`: creates and prints the new workspace's id (`--json`: the
+/// answer).
+pub async fn create(args: CreateArgs) -> Result<(), BoxError> {
+    let transport = args.connect.connect().await?;
+    let created = call(
+        transport.as_ref(),
+        &rq::CreateWorkspace { label: args.label },
+    )
+    .await?;
+    if args.json {
+        output::json(&created)?;
+    } else {
+        println!("{}", created.workspace_id);
+    }
+    Ok(())
 }
 
 /// Arguments of `supabash fork`.
@@ -57,8 +97,11 @@ pub struct DeleteArgs {
     pub json: bool,
 }
 
-/// `supabash workspaces`: every page of the caller's workspaces.
+/// `supabash workspaces`: every page of the caller's workspaces (or its `create`).
 pub async fn list(args: ListArgs) -> Result<(), BoxError> {
+    if let Some(WorkspacesAction::Create(create_args)) = args.action {
+        return create(create_args).await;
+    }
     let transport = args.connect.connect().await?;
     let mut all = Vec::new();
     let mut cursor: Option<String> = None;

@@ -469,3 +469,208 @@ async fn two_workspaces_side_by_side_commit_separately() {
     assert_eq!(paths(&by_label("code")), ["/main.rs"]);
     assert_eq!(by_label("code")["workspace"], code.id());
 }
+
+/// `supabash mcp` with `args` that must refuse to start: its stderr.
+fn refused(user: &str, args: &[&str]) -> String {
+    let dsn = cluster().dsn("authenticator");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_supabash"))
+        .args(["mcp", "--dsn", &dsn, "--sub", user])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{args:?} started");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn tool_names(tools: &[rmcp::model::Tool]) -> Vec<String> {
+    tools.iter().map(|t| t.name.to_string()).collect()
+}
+
+#[tokio::test]
+async fn mounts_a_pinned_snapshot_next_to_a_writable_workspace() {
+    let user = new_user();
+    let memories = new_workspace(Via::Postgres, &user).await;
+    let docs = new_workspace(Via::Postgres, &user).await;
+    docs.fs().write("/guide.md", "v1\n").await.unwrap();
+    docs.fs().write("/secret.md", "hidden\n").await.unwrap();
+    let r1 = docs.commit(CommitOptions::new("host")).await.unwrap();
+    docs.fs().write("/guide.md", "v2\n").await.unwrap();
+    docs.commit(CommitOptions::new("host")).await.unwrap();
+    let pinned = format!("/docs={}@{}", docs.id(), r1.receipt.revision);
+    let rw = format!("/memories={}", memories.id());
+
+    let client = serve_stdio(
+        &user,
+        &[
+            "--mount",
+            &rw,
+            "--mount",
+            &pinned,
+            "--hide",
+            "/docs=/secret.md",
+            "--commit-on-exit",
+        ],
+    )
+    .await;
+    let names = tool_names(&client.list_all_tools().await.unwrap());
+    assert!(names.contains(&"bash".to_owned()) && names.contains(&"write_file".to_owned()));
+    let r = call(&client, "read_file", json!({ "path": "/docs/guide.md" })).await;
+    assert!(text(&r).contains("v1"), "the pinned revision: {}", text(&r));
+    let r = call(
+        &client,
+        "write_file",
+        json!({ "path": "/docs/guide.md", "content": "x" }),
+    )
+    .await;
+    assert_eq!(
+        r.is_error,
+        Some(true),
+        "the snapshot is read-only: {}",
+        text(&r)
+    );
+    let r = call(&client, "read_file", json!({ "path": "/docs/secret.md" })).await;
+    assert_eq!(r.is_error, Some(true), "hidden: {}", text(&r));
+    let out = bash_ok(
+        &client,
+        "ls /docs && echo note > /memories/m.md && cat /memories/m.md",
+    )
+    .await;
+    assert_eq!(out["stdout"], "guide.md\nnote\n");
+    client.cancel().await.unwrap();
+    // The writable mount was committed at exit; the snapshot's workspace was not touched.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ws = reopen(Via::Postgres, &user, memories.id()).await;
+        if ws.fs().read("/m.md").await.is_ok() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the writable mount was not committed"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let docs_now = reopen(Via::Postgres, &user, docs.id()).await;
+    assert_eq!(docs_now.fs().read("/guide.md").await.unwrap(), b"v2\n");
+
+    // A tool allowlist: only those are listed, any other is refused by name.
+    let client = serve_stdio(
+        &user,
+        &["--mount", &rw, "--tools", "read_file,list_directory"],
+    )
+    .await;
+    let names = tool_names(&client.list_all_tools().await.unwrap());
+    assert_eq!(names, ["read_file", "list_directory"]);
+    let r = call(&client, "bash", json!({ "command": "echo hi" })).await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(text(&r).contains("no tool named \"bash\""), "{}", text(&r));
+    client.cancel().await.unwrap();
+
+    // Every mount read-only: no tool that changes anything.
+    let ro = format!("/memories={}:ro", memories.id());
+    let client = serve_stdio(&user, &["--mount", &ro, "--mount", &pinned]).await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(!tools.is_empty());
+    for t in &tools {
+        let read_only = t.annotations.as_ref().and_then(|a| a.read_only_hint);
+        assert_eq!(read_only, Some(true), "{} is served read-only", t.name);
+    }
+    assert!(!tool_names(&tools).contains(&"bash".to_owned()));
+    let r = call(&client, "read_file", json!({ "path": "/memories/m.md" })).await;
+    assert!(text(&r).contains("note"), "{}", text(&r));
+    client.cancel().await.unwrap();
+
+    // Bad specs never start a server.
+    let inner = format!("/memories/docs={}@{}", docs.id(), r1.receipt.revision);
+    let e = refused(&user, &["--mount", &rw, "--mount", &inner]);
+    assert!(e.contains("overlap"), "{e}");
+    let missing = format!(
+        "/docs={}@{}",
+        docs.id(),
+        "00000000-0000-4000-8000-000000000000"
+    );
+    let e = refused(&user, &["--mount", &missing]);
+    assert!(e.contains("cannot be read"), "{e}");
+    let e = refused(
+        &user,
+        &[
+            "--mount",
+            &format!("/docs={}@{}:rw", docs.id(), r1.receipt.revision),
+        ],
+    );
+    assert!(e.contains("read-only snapshot"), "{e}");
+    let e = refused(
+        &user,
+        &["--mount", &rw, "--tools", "read_file,no_such_tool"],
+    );
+    assert!(e.contains("no_such_tool"), "{e}");
+    let e = refused(&user, &["--mount", &rw, "--hide", "/elsewhere=/x"]);
+    assert!(e.contains("not a --mount point"), "{e}");
+}
+
+#[tokio::test]
+async fn serves_a_delegated_workspace_from_a_capability_file() {
+    use supabash::capability::PostgresSigner;
+    use supabash_core::capability::{Operation, OperationSet};
+    let user = new_user();
+    let ws = new_workspace(Via::Postgres, &user).await;
+    ws.fs().write("/brief.md", "for the job\n").await.unwrap();
+    ws.commit(CommitOptions::new("host")).await.unwrap();
+    let kid = format!("mcp-{user}");
+    let (iss, aud, origin) = ("https://issuer.mcp", "supabash", "https://project.mcp");
+    let key = supabash_tests::capability::register(cluster(), &kid, iss, aud, origin);
+    let signer = PostgresSigner::new(&kid, &key, iss, aud, origin).unwrap();
+    let read = OperationSet::new([Operation::Read]).unwrap();
+    let token = signer.mint("job-mcp", ws.id(), &read, 300, None).unwrap();
+    let path = std::env::temp_dir().join(format!("supabash-cap-{user}"));
+    std::fs::write(&path, &token).unwrap();
+
+    // The operations must be exactly the granted ones: refused before the exchange.
+    let e = refused(
+        &user,
+        &[
+            "--capability-file",
+            path.to_str().unwrap(),
+            "--operations",
+            "read,write",
+        ],
+    );
+    assert!(
+        e.contains("INVALID_CAPABILITY") || e.contains("not valid"),
+        "{e}"
+    );
+    let client = serve_stdio(
+        &user,
+        &[
+            "--capability-file",
+            path.to_str().unwrap(),
+            "--operations",
+            "read",
+        ],
+    )
+    .await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(
+        !tool_names(&tools).contains(&"write_file".to_owned()),
+        "a read grant serves read-only tools"
+    );
+    let r = call(&client, "read_file", json!({ "path": "/brief.md" })).await;
+    assert!(text(&r).contains("for the job"), "{}", text(&r));
+    client.cancel().await.unwrap();
+    // The token was spent by that exchange: serving it again is refused.
+    let e = refused(
+        &user,
+        &[
+            "--capability-file",
+            path.to_str().unwrap(),
+            "--operations",
+            "read",
+        ],
+    );
+    assert!(
+        e.contains("INVALID_CAPABILITY") || e.contains("not valid"),
+        "{e}"
+    );
+    let _ = std::fs::remove_file(&path);
+}

@@ -35,6 +35,15 @@ async fn fork_list_and_delete_from_the_command_line() {
     assert_eq!(forked["forkedFrom"]["workspaceId"], ws.id());
     assert_eq!(forked["forkedFrom"]["revision"], head.as_str());
     let fork_id = forked["workspaceId"].as_str().unwrap().to_owned();
+    let created = json_of(&supabash(
+        &user,
+        &["workspaces", "create", "--label", "fresh", "--json"],
+    ));
+    assert_eq!(created["headRevision"], Value::Null);
+    let plain = supabash(&user, &["workspaces", "create"]);
+    assert!(plain.status.success());
+    let plain_id = String::from_utf8_lossy(&plain.stdout).trim().to_owned();
+    assert_eq!(plain_id.len(), 36, "prints the id alone: {plain_id}");
     let listed = json_of(&supabash(&user, &["workspaces", "--json"]));
     let labels: Vec<&Value> = listed
         .as_array()
@@ -42,7 +51,18 @@ async fn fork_list_and_delete_from_the_command_line() {
         .iter()
         .map(|w| &w["label"])
         .collect();
-    assert_eq!(labels, [&Value::Null, &Value::from("try 1")]);
+    assert_eq!(labels.len(), 4, "{listed}");
+    for want in [Value::from("try 1"), Value::from("fresh")] {
+        assert!(labels.contains(&&want), "{listed}");
+    }
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["workspaceId"].as_str())
+        .collect();
+    assert!(ids.contains(&created["workspaceId"].as_str().unwrap()));
+    assert!(ids.contains(&plain_id.as_str()));
     // Without --yes nothing is deleted, and the tool says why.
     let refused = supabash(&user, &["delete-workspace", "--workspace", &fork_id]);
     assert!(!refused.status.success());
@@ -59,7 +79,11 @@ async fn fork_list_and_delete_from_the_command_line() {
     ));
     assert_eq!(deleted["workspaceId"], fork_id.as_str());
     let listed = json_of(&supabash(&user, &["workspaces", "--json"]));
-    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        3,
+        "the fork is gone, the created ones stay"
+    );
     // Another user cannot fork it: a permission failure, exit status 4 (docs/cli.md).
     let other = supabash(&new_user(), &["fork", "--workspace", ws.id()]);
     assert_eq!(other.status.code(), Some(4));

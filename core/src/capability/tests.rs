@@ -304,3 +304,124 @@ fn postgres_binding_names_one_canonical_workspace() {
         "a Storage field is refused"
     );
 }
+
+/// The claims `createPostgresDelegatedCapability` signs in the seed's example.
+fn seed_claims(now: i64) -> Value {
+    json!({
+        "aud": "storage",
+        "backend": "postgres",
+        "corr": "job-2",
+        "exp": now + 300,
+        "iat": now,
+        "iss": "jobs",
+        "nonce": "job-2",
+        "ops": ["read", "write", "commit", "history"],
+        "origin": "https://example.test",
+        "sub": "job-2",
+        "sv": 3,
+        "workspace": "0f8fad5b-d9cb-469f-a165-70867728950e",
+    })
+}
+
+fn seed(v: Value) -> Result<(PostgresClaims, OperationSet), CapabilityError> {
+    SeedPostgresClaims::from_map(v.as_object().unwrap().clone())?.validate(&policy(), 1_000)
+}
+
+#[test]
+fn seed_claims_validate_by_the_common_rules() {
+    let (claims, ops) = seed(seed_claims(1_000)).unwrap();
+    assert_eq!(ops.to_wire(), ["read", "write", "commit", "history"]);
+    assert_eq!(claims.common.cid.as_deref(), Some("job-2"));
+    assert_eq!(
+        claims.common.nonce, "job-2",
+        "the package's short nonces pass"
+    );
+    assert_eq!(
+        claims.binding.workspace,
+        "0f8fad5b-d9cb-469f-a165-70867728950e"
+    );
+    let with = |k: &str, v: Value| {
+        let mut c = seed_claims(1_000);
+        c[k] = v;
+        c
+    };
+    let invalid_seed = |v: Value| match seed(v) {
+        Err(CapabilityError::Invalid(r)) => r,
+        other => panic!("expected an invalid capability, got {other:?}"),
+    };
+    assert_eq!(invalid_seed(with("sv", json!(2))), Reason::SchemaVersion);
+    assert_eq!(invalid_seed(with("sv", json!(1))), Reason::SchemaVersion);
+    assert_eq!(invalid_seed(with("iss", json!("other"))), Reason::Issuer);
+    assert_eq!(invalid_seed(with("aud", json!("other"))), Reason::Audience);
+    assert_eq!(
+        invalid_seed(with("origin", json!("https://x"))),
+        Reason::Origin
+    );
+    assert_eq!(invalid_seed(with("sub", json!("  "))), Reason::Text);
+    assert_eq!(
+        invalid_seed(with("sub", json!("s".repeat(1015)))),
+        Reason::Text
+    );
+    assert!(seed(with("sub", json!("s".repeat(1014)))).is_ok());
+    assert_eq!(invalid_seed(with("corr", json!(""))), Reason::Text);
+    assert_eq!(invalid_seed(with("nonce", json!(""))), Reason::Nonce);
+    assert_eq!(
+        invalid_seed(with("nonce", json!("n".repeat(1025)))),
+        Reason::Nonce
+    );
+    assert_eq!(
+        invalid_seed(with("ops", json!(["read", "read"]))),
+        Reason::Operations
+    );
+    assert_eq!(
+        invalid_seed(with("ops", json!(["admin"]))),
+        Reason::Operations
+    );
+    assert_eq!(
+        invalid_seed(with("backend", json!("storage"))),
+        Reason::Binding
+    );
+    assert_eq!(
+        invalid_seed(with(
+            "workspace",
+            json!("0F8FAD5B-D9CB-469F-A165-70867728950E")
+        )),
+        Reason::Binding
+    );
+    assert_eq!(
+        invalid_seed(with("iat", json!(1_100))),
+        Reason::IssuedInFuture
+    );
+    assert_eq!(
+        invalid_seed(with("exp", json!(1_000 + 901))),
+        Reason::Lifetime
+    );
+    assert_eq!(invalid_seed(with("iat", json!(1.5))), Reason::Malformed);
+    let mut old = seed_claims(100);
+    old["exp"] = json!(200);
+    assert_eq!(seed(old), Err(CapabilityError::Expired));
+    for field in ["corr", "sv", "backend"] {
+        let mut c = seed_claims(1_000);
+        c.as_object_mut().unwrap().remove(field);
+        assert_eq!(invalid_seed(c), Reason::Malformed, "{field} is required");
+    }
+    assert_eq!(invalid_seed(with("ver", json!(1))), Reason::Malformed);
+    assert_eq!(invalid_seed(with("cid", json!("x"))), Reason::Malformed);
+}
+
+#[test]
+fn a_verifier_learning_its_algorithm_from_the_key_accepts_only_the_listed_ones() {
+    let algs = [Algorithm::EdDSA.as_str(), Algorithm::Hs256.as_str()];
+    for (alg, ok) in [
+        ("EdDSA", true),
+        ("HS256", true),
+        ("none", false),
+        ("HS512", false),
+    ] {
+        let header = b64_encode(format!(r#"{{"alg":"{alg}","kid":"k1","typ":"JWS"}}"#).as_bytes());
+        let token = format!("{header}.{}.{}", b64_encode(b"{}"), b64_encode(&[1; 32]));
+        assert_eq!(parse_compact_among(&token, &algs).is_ok(), ok, "{alg}");
+    }
+    assert_eq!(Algorithm::from_wire("HS256"), Some(Algorithm::Hs256));
+    assert_eq!(Algorithm::from_wire("hs256"), None);
+}

@@ -1,7 +1,8 @@
 //! PostgreSQL plumbing, below every table and every RPC: SPI statements ([`db`]), errors as
 //! values ([`fail`]), request decoding ([`args`]), `json` answers ([`json_text`]), the decode
 //! budget ([`budget`]), the grant scope row-level security reads ([`scope`]), the caller's
-//! claims ([`identity`]) and what the installed schema has ([`schema`]). Nothing here knows a
+//! claims ([`identity`]), the server key file HS256 capability secrets derive from
+//! ([`key_file`]) and what the installed schema has ([`schema`]). Nothing here knows a
 //! table of the extension or an RPC.
 
 pub mod args;
@@ -10,6 +11,7 @@ pub mod db;
 pub mod fail;
 pub mod identity;
 pub mod json_text;
+pub mod key_file;
 pub mod schema;
 pub mod scope;
 

@@ -22,6 +22,8 @@ pub struct Schema {
     /// 0.6.0: audit records keep their size (`audit_records.stored_bytes`) and count in the
     /// owner's byte quota. On 0.5.0 they are written uncounted.
     pub audit_bytes: bool,
+    /// Capability verifiers name their algorithm (HS256 next to Ed25519, 0.6.0).
+    pub hs256_verifiers: bool,
 }
 
 impl Schema {
@@ -32,6 +34,7 @@ impl Schema {
             return Ok(Schema {
                 audit_bytes: has_column(c"audit_records", c"stored_bytes"),
                 posix_entries: has_column(c"entries", c"mtime_ns"),
+                hs256_verifiers: has_column(c"capability_verifiers", c"algorithm"),
             });
         }
         Err(Fail::new(

@@ -1,8 +1,15 @@
-//! Delegated capabilities: EdDSA (Ed25519) compact tokens a trusted issuer signs with a private
-//! key the database never stores, exchanged by `service_role` for a short-lived grant bound to
+//! Delegated capabilities: compact tokens a trusted issuer signs, exchanged by `service_role` for a short-lived grant bound to
 //! one workspace, its owner, an actor subject, an exact operation set and a correlation id.
 //!
-//! The database holds only each verifier's public key and a *generation* (renewed on every
+//! A verifier is registered for one algorithm. **EdDSA** (Ed25519, the default): the issuer
+//! signs with a private key the database never stores; the database holds the public key.
+//! **HS256**: the seed package's format (claims schema version 3, `SeedPostgresClaims`); the
+//! shared secret is never stored either, but derived on each use from the server key file
+//! (`pg::key_file`), the key id and the verifier's generation ([`hs256_secret`]), so it exists
+//! only inside the server process and in the one answer of the registration that created it.
+//! Every other rule is the same for both.
+//!
+//! The database holds each verifier's public key (if any) and a *generation* (renewed on every
 //! registration): a grant records the generation it was minted under and works only while
 //! that generation is the verifier's current one, so rotation and revocation end every grant
 //! of the old key, even one whose exchange commits after them. Every refusal is
@@ -10,13 +17,16 @@
 //! (`SUPABASH_EXPIRED_CAPABILITY`); nothing in an error repeats the token.
 
 use super::Call;
+use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
+use crate::pg::key_file;
 use crate::store::access;
 use crate::store::grants::{self, NewGrant, Verifier, GRANT_BYTES};
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use sha2::Sha256;
 use supabash_core::capability::{
-    b64_encode, parse_compact, CapabilityError, Compact, PostgresClaims, ALGORITHM, MAX_TOKEN_BYTES,
+    b64_encode, parse_compact_among, Algorithm, CapabilityError, Compact, OperationSet,
+    PostgresClaims, Reason, SeedPostgresClaims, MAX_TOKEN_BYTES,
 };
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::Grant;
@@ -38,15 +48,50 @@ pub fn ed25519_valid(public_key: &[u8], input: &[u8], signature: &[u8]) -> bool 
         .is_ok()
 }
 
-/// HMAC-SHA256 of `input` under `secret`, compared with `signature` in constant time: what
-/// versions before 0.3.0 verified (see `_hmac_sha256_equal` in lib.rs).
-pub fn legacy_hmac_sha256_equal(secret: &[u8], input: &[u8], signature: &[u8]) -> bool {
+/// HMAC-SHA256 of `input` under `secret`, compared with `signature` in constant time (the
+/// `hmac` crate's `verify_slice`; a signature of another length never matches): how HS256
+/// tokens are checked, and what versions before 0.3.0 verified (`_hmac_sha256_equal` in lib.rs).
+pub fn hmac_sha256_equal(secret: &[u8], input: &[u8], signature: &[u8]) -> bool {
     use hmac::{Hmac, Mac};
     let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
         return false;
     };
     mac.update(input);
     mac.verify_slice(signature).is_ok()
+}
+
+/// The HS256 secret of verifier `key_id` at generation `generation`: HMAC-SHA256 under the
+/// server key of a domain-separated label, the key id and the generation. A new generation
+/// (every registration) gives an unrelated secret, so rotation and revocation end the old one.
+pub fn hs256_secret(server_key: &[u8], key_id: &str, generation: &str) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<Sha256>::new_from_slice(server_key).expect("HMAC takes any key length");
+    mac.update(b"supabash capability HS256 secret v1\0");
+    mac.update(key_id.as_bytes());
+    mac.update(b"\0");
+    mac.update(generation.as_bytes());
+    mac.finalize().into_bytes().into()
+}
+
+/// `supabash._hs256_rotate(key_id)`: gives HS256 verifier `key_id` a new generation and
+/// answers the secret of that generation (unpadded base64url). The only way any secret
+/// leaves the server: each call makes the previous secret worthless, so no secret is ever
+/// answered twice. The registration function (database owner only) calls it.
+pub fn hs256_rotate(key_id: &str) -> Outcome<String> {
+    let key = key_file::load().map_err(|e| Fail::new(Marker::InvalidArgument, e.0))?;
+    let generation: String = db::row(
+        "UPDATE supabash.capability_verifiers SET generation = gen_random_uuid()
+          WHERE key_id = $1 AND algorithm = 'HS256' RETURNING generation::text",
+        &[key_id.into()],
+        |r| db::get(r, 1),
+    )?
+    .ok_or_else(|| {
+        Fail::new(
+            Marker::InvalidArgument,
+            "no HS256 verifier has this key id: register it with algorithm => 'HS256'",
+        )
+    })?;
+    Ok(b64_encode(&hs256_secret(&key, key_id, &generation)))
 }
 
 /// A fresh Ed25519 key pair: the 32-byte private seed followed by the 32-byte public key.
@@ -84,16 +129,13 @@ fn invalid() -> Fail {
 
 /// `supabash_exchange_capability`: see docs/sql-contract.md. Only `service_role` exchanges;
 /// the token is verified, its nonce spent, and a random grant minted whose hash is stored.
-pub fn exchange(_call: &Call, req: rq::ExchangeCapability) -> Outcome<Grant> {
+pub fn exchange(call: &Call, req: rq::ExchangeCapability) -> Outcome<Grant> {
     let role = crate::pg::identity::role(&crate::pg::identity::claims());
     if role.as_deref() != Some("service_role") || req.capability.len() > MAX_TOKEN_BYTES {
         return Err(invalid());
     }
-    let (compact, verifier) = verified(&req.capability)?;
-    let claims = PostgresClaims::from_map(compact.claims).map_err(refused)?;
-    let ops = claims
-        .validate(&verifier.policy, verifier.now)
-        .map_err(refused)?;
+    let (compact, verifier) = verified(call, &req.capability)?;
+    let (claims, ops) = claims_of(compact.claims, &verifier).map_err(refused)?;
     let workspace = claims.binding.workspace.as_str();
     let owner = access::owner_unscoped(workspace)?.ok_or_else(invalid)?;
     grants::forget_expired()?;
@@ -127,15 +169,57 @@ pub fn exchange(_call: &Call, req: rq::ExchangeCapability) -> Outcome<Grant> {
     })
 }
 
-/// Parses a compact token and checks its signature under its registered verifier's key.
-fn verified(token: &str) -> Outcome<(Compact<'_>, Verifier)> {
-    let compact = parse_compact(token, ALGORITHM).map_err(refused)?;
-    let verifier = grants::verifier(&compact.header.kid)?.ok_or_else(invalid)?;
-    if !ed25519_valid(
-        &verifier.public_key,
-        compact.signing_input.as_bytes(),
-        &compact.signature,
-    ) {
+/// The claims of a verified token, read in its verifier's schema (ours for EdDSA, the seed
+/// package's for HS256), checked by the same rules; and the operation set.
+fn claims_of(
+    map: serde_json::Map<String, serde_json::Value>,
+    verifier: &Verifier,
+) -> Result<(PostgresClaims, OperationSet), CapabilityError> {
+    match verifier.algorithm {
+        Algorithm::EdDSA => {
+            let claims = PostgresClaims::from_map(map)?;
+            let ops = claims.validate(&verifier.policy, verifier.now)?;
+            Ok((claims, ops))
+        }
+        Algorithm::Hs256 => {
+            SeedPostgresClaims::from_map(map)?.validate(&verifier.policy, verifier.now)
+        }
+    }
+}
+
+/// Parses a compact token and checks its signature under its registered verifier: the header's
+/// `alg` must be the one the key id was registered for (never chosen by the token).
+fn verified<'a>(call: &Call, token: &'a str) -> Outcome<(Compact<'a>, Verifier)> {
+    let algs = Algorithm::ALL.map(Algorithm::as_str);
+    let compact = parse_compact_among(token, &algs).map_err(refused)?;
+    let verifier =
+        grants::verifier(&compact.header.kid, call.schema.hs256_verifiers)?.ok_or_else(invalid)?;
+    if compact.header.alg != verifier.algorithm.as_str() {
+        return Err(refused(Reason::Header.into()));
+    }
+    let input = compact.signing_input.as_bytes();
+    let valid = match verifier.algorithm {
+        Algorithm::EdDSA => verifier
+            .public_key
+            .as_deref()
+            .is_some_and(|key| ed25519_valid(key, input, &compact.signature)),
+        Algorithm::Hs256 => {
+            let key = key_file::load().map_err(|e| {
+                pgrx::ereport!(
+                    pgrx::PgLogLevel::LOG_SERVER_ONLY,
+                    pgrx::PgSqlErrorCode::ERRCODE_CONFIG_FILE_ERROR,
+                    format!("supabash: an HS256 capability cannot be verified: {e}")
+                );
+                Fail::new(
+                    Marker::Internal,
+                    "HS256 capabilities cannot be verified: the server's key file is not usable (the server log says why)",
+                )
+            })?;
+            let secret = hs256_secret(&key, &compact.header.kid, &verifier.generation);
+            hmac_sha256_equal(&secret, input, &compact.signature)
+        }
+    };
+    if !valid {
         return Err(invalid());
     }
     Ok((compact, verifier))
@@ -144,6 +228,26 @@ fn verified(token: &str) -> Outcome<(Compact<'_>, Verifier)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hs256_secrets_differ_by_key_id_generation_and_server_key() {
+        let key = [3u8; 32];
+        let a = hs256_secret(&key, "k1", "g1");
+        assert_eq!(a, hs256_secret(&key, "k1", "g1"));
+        assert_ne!(a, hs256_secret(&key, "k2", "g1"));
+        assert_ne!(a, hs256_secret(&key, "k1", "g2"));
+        assert_ne!(a, hs256_secret(&[4u8; 32], "k1", "g1"));
+        use hmac::{Hmac, Mac};
+        let mut mac = Hmac::<Sha256>::new_from_slice(&a).unwrap();
+        mac.update(b"header.claims");
+        let tag = mac.finalize().into_bytes();
+        assert!(hmac_sha256_equal(&a, b"header.claims", &tag));
+        assert!(!hmac_sha256_equal(&a, b"header.claimz", &tag));
+        assert!(!hmac_sha256_equal(&a, b"header.claims", &tag[..31]));
+        let mut bad = tag;
+        bad[0] ^= 1;
+        assert!(!hmac_sha256_equal(&a, b"header.claims", &bad));
+    }
 
     #[test]
     fn ed25519_check_accepts_only_the_exact_signature() {

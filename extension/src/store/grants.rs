@@ -1,11 +1,12 @@
-//! The capability tables: registered verifiers (public keys and generations), spent nonces
+//! The capability tables: registered verifiers (algorithm, public keys and generations), spent nonces
 //! and minted grants (stored as hashes only). `rpc::capability` exchanges tokens through these
 //! functions; `access` finds a presented grant's delegation.
 
 use crate::pg::db;
-use crate::pg::fail::Outcome;
+use crate::pg::fail::{Fail, Outcome};
 use sha2::{Digest, Sha256};
-use supabash_core::capability::{Operation, Policy};
+use supabash_core::capability::{Algorithm, Operation, Policy};
+use supabash_core::Marker;
 
 /// Random bytes in a minted grant.
 pub const GRANT_BYTES: usize = 32;
@@ -34,21 +35,34 @@ impl Delegation {
 /// A verifier as registered.
 pub struct Verifier {
     pub policy: Policy,
-    pub public_key: Vec<u8>,
+    /// What its tokens must be signed with.
+    pub algorithm: Algorithm,
+    /// The Ed25519 public key; `None` for HS256 (its secret is derived, never stored) and for a
+    /// verifier of a version before 0.3.0 that was never registered again.
+    pub public_key: Option<Vec<u8>>,
     pub generation: String,
     /// The database's clock, in Unix seconds.
     pub now: i64,
 }
 
-/// The registered verifier of key id `kid`, if any.
-pub fn verifier(kid: &str) -> Outcome<Option<Verifier>> {
+/// The registered verifier of key id `kid`, if any. `named_algorithms` says whether the
+/// installed schema records each verifier's algorithm (0.6.0); before, every one is Ed25519.
+pub fn verifier(kid: &str, named_algorithms: bool) -> Outcome<Option<Verifier>> {
+    let algorithm = if named_algorithms {
+        "algorithm"
+    } else {
+        "'EdDSA'::text"
+    };
     db::row(
-        "SELECT issuer, audience, origin, clock_skew_seconds::bigint, max_lifetime_seconds::bigint,
-                public_key, generation::text,
-                floor(extract(epoch FROM clock_timestamp()))::bigint
-           FROM supabash.capability_verifiers WHERE key_id = $1 AND public_key IS NOT NULL",
+        &format!(
+            "SELECT issuer, audience, origin, clock_skew_seconds::bigint, max_lifetime_seconds::bigint,
+                    public_key, generation::text,
+                    floor(extract(epoch FROM clock_timestamp()))::bigint, {algorithm}
+               FROM supabash.capability_verifiers WHERE key_id = $1"
+        ),
         &[kid.into()],
         |r| {
+            let name: String = db::get(r, 9)?;
             Ok(Verifier {
                 policy: Policy {
                     issuer: db::get(r, 1)?,
@@ -57,7 +71,10 @@ pub fn verifier(kid: &str) -> Outcome<Option<Verifier>> {
                     skew_secs: db::get(r, 4)?,
                     max_lifetime_secs: db::get(r, 5)?,
                 },
-                public_key: db::get(r, 6)?,
+                algorithm: Algorithm::from_wire(&name).ok_or_else(|| {
+                    Fail::new(Marker::Internal, "a verifier names an unknown algorithm")
+                })?,
+                public_key: db::opt(r, 6)?,
                 generation: db::get(r, 7)?,
                 now: db::get(r, 8)?,
             })

@@ -81,6 +81,44 @@ impl McpServer {
         self
     }
 
+    /// Serves only the tools named in `names` (the tool list shows only them; any other is
+    /// refused by name like an unknown one). A name the server does not serve is an error
+    /// naming the ones it does.
+    pub fn with_tools<S: AsRef<str>>(mut self, names: &[S]) -> Result<Self, String> {
+        for name in names {
+            let name = name.as_ref();
+            if !self.tools.iter().any(|t| t.name == name) {
+                let served: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
+                return Err(format!(
+                    "no tool named {name:?} is served (the tools are: {})",
+                    served.join(", ")
+                ));
+            }
+        }
+        let kept = self
+            .tools
+            .iter()
+            .filter(|t| names.iter().any(|n| n.as_ref() == t.name))
+            .copied()
+            .collect();
+        self.tools = Arc::new(kept);
+        Ok(self)
+    }
+
+    /// Serves no tool that can change anything: only those annotated read-only (reads,
+    /// listings, search, file info, images). `bash` and every host tool but history and diff
+    /// are gone.
+    pub fn read_only(mut self) -> Self {
+        let kept = self.tools.iter().filter(|t| t.read_only).copied().collect();
+        self.tools = Arc::new(kept);
+        self
+    }
+
+    /// The names of the tools served, in order.
+    pub fn tool_names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name).collect()
+    }
+
     /// The tools, as MCP describes them.
     pub fn tool_list(&self) -> Vec<Tool> {
         self.tools.iter().map(describe).collect()
@@ -179,21 +217,36 @@ impl McpServer {
                 result.structured_content = Some(value);
                 result
             }
-            Err(e) => self.failure(json!({
-                "code": e.code().to_string(),
-                "message": e.message(),
-                "path": e.path(),
-            })),
+            Err(e) => {
+                let mut value = json!({
+                    "code": e.code().to_string(),
+                    "message": e.message(),
+                    "path": e.path(),
+                });
+                if let Some(hint) = e.hint() {
+                    value["hint"] = json!(hint);
+                }
+                if let Some(details) = e.details() {
+                    value["details"] = json!(details);
+                }
+                self.failure(value)
+            }
         }
     }
 
     fn failure(&self, value: Value) -> CallToolResult {
         let value = self.redact_value(value);
-        let text = format!(
+        let mut text = format!(
             "{}: {}",
             value["code"].as_str().unwrap_or("ERROR"),
             value["message"].as_str().unwrap_or_default()
         );
+        if let Some(details) = value["details"].as_str() {
+            text.push_str(&format!("\ndetails: {details}"));
+        }
+        if let Some(hint) = value["hint"].as_str() {
+            text.push_str(&format!("\nhint: {hint}"));
+        }
         let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
         result.structured_content = Some(value);
         result

@@ -48,6 +48,8 @@ pub enum Reason {
     RecursiveRoot,
     /// A network command (or `/dev/tcp`) while network is off.
     Network,
+    /// `curl` / `wget` with a literal URL outside the host's allowlist.
+    UrlNotAllowed,
     /// A command that would escape to the host (`sudo`, `chroot`, `docker`, `mount`, …).
     HostEscape,
     /// A function that calls itself, directly or through others (fork bombs).
@@ -70,6 +72,7 @@ impl Reason {
             Reason::PercentEncoded => "percent-encoded-path",
             Reason::RecursiveRoot => "recursive-root",
             Reason::Network => "network-disabled",
+            Reason::UrlNotAllowed => "url-not-allowed",
             Reason::HostEscape => "host-escape",
             Reason::ForkBomb => "fork-bomb",
             Reason::DeniedCommand => "denied-command",
@@ -148,15 +151,33 @@ pub trait Inspector: Send + Sync {
     fn inspect(&self, script: &str, invocations: &[Invocation]) -> Result<(), Denial>;
 }
 
+/// The URLs `curl` and `wget` may reach (see [`CommandPolicy::allow_url`]).
+#[derive(Debug, Clone, Default)]
+struct UrlAllowlist {
+    patterns: Vec<String>,
+    private_addresses: bool,
+}
+
+impl UrlAllowlist {
+    fn to_bashkit(&self) -> Option<bashkit::NetworkAllowlist> {
+        (!self.patterns.is_empty()).then(|| {
+            bashkit::NetworkAllowlist::new()
+                .allow_many(self.patterns.iter().cloned())
+                .block_private_ips(!self.private_addresses)
+        })
+    }
+}
+
 /// Default byte limit of one command.
 pub const DEFAULT_MAX_COMMAND_BYTES: usize = 64 * 1024;
 /// Default limit of stages in one pipeline.
 pub const DEFAULT_MAX_PIPELINE_STAGES: usize = 16;
 
-/// The policy: limits, network switch, host allow/deny lists and inspectors.
+/// The policy: limits, network switch, URL allowlist, host allow/deny lists and inspectors.
 #[derive(Clone)]
 pub struct CommandPolicy {
     allow_network: bool,
+    urls: UrlAllowlist,
     max_command_bytes: usize,
     max_pipeline_stages: usize,
     allow: BTreeSet<String>,
@@ -168,6 +189,7 @@ impl Default for CommandPolicy {
     fn default() -> Self {
         CommandPolicy {
             allow_network: false,
+            urls: UrlAllowlist::default(),
             max_command_bytes: DEFAULT_MAX_COMMAND_BYTES,
             max_pipeline_stages: DEFAULT_MAX_PIPELINE_STAGES,
             allow: BTreeSet::new(),
@@ -181,6 +203,7 @@ impl fmt::Debug for CommandPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CommandPolicy")
             .field("allow_network", &self.allow_network)
+            .field("urls", &self.urls)
             .field("max_command_bytes", &self.max_command_bytes)
             .field("max_pipeline_stages", &self.max_pipeline_stages)
             .field("allow", &self.allow)
@@ -200,6 +223,30 @@ impl CommandPolicy {
     /// Whether network commands are let through.
     pub fn network_allowed(&self) -> bool {
         self.allow_network
+    }
+
+    /// Lets `curl` and `wget` reach URLs matching `pattern`: scheme, host and port exactly, and
+    /// the path as a prefix (`https://api.example.com/v1` allows `…/v1/items` and `…/v1x`,
+    /// so end a prefix with `/` to keep to one directory). Only these two commands; every other
+    /// network command stays denied unless [`CommandPolicy::allow_network`]. The policy checks
+    /// literal URLs before the command runs; the shell's HTTP client checks every request and
+    /// every redirect hop again against the same list.
+    pub fn allow_url(mut self, pattern: impl Into<String>) -> Self {
+        self.urls.patterns.push(pattern.into());
+        self
+    }
+
+    /// Lets allowed URLs reach loopback and private addresses (off by default: a name that
+    /// resolves to one is refused, against DNS rebinding). For tests and hosts whose allowed
+    /// services are on a private network.
+    pub fn allow_private_addresses(mut self, allow: bool) -> Self {
+        self.urls.private_addresses = allow;
+        self
+    }
+
+    /// The URL allowlist, when the host configured one (`None`: `curl`/`wget` have no network).
+    pub fn url_allowlist(&self) -> Option<bashkit::NetworkAllowlist> {
+        self.urls.to_bashkit()
     }
 
     /// Sets the byte limit of one command.

@@ -337,6 +337,23 @@ pub(super) fn check_command(
             format!("`{base}` would act on the host"),
         ));
     }
+    let web = matches!(base, "curl" | "wget");
+    if web {
+        if let Some(urls) = policy.url_allowlist() {
+            for url in args.iter().filter_map(|a| a.text.as_deref()) {
+                if url.contains("://") && !urls.is_allowed(url) {
+                    return Err(Denial::new(
+                        Reason::UrlNotAllowed,
+                        format!(
+                            "`{base}` may not reach {url}: it is not in the host's URL allowlist"
+                        ),
+                    ));
+                }
+            }
+            recursive_root(base, args, cwds)?;
+            return check_args(policy, base, args, cwds);
+        }
+    }
     if !allowed && !policy.allow_network {
         let git_remote = base == "git"
             && operands(args)

@@ -12,19 +12,25 @@
 //! it) never reach a commit either, because the change set is the difference between the tree
 //! and its base.
 //!
-//! There is no network: the build has no HTTP client, and the policy refuses network commands
-//! unless the host allows them (for commands it registers itself).
+//! Network is off by default: `curl` and `wget` (bashkit's HTTP client) reach only the URLs of
+//! the policy's allowlist ([`CommandPolicy::allow_url`]), checked by the policy before the
+//! command runs and by the client on every request and redirect hop, with the response size
+//! and time bounded ([`ShellConfig::max_response_bytes`], [`ShellConfig::http_timeout`]);
+//! every other network command stays denied. `jq` is built in. Hosts add their own commands
+//! with [`HostCommand`] ([`ShellConfig::with_command`]).
 
 mod fs;
+mod host;
 mod output;
 
 pub use fs::error_code;
-pub use output::{cap, TRUNCATED_MARKER};
+pub use host::{HostCommand, HostInvocation, HostOutput, PANIC_EXIT_CODE};
+pub use output::{as_text, cap, BINARY_NOTICE, TRUNCATED_MARKER};
 
 use crate::policy::CommandPolicy;
 use crate::redact::Redactor;
 use crate::AgentFs;
-use bashkit::{Bash, ExecutionLimits, InMemoryFs, LimitExceeded};
+use bashkit::{Bash, ExecutionLimits, HttpLimits, InMemoryFs, LimitExceeded};
 use std::sync::Arc;
 use std::time::Duration;
 use supabash::error::{Result, SupabashError};
@@ -40,6 +46,10 @@ pub const TIMEOUT_EXIT_CODE: i32 = 124;
 pub const SYNTAX_EXIT_CODE: i32 = 2;
 /// The scratch directory.
 pub const SCRATCH_DIR: &str = "/tmp";
+/// Default cap of one HTTP response body, in bytes.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+/// Default deadline of one HTTP request.
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Room bashkit may fill past the cap before it stops collecting, so that redaction sees a
 /// secret whole before the cap cuts the text.
 const REDACTION_MARGIN: usize = 64 * 1024;
@@ -56,6 +66,41 @@ pub struct ShellConfig {
     pub policy: CommandPolicy,
     /// Redaction of everything returned.
     pub redactor: Redactor,
+    /// Cap of one HTTP response body (`curl`/`wget`), in bytes: a longer one fails the command.
+    pub max_response_bytes: usize,
+    /// Deadline of one HTTP request.
+    pub http_timeout: Duration,
+    /// Commands the host registered ([`ShellConfig::with_command`]).
+    pub commands: HostCommands,
+}
+
+/// The commands a host registered, by name.
+#[derive(Clone, Default)]
+pub struct HostCommands(Vec<Arc<dyn HostCommand>>);
+
+impl std::fmt::Debug for HostCommands {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|c| c.name().to_owned()))
+            .finish()
+    }
+}
+
+impl ShellConfig {
+    /// Registers a host command: the shell runs it like a built-in, and the policy lets its
+    /// name through the built-in network and host-escape lists and asks
+    /// [`HostCommand::inspect`] about every invocation it sees (pipelines, lists,
+    /// substitutions, `eval`). A later command of the same name replaces an earlier one.
+    pub fn with_command(mut self, command: Arc<dyn HostCommand>) -> Self {
+        let name = command.name().to_owned();
+        self.commands.0.retain(|c| c.name() != name);
+        self.commands.0.push(command.clone());
+        self.policy = self
+            .policy
+            .allow_command(name)
+            .inspector(Arc::new(host::HostInspector(vec![command])));
+        self
+    }
 }
 
 supabash::setters! {
@@ -64,6 +109,8 @@ supabash::setters! {
         with_max_output_bytes(max_output_bytes: usize),
         with_policy(policy: CommandPolicy),
         with_redactor(redactor: Redactor),
+        with_max_response_bytes(max_response_bytes: usize),
+        with_http_timeout(http_timeout: Duration),
     }
 }
 
@@ -74,6 +121,9 @@ impl Default for ShellConfig {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             policy: CommandPolicy::default(),
             redactor: Redactor::default(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            http_timeout: DEFAULT_HTTP_TIMEOUT,
+            commands: HostCommands::default(),
         }
     }
 }
@@ -131,12 +181,26 @@ impl Shell {
             .max_input_bytes(self.config.policy.max_bytes())
             .max_stdout_bytes(room)
             .max_stderr_bytes(room);
-        Bash::builder()
+        let mut builder = Bash::builder()
             .fs(Arc::new(fs::BashFs::new(self.fs.clone())))
             .cwd("/")
             .env("HOME", "/")
-            .limits(limits)
-            .build()
+            .limits(limits);
+        if let Some(urls) = self.config.policy.url_allowlist() {
+            let http = HttpLimits::default()
+                .timeout(self.config.http_timeout.min(timeout))
+                .max_response_bytes(self.config.max_response_bytes);
+            builder = builder.network(urls).http_limits(http);
+        }
+        for command in &self.config.commands.0 {
+            let adapter = host::Adapter {
+                command: command.clone(),
+                fs: self.fs.clone(),
+                deadline: timeout,
+            };
+            builder = builder.builtin(command.name(), Box::new(adapter));
+        }
+        builder.build()
     }
 
     /// Runs `command`. A command the policy denies fails with `POLICY_DENIED` (the reason code
@@ -164,8 +228,8 @@ impl Shell {
             Ok(Ok(r)) => {
                 let cut_by_bash = r.stdout_truncated || r.stderr_truncated;
                 Ok(self.finish(
-                    &r.stdout.text_lossy(),
-                    &r.stderr.text_lossy(),
+                    &as_text(r.stdout.as_bytes()),
+                    &as_text(r.stderr.as_bytes()),
                     r.exit_code,
                     cut_by_bash,
                 ))

@@ -1,5 +1,6 @@
 //! The output cap: text longer than the cap is cut at a character boundary and ends with the
-//! stable [`TRUNCATED_MARKER`].
+//! stable [`TRUNCATED_MARKER`]. Output that is not text (invalid UTF-8 or NUL bytes, e.g. a
+//! binary HTTP response) is replaced by a notice ([`as_text`]) instead of mangled characters.
 
 /// Appended to text that was cut.
 pub const TRUNCATED_MARKER: &str = "\n[truncated]\n";
@@ -19,10 +20,31 @@ pub fn cap(text: String, max_bytes: usize) -> (String, bool) {
     (out, true)
 }
 
+/// The start of the notice that replaces binary output.
+pub const BINARY_NOTICE: &str = "[binary output of ";
+
+/// `bytes` as text, or a notice saying how many bytes of binary output were not shown.
+pub fn as_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) if !text.contains('\0') => text.to_owned(),
+        _ => format!(
+            "{BINARY_NOTICE}{} bytes not shown: write it to a file (curl -o, > FILE) and inspect it with od or base64]\n",
+            bytes.len()
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn binary_output_becomes_a_notice() {
+        assert_eq!(as_text(b"text\n"), "text\n");
+        assert!(as_text(&[0, 1, 2]).starts_with("[binary output of 3 bytes"));
+        assert!(as_text(&[0xff, b'a']).starts_with(BINARY_NOTICE));
+    }
 
     #[test]
     fn cuts_at_a_character_boundary() {
