@@ -19,6 +19,14 @@ async fn rpcs_leave_the_callers_plan_cache_mode_as_it_was() {
     let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let owner = Caller::new_user();
     let ws = rest.create_workspace(&owner).await;
+    let busy = rest.create_workspace(&owner).await;
+    rest.commit_as(
+        &owner,
+        &busy,
+        None,
+        json!([{"op": "upsert", "path": "/b.md", "text": "b"}]),
+    )
+    .await;
     let sub = match &owner {
         Caller::User(sub) => sub.clone(),
         other => panic!("not a user: {other:?}"),
@@ -50,7 +58,7 @@ async fn rpcs_leave_the_callers_plan_cache_mode_as_it_was() {
         .unwrap();
     assert_eq!(mode(&tx).await, "force_custom_plan");
     // A commit that fails inside one of those statements (its lock wait times out: another
-    // request of the owner holds the workspace), in a savepoint: rolled back to it, the
+    // request of the owner holds that workspace), in a savepoint: rolled back to it, the
     // setting is still the caller's.
     let mut holder = SqlRpc::connect(&cluster.dsn("authenticator")).await;
     let held = holder.client.transaction().await.unwrap();
@@ -63,14 +71,14 @@ async fn rpcs_leave_the_callers_plan_cache_mode_as_it_was() {
     held.batch_execute("SET LOCAL ROLE authenticated")
         .await
         .unwrap();
-    held.execute("SELECT supabash_checkpoint(workspace_id => $1)", &[&ws])
+    held.execute("SELECT supabash_checkpoint(workspace_id => $1)", &[&busy])
         .await
         .unwrap();
     tx.batch_execute("SAVEPOINT s").await.unwrap();
     let waited = tx
         .execute(
             "SELECT supabash_commit(workspace_id => $1, actor => 't', changes => $2::text::json)",
-            &[&ws, &changes],
+            &[&busy, &changes],
         )
         .await;
     let e = waited.expect_err("the workspace lock is held");
