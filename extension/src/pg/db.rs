@@ -139,6 +139,11 @@ impl GenericPlans {
 
 impl Drop for GenericPlans {
     fn drop(&mut self) {
+        // Unwinding from an error: the transaction's (or subtransaction's) abort restores the
+        // setting, and no PostgreSQL function is called from a failing statement's unwind.
+        if std::thread::panicking() {
+            return;
+        }
         if let Some(was) = &self.0 {
             // SAFETY: as in `set`.
             unsafe { Self::to(was) }

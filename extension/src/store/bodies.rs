@@ -48,8 +48,27 @@ WITH RECURSIVE chain AS (
   SELECT b.hash, b.body, b.size, b.base_hash, c.depth + 1 FROM chain c
    CROSS JOIN LATERAL (SELECT s.hash, s.body, s.size, s.base_hash FROM supabash.bodies s
                         WHERE s.workspace_id = $1::uuid AND s.hash = c.base_hash LIMIT 1) b
-   WHERE c.depth < $3)
+   WHERE c.depth < $3 AND c.base_hash IS NOT NULL)
 SELECT hash, body, size, base_hash FROM chain";
+
+/// [`CHAIN_SQL`] for many hashes (a snapshot, a bulk commit): the start is one primary-key scan
+/// with the array as its condition, planned for each call (a custom plan knows the array's
+/// length: one LATERAL probe per body costs about twice as much at a thousand bodies); the
+/// recursive step is the same keyed probe per base.
+const CHAIN_MANY_SQL: &str = "
+WITH RECURSIVE chain AS (
+  SELECT hash, body, size, base_hash, 0 AS depth FROM supabash.bodies
+   WHERE workspace_id = $1::uuid AND hash = ANY($2)
+  UNION ALL
+  SELECT b.hash, b.body, b.size, b.base_hash, c.depth + 1 FROM chain c
+   CROSS JOIN LATERAL (SELECT s.hash, s.body, s.size, s.base_hash FROM supabash.bodies s
+                        WHERE s.workspace_id = $1::uuid AND s.hash = c.base_hash LIMIT 1) b
+   WHERE c.depth < $3 AND c.base_hash IS NOT NULL)
+SELECT hash, body, size, base_hash FROM chain";
+
+/// Up to this many hashes go through [`CHAIN_SQL`]'s kept generic plan, more through
+/// [`CHAIN_MANY_SQL`] planned per call.
+const FEW_HASHES: usize = 32;
 
 /// Fetches the rows of `hashes` and of the bases under them, in one query; a body or base
 /// that is missing is HISTORY_CORRUPTION.
@@ -66,16 +85,21 @@ fn fetch_chains(ws: &str, mut hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, 
 /// The rows of `hashes` and of the bases under them, at most `MAX_CHAIN` deltas deep, by
 /// hash; what is missing is simply absent (`verify` reports it).
 pub(crate) fn chain_rows(ws: &str, hashes: &[Vec<u8>]) -> Outcome<HashMap<Vec<u8>, Row>> {
-    // A kept, generic plan (db::query_generic): planning this recursive query takes several times longer
-    // than running it, and a commit runs it for every edit.
+    // A commit's few hashes: a kept, generic plan (planning this recursive query takes several
+    // times longer than running it, and a commit runs it for every edit).
     let args = [ws.into(), hashes.to_vec().into(), (MAX_CHAIN as i32).into()];
-    let rows = db::query_generic(CHAIN_SQL, &args, |row| {
+    let row = |row: &db::Row| {
         let hash: Vec<u8> = db::get(row, 1)?;
         let stored = db::get(row, 2)?;
         let size = db::get(row, 3)?;
         let base = db::opt(row, 4)?;
         Ok((hash, Row { stored, size, base }))
-    })?;
+    };
+    let rows = if hashes.len() <= FEW_HASHES {
+        db::query_generic(CHAIN_SQL, &args, row)?
+    } else {
+        db::query(CHAIN_MANY_SQL, &args, row)?
+    };
     let mut out = HashMap::with_capacity(rows.len());
     for (hash, row) in rows {
         out.entry(hash).or_insert(row);
