@@ -234,3 +234,47 @@ async fn a_commit_rolled_back_by_another_hosts_recovery_undoes_its_own_writes() 
     ws.commit(CommitOptions::new("a")).await.unwrap();
     assert_eq!(revision_records(&server, &session).await, 2);
 }
+
+/// Issue 23, item 12: when one upload of a batch fails while another is still in flight,
+/// `upload_all` reports the failure only after every upload it sent has been answered, so no
+/// request of a failed commit can land after the rollback that follows it.
+#[tokio::test]
+async fn a_failed_upload_batch_waits_for_every_upload_in_flight() {
+    use supabash::storage::api::Upload;
+    let server = server().await;
+    let session = new_session();
+    let api = user_api(&server, &session).with_upload_concurrency(2.try_into().unwrap());
+    let key = |name: &str| format!("{}/{name}", session.user_id);
+    let upload = |name: &str| Upload {
+        key: key(name),
+        body: b"late bytes".to_vec(),
+        content_type: "text/plain",
+        metadata: serde_json::json!({}),
+    };
+    // The first upload is slow and lands; the second fails meanwhile; the third never starts.
+    server.inject(Some(Fault::SlowWhileFailing {
+        slow: 0,
+        fail: 1,
+        ms: 400,
+    }));
+    let e = api
+        .upload_all(vec![
+            upload("slow.txt"),
+            upload("fails.txt"),
+            upload("never.txt"),
+        ])
+        .await
+        .unwrap_err();
+    server.inject(None);
+    assert_eq!(e.code(), ErrorCode::Backend, "{e}");
+    // Right when the failure is reported, the slow upload has landed: nothing is left in flight.
+    assert_eq!(
+        api.download(&key("slow.txt")).await.unwrap().as_deref(),
+        Some(&b"late bytes"[..])
+    );
+    assert!(api.download(&key("fails.txt")).await.unwrap().is_none());
+    assert!(
+        api.download(&key("never.txt")).await.unwrap().is_none(),
+        "no upload starts after a failure"
+    );
+}

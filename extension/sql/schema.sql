@@ -307,8 +307,9 @@ CREATE INDEX grants_expiry_idx ON supabash.grants (expires_at);
 -- transaction of the commit it led to (revision_id) or, for a discarded session, by
 -- supabash_record_discarded (revision_id NULL, discarded). Append-only: supabash_owner may
 -- insert and read, update only what a redaction scrubs, and delete only what a purge removes
--- with its revisions (sql/privileges.sql); no API role holds any privilege on it. No foreign key
--- to revisions: purge removes a revision's records itself.
+-- with its revisions or a workspace's deletion removes with it (sql/privileges.sql); no API
+-- role holds any privilege on it. No foreign key to revisions: purge removes a revision's
+-- records itself, and keeps those telling what a job tried (extension/src/store/audit.rs).
 CREATE TABLE supabash.audit_records (
   workspace_id  uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
   record_id     uuid NOT NULL,

@@ -56,6 +56,9 @@ pub enum Fault {
     Stall(usize),
     /// Hold the request until [`StorageServer::release`], then apply it.
     Hold(usize),
+    /// Delay the `slow`-th request by `ms` milliseconds, then apply it; answer the `fail`-th
+    /// with HTTP 503 without applying it (a failure while another request is in flight).
+    SlowWhileFailing { slow: usize, fail: usize, ms: u64 },
 }
 
 struct Inner {
@@ -399,6 +402,17 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
             Some(Fault::After(k)) if k == n => after_fault = true,
             Some(Fault::Stall(k)) if k == n => std::future::pending::<()>().await,
             Some(Fault::Hold(k)) if k == n => inner.release.notified().await,
+            Some(Fault::SlowWhileFailing { slow, ms, .. }) if slow == n => {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await
+            }
+            Some(Fault::SlowWhileFailing { fail, .. }) if fail == n => {
+                return Err(api_error(
+                    503,
+                    "unavailable",
+                    "ServiceUnavailable",
+                    "injected",
+                ))
+            }
             _ => {}
         }
     }

@@ -565,6 +565,21 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
         json!({ "workspace_id": ws, "floor_revision": "00000000-0000-4000-8000-000000000000" }),
         "22023",
     ));
+    // Issue 23: the new lease token argument and the audit record's shape.
+    v.push(bad(
+        "supabash_acquire_lease",
+        json!({ "workspace_id": ws, "holder": "h", "ttl_seconds": 30, "token": "not-a-uuid" }),
+        "22023",
+    ));
+    v.push(bad(
+        "supabash_record_discarded",
+        json!({ "workspace_id": ws, "actor": "a",
+                "actions": [{"recordId": "00000000-0000-4000-8000-0000000000a1",
+                             "sessionId": "00000000-0000-4000-8000-0000000000a2",
+                             "sequence": 0, "atMs": 0, "kind": "bash", "tool": "bash",
+                             "outcome": {"status": "maybe"}, "durationMs": 0}] }),
+        "22023",
+    ));
     v.push(bad(
         "supabash_checkpoint",
         json!({ "workspace_id": ws, "revision": "00000000-0000-4000-8000-000000000000" }),

@@ -44,7 +44,7 @@ pub async fn run(args: StorageSetupArgs) -> Result<(), BoxError> {
     );
     println!("bucket is private: {}", mark(report.bucket_private));
     for command in &report.missing {
-        println!("missing: a {command} policy for authenticated confined to the user's folder");
+        println!("missing: {command} policy for authenticated confined to the user's folder");
     }
     for policy in &report.broad {
         println!("widening: policy {policy:?} reaches the bucket without the folder limit");

@@ -97,7 +97,12 @@ async fn cli_creates_the_bucket_and_reports_the_policies() {
         "{out}"
     );
     assert!(
-        out.contains("missing: a SELECT policy") && out.contains("policies: FAILED"),
+        out.contains("missing: SELECT policy") && out.contains("policies: FAILED"),
+        "{out}"
+    );
+    // Issue 23: commands are named as they are ("a INSERT policy" read wrong).
+    assert!(
+        out.contains("missing: INSERT policy") && !out.contains("a INSERT"),
         "{out}"
     );
     assert!(out.contains("bucket restrictions: ok"), "{out}");

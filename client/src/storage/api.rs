@@ -274,13 +274,17 @@ impl StorageApi {
         }
     }
 
-    /// Upserts every upload, [`Self::with_upload_concurrency`] at a time. On the first failure the rest
-    /// are abandoned (some may have been applied) and that failure is returned.
+    /// Upserts every upload, [`Self::with_upload_concurrency`] at a time. On the first failure
+    /// no further upload starts, every one already sent is waited for (its answer, success or
+    /// failure), and only then is that first failure returned: a request still in flight when
+    /// a commit reports failure could land after the rollback that follows and leave bytes no
+    /// revision has in a visible object. (Some uploads may have been applied.)
     pub async fn upload_all(&self, uploads: Vec<Upload>) -> Result<()> {
         let mut pending = uploads.into_iter();
         let mut running = tokio::task::JoinSet::new();
+        let mut first_failure: Option<SupabashError> = None;
         loop {
-            while running.len() < self.upload_concurrency.get() {
+            while first_failure.is_none() && running.len() < self.upload_concurrency.get() {
                 let Some(u) = pending.next() else { break };
                 let api = self.clone();
                 running.spawn(async move {
@@ -288,17 +292,15 @@ impl StorageApi {
                         .await
                 });
             }
-            match running.join_next().await {
-                None => return Ok(()),
-                Some(Ok(Ok(()))) => {}
-                Some(Ok(Err(e))) => return Err(e),
+            let failure = match running.join_next().await {
+                None => return first_failure.map_or(Ok(()), Err),
+                Some(Ok(Ok(()))) => continue,
+                Some(Ok(Err(e))) => e,
                 Some(Err(e)) => {
-                    return Err(SupabashError::new(
-                        ErrorCode::Backend,
-                        format!("an upload task failed: {e}"),
-                    ))
+                    SupabashError::new(ErrorCode::Backend, format!("an upload task failed: {e}"))
                 }
-            }
+            };
+            first_failure.get_or_insert(failure);
         }
     }
 

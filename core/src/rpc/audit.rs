@@ -535,7 +535,8 @@ mod tests {
             f(&mut v);
             serde_json::from_value::<Action>(v).unwrap_err().to_string()
         };
-        let cases: [(fn(&mut Value), &str); 8] = [
+        type Case = (fn(&mut Value), &'static str);
+        let cases: [Case; 8] = [
             (
                 |v| v["outcome"] = json!({"status": "maybe"}),
                 "outcome must be {\"status\": \"ok\"}",
