@@ -754,6 +754,22 @@ impl Workspace {
         .await
     }
 
+    /// One page of the lines matching `pattern` at `revision` (default: the head), searched on
+    /// the server (`supabash_grep`): `options` carries the request's optional fields (its
+    /// workspace and pattern are set here).
+    pub async fn grep(
+        &self,
+        pattern: &str,
+        options: supabash_core::rpc::grep::Grep,
+    ) -> Result<supabash_core::rpc::grep::GrepPage> {
+        self.rpc(&supabash_core::rpc::grep::Grep {
+            workspace_id: self.id.clone(),
+            pattern: pattern.to_owned(),
+            ..options
+        })
+        .await
+    }
+
     /// Compares two sides. `paths` limits the entries to those paths (and what lies below);
     /// `preview_bytes` (default and maximum: the limit) caps each text preview, 0 disables them.
     pub async fn diff(

@@ -849,3 +849,29 @@ async fn writes_announce_themselves_after_they_commit() {
     .unwrap();
     assert_eq!(listener.next().await, None);
 }
+
+/// The Rust client's methods over both transports.
+#[tokio::test]
+async fn the_client_reads_path_history_and_searches() {
+    use supabash_tests::client::{new_user, workspace_with, BOTH};
+    for via in BOTH {
+        let ws = workspace_with(via, &new_user(), &[("/notes/a.md", "alpha\nbeta\n")]).await;
+        let page = ws
+            .path_history("/notes/a.md", None, None, false, false)
+            .await
+            .unwrap();
+        assert_eq!(page.versions.len(), 1, "{via:?}");
+        let found = ws
+            .grep(
+                "BETA",
+                supabash_core::rpc::grep::Grep {
+                    ignore_case: Some(true),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(found.matches.len(), 1, "{via:?}");
+        assert_eq!((found.matches[0].line, found.matches[0].column), (2, 1));
+    }
+}

@@ -271,7 +271,7 @@ pub fn resolve_time(ws: &str, revision: &str) -> Outcome<String> {
     let (future, now, hit, hit_position, next, next_position, oldest, exact) = found;
     if future {
         return Err(invalid(format!(
-            "the time {at} is in the future (the server's clock reads {now})"
+            "the time {at} is in the future (the detail has the server's clock)"
         ))
         .with_detail(json!({ "at": at, "now": now })));
     }
