@@ -44,7 +44,7 @@ fn unsupported(path: &str, reason: impl Into<String>) -> SupabashError {
 }
 
 #[cfg(feature = "frontmatter")]
-pub use frontmatter::FrontmatterCodec;
+pub use frontmatter::{FrontmatterCodec, MetadataValidator, ValidatedFrontmatterCodec};
 
 #[cfg(feature = "frontmatter")]
 mod frontmatter {
@@ -91,6 +91,42 @@ mod frontmatter {
                 metadata,
                 attrs: Default::default(),
             })
+        }
+    }
+
+    /// A host's check of the metadata a file will be stored with: `Err(reason)` refuses the
+    /// write's commit with `UNSUPPORTED_CONTENT` (the reason is the message, the path is
+    /// attached). Called for every file the codec splits, with empty metadata for a file
+    /// without frontmatter.
+    pub type MetadataValidator =
+        dyn Fn(&str, &Metadata) -> std::result::Result<(), String> + Send + Sync;
+
+    /// [`FrontmatterCodec`] with a host's `validate` callback (the TypeScript package's
+    /// `frontmatter.validate`), e.g. requiring a `description` on every Markdown file.
+    #[derive(Clone)]
+    pub struct ValidatedFrontmatterCodec {
+        validate: std::sync::Arc<MetadataValidator>,
+    }
+
+    impl FrontmatterCodec {
+        /// This codec, refusing what `validate` refuses.
+        pub fn with_validate(
+            validate: impl Fn(&str, &Metadata) -> std::result::Result<(), String>
+                + Send
+                + Sync
+                + 'static,
+        ) -> ValidatedFrontmatterCodec {
+            ValidatedFrontmatterCodec {
+                validate: std::sync::Arc::new(validate),
+            }
+        }
+    }
+
+    impl DocumentCodec for ValidatedFrontmatterCodec {
+        fn split(&self, path: &str, bytes: &[u8]) -> Result<Content> {
+            let content = FrontmatterCodec.split(path, bytes)?;
+            (self.validate)(path, &content.metadata).map_err(|reason| unsupported(path, reason))?;
+            Ok(content)
         }
     }
 
@@ -256,6 +292,28 @@ mod tests {
 
     fn split(text: &str) -> Result<Content> {
         FrontmatterCodec.split("/doc.md", text.as_bytes())
+    }
+
+    #[test]
+    fn a_validate_callback_refuses_what_the_host_refuses() {
+        let codec = FrontmatterCodec::with_validate(|path, metadata| {
+            if path.ends_with(".md") && !metadata.contains_key("description") {
+                return Err(format!("{path} needs a description"));
+            }
+            Ok(())
+        });
+        let ok = codec
+            .split("/a.md", b"---\ndescription: notes\n---\nbody\n")
+            .unwrap();
+        assert_eq!(ok.body, b"body\n");
+        let e = codec.split("/b.md", b"just text\n").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::UnsupportedContent);
+        assert_eq!(e.message(), "/b.md needs a description");
+        assert_eq!(e.path(), Some("/b.md"));
+        assert!(codec.split("/c.txt", b"plain\n").is_ok());
+        // The codec's own refusals come first.
+        let e = codec.split("/d.md", b"---\ndescription: x\n").unwrap_err();
+        assert!(e.message().contains("closing"), "{e}");
     }
 
     fn refused(text: &str, needle: &str) {

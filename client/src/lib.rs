@@ -30,9 +30,9 @@ pub mod workspace;
 #[cfg(feature = "storage")]
 pub mod storage;
 
-#[cfg(feature = "frontmatter")]
-pub use codec::FrontmatterCodec;
 pub use codec::{DocumentCodec, PlainCodec};
+#[cfg(feature = "frontmatter")]
+pub use codec::{FrontmatterCodec, MetadataValidator, ValidatedFrontmatterCodec};
 pub use delegated::{DelegatedWorkspace, Delegation};
 pub use error::{Result, SupabashError};
 pub use limits::Limits;

@@ -26,7 +26,7 @@
 
 use crate::error::{Result, SupabashError};
 use crate::open::WorkspaceBuilder;
-use crate::workspace::{acquire_lease, release_lease, Lease, Workspace};
+use crate::workspace::{acquire_lease, release_lease, Lease, Restored, Workspace};
 use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -146,6 +146,20 @@ pub enum ManagerEvent {
     /// The heartbeat found a handle's lease gone (expired or taken over): its commits fail
     /// `LEASE_LOST` until the handle is released and the workspace acquired again.
     LeaseLost { workspace_id: String },
+    /// An acquire found the backend's head elsewhere than the cached workspace's base (another
+    /// host or process committed meanwhile): the workspace was opened anew at `head_revision`.
+    BackendHead {
+        workspace_id: String,
+        cached_revision: Option<String>,
+        head_revision: Option<String>,
+    },
+    /// A handle staged a restore ([`WorkspaceHandle::restore`]): the revision it came from and
+    /// how many changes it staged.
+    Restore {
+        workspace_id: String,
+        source_revision: String,
+        changes: usize,
+    },
 }
 
 struct Cached {
@@ -273,6 +287,19 @@ impl WorkspaceHandle {
     /// presented by every commit of the workspace).
     pub fn lease(&self) -> &Lease {
         &self.lease
+    }
+
+    /// [`Workspace::restore`], reported as [`ManagerEvent::Restore`] when it staged.
+    pub async fn restore(&self, revision: &str) -> Result<Restored> {
+        let restored = self.ws.restore(revision).await?;
+        if let Some(shared) = self.shared.upgrade() {
+            shared.emit(ManagerEvent::Restore {
+                workspace_id: self.ws.id().to_owned(),
+                source_revision: restored.source_revision.clone(),
+                changes: restored.changes.len(),
+            });
+        }
+        Ok(restored)
     }
 }
 
@@ -428,6 +455,13 @@ impl WorkspaceManager {
         if let Some(c) = cached {
             if c.ws.base_revision() == lease.head_revision && c.ws.is_clean()? {
                 return Ok((c.ws, true));
+            }
+            if c.ws.base_revision() != lease.head_revision {
+                self.shared.emit(ManagerEvent::BackendHead {
+                    workspace_id: id.to_owned(),
+                    cached_revision: c.ws.base_revision(),
+                    head_revision: lease.head_revision.clone(),
+                });
             }
         }
         let ws = self.shared.builder.clone().open(id).await?;

@@ -958,9 +958,35 @@ async fn the_manager_acquires_warm_and_cold_and_excludes_a_second_handle() {
         other.release_lease().await.unwrap();
         let h = manager.acquire(&id).await.unwrap();
         assert_eq!(text(&h, "/a.md").await, "3");
+        // A restore through the handle is reported; discarded, the tree is clean again.
+        let first = seeded.base_revision().unwrap();
+        let restored = h.restore(&first).await.unwrap();
+        assert_eq!(text(&h, "/a.md").await, "1");
+        h.discard().await.unwrap();
         manager.release(h).await.unwrap();
 
         let events = drain(&mut rx);
+        let heads: Vec<&ManagerEvent> = events
+            .iter()
+            .filter(|e| matches!(e, ManagerEvent::BackendHead { .. }))
+            .collect();
+        assert_eq!(heads.len(), 1, "{via:?}: {events:?}");
+        let ManagerEvent::BackendHead {
+            head_revision,
+            cached_revision,
+            ..
+        } = heads[0]
+        else {
+            unreachable!()
+        };
+        assert_ne!(head_revision, cached_revision);
+        assert_eq!(head_revision.as_deref(), other.base_revision().as_deref());
+        assert!(events.contains(&ManagerEvent::Restore {
+            workspace_id: id.clone(),
+            source_revision: first.clone(),
+            changes: restored.changes.len(),
+        }));
+        assert!(!restored.changes.is_empty());
         assert_eq!(
             acquires(&events),
             vec![false, true, false, false],
