@@ -601,7 +601,7 @@ impl StagedTree {
                 if let Some(bytes) = self.lock().loaded.get(lazy) {
                     return Ok(bytes.clone());
                 }
-                if let Some(bytes) = self.from_host_cache(lazy) {
+                if let Some(bytes) = self.host_cached(lazy) {
                     return Ok(bytes);
                 }
                 // The file and its small unread siblings, in one request.
