@@ -220,8 +220,13 @@ async fn library_round_trip_stages_exactly_the_differences() {
                 Some("/docs/old-name.md")
             ),
             ("Upsert".into(), "/blob.bin", None),
+            // A directory the move emptied, and a new empty one, are entries (issue 24).
+            ("Upsert".into(), "/docs", None),
             ("Upsert".into(), "/edit.md", None),
+            ("Upsert".into(), "/inner-link", None),
+            ("Upsert".into(), "/new-empty", None),
             ("Upsert".into(), "/été 日本.txt", None),
+            ("Setattr".into(), "/keep.md", None),
             ("Delete".into(), "/gone.md", None),
         ]
     );
@@ -253,20 +258,11 @@ async fn library_round_trip_stages_exactly_the_differences() {
                     target: "/etc/passwd".into()
                 }
             ),
-            (
-                "/inner-link",
-                &NotStagedReason::Symlink {
-                    target: "keep.md".into()
-                }
-            ),
-            (
-                "/keep.md",
-                &NotStagedReason::Mode {
-                    mode: "0755".into()
-                }
-            ),
         ]
     );
+    // A link inside the workspace and a mode change are staged (issue 24).
+    assert_eq!(ws.fs().readlink("/inner-link").await.unwrap(), "keep.md");
+    assert_eq!(ws.fs().stat("/keep.md").await.unwrap().mode, 0o755);
     let dir_changes: Vec<(DirChangeKind, &str)> = synced
         .applied
         .iter()
@@ -405,7 +401,7 @@ async fn git_inside_run_commits_its_objects() {
 }
 
 #[tokio::test]
-async fn a_compile_shows_its_binary_and_the_mode_it_cannot_store() {
+async fn a_compile_shows_its_binary_and_stages_its_mode() {
     let user = new_user();
     let ws = workspace_with(
         Via::Postgres,
@@ -435,10 +431,14 @@ async fn a_compile_shows_its_binary_and_the_mode_it_cannot_store() {
         .and_then(|c| c["afterSize"].as_u64())
         .unwrap();
     assert!(size > 1000, "a binary of {size} bytes");
-    let not_staged = doc["sync"]["notStaged"].as_array().unwrap();
-    assert!(not_staged
+    // The executable bit is staged with the binary (issue 24).
+    let hello = doc["sync"]["changes"]
+        .as_array()
+        .unwrap()
         .iter()
-        .any(|n| n["path"] == "/hello" && n["reason"] == "mode" && n["mode"] == "0755"));
+        .find(|c| c["path"] == "/hello")
+        .unwrap();
+    assert_eq!(hello["afterMode"], 0o755, "{hello}");
     assert_eq!(doc["session"]["staged"], true);
     assert!(
         doc["session"]["revision"].is_null(),
