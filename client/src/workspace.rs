@@ -459,6 +459,13 @@ impl Workspace {
         &self.id
     }
 
+    /// What the Postgres backend stores (the seed's `mounted.capabilities`): files, symbolic
+    /// links, empty directories, modes and times (a 0.5.0 database refuses all but files with
+    /// `SUPABASH_SCHEMA_OUTDATED` until it is upgraded).
+    pub fn capabilities(&self) -> supabash_core::posix::Capabilities {
+        supabash_core::posix::Capabilities::posix("postgres")
+    }
+
     /// The staged tree the agent edits.
     pub fn fs(&self) -> &Arc<StagedTree> {
         &self.tree

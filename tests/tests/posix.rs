@@ -350,6 +350,8 @@ async fn the_staged_tree_carries_them_both_ways() {
     for via in BOTH {
         let user = new_user();
         let ws = new_workspace(via, &user).await;
+        let caps = ws.capabilities();
+        assert!(caps.symbolic_links && caps.modes && caps.times && caps.durable_empty_directories);
         let fs = ws.fs();
         fs.mkdir("/tools", true).await.unwrap();
         fs.write("/tools/run.sh", "#!/bin/sh\necho hi\n")
