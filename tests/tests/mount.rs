@@ -427,7 +427,10 @@ async fn a_revision_mounts_read_only_and_reserved_paths_stay_unreachable() {
         // Only the empty directory `mkdir -p` made before it was refused (issue 24: an empty
         // directory is an entry).
         let changes: Vec<Value> = m.changes(&user);
-        let paths: Vec<&str> = changes.iter().map(|c| c["path"].as_str().unwrap()).collect();
+        let paths: Vec<&str> = changes
+            .iter()
+            .map(|c| c["path"].as_str().unwrap())
+            .collect();
         assert_eq!(paths, ["/a"]);
         let (ok, stderr) = m.stop();
         assert!(ok, "{stderr}");
@@ -503,8 +506,10 @@ async fn a_git_repository_with_modes_links_and_empty_directories_survives_a_remo
                  && test -d empty && test -d .git/refs/tags && test -x run.sh";
     let (user, out) = blocking(move || {
         let m = Mount::start(&user, &id, &[]);
-        m.sh("git init -q && printf '#!/bin/sh\\necho ran\\n' > run.sh && chmod +x run.sh \
-              && ln -s run.sh link && mkdir empty && git add -A && git commit -qm posix");
+        m.sh(
+            "git init -q && printf '#!/bin/sh\\necho ran\\n' > run.sh && chmod +x run.sh \
+              && ln -s run.sh link && mkdir empty && git add -A && git commit -qm posix",
+        );
         assert_eq!(m.sh("git status --porcelain"), "");
         m.commit(&user, "a repository").unwrap();
         let (ok, stderr) = m.stop();
@@ -522,7 +527,11 @@ async fn a_git_repository_with_modes_links_and_empty_directories_survives_a_remo
             .arg(&export)
             .output()
             .unwrap();
-        assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
         let exported = Command::new("sh")
             .args(["-c", check])
             .current_dir(&export)
@@ -542,6 +551,10 @@ async fn a_git_repository_with_modes_links_and_empty_directories_survives_a_remo
     })
     .await;
     assert!(out.ends_with("ran\n"), "{out}");
-    assert!(!out.lines().any(|l| l.starts_with(' ') || l.starts_with('?')), "{out}");
+    assert!(
+        !out.lines()
+            .any(|l| l.starts_with(' ') || l.starts_with('?')),
+        "{out}"
+    );
     let _ = user;
 }

@@ -111,8 +111,12 @@ impl Writer {
     /// Writes the file `p` (canonical) with `bytes`, as `file` describes.
     pub async fn file(&mut self, p: &str, bytes: Arc<Vec<u8>>, file: WrittenFile) -> Result<()> {
         self.dir(path::parent(p))?;
-        let (at, shown, mode, mtime_ns) =
-            (on_disk(&self.root, p), p.to_owned(), file.mode, file.mtime_ns);
+        let (at, shown, mode, mtime_ns) = (
+            on_disk(&self.root, p),
+            p.to_owned(),
+            file.mode,
+            file.mtime_ns,
+        );
         blocking(move || {
             let fail = |e| local_error(&shown, "cannot write", e);
             let mut out = fs::OpenOptions::new()

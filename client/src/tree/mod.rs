@@ -547,7 +547,9 @@ impl StagedTree {
                 Kind::Symlink => {
                     insert_parents(&mut inner.nodes, &e.path);
                     let target = e.target.clone().unwrap_or_default();
-                    inner.nodes.insert(e.path.clone(), Node::Symlink { target, meta });
+                    inner
+                        .nodes
+                        .insert(e.path.clone(), Node::Symlink { target, meta });
                 }
                 Kind::Directory => {
                     insert_parents(&mut inner.nodes, &e.path);
