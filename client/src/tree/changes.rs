@@ -357,7 +357,7 @@ impl StagedTree {
         let mut docs = Vec::new();
         for (p, (entry, body)) in self.staged()? {
             let content = match body {
-                Some(body) => codec.split(&p, &*self.bytes_of(&body).await?)?,
+                Some(body) => codec.split(&p, &self.bytes_of(&body).await?)?,
                 None => Content {
                     body: entry.target.clone().unwrap_or_default().into_bytes(),
                     metadata: Default::default(),
