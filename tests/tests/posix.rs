@@ -157,6 +157,13 @@ async fn kinds_modes_and_times_are_stored_and_shown() {
         .await
         .unwrap();
     assert_eq!(file(&rev, "/empty")["kind"], json!("directory"));
+
+    // What was stored verifies: a link's and a directory's bodies are there like any other.
+    let v = rest
+        .call(&alice, "supabash_verify", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
+    assert_eq!(v["ok"], json!(true), "{v}");
 }
 
 #[tokio::test]
