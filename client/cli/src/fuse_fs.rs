@@ -22,7 +22,8 @@ use tokio::sync::Mutex;
 /// kernel's view only goes stale when a commit rebases (which the mount never asks for).
 pub const TTL: Duration = Duration::from_secs(1);
 
-/// A symbolic link of the session (never committed).
+/// A symbolic link held by the mount itself (links made through the mount now live in the
+/// staged tree and are committed; this map is left for the mount's locking rework to drop).
 #[derive(Debug, Clone)]
 struct Link {
     target: String,
