@@ -1,7 +1,7 @@
 //! The filesystem a mount serves: the workspace's staged tree seen through inode numbers, with
 //! a write-back buffer per open file (shared by every handle of that file, written to the tree
-//! at flush, fsync, release and before a commit) and, in memory only, the symbolic links the
-//! backend cannot store. Every request runs under one lock: one writer, readers in turn.
+//! at flush, fsync, release and before a commit). Symbolic links, modes and times are the
+//! staged tree's, committed with it. Every request runs under one lock: one writer, readers in turn.
 
 use crate::fuse_inodes::{child, move_subtree, Inodes};
 use crate::fuse_summary::Summary;
