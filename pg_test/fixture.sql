@@ -69,7 +69,9 @@ BEGIN
     WHEN 'object' THEN
       RETURN coalesce((SELECT jsonb_object_agg(k,
                          CASE WHEN k IN ('position', 'headPosition') AND jsonb_typeof(v) = 'number'
-                              THEN '"<position>"'::jsonb ELSE pgt.mask(v) END)
+                              THEN '"<position>"'::jsonb
+                              WHEN k = 'mtimeNs' AND jsonb_typeof(v) = 'number'
+                              THEN '"<mtime>"'::jsonb ELSE pgt.mask(v) END)
                          FROM jsonb_each(j) AS e(k, v)), '{}'::jsonb);
     WHEN 'array' THEN
       RETURN coalesce((SELECT jsonb_agg(pgt.mask(v) ORDER BY i)

@@ -5,8 +5,9 @@
 //! [`Materialised`] record (path → content hash, size, mode). [`Workspace::stage_from_dir`]
 //! compares the directory with that record and stages the differences: creates, edits,
 //! deletes, moves (a path that went away and one that appeared with the same content, paired by
-//! `supabash_core::moves`), directories. The backend stores regular files only: symbolic
-//! links, special files and mode changes are reported as [`NotStaged`], never followed;
+//! `supabash_core::moves`), directories, symbolic links (never followed; a target core's rule
+//! refuses is reported as [`NotStaged`]), modes and modification times. Special files are
+//! reported as [`NotStaged`];
 //! paths the path rules refuse (shell-owned roots such as `/tmp`, the reserved `.supabash`
 //! segment, invalid names) are reported as [`Ignored`]. Files are hashed as a stream and only
 //! the bytes of created or edited files are read into memory, as staged content.
@@ -25,6 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use supabash_core::hash::sha256_hex;
+use supabash_core::posix::{Kind, MODE_BITS};
 use supabash_core::ErrorCode;
 
 /// The mode a file is written with when the staged tree holds none other.
@@ -45,17 +47,23 @@ pub struct Materialised {
     pub files: BTreeMap<String, WrittenFile>,
     /// Every directory written (empty ones included), by canonical path.
     pub directories: BTreeSet<String>,
+    /// Every symbolic link written: path → target.
+    #[serde(default)]
+    pub links: BTreeMap<String, String>,
     /// What the tree holds but could not be written: symbolic links, redacted versions.
     pub skipped: Vec<NotStaged>,
 }
 
-/// One file written: the SHA-256 of its bytes, its size and its permission bits.
+/// One file written: the SHA-256 of its bytes, its size, its permission bits and its
+/// modification time (nanoseconds; absent: left as the write made it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WrittenFile {
     pub content_hash: String,
     pub size: u64,
     pub mode: u32,
+    #[serde(default)]
+    pub mtime_ns: Option<i64>,
 }
 
 /// A path the path rules refuse, left out of the staged tree.
@@ -80,12 +88,9 @@ pub struct NotStaged {
 #[serde(tag = "reason", rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum NotStagedReason {
-    /// A symbolic link (never followed): revisions hold regular files only.
+    /// A symbolic link (never followed) whose target is absolute, climbs above the root or is
+    /// not a valid path (core's rule): it would point outside the workspace.
     Symlink { target: String },
-    /// Permission bits other than the ones the file had (or, for a new file, than 0644):
-    /// revisions do not store modes. The content is staged; the staged tree keeps the mode
-    /// in memory.
-    Mode { mode: String },
     /// A FIFO, socket or device node.
     SpecialFile,
     /// A path at or below a symbolic link of the staged tree.
@@ -100,10 +105,9 @@ impl std::fmt::Display for NotStagedReason {
             NotStagedReason::Symlink { target } => {
                 write!(
                     f,
-                    "symbolic link to {target:?}: only regular files are stored"
+                    "symbolic link to {target:?}: a link must point inside the workspace"
                 )
             }
-            NotStagedReason::Mode { mode } => write!(f, "mode {mode}: modes are not stored"),
             NotStagedReason::SpecialFile => f.write_str("not a regular file"),
             NotStagedReason::BelowSymlink { link } => {
                 write!(f, "below the staged tree's symbolic link {link}")
@@ -236,12 +240,12 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 }
 
 impl Workspace {
-    /// Writes the staged tree into `dir` (created when missing; it must be empty). Symbolic
-    /// links of the tree are skipped and listed in [`Materialised::skipped`]; shell-owned
-    /// paths (`/tmp`, ...) are not written. Bodies not in memory yet come from the host cache
-    /// when the tree has one (what it lacks is fetched in batches and kept there), else in one
-    /// request when the base revision is at most [`SNAPSHOT_BUDGET_BYTES`], one at a time
-    /// otherwise; they are not kept in the tree.
+    /// Writes the staged tree into `dir` (created when missing; it must be empty): files with
+    /// their modes and times, symbolic links, empty directories; shell-owned paths (`/tmp`,
+    /// ...) are not written. Bodies not in memory yet come from the host cache when the tree
+    /// has one (what it lacks is fetched in batches and kept there), else in one request when
+    /// the base revision is at most [`SNAPSHOT_BUDGET_BYTES`], one at a time otherwise; they
+    /// are not kept in the tree.
     pub async fn materialise(&self, dir: &Path) -> Result<Materialised> {
         self.materialise_with(dir, MaterialiseOptions::default())
             .await
@@ -276,6 +280,7 @@ impl Workspace {
                             content_hash,
                             size,
                             mode,
+                            mtime_ns,
                         } => {
                             let bytes = match base.remove(&p) {
                                 Some(b) if sha256_hex(&b) == content_hash => Arc::new(b),
@@ -284,14 +289,12 @@ impl Workspace {
                             let file = WrittenFile {
                                 content_hash,
                                 size,
-                                mode: mode & 0o777,
+                                mode: mode & MODE_BITS,
+                                mtime_ns: Some(mtime_ns),
                             };
                             out.file(&p, bytes, file).await?;
                         }
-                        Entry::Symlink { target } => out.record.skipped.push(NotStaged {
-                            path: p,
-                            reason: NotStagedReason::Symlink { target },
-                        }),
+                        Entry::Symlink { target } => out.link(&p, &target).await?,
                     }
                 }
             }
@@ -304,13 +307,27 @@ impl Workspace {
                         reason: NotStagedReason::Redacted,
                     });
                 }
-                for (p, bytes) in tree.files {
-                    let file = WrittenFile {
-                        content_hash: sha256_hex(&bytes),
-                        size: bytes.len() as u64,
-                        mode: DEFAULT_FILE_MODE,
-                    };
-                    out.file(&p, Arc::new(bytes), file).await?;
+                let mut files = tree.files;
+                for e in tree.entries {
+                    match e.kind {
+                        Kind::File => {
+                            let Some(bytes) = files.remove(&e.path) else {
+                                continue;
+                            };
+                            let file = WrittenFile {
+                                content_hash: sha256_hex(&bytes),
+                                size: bytes.len() as u64,
+                                mode: e.mode & MODE_BITS,
+                                mtime_ns: e.mtime_ns,
+                            };
+                            out.file(&e.path, Arc::new(bytes), file).await?;
+                        }
+                        Kind::Symlink => {
+                            out.link(&e.path, e.target.as_deref().unwrap_or_default())
+                                .await?
+                        }
+                        Kind::Directory => out.dir(&e.path)?,
+                    }
                 }
             }
         }
@@ -340,18 +357,19 @@ impl Workspace {
                     content_hash,
                     size,
                     mode,
+                    mtime_ns,
                 } => {
                     let file = WrittenFile {
                         content_hash,
                         size,
-                        mode: mode & 0o777,
+                        mode: mode & MODE_BITS,
+                        mtime_ns: Some(mtime_ns),
                     };
                     record.files.insert(p, file);
                 }
-                Entry::Symlink { target } => record.skipped.push(NotStaged {
-                    path: p,
-                    reason: NotStagedReason::Symlink { target },
-                }),
+                Entry::Symlink { target } => {
+                    record.links.insert(p, target);
+                }
             }
         }
         record

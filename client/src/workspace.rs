@@ -231,7 +231,11 @@ pub struct Snapshot {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RevisionTree {
     pub receipt: Receipt,
+    /// The regular files' bytes.
     pub files: BTreeMap<String, Vec<u8>>,
+    /// Every entry with its kind, mode and time: the files', the symbolic links (with their
+    /// targets) and the directories that are entries of their own.
+    pub entries: Vec<BaseEntry>,
     /// Paths whose version at this revision was redacted (tombstones: no content).
     pub redacted: Vec<String>,
 }
@@ -285,9 +289,11 @@ impl BodySource for RemoteSource {
     }
 }
 
+/// The regular files of `files` (links and directories have no bytes of their own), verified.
 fn verified_files(files: Vec<File>) -> Result<BTreeMap<String, Vec<u8>>> {
     files
         .into_iter()
+        .filter(|f| f.kind == supabash_core::posix::Kind::File)
         .map(|f| {
             let f = StoredFile::try_from(f)?;
             Ok((f.path.clone(), f.verified(None)?))
@@ -478,6 +484,13 @@ impl Workspace {
     /// The workspace id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// What the Postgres backend stores (the seed's `mounted.capabilities`): files, symbolic
+    /// links, empty directories, modes and times (a 0.5.0 database refuses all but files with
+    /// `SUPABASH_SCHEMA_OUTDATED` until it is upgraded).
+    pub fn capabilities(&self) -> supabash_core::posix::Capabilities {
+        supabash_core::posix::Capabilities::posix("postgres")
     }
 
     /// The staged tree the agent edits.
@@ -814,8 +827,10 @@ impl Workspace {
             .await?;
         let (tombstones, files): (Vec<File>, Vec<File>) =
             answer.files.into_iter().partition(|f| f.redacted);
+        let entries = base_entries(files.clone())?;
         Ok(RevisionTree {
             receipt: answer.receipt,
+            entries,
             files: verified_files(files)?,
             redacted: tombstones.into_iter().map(|f| f.path).collect(),
         })
@@ -861,6 +876,7 @@ impl Workspace {
         self.tree
             .stage_files(old.files.into_iter().collect())
             .await?;
+        self.tree.stage_attrs(&old.entries)?;
         self.pending().restore_source = Some(revision.to_owned());
         Ok(Restored {
             source_revision: revision.to_owned(),

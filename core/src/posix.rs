@@ -185,7 +185,7 @@ pub fn check_target(link: &str, target: &str) -> Result<String, PosixError> {
 pub struct Capabilities {
     /// `postgres` or `storage`.
     pub backend: &'static str,
-    /// `posix-tree` (kinds, modes, times) or `utf8-text-tree` (the seed's text-only tree).
+    /// `posix-tree`: kinds, modes and times (the seed's text-only backend said `utf8-text-tree`).
     pub content: &'static str,
     pub durable_empty_directories: bool,
     pub modes: bool,
@@ -204,19 +204,6 @@ impl Capabilities {
             modes: true,
             symbolic_links: true,
             times: true,
-        }
-    }
-
-    /// The seed's text-only tree: regular files only; symbolic links, modes and empty
-    /// directories are refused with `UNSUPPORTED_CONTENT`.
-    pub const fn text_only(backend: &'static str) -> Self {
-        Capabilities {
-            backend,
-            content: "utf8-text-tree",
-            durable_empty_directories: false,
-            modes: false,
-            symbolic_links: false,
-            times: false,
         }
     }
 }

@@ -330,7 +330,7 @@ async fn diff_shows_renames_as_renames_and_counts_lines() {
         assert_eq!(kinds, [("modified", "/a.md"), ("moved", "/archive/old.md")]);
         let only = c.ok(&["diff", "1", "3", "--path", "/c.md"]);
         assert!(
-            only.starts_with("diff --git a/c.md b/c.md\nnew file\n--- /dev/null\n"),
+            only.starts_with("diff --git a/c.md b/c.md\nnew file mode 100644\n--- /dev/null\n"),
             "{only}"
         );
     }

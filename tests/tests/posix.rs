@@ -157,6 +157,13 @@ async fn kinds_modes_and_times_are_stored_and_shown() {
         .await
         .unwrap();
     assert_eq!(file(&rev, "/empty")["kind"], json!("directory"));
+
+    // What was stored verifies: a link's and a directory's bodies are there like any other.
+    let v = rest
+        .call(&alice, "supabash_verify", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
+    assert_eq!(v["ok"], json!(true), "{v}");
 }
 
 #[tokio::test]
@@ -350,6 +357,8 @@ async fn the_staged_tree_carries_them_both_ways() {
     for via in BOTH {
         let user = new_user();
         let ws = new_workspace(via, &user).await;
+        let caps = ws.capabilities();
+        assert!(caps.symbolic_links && caps.modes && caps.times && caps.durable_empty_directories);
         let fs = ws.fs();
         fs.mkdir("/tools", true).await.unwrap();
         fs.write("/tools/run.sh", "#!/bin/sh\necho hi\n")

@@ -119,6 +119,8 @@ fn tree_on_disk(root: &Path) -> (BTreeMap<String, Vec<u8>>, Vec<String>) {
             if kind.is_dir() {
                 dirs.push(rel);
                 stack.push(e.path());
+            } else if kind.is_symlink() {
+                // Links are checked where a test makes them.
             } else {
                 files.insert(rel, std::fs::read(e.path()).unwrap());
             }
@@ -220,8 +222,13 @@ async fn library_round_trip_stages_exactly_the_differences() {
                 Some("/docs/old-name.md")
             ),
             ("Upsert".into(), "/blob.bin", None),
+            // A directory the move emptied, and a new empty one, are entries (issue 24).
+            ("Upsert".into(), "/docs", None),
             ("Upsert".into(), "/edit.md", None),
+            ("Upsert".into(), "/inner-link", None),
+            ("Upsert".into(), "/new-empty", None),
             ("Upsert".into(), "/été 日本.txt", None),
+            ("Setattr".into(), "/keep.md", None),
             ("Delete".into(), "/gone.md", None),
         ]
     );
@@ -246,27 +253,16 @@ async fn library_round_trip_stages_exactly_the_differences() {
         .collect();
     assert_eq!(
         not_staged,
-        [
-            (
-                "/escape",
-                &NotStagedReason::Symlink {
-                    target: "/etc/passwd".into()
-                }
-            ),
-            (
-                "/inner-link",
-                &NotStagedReason::Symlink {
-                    target: "keep.md".into()
-                }
-            ),
-            (
-                "/keep.md",
-                &NotStagedReason::Mode {
-                    mode: "0755".into()
-                }
-            ),
-        ]
+        [(
+            "/escape",
+            &NotStagedReason::Symlink {
+                target: "/etc/passwd".into()
+            }
+        ),]
     );
+    // A link inside the workspace and a mode change are staged (issue 24).
+    assert_eq!(ws.fs().readlink("/inner-link").await.unwrap(), "keep.md");
+    assert_eq!(ws.fs().stat("/keep.md").await.unwrap().mode, 0o755);
     let dir_changes: Vec<(DirChangeKind, &str)> = synced
         .applied
         .iter()
@@ -309,6 +305,11 @@ async fn library_round_trip_stages_exactly_the_differences() {
     let again = dir.join("again");
     let record = ws.materialise(&again).await.unwrap();
     let (on_disk, _) = tree_on_disk(&again);
+    assert_eq!(
+        std::fs::read_link(again.join("inner-link")).unwrap(),
+        Path::new("keep.md"),
+        "the link comes back as a link"
+    );
     let expected: BTreeMap<String, Vec<u8>> = files
         .into_iter()
         .map(|(p, b)| (p[1..].to_owned(), b))
@@ -405,7 +406,7 @@ async fn git_inside_run_commits_its_objects() {
 }
 
 #[tokio::test]
-async fn a_compile_shows_its_binary_and_the_mode_it_cannot_store() {
+async fn a_compile_shows_its_binary_and_stages_its_mode() {
     let user = new_user();
     let ws = workspace_with(
         Via::Postgres,
@@ -435,10 +436,14 @@ async fn a_compile_shows_its_binary_and_the_mode_it_cannot_store() {
         .and_then(|c| c["afterSize"].as_u64())
         .unwrap();
     assert!(size > 1000, "a binary of {size} bytes");
-    let not_staged = doc["sync"]["notStaged"].as_array().unwrap();
-    assert!(not_staged
+    // The executable bit is staged with the binary (issue 24).
+    let hello = doc["sync"]["changes"]
+        .as_array()
+        .unwrap()
         .iter()
-        .any(|n| n["path"] == "/hello" && n["reason"] == "mode" && n["mode"] == "0755"));
+        .find(|c| c["path"] == "/hello")
+        .unwrap();
+    assert_eq!(hello["afterMode"], 0o755, "{hello}");
     assert_eq!(doc["session"]["staged"], true);
     assert!(
         doc["session"]["revision"].is_null(),

@@ -1,8 +1,8 @@
 //! The filesystem a mount serves: the workspace's staged tree seen through inode numbers, with
 //! a write-back buffer per open file (shared by every handle of that file, written to the tree
-//! at flush, fsync, release and before a commit) and, in memory only, the symbolic links the
-//! backend cannot store. Requests run concurrently; the mount's state is behind one lock that
-//! is never held while a body or a listing loads over the network.
+//! at flush, fsync, release and before a commit). Symbolic links, modes and times are the
+//! staged tree's, committed with it. Requests run concurrently; the mount's state is behind one
+//! lock that is never held while a body or a listing loads over the network.
 
 use crate::fuse_inodes::{child, move_subtree, Inodes};
 use crate::fuse_summary::Summary;
@@ -28,7 +28,8 @@ pub const TTL: Duration = Duration::from_secs(1);
 /// cannot change.
 pub const READ_ONLY_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// A symbolic link of the session (never committed).
+/// A symbolic link held by the mount itself (links made through the mount now live in the
+/// staged tree and are committed; this map is left for the mount's locking rework to drop).
 #[derive(Debug, Clone)]
 struct Link {
     target: String,

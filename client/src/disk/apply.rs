@@ -28,6 +28,11 @@ struct Plan {
     dirs_removed: Vec<String>,
     /// (path, mode) of files whose mode differs from what the tree would write.
     modes: Vec<(String, u32)>,
+    /// (path, time) of files whose time differs from the record's.
+    times: Vec<(String, i64)>,
+    /// Links created or retargeted (path, target), and links gone.
+    links: Vec<(String, String)>,
+    links_removed: Vec<String>,
 }
 
 /// The symbolic link of the staged tree at or above `p`, if any.
@@ -105,7 +110,35 @@ fn plan(record: &Materialised, scan: &Scan) -> Plan {
         if f.mode != expected {
             out.modes.push((p.clone(), f.mode));
         }
+        // A time the record knew and the disk moved; new and edited files take theirs below.
+        if record
+            .files
+            .get(before)
+            .and_then(|r| r.mtime_ns)
+            .is_some_and(|t| t != f.mtime_ns)
+        {
+            out.times.push((p.clone(), f.mtime_ns));
+        }
     }
+    let upserted: Vec<(String, i64)> = out
+        .upserts
+        .iter()
+        .map(|(p, _, _)| (p.clone(), scan.files[p].mtime_ns))
+        .filter(|(p, _)| !out.times.iter().any(|(q, _)| q == p))
+        .collect();
+    out.times.extend(upserted);
+    out.links = scan
+        .links
+        .iter()
+        .filter(|(p, t)| record.links.get(*p) != Some(*t))
+        .map(|(p, t)| (p.clone(), t.clone()))
+        .collect();
+    out.links_removed = record
+        .links
+        .keys()
+        .filter(|p| !scan.links.contains_key(*p))
+        .cloned()
+        .collect();
     out.dirs_created = scan
         .dirs
         .iter()
@@ -166,8 +199,22 @@ async fn stage(
     let mut applied = stage_moves(tree, root, record, &mut plan).await;
     stage_removals_and_dirs(tree, &mut plan, &mut applied).await?;
     stage_files(tree, root, &plan.upserts, &mut applied).await?;
+    for p in &plan.links_removed {
+        tree.rm(p, false, true).await.map_err(fs_error)?;
+        applied.push(dir_change(DirChangeKind::Deleted, p));
+    }
+    for (p, target) in &plan.links {
+        tree.rm(p, false, true).await.map_err(fs_error)?;
+        tree.symlink(target, p).await.map_err(fs_error)?;
+        applied.push(dir_change(DirChangeKind::Created, p));
+    }
     for (p, mode) in &plan.modes {
         tree.chmod(p, *mode).await.map_err(fs_error)?;
+    }
+    for (p, ns) in &plan.times {
+        tree.utimes(p, crate::tree::from_ns(*ns))
+            .await
+            .map_err(fs_error)?;
     }
     Ok(applied)
 }
@@ -284,12 +331,6 @@ pub(super) async fn apply(
     drop_below_links(&mut scanned, &links);
     let plan = plan(record, &scanned);
     let mut not_staged = std::mem::take(&mut scanned.not_staged);
-    not_staged.extend(plan.modes.iter().map(|(p, mode)| NotStaged {
-        path: p.clone(),
-        reason: NotStagedReason::Mode {
-            mode: format!("{mode:04o}"),
-        },
-    }));
     not_staged.sort_by(|a, b| a.path.cmp(&b.path));
     let saved = tree.save_nodes();
     let staged = match stage(tree, root, record, plan).await {

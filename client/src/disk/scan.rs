@@ -11,7 +11,7 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use supabash_core::path;
+use supabash_core::{path, posix};
 
 /// A regular file found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +19,8 @@ pub(super) struct DiskFile {
     pub content_hash: String,
     pub size: u64,
     pub mode: u32,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
 }
 
 /// What a directory holds.
@@ -26,6 +28,8 @@ pub(super) struct DiskFile {
 pub(super) struct Scan {
     pub files: BTreeMap<String, DiskFile>,
     pub dirs: BTreeSet<String>,
+    /// Symbolic links whose target core's rule accepts: path → target.
+    pub links: BTreeMap<String, String>,
     pub ignored: Vec<Ignored>,
     pub not_staged: Vec<NotStaged>,
 }
@@ -118,18 +122,27 @@ pub(super) fn scan(
                 stack.push((at, p));
             } else if kind.is_symlink() {
                 let target = fs::read_link(&at).map_err(|e| local_error(&p, "cannot read", e))?;
-                out.not_staged.push(NotStaged {
-                    path: p,
-                    reason: NotStagedReason::Symlink {
-                        target: target.to_string_lossy().into_owned(),
-                    },
-                });
+                match target.to_str() {
+                    Some(t) if posix::check_target(&p, t).is_ok() => {
+                        out.links.insert(p, t.to_owned());
+                    }
+                    _ => out.not_staged.push(NotStaged {
+                        path: p,
+                        reason: NotStagedReason::Symlink {
+                            target: target.to_string_lossy().into_owned(),
+                        },
+                    }),
+                }
             } else if kind.is_file() {
                 limits.check_file(&p, meta.len() as usize)?;
                 let file = DiskFile {
                     content_hash: hash(&at, &p)?,
                     size: meta.len(),
-                    mode: meta.mode() & 0o777,
+                    mode: meta.mode() & posix::MODE_BITS,
+                    mtime_ns: meta
+                        .mtime()
+                        .saturating_mul(1_000_000_000)
+                        .saturating_add(meta.mtime_nsec()),
                 };
                 done.files += 1;
                 done.bytes += file.size;

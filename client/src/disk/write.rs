@@ -95,10 +95,28 @@ impl Writer {
         Ok(())
     }
 
+    /// Creates the symbolic link `p` (canonical) to `target`, recording it.
+    pub async fn link(&mut self, p: &str, target: &str) -> Result<()> {
+        self.dir(path::parent(p))?;
+        let (at, shown, to) = (on_disk(&self.root, p), p.to_owned(), target.to_owned());
+        blocking(move || {
+            std::os::unix::fs::symlink(&to, &at)
+                .map_err(|e| local_error(&shown, "cannot create link", e))
+        })
+        .await?;
+        self.record.links.insert(p.to_owned(), target.to_owned());
+        Ok(())
+    }
+
     /// Writes the file `p` (canonical) with `bytes`, as `file` describes.
     pub async fn file(&mut self, p: &str, bytes: Arc<Vec<u8>>, file: WrittenFile) -> Result<()> {
         self.dir(path::parent(p))?;
-        let (at, shown, mode) = (on_disk(&self.root, p), p.to_owned(), file.mode);
+        let (at, shown, mode, mtime_ns) = (
+            on_disk(&self.root, p),
+            p.to_owned(),
+            file.mode,
+            file.mtime_ns,
+        );
         blocking(move || {
             let fail = |e| local_error(&shown, "cannot write", e);
             let mut out = fs::OpenOptions::new()
@@ -109,6 +127,9 @@ impl Writer {
                 .open(&at)
                 .map_err(fail)?;
             out.write_all(&bytes).map_err(fail)?;
+            if let Some(ns) = mtime_ns {
+                out.set_modified(crate::tree::from_ns(ns)).map_err(fail)?;
+            }
             out.set_permissions(fs::Permissions::from_mode(mode))
                 .map_err(fail)
         })

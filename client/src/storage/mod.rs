@@ -415,6 +415,12 @@ impl StorageWorkspace {
         &self.tree
     }
 
+    /// What the Storage backend stores (the seed's `mounted.capabilities`): files, symbolic
+    /// links, empty directories, modes and times (at millisecond precision).
+    pub fn capabilities(&self) -> supabash_core::posix::Capabilities {
+        supabash_core::posix::Capabilities::posix("storage")
+    }
+
     /// The published revision the tree is based on (`None`: nothing published yet).
     pub fn base_revision(&self) -> Option<String> {
         self.state.lock().expect("state lock").base.revision.clone()

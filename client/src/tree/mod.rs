@@ -165,7 +165,7 @@ impl BaseFile {
 }
 
 /// Nanoseconds since the epoch as a time (negative: before it).
-pub(crate) fn from_ns(ns: i64) -> SystemTime {
+pub fn from_ns(ns: i64) -> SystemTime {
     let d = std::time::Duration::from_nanos(ns.unsigned_abs());
     if ns >= 0 {
         SystemTime::UNIX_EPOCH + d
@@ -175,7 +175,7 @@ pub(crate) fn from_ns(ns: i64) -> SystemTime {
 }
 
 /// A time as nanoseconds since the epoch (saturating far outside ±292 years).
-pub(crate) fn to_ns(t: SystemTime) -> i64 {
+pub fn to_ns(t: SystemTime) -> i64 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
         Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
@@ -213,7 +213,7 @@ pub struct StagedTree {
 }
 
 /// An entry of the base revision, for building a tree.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseEntry {
     /// Canonical path.
     pub path: String,
@@ -551,6 +551,39 @@ impl StagedTree {
         Self::check_idle(&inner)?;
         inner.nodes.retain(|p, _| !committable(p));
         insert_files(&mut inner.nodes, files);
+        Ok(())
+    }
+
+    /// Gives the staged entries what `entries` record: each file its mode and time, each link
+    /// and explicit directory its place (parents created). Used by restore after
+    /// [`Self::stage_files`].
+    pub(crate) fn stage_attrs(&self, entries: &[BaseEntry]) -> Result<()> {
+        let mut inner = self.lock();
+        Self::check_idle(&inner)?;
+        for e in entries {
+            let meta = Meta {
+                mode: e.mode,
+                mtime: from_ns(e.mtime_ns.unwrap_or(0)),
+            };
+            match e.kind {
+                Kind::File => {
+                    if let Some(node) = inner.nodes.get_mut(&e.path) {
+                        *node.meta_mut() = meta;
+                    }
+                }
+                Kind::Symlink => {
+                    insert_parents(&mut inner.nodes, &e.path);
+                    let target = e.target.clone().unwrap_or_default();
+                    inner
+                        .nodes
+                        .insert(e.path.clone(), Node::Symlink { target, meta });
+                }
+                Kind::Directory => {
+                    insert_parents(&mut inner.nodes, &e.path);
+                    inner.nodes.insert(e.path.clone(), Node::Dir { meta });
+                }
+            }
+        }
         Ok(())
     }
 

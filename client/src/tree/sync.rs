@@ -15,6 +15,7 @@ pub(crate) enum Entry {
         content_hash: String,
         size: u64,
         mode: u32,
+        mtime_ns: i64,
     },
     Dir,
     Symlink {
@@ -39,6 +40,7 @@ impl StagedTree {
                         content_hash: body.content_hash(),
                         size: body.size(),
                         mode: meta.mode,
+                        mtime_ns: super::to_ns(meta.mtime),
                     },
                     Node::Dir { .. } => Entry::Dir,
                     Node::Symlink { target, .. } => Entry::Symlink {

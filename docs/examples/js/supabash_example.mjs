@@ -62,6 +62,10 @@ async function basics() {
   const first = await commit(db, workspace, [
     { op: "upsert", path: "/notes/hello.md", text: "hello from JavaScript\n" },
     { op: "upsert", path: "/data/blob.bin", base64: "AAECAw==" },
+    // 0.6.0: kinds, modes (0o755) and times (ns) are kept; a link's text is its target.
+    { op: "upsert", path: "/bin-tools/run.sh", text: "#!/bin/sh\necho hi\n", mode: 0o755 },
+    { op: "upsert", path: "/latest", kind: "symlink", text: "notes/hello.md" },
+    { op: "upsert", path: "/cache", kind: "directory" },
   ]);
   const second = await commit(
     db,
@@ -77,6 +81,14 @@ async function basics() {
     { read: true },
   );
   assert.deepEqual(doc.metadata, { title: "Hello" });
+  // Every entry shows its kind, mode and modification time (nanoseconds).
+  const tree = await call(db, "supabash_load_manifest", { workspace_id: workspace }, { read: true });
+  const byPath = Object.fromEntries(tree.files.map((f) => [f.path, f]));
+  assert.equal(byPath["/bin-tools/run.sh"].mode, 0o755);
+  assert.ok(byPath["/bin-tools/run.sh"].mtimeNs > 0);
+  assert.equal(byPath["/latest"].kind, "symlink");
+  assert.equal(byPath["/latest"].text, "notes/hello.md");
+  assert.equal(byPath["/cache"].kind, "directory");
   assert.ok(doc.text.endsWith("hello again\n"));
 
   // History, oldest first, one receipt per page: follow nextCursor until it is null.

@@ -65,6 +65,10 @@ def basics():
     first = commit(db, workspace, [
         {"op": "upsert", "path": "/notes/hello.md", "text": "hello from Python\n"},
         {"op": "upsert", "path": "/data/blob.bin", "base64": "AAECAw=="},
+        # 0.6.0: kinds, modes (0o755 = 493) and times (ns) are kept; a link's text is its target.
+        {"op": "upsert", "path": "/bin-tools/run.sh", "text": "#!/bin/sh\necho hi\n", "mode": 493},
+        {"op": "upsert", "path": "/latest", "kind": "symlink", "text": "notes/hello.md"},
+        {"op": "upsert", "path": "/cache", "kind": "directory"},
     ], None)
     second = commit(db, workspace, [
         {"op": "upsert", "path": "/notes/hello.md", "text": "hello again\n",
@@ -75,6 +79,13 @@ def basics():
                {"workspace_id": workspace, "path": "/notes/hello.md"}, read=True)
     assert doc["metadata"] == {"title": "Hello"}, doc
     assert doc["text"].endswith("hello again\n"), doc
+
+    # Every entry shows its kind, mode and modification time (nanoseconds).
+    tree = call(db, "supabash_load_manifest", {"workspace_id": workspace}, read=True)
+    by_path = {f["path"]: f for f in tree["files"]}
+    assert by_path["/bin-tools/run.sh"]["mode"] == 0o755 and by_path["/bin-tools/run.sh"]["mtimeNs"] > 0
+    assert by_path["/latest"]["kind"] == "symlink" and by_path["/latest"]["text"] == "notes/hello.md"
+    assert by_path["/cache"]["kind"] == "directory", by_path
 
     # History, oldest first, one receipt per page: follow nextCursor until it is null.
     pages, cursor = [], None
