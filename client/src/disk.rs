@@ -387,10 +387,8 @@ impl Workspace {
         let root = dir.to_path_buf();
         let limits = self.fs().limits().clone();
         let walk_exclude = exclude.clone();
-        let scanned = blocking(move || {
-            scan::scan(&root, &limits, progress, walk_exclude.as_deref())
-        })
-        .await?;
+        let scanned =
+            blocking(move || scan::scan(&root, &limits, progress, walk_exclude.as_deref())).await?;
         let Some(exclude) = exclude else {
             return apply::apply(self.fs(), dir, materialised, scanned).await;
         };

@@ -47,7 +47,10 @@ pub fn load(root: &Path, flags: &ExcludeFlags) -> Result<Option<Arc<dyn Exclude>
 
 /// The ignore list of a `.supabashignore` holding `file` (if any) and the flags' patterns;
 /// `None` when there is none.
-pub fn build(file: Option<&str>, flags: &ExcludeFlags) -> Result<Option<Arc<dyn Exclude>>, BoxError> {
+pub fn build(
+    file: Option<&str>,
+    flags: &ExcludeFlags,
+) -> Result<Option<Arc<dyn Exclude>>, BoxError> {
     let mut builder = GitignoreBuilder::new("/");
     let mut any = false;
     for line in file.unwrap_or_default().lines() {
@@ -60,7 +63,12 @@ pub fn build(file: Option<&str>, flags: &ExcludeFlags) -> Result<Option<Arc<dyn 
         Some(Preset::Build) => BUILD_PRESET,
         None => &[],
     };
-    for pattern in flags.exclude.iter().map(String::as_str).chain(preset.iter().copied()) {
+    for pattern in flags
+        .exclude
+        .iter()
+        .map(String::as_str)
+        .chain(preset.iter().copied())
+    {
         builder
             .add_line(None, pattern)
             .map_err(|e| format!("--exclude {pattern:?}: {e}"))?;
@@ -89,7 +97,9 @@ mod tests {
         let root = std::env::temp_dir().join(format!("supabash-ignore-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join(IGNORE_FILE), "*.log\n!keep.log\n/build/\n").unwrap();
-        let list = load(&root, &flags(&["docs/**/*.tmp"], true)).unwrap().unwrap();
+        let list = load(&root, &flags(&["docs/**/*.tmp"], true))
+            .unwrap()
+            .unwrap();
         assert!(list.excluded("/a.log", false));
         assert!(list.excluded("/deep/b.log", false));
         assert!(!list.excluded("/keep.log", false));
