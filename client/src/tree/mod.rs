@@ -508,7 +508,7 @@ impl StagedTree {
                 if let Some(bytes) = self.lock().loaded.get(lazy) {
                     return Ok(bytes.clone());
                 }
-                if let Some(bytes) = self.from_host_cache(lazy) {
+                if let Some(bytes) = self.cached_in_host(lazy) {
                     return Ok(bytes);
                 }
                 // The file and its small unread siblings, in one request.
