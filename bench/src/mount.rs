@@ -115,14 +115,14 @@ fn mount(bin: &Path, mnt: &Path, id: &str, dsn: &str, user: &str, cache: &Path) 
 fn run_git_status(bin: &Path, dir: &Path, id: &str, dsn: &str, user: &str, cache: &Path) -> f64 {
     let t = Instant::now();
     let out = Command::new(bin)
+        .args(["run", "--workspace", id, "--max-files"])
+        .arg((2 * FILES).to_string())
+        // Empty directories are not stored: git wants `.git/refs`.
         .args([
-            "run",
-            "--workspace",
-            id,
             "--",
-            "git",
-            "status",
-            "--porcelain",
+            "sh",
+            "-c",
+            "mkdir -p .git/refs/heads .git/refs/tags && git status --porcelain",
         ])
         .current_dir(dir)
         .env("SUPABASH_DSN", dsn)

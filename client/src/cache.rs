@@ -21,6 +21,9 @@ use supabash_core::hash::sha256_hex;
 /// The default bound of the cache, in bytes.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
+/// How stale a body's last-use time may get before a hit refreshes it.
+const TOUCH_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Why a cache directory cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -164,8 +167,18 @@ impl HostCache {
             let _ = fs::remove_file(&at);
             return None;
         }
-        // Recently used: eviction goes by modification time.
-        let _ = file.set_modified(SystemTime::now());
+        // Recently used: eviction goes by modification time, refreshed at most once a
+        // minute (a write to the file's metadata on every hit costs more than the read).
+        let now = SystemTime::now();
+        let stale = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .map_or(true, |t| {
+                now.duration_since(t).unwrap_or_default() > TOUCH_EVERY
+            });
+        if stale {
+            let _ = file.set_modified(now);
+        }
         Some(bytes)
     }
 
@@ -305,7 +318,7 @@ mod tests {
         let hashes: Vec<String> = bodies.iter().map(|b| sha256_hex(b)).collect();
         for (i, (h, b)) in hashes.iter().zip(&bodies).enumerate().take(3) {
             cache.put(h, b);
-            let old = SystemTime::now() - std::time::Duration::from_secs(100 - i as u64);
+            let old = SystemTime::now() - std::time::Duration::from_secs(3600 - i as u64);
             fs::File::options()
                 .write(true)
                 .open(cache.path_of(h))

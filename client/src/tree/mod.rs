@@ -634,7 +634,7 @@ impl StagedTree {
                 if let Some(bytes) = self.lock().loaded.get(lazy) {
                     return Ok(bytes.clone());
                 }
-                if let Some(bytes) = self.host_cached(lazy) {
+                if let Some(bytes) = self.cached_in_host(lazy) {
                     return Ok(bytes);
                 }
                 // The file and its small unread siblings, in one request.

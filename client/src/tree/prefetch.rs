@@ -31,7 +31,7 @@ impl StagedTree {
 
     /// `lazy`'s bytes from the host cache (checked against its hash and size there), now kept
     /// in the tree.
-    pub(super) fn host_cached(&self, lazy: &Lazy) -> Option<Arc<Vec<u8>>> {
+    pub(super) fn cached_in_host(&self, lazy: &Lazy) -> Option<Arc<Vec<u8>>> {
         let bytes = self.host_cache.get()?.get(&lazy.content_hash)?;
         if bytes.len() as u64 != lazy.size {
             return None;
@@ -95,7 +95,7 @@ impl StagedTree {
     async fn fetch_batch(&self, source: &dyn BodySource, batch: Vec<Lazy>) -> Result<usize> {
         let wanted: Vec<Lazy> = batch
             .into_iter()
-            .filter(|l| self.host_cached(l).is_none())
+            .filter(|l| self.cached_in_host(l).is_none())
             .collect();
         let Some(revision) = wanted.first().map(|l| l.revision.clone()) else {
             return Ok(0);

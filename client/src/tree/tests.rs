@@ -486,9 +486,11 @@ fn concurrent_lazy_reads_share_one_fetch() {
             assert_eq!(read.unwrap().unwrap(), b"shared body");
         }
         let loads = || source.loads.load(std::sync::atomic::Ordering::SeqCst);
-        assert_eq!(loads(), 1, "one fetch for {READERS} concurrent readers");
+        // One batch for every reader: /a.md with its unread sibling /b.md (this source loads
+        // a batch file by file).
+        assert_eq!(loads(), 2, "one fetch for {READERS} concurrent readers");
         assert!(tree.in_flight.lock().unwrap().is_empty());
-        // Loaded bodies are kept; another path is its own fetch.
+        // Loaded bodies are kept, the sibling's too.
         assert_eq!(tree.read("/a.md").await.unwrap(), b"shared body");
         assert_eq!(tree.read("/b.md").await.unwrap(), b"other");
         assert_eq!(loads(), 2);
