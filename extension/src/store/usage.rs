@@ -7,18 +7,16 @@
 //! fail with `SUPABASH_QUOTA_EXCEEDED`, and nothing of them is kept.
 //!
 //! Concurrent commits to different stores of one owner cannot see each other's bytes until
-//! they commit. So a commit that would bring the owner past half of the byte quota, and every
-//! new workspace under a count quota, first locks all of the owner's usage rows
-//! ([`lock_owner`]): that waits for the commits still in flight on the owner's other stores
-//! (each holds its own store's row from its update until it ends) and keeps new ones out, and
-//! the usage is then read again on a fresh snapshot. Ordinary commits, far from the limit, lock
-//! only their own store's row, as before. Only callers that see the owner's usage rows (the
-//! owner and the owner's grants, through row-level security) can take these locks: no other
-//! login can hold an owner's commits. A commit far from the limit updates its own row first
-//! and counts after, so a near-limit commit that went first is counted. What is left: commits
-//! that each stay under half of the quota, three or more at once, can together pass it; and
-//! an owner's very first workspace has no usage row to lock, so two created at once under a
-//! count quota of 1 both pass.
+//! they commit. So under a byte quota every write that grows the usage, and under a count quota
+//! every new workspace, first locks all of the owner's usage rows in store order
+//! ([`lock_owner`]): that waits for the owner's writes still in flight on other stores and keeps
+//! new ones out until this transaction ends, and the usage is then read on a fresh snapshot.
+//! An owner's growing writes are thus counted one after the other, whatever the number of
+//! workspaces; without a quota (the default) nothing but the store's own row is touched. Only
+//! callers that see the owner's usage rows (the owner and the owner's grants, through
+//! row-level security) can take these locks: no other login can hold an owner's commits. What
+//! is left: an owner's very first workspace has no usage row to lock, so two created at the
+//! same instant under a count quota of 1 both pass.
 
 use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
@@ -118,8 +116,8 @@ pub fn open_usage(workspace: &str, owner: &str) -> Outcome<()> {
 
 /// Adds `bytes` (negative when purge reclaimed them) to the body store's usage; nothing is
 /// written when they are 0. When the byte quota is set and `bytes` grows the usage, refuses
-/// usage past it across the owner's workspaces: near the limit (past half of it) only after
-/// locking the owner's usage rows and reading them again (see the module doc).
+/// usage past it across the owner's workspaces, counted after locking the owner's usage rows
+/// (see the module doc).
 pub fn add_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
     if bytes == 0 {
         return Ok(());
@@ -129,22 +127,9 @@ pub fn add_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
         return store_bytes(store, owner, bytes);
     }
     let max = i64::from(max_mb) * 1024 * 1024;
-    let before = owner_bytes(owner)?;
-    let used = if before + bytes > max / 2 {
-        // Near the limit: wait for the owner's other commits in flight, then count again.
-        lock_owner(owner)?;
-        let used = owner_bytes(owner)? + bytes;
-        if used <= max {
-            store_bytes(store, owner, bytes)?;
-        }
-        used
-    } else {
-        // Far from it: this store's row is held from here on, so a later near-limit check
-        // waits for this commit; counted again after the update in case one committed while
-        // it waited for the row.
-        store_bytes(store, owner, bytes)?;
-        owner_bytes(owner)?
-    };
+    // Wait for the owner's writes in flight on other stores, then count what they committed.
+    lock_owner(owner)?;
+    let used = owner_bytes(owner)? + bytes;
     if used > max {
         return Err(Fail::new(
             Marker::Quota,
@@ -152,7 +137,7 @@ pub fn add_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
         )
         .with_detail(json!({ "limitBytes": max, "usedBytes": used, "addedBytes": bytes })));
     }
-    Ok(())
+    store_bytes(store, owner, bytes)
 }
 
 /// Adds `bytes` to the body store's usage row (one statement, a kept plan).
