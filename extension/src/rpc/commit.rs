@@ -44,13 +44,15 @@ enum Hashed {
 }
 
 impl Hashed {
-    /// A compact, content-addressed description for the request hash (a version's kind, mode
-    /// and time only when not a file's defaults, so requests from before them hash as before).
+    /// A compact, content-addressed description for the request hash: a version's kind and
+    /// mode only when not a file's defaults, so requests from before them hash as before, and
+    /// never its time, so two clients that stage the same files at different moments make the
+    /// same request (an idempotent replay); a time-only `setattr` keeps its time.
     fn digest(&self) -> Value {
         let v = |v: &Version| {
             let mut d = json!([hex::encode(&v.body_hash), hex::encode(&v.content_hash)]);
-            if v.kind != Kind::File || v.mode != v.kind.default_mode() || v.mtime_ns.is_some() {
-                d = json!([d[0], d[1], v.kind.as_str(), v.mode, v.mtime_ns]);
+            if v.kind != Kind::File || v.mode != v.kind.default_mode() {
+                d = json!([d[0], d[1], v.kind.as_str(), v.mode]);
             }
             d
         };
