@@ -237,7 +237,13 @@ async fn run_example(lang: Lang, kid: &str) {
     assert_eq!(actor, "delegated:job-42");
     assert_eq!(
         delegated["files"],
-        json!(["/notes/hello.md", "/notes/retried.md"])
+        json!([
+            "/bin-tools/run.sh",
+            "/cache",
+            "/latest",
+            "/notes/hello.md",
+            "/notes/retried.md"
+        ])
     );
 }
 

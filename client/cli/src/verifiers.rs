@@ -209,6 +209,7 @@ async fn register(args: RegisterArgs, rotate: bool) -> Result<(), BoxError> {
         clock_skew_seconds: args.clock_skew,
         max_lifetime_seconds: args.max_lifetime,
         public_key: public_key.clone(),
+        algorithm: None,
     };
     let client = args.admin.connect().await?;
     match (rotate, exists(&client, &request.key_id).await?) {

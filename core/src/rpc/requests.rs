@@ -394,6 +394,9 @@ request! {
         pub max_lifetime_seconds: Option<i32>,
         /// 32 bytes, unpadded base64url; default: generate a pair.
         pub public_key: Option<String>,
+        /// `EdDSA` (the default) or `HS256` (the TypeScript package's tokens: the answer is
+        /// then the derived secret, once; needs `supabash.capability_key_file`, docs/capabilities.md).
+        pub algorithm: Option<String>,
     }
 }
 
