@@ -164,9 +164,12 @@ fn resolve(
 /// `encoding::MAX_DELTA_BODY` each, are charged here.
 fn load(ws: &str, hashes: Vec<Vec<u8>>) -> Outcome<HashMap<Vec<u8>, Body>> {
     let rows = fetch_chains(ws, hashes.clone())?;
+    // A set, not the list: a snapshot asks for thousands of bodies, and a scan of the list per
+    // row is quadratic.
+    let wanted: std::collections::HashSet<&Vec<u8>> = hashes.iter().collect();
     let bases: u64 = rows
         .iter()
-        .filter(|(h, _)| !hashes.contains(h))
+        .filter(|(h, _)| !wanted.contains(h))
         .map(|(_, r)| r.size.max(0) as u64)
         .sum();
     budget::charge(bases)?;

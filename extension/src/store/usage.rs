@@ -1,9 +1,9 @@
 //! Per-owner quotas, set by a superuser (cluster, database or role level; 0 means none):
 //! `supabash.max_workspaces_per_owner` and `supabash.max_bytes_per_owner` (MB of distinct file
 //! contents, plain size, across all of an owner's workspaces). Usage is kept per body store in
-//! `supabash.usage` (one row per workspace and its forks, which share the store: commits to
-//! workspaces of different families never wait on each other; a family's commits briefly
-//! queue on its row); a commit that would pass the byte quota and a workspace beyond the count
+//! `supabash.usage` (one row per workspace and its forks, which share the store: without a
+//! quota, commits to workspaces of different families never wait on each other; a family's
+//! commits briefly queue on its row); a commit that would pass the byte quota and a workspace beyond the count
 //! fail with `SUPABASH_QUOTA_EXCEEDED`, and nothing of them is kept.
 //!
 //! Concurrent commits to different stores of one owner cannot see each other's bytes until
