@@ -17,7 +17,6 @@
 //! (`SUPABASH_EXPIRED_CAPABILITY`); nothing in an error repeats the token.
 
 use super::Call;
-use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
 use crate::pg::key_file;
 use crate::store::access;
@@ -79,13 +78,7 @@ pub fn hs256_secret(server_key: &[u8], key_id: &str, generation: &str) -> [u8; 3
 /// answered twice. The registration function (database owner only) calls it.
 pub fn hs256_rotate(key_id: &str) -> Outcome<String> {
     let key = key_file::load().map_err(|e| Fail::new(Marker::InvalidArgument, e.0))?;
-    let generation: String = db::row(
-        "UPDATE supabash.capability_verifiers SET generation = gen_random_uuid()
-          WHERE key_id = $1 AND algorithm = 'HS256' RETURNING generation::text",
-        &[key_id.into()],
-        |r| db::get(r, 1),
-    )?
-    .ok_or_else(|| {
+    let generation = grants::new_hs256_generation(key_id)?.ok_or_else(|| {
         Fail::new(
             Marker::InvalidArgument,
             "no HS256 verifier has this key id: register it with algorithm => 'HS256'",

@@ -82,6 +82,17 @@ pub fn verifier(kid: &str, named_algorithms: bool) -> Outcome<Option<Verifier>> 
     )
 }
 
+/// Gives HS256 verifier `key_id` a new random generation (which makes the secret of the
+/// previous one worthless) and answers it; `None` when no HS256 verifier has this key id.
+pub fn new_hs256_generation(key_id: &str) -> Outcome<Option<String>> {
+    db::row(
+        "UPDATE supabash.capability_verifiers SET generation = gen_random_uuid()
+          WHERE key_id = $1 AND algorithm = 'HS256' RETURNING generation::text",
+        &[key_id.into()],
+        |r| db::get(r, 1),
+    )
+}
+
 /// Forgets expired nonces and grants, a batch at a time, skipping rows another transaction
 /// holds (a concurrent exchange's cleanup, a revocation) instead of waiting on them.
 pub fn forget_expired() -> Outcome<()> {

@@ -5,7 +5,7 @@
 //! [`encoding`]s; [`revisions`] keeps receipts and [`retention`] says what purge drops; [`checkpoints`] the pinned revisions;
 //! [`leases`] the single-writer leases; [`redactions`] the
 //! rewrites a redaction makes; [`grants`] the capability verifiers, nonces and
-//! grants; [`usage`] the per-owner quotas; [`audit`] the audit trail; [`path_history`] reads
+//! grants; [`integrity`] the checks behind verify; [`usage`] the per-owner quotas; [`audit`] the audit trail; [`path_history`] reads
 //! one path's versions; [`announce`] tells listeners a workspace changed. Nothing here imports `rpc`.
 
 pub mod access;
@@ -16,6 +16,7 @@ pub mod checkpoints;
 pub mod encoding;
 pub mod entries;
 pub mod grants;
+pub mod integrity;
 pub mod leases;
 pub mod lineage;
 pub mod path_history;

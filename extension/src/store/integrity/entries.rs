@@ -37,7 +37,8 @@ impl Row {
     }
 }
 
-pub(super) fn check(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> Outcome<()> {
+/// Runs the entry pass on `ws`, adding what it finds to `found` and what it read to `checked`.
+pub fn check(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> Outcome<()> {
     own_rows(ws, found, checked)?;
     if !ws.sources.is_empty() {
         inherited_rows(ws, found, checked)?;

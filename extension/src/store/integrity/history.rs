@@ -149,7 +149,8 @@ struct Changes {
     ends: HashMap<String, State>,
 }
 
-pub(super) fn check(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> Outcome<()> {
+/// Runs the history pass on `ws`, adding what it finds to `found` and what it read to `checked`.
+pub fn check(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> Outcome<()> {
     let mut previous: Option<(String, i64)> = None;
     let mut after = i64::MIN;
     loop {

@@ -19,7 +19,8 @@ const BATCH_BYTES: i64 = 16 * 1024 * 1024;
 /// Decoded bases kept for the rest of a batch, in plain bytes, before they are dropped.
 const MAX_KEPT_BASES: usize = 64 * 1024 * 1024;
 
-pub(super) fn check(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> Outcome<()> {
+/// Runs the body pass on `ws`, adding what it finds to `found` and what it read to `checked`.
+pub fn check(ws: &Workspace, found: &mut Found, checked: &mut Checked) -> Outcome<()> {
     let mut after: Vec<u8> = Vec::new();
     loop {
         let page: Vec<(Vec<u8>, i64)> = db::query(
