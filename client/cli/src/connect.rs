@@ -116,28 +116,28 @@ impl ConnectArgs {
 
     /// The transport these arguments describe.
     pub async fn connect(&self) -> Result<Arc<dyn Transport>, BoxError> {
-        match self.endpoint()? {
-            Endpoint::Direct { dsn, sub } => {
-                let claims = json!({ "role": "authenticated", "sub": sub, "aud": "authenticated" });
-                let transport = PostgresTransport::connect(&dsn, claims)
-                    .await
-                    .map_err(|e| SupabashError::from_rpc(e, false))?;
-                Ok(Arc::new(transport))
-            }
-            Endpoint::Http { url, token, apikey } => {
-                Ok(Arc::new(PostgrestTransport::new(&url, &apikey, &token)))
-            }
-        }
+        self.connect_with(
+            |sub| json!({ "role": "authenticated", "sub": sub, "aud": "authenticated" }),
+        )
+        .await
     }
 
     /// The transport these arguments describe, as `service_role` (a delegated job's service):
     /// over Postgres with service-role claims, over PostgREST with the token given (which
     /// must then be the service-role key).
     pub async fn connect_as_service(&self) -> Result<Arc<dyn Transport>, BoxError> {
+        self.connect_with(|_| json!({ "role": "service_role" }))
+            .await
+    }
+
+    /// The transport, with `claims` (given the user id) on a direct connection.
+    async fn connect_with(
+        &self,
+        claims: impl FnOnce(&str) -> serde_json::Value,
+    ) -> Result<Arc<dyn Transport>, BoxError> {
         match self.endpoint()? {
-            Endpoint::Direct { dsn, .. } => {
-                let claims = json!({ "role": "service_role" });
-                let transport = PostgresTransport::connect(&dsn, claims)
+            Endpoint::Direct { dsn, sub } => {
+                let transport = PostgresTransport::connect(&dsn, claims(&sub))
                     .await
                     .map_err(|e| SupabashError::from_rpc(e, false))?;
                 Ok(Arc::new(transport))
