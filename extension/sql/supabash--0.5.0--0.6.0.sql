@@ -224,6 +224,25 @@ BEGIN
 END
 $$;
 
+-- Storage capabilities across processes: the host's service_role spends each capability's
+-- nonce in the database (supabash_spend_storage_nonce), so it is accepted once by every host
+-- process; only hashes are kept, until the token expires.
+CREATE TABLE supabash.storage_nonces (
+  nonce_hash bytea PRIMARY KEY CHECK (octet_length(nonce_hash) = 32),
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX storage_nonces_expiry_idx ON supabash.storage_nonces (expires_at);
+ALTER TABLE supabash.storage_nonces ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.storage_nonces FORCE ROW LEVEL SECURITY;
+CREATE POLICY spend ON supabash.storage_nonces TO supabash_owner
+  USING ((SELECT supabash.request_role()) = 'service_role')
+  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+CREATE FUNCTION public.supabash_spend_storage_nonce(nonce text, keep_until bigint) RETURNS jsonb
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('spend_storage_nonce', json_build_object('nonce', nonce, 'keep_until', keep_until))
+$$;
+
 CREATE OR REPLACE FUNCTION supabash._assert_privileges() RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -284,7 +303,7 @@ BEGIN
       CONTINUE;
     END IF;
     EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_owner', r.f);
-    IF r.name = 'supabash_exchange_capability' THEN
+    IF r.name IN ('supabash_exchange_capability', 'supabash_spend_storage_nonce') THEN
       EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO service_role', r.f);
       EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated', r.f);
     ELSIF r.name = 'supabash_create_workspace' THEN

@@ -87,6 +87,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<ExchangeCapability>(),
         RpcInfo::of::<RegisterCapabilityVerifier>(),
         RpcInfo::of::<RevokeCapabilityVerifier>(),
+        RpcInfo::of::<SpendStorageNonce>(),
         RpcInfo::of::<AcquireLease>(),
         RpcInfo::of::<RenewLease>(),
         RpcInfo::of::<ReleaseLease>(),

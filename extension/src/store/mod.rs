@@ -6,7 +6,8 @@
 //! [`leases`] the single-writer leases; [`redactions`] the
 //! rewrites a redaction makes; [`grants`] the capability verifiers, nonces and
 //! grants; [`usage`] the per-owner quotas; [`audit`] the audit trail; [`path_history`] reads
-//! one path's versions; [`announce`] tells listeners a workspace changed. Nothing here imports `rpc`.
+//! one path's versions; [`announce`] tells listeners a workspace changed; [`storage_nonces`] the spent nonces of
+//! Storage capabilities. Nothing here imports `rpc`.
 
 pub mod access;
 pub mod announce;
@@ -22,5 +23,6 @@ pub mod path_history;
 pub mod redactions;
 pub mod retention;
 pub mod revisions;
+pub mod storage_nonces;
 pub mod usage;
 pub mod workspaces;
