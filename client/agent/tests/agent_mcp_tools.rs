@@ -76,7 +76,11 @@ async fn the_tool_list_follows_the_allowlist_and_a_hidden_tool_is_refused_by_nam
             text(&r)
         );
     }
-    assert_eq!(snapshot(&tree).await, before, "a refused tool changed the tree");
+    assert_eq!(
+        snapshot(&tree).await,
+        before,
+        "a refused tool changed the tree"
+    );
     let r = served.call("read_file", json!({ "path": "/a.md" })).await;
     assert_ne!(r.is_error, Some(true));
     assert!(text(&r).contains("kept"));
