@@ -10,8 +10,8 @@ use crate::pg::fail::{Fail, Outcome};
 use crate::pg::identity;
 use crate::store::storage_nonces;
 use supabash_core::capability::{MAX_LIVE_STORAGE_NONCES, MAX_STORAGE_NONCE_KEEP_SECS};
-use supabash_core::rpc::answers::StorageNonce;
 use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::StorageNonce;
 use supabash_core::Marker;
 
 /// `supabash_spend_storage_nonce`: see docs/sql-contract.md.
