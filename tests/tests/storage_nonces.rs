@@ -152,10 +152,14 @@ async fn one_capability_two_processes_one_acceptance() {
         .map(|c| {
             let out = c.wait_with_output().unwrap();
             assert!(out.status.success(), "a child failed");
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .find_map(|l| l.strip_prefix("OUTCOME=").map(str::to_owned))
-                .expect("the child reported its outcome")
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            // libtest prints the test's name on the same line.
+            stdout
+                .split("OUTCOME=")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(str::to_owned)
+                .unwrap_or_else(|| panic!("the child reported no outcome: {stdout}"))
         })
         .collect();
     outcomes.sort();
