@@ -216,8 +216,11 @@ struct State {
     /// The lease tokens dropped handles left live, by workspace id: only a lease's token
     /// re-acquires it before it expires, so the next acquire presents it.
     dropped: HashMap<String, String>,
-    /// The bytes each workspace's directory under `work_dir` held when last measured.
+    /// The bytes each workspace's directory under `work_dir` held when last measured (or,
+    /// while it is being written, the bytes reserved for it).
     disk: HashMap<String, u64>,
+    /// The directories being written: their reservation stands until the write ends.
+    writing: HashSet<String>,
 }
 
 struct Shared {
@@ -343,7 +346,12 @@ impl Shared {
 
     /// Measures again what every known session directory holds (programs write there too).
     fn measure(&self, state: &mut State) {
-        let ids: Vec<String> = state.disk.keys().cloned().collect();
+        let ids: Vec<String> = state
+            .disk
+            .keys()
+            .filter(|id| !state.writing.contains(*id))
+            .cloned()
+            .collect();
         for id in ids {
             if let Ok(dir) = self.session_dir(&id) {
                 state.disk.insert(id, dir_bytes(&dir));
@@ -445,14 +453,35 @@ impl WorkspaceHandle {
             }
             // Counted before the write, so concurrent materialisations see the room taken.
             state.disk.insert(id.clone(), need);
+            state.writing.insert(id.clone());
             evicted
         };
         shared.emit_disk_evictions(evicted);
+        let written = self.write_session_dir(&dir).await;
+        let measured = dir.clone();
+        // A directory that cannot be measured counts as its reservation until the next measure.
+        let bytes = crate::disk::blocking(move || Ok(dir_bytes(&measured)))
+            .await
+            .unwrap_or(need);
+        let mut state = shared.state();
+        state.writing.remove(&id);
+        state.disk.insert(id.clone(), bytes);
+        match written {
+            Ok(m) => Ok((dir, m)),
+            Err(e) => {
+                shared.forget_dir(&mut state, &id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the staged tree into `dir`, emptied first (an earlier process or a program may
+    /// have left files there).
+    async fn write_session_dir(&self, dir: &Path) -> Result<Materialised> {
         if let Some(root) = dir.parent() {
             let root = root.to_owned();
-            let stale = dir.clone();
+            let stale = dir.to_owned();
             crate::disk::blocking(move || {
-                // Left by an earlier process, or a program's: the tree goes into an empty one.
                 let _ = std::fs::remove_dir_all(&stale);
                 std::fs::create_dir_all(&root).map_err(|e| {
                     crate::disk::local_error(&root.display().to_string(), "the work directory", e)
@@ -460,23 +489,7 @@ impl WorkspaceHandle {
             })
             .await?;
         }
-        let written = self.ws.materialise(&dir).await;
-        let bytes = {
-            let measured = dir.clone();
-            crate::disk::blocking(move || Ok(dir_bytes(&measured))).await?
-        };
-        let mut state = shared.state();
-        match written {
-            Ok(m) => {
-                state.disk.insert(id, bytes);
-                Ok((dir, m))
-            }
-            Err(e) => {
-                state.disk.insert(id.clone(), bytes);
-                shared.forget_dir(&mut state, &id);
-                Err(e)
-            }
-        }
+        self.ws.materialise(dir).await
     }
 
     /// [`Workspace::restore`], reported as [`ManagerEvent::Restore`] when it staged.
