@@ -1,6 +1,7 @@
 //! The database-backed nonce store of Storage capabilities (`supabash_spend_storage_nonce`,
 //! client `DatabaseNonceStore`): a capability presented to two host processes at once is
-//! accepted by exactly one; only the host's service_role spends nonces (anon, a signed-in user,
+//! accepted by exactly one, and so is one presented to two clients of one process (over
+//! Postgres and over PostgREST with the service key); only the host's service_role spends nonces (anon, a signed-in user,
 //! forged role/claim pairs and no claims are refused and change nothing); malformed input is
 //! refused and changes nothing; expired nonces are forgotten; the live count is bounded.
 
@@ -11,12 +12,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use supabash::capability::{
     new_nonce, DatabaseNonceStore, NonceStore, StorageScope, StorageSigner, StorageVerifier,
 };
-use supabash::{PostgresTransport, Transport};
+use supabash::{PostgresTransport, PostgrestTransport, Transport};
 use supabash_core::capability::{
     CommonClaims, Operation, OperationSet, Policy, StorageBinding, StorageClaims,
     MAX_LIVE_STORAGE_NONCES, SCHEMA_VERSION,
 };
 use supabash_core::ErrorCode;
+use supabash_tests::client::{postrust_url, sign};
 use supabash_tests::support::{admin, expect_err};
 use supabash_tests::{Caller, Cluster, SqlRpc};
 
@@ -165,11 +167,17 @@ async fn one_capability_two_processes_one_acceptance() {
     outcomes.sort();
     assert_eq!(outcomes, ["InvalidCapability", "accepted"]);
 
-    // And two clients of one process at once, with a fresh capability: one acceptance.
+    // And two clients of one process at once, one over Postgres and one over PostgREST with
+    // the service key, with a fresh capability: one acceptance.
     let token = capability();
+    let over_http: Arc<dyn Transport> = Arc::new(PostgrestTransport::new(
+        postrust_url(),
+        "test-service-key",
+        &sign(&json!({ "role": "service_role", "exp": 4_000_000_000u64 })),
+    ));
     let (a, b) = tokio::join!(
         async { present(service(&cluster.dsn("authenticator")).await, &token).await },
-        async { present(service(&cluster.dsn("authenticator")).await, &token).await },
+        async { present(over_http.clone(), &token).await },
     );
     let mut both = [a, b];
     both.sort();
