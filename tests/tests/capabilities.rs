@@ -2719,6 +2719,35 @@ async fn hs256_capabilities_minted_as_the_seed_describes() {
     ] {
         assert!(trust.detail.contains(who), "{who}: {}", trust.detail);
     }
+    // The install check (run by every install and upgrade) warns with the same names.
+    let (checker, mut conn) =
+        tokio_postgres::connect(&cluster.dsn("postgres"), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    let (tx, mut notices) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(Ok(m)) = std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+            if let tokio_postgres::AsyncMessage::Notice(n) = m {
+                let _ = tx.send(n.message().to_owned());
+            }
+        }
+    });
+    checker
+        .batch_execute("SELECT supabash._check_install()")
+        .await
+        .unwrap();
+    drop(checker);
+    let mut warned = String::new();
+    while let Some(n) = notices.recv().await {
+        warned.push_str(&n);
+    }
+    for who in [
+        "hs256_file_reader",
+        "the server's OS user",
+        "HS256 key file",
+    ] {
+        assert!(warned.contains(who), "{who}: {warned}");
+    }
     admin
         .batch_execute("DROP ROLE hs256_file_reader")
         .await
