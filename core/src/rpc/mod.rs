@@ -117,6 +117,27 @@ mod tests {
     }
 
     #[test]
+    fn a_storage_nonce_spend_checks_its_fields() {
+        let spend = |nonce: &str, keep_until| requests::SpendStorageNonce {
+            nonce: nonce.to_owned(),
+            keep_until,
+        };
+        assert!(spend("0123456789abcdef", 0).check_fields().is_ok());
+        assert!(spend(&"A-_z".repeat(32), 1).check_fields().is_ok());
+        for bad in [
+            "0123456789abcde",
+            "0123456789abcde!",
+            "0123456789 abcdef",
+            "",
+        ] {
+            assert!(spend(bad, 1).check_fields().is_err(), "{bad:?}");
+        }
+        assert!(spend(&"a".repeat(129), 1).check_fields().is_err());
+        assert!(spend("0123456789abcdef", -1).check_fields().is_err());
+        assert!(mutates("supabash_spend_storage_nonce"));
+    }
+
+    #[test]
     fn spending_a_capability_is_a_mutation() {
         assert!(mutates("supabash_exchange_capability"));
         assert!(mutates("supabash_commit"));
