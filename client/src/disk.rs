@@ -233,7 +233,9 @@ pub(crate) fn local_error(path: &str, what: &str, io: std::io::Error) -> Supabas
 }
 
 /// Runs blocking disk work off the async threads.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     tokio::task::spawn_blocking(f).await.map_err(|e| {
         SupabashError::new(ErrorCode::InvalidArgument, format!("disk work failed: {e}"))
     })?

@@ -5,8 +5,20 @@
 //! `release(handle)` ends the lease and keeps the workspace cached, so the next acquire is
 //! *warm* (no reload) when the cached staged tree is clean and still at the head. Idle cached
 //! workspaces are evicted after `idle_ttl`, and the least recently used ones whenever the
-//! cache's memory estimate passes `memory_budget_bytes`. Typed [`ManagerEvent`]s report all
-//! of it for metrics and logs; they carry workspace ids, never paths, contents or tokens.
+//! cache's memory estimate passes `memory_budget_bytes`.
+//!
+//! What the manager's sessions keep on local disk is budgeted next to memory: with a
+//! `work_dir`, [`WorkspaceHandle::materialise`] writes a session's tree into
+//! `<work_dir>/<workspace id>` (for a program to run in, as `supabash run` does), and the bytes
+//! every such directory holds (measured, programs' own files included) count against
+//! `disk_budget_bytes`. Over it, the directories of cached workspaces go first, least recently
+//! used first (evicting the workspace); a tree that does not fit next to the directories of the
+//! handles that are out is refused with `QUOTA_EXCEEDED` and nothing of it is kept. The
+//! host's body cache (`crate::cache`) is shared by every process of the user and bounded on its
+//! own (`SUPABASH_CACHE_MAX_MB`), so it is not counted here.
+//!
+//! Typed [`ManagerEvent`]s report all of it for metrics and logs; they carry workspace ids,
+//! never paths, contents or tokens.
 //!
 //! ```no_run
 //! # async fn demo(transport: std::sync::Arc<dyn supabash::Transport>) -> Result<(), Box<dyn std::error::Error>> {
@@ -24,11 +36,13 @@
 //! The manager needs a tokio runtime (its heartbeat is a task); dropping it stops the
 //! heartbeat, after which leases of handles still out expire on their own.
 
+use crate::disk::Materialised;
 use crate::error::{Result, SupabashError};
 use crate::open::WorkspaceBuilder;
 use crate::workspace::{acquire_lease, release_lease, Lease, Restored, Workspace};
 use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 use supabash_core::limits::{MAX_LEASE_TTL_SECONDS, MIN_LEASE_TTL_SECONDS};
@@ -53,6 +67,14 @@ pub struct ManagerOptions {
     /// workspaces above which cached ones are evicted, least recently used first.
     /// Default 256 MiB.
     pub memory_budget_bytes: usize,
+    /// The directory the manager owns for its sessions' materialised trees (one
+    /// subdirectory per workspace id, see [`WorkspaceHandle::materialise`]). Default none:
+    /// materialising through the manager is refused.
+    pub work_dir: Option<PathBuf>,
+    /// The bytes all of `work_dir`'s session directories may hold together; above it, the
+    /// directories of cached workspaces are removed (least recently used first) and a tree
+    /// that still does not fit is refused. Default 1 GiB.
+    pub disk_budget_bytes: u64,
 }
 
 impl ManagerOptions {
@@ -64,6 +86,8 @@ impl ManagerOptions {
             heartbeat: Duration::from_secs(10),
             idle_ttl: Duration::from_secs(30 * 60),
             memory_budget_bytes: 256 << 20,
+            work_dir: None,
+            disk_budget_bytes: 1 << 30,
         }
     }
 
@@ -88,6 +112,18 @@ impl ManagerOptions {
     /// Sets the memory budget.
     pub fn memory_budget_bytes(mut self, bytes: usize) -> Self {
         self.memory_budget_bytes = bytes;
+        self
+    }
+
+    /// Sets the directory the manager materialises its sessions' trees in.
+    pub fn work_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.work_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets the disk budget of the sessions' directories.
+    pub fn disk_budget_bytes(mut self, bytes: u64) -> Self {
+        self.disk_budget_bytes = bytes;
         self
     }
 
@@ -120,6 +156,9 @@ pub enum EvictReason {
     Ttl,
     /// The memory budget was exceeded (least recently used first).
     Budget,
+    /// The disk budget was exceeded: the workspace's directory was removed with it (least
+    /// recently used first).
+    DiskBudget,
     /// [`WorkspaceManager::evict`].
     Explicit,
 }
@@ -177,6 +216,11 @@ struct State {
     /// The lease tokens dropped handles left live, by workspace id: only a lease's token
     /// re-acquires it before it expires, so the next acquire presents it.
     dropped: HashMap<String, String>,
+    /// The bytes each workspace's directory under `work_dir` held when last measured (or,
+    /// while it is being written, the bytes reserved for it).
+    disk: HashMap<String, u64>,
+    /// The directories being written: their reservation stands until the write ends.
+    writing: HashSet<String>,
 }
 
 struct Shared {
@@ -228,6 +272,14 @@ impl Shared {
             total -= bytes;
             gone.push((id, EvictReason::Budget));
         }
+        for (id, _) in &gone {
+            self.forget_dir(state, id);
+        }
+        gone.extend(
+            self.make_room(state, 0)
+                .into_iter()
+                .map(|id| (id, EvictReason::DiskBudget)),
+        );
         let n = gone.len();
         for (workspace_id, reason) in gone {
             self.emit(ManagerEvent::Evict {
@@ -236,6 +288,75 @@ impl Shared {
             });
         }
         n
+    }
+
+    /// The directory of workspace `id` under `work_dir`, or the error saying none is set.
+    fn session_dir(&self, id: &str) -> Result<PathBuf> {
+        let root = self.options.work_dir.as_ref().ok_or_else(|| {
+            invalid("this manager has no work_dir: set ManagerOptions::work_dir to materialise")
+        })?;
+        Ok(root.join(id))
+    }
+
+    /// Removes workspace `id`'s directory (if any) and forgets its bytes.
+    fn forget_dir(&self, state: &mut State, id: &str) {
+        if state.disk.remove(id).is_some() {
+            if let Ok(dir) = self.session_dir(id) {
+                // Already gone is fine; anything else is found again by the next measure.
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+
+    /// Removes the directories (and the cache entries) of cached workspaces, least recently
+    /// used first, until the directories hold at most the disk budget less `wanted` bytes;
+    /// answers the ids evicted.
+    fn make_room(&self, state: &mut State, wanted: u64) -> Vec<String> {
+        let budget = self.options.disk_budget_bytes.saturating_sub(wanted);
+        let mut used: u64 = state.disk.values().sum();
+        let mut by_age: Vec<(Instant, String)> = state
+            .cached
+            .iter()
+            .filter(|(id, _)| state.disk.contains_key(*id))
+            .map(|(id, c)| (c.last_used, id.clone()))
+            .collect();
+        by_age.sort();
+        let mut gone = Vec::new();
+        for (_, id) in by_age {
+            if used <= budget {
+                break;
+            }
+            used -= state.disk.get(&id).copied().unwrap_or(0);
+            state.cached.remove(&id);
+            self.forget_dir(state, &id);
+            gone.push(id);
+        }
+        gone
+    }
+
+    /// Reports the workspaces [`Self::make_room`] evicted.
+    fn emit_disk_evictions(&self, ids: Vec<String>) {
+        for workspace_id in ids {
+            self.emit(ManagerEvent::Evict {
+                workspace_id,
+                reason: EvictReason::DiskBudget,
+            });
+        }
+    }
+
+    /// Measures again what every known session directory holds (programs write there too).
+    fn measure(&self, state: &mut State) {
+        let ids: Vec<String> = state
+            .disk
+            .keys()
+            .filter(|id| !state.writing.contains(*id))
+            .cloned()
+            .collect();
+        for id in ids {
+            if let Ok(dir) = self.session_dir(&id) {
+                state.disk.insert(id, dir_bytes(&dir));
+            }
+        }
     }
 
     /// Renews the lease of every handle that is out.
@@ -289,6 +410,88 @@ impl WorkspaceHandle {
         &self.lease
     }
 
+    /// Writes the staged tree into this session's directory, `<work_dir>/<workspace id>`
+    /// (what an earlier call wrote there is replaced), within the manager's disk budget: the
+    /// directories of cached workspaces are removed first when the tree needs their room
+    /// ([`EvictReason::DiskBudget`]); a tree that does not fit next to the directories of the
+    /// handles that are out is refused with `QUOTA_EXCEEDED` before anything is written. A
+    /// program's own files in the directory count from the next measure (release, sweep, or
+    /// this call again). Refused with `INVALID_ARGUMENT` when the manager has no `work_dir`.
+    pub async fn materialise(&self) -> Result<(PathBuf, Materialised)> {
+        let shared = self
+            .shared
+            .upgrade()
+            .ok_or_else(|| invalid("the manager is gone"))?;
+        let id = self.ws.id().to_owned();
+        let dir = shared.session_dir(&id)?;
+        self.ws.fs().load_all().await?;
+        let need: u64 = self
+            .ws
+            .fs()
+            .entries()
+            .iter()
+            .map(|(_, e)| match e {
+                crate::tree::sync::Entry::File { size, .. } => *size,
+                _ => 0,
+            })
+            .sum();
+        let evicted = {
+            let mut state = shared.state();
+            shared.forget_dir(&mut state, &id);
+            let evicted = shared.make_room(&mut state, need);
+            let used: u64 = state.disk.values().sum();
+            if used.saturating_add(need) > shared.options.disk_budget_bytes {
+                drop(state);
+                shared.emit_disk_evictions(evicted);
+                return Err(SupabashError::new(
+                    ErrorCode::QuotaExceeded,
+                    format!(
+                        "the manager's disk budget ({} bytes) cannot hold this workspace's tree ({need} bytes) next to the {used} bytes the directories of its other sessions keep: release handles, or raise ManagerOptions::disk_budget_bytes",
+                        shared.options.disk_budget_bytes
+                    ),
+                ));
+            }
+            // Counted before the write, so concurrent materialisations see the room taken.
+            state.disk.insert(id.clone(), need);
+            state.writing.insert(id.clone());
+            evicted
+        };
+        shared.emit_disk_evictions(evicted);
+        let written = self.write_session_dir(&dir).await;
+        let measured = dir.clone();
+        // A directory that cannot be measured counts as its reservation until the next measure.
+        let bytes = crate::disk::blocking(move || Ok(dir_bytes(&measured)))
+            .await
+            .unwrap_or(need);
+        let mut state = shared.state();
+        state.writing.remove(&id);
+        state.disk.insert(id.clone(), bytes);
+        match written {
+            Ok(m) => Ok((dir, m)),
+            Err(e) => {
+                shared.forget_dir(&mut state, &id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the staged tree into `dir`, emptied first (an earlier process or a program may
+    /// have left files there).
+    async fn write_session_dir(&self, dir: &Path) -> Result<Materialised> {
+        if let Some(root) = dir.parent() {
+            let root = root.to_owned();
+            let stale = dir.to_owned();
+            crate::disk::blocking(move || {
+                let _ = std::fs::remove_dir_all(&stale);
+                std::fs::create_dir_all(&root).map_err(|e| {
+                    crate::disk::local_error(&root.display().to_string(), "the work directory", e)
+                })
+            })
+            .await?;
+        }
+        self.ws.materialise(dir).await
+    }
+
     /// [`Workspace::restore`], reported as [`ManagerEvent::Restore`] when it staged.
     pub async fn restore(&self, revision: &str) -> Result<Restored> {
         let restored = self.ws.restore(revision).await?;
@@ -326,6 +529,7 @@ impl Drop for WorkspaceHandle {
         if let Some(shared) = self.shared.upgrade() {
             let mut state = shared.state();
             state.out.remove(self.ws.id());
+            shared.forget_dir(&mut state, self.ws.id());
             state
                 .dropped
                 .insert(self.ws.id().to_owned(), self.lease.token.clone());
@@ -488,15 +692,18 @@ impl WorkspaceManager {
                 },
             );
             self.shared.emit(ManagerEvent::Release { workspace_id: id });
+            self.shared.measure(&mut state);
             self.shared.evict(&mut state);
         }
         released.map(|_| ())
     }
 
-    /// Evicts cached workspaces idle past the TTL and, while over the memory budget, the
-    /// least recently used; emits [`ManagerEvent::Sweep`] and returns how many went.
+    /// Measures the sessions' directories again, then evicts cached workspaces idle past the
+    /// TTL and, while over the memory or the disk budget, the least recently used; emits
+    /// [`ManagerEvent::Sweep`] and returns how many went.
     pub fn sweep(&self) -> usize {
         let mut state = self.shared.state();
+        self.shared.measure(&mut state);
         let evicted = self.shared.evict(&mut state);
         let kept = state.cached.len();
         self.shared.emit(ManagerEvent::Sweep { evicted, kept });
@@ -506,8 +713,11 @@ impl WorkspaceManager {
     /// Drops cached workspace `id`; false when it is not cached (a handle that is out is
     /// never evicted).
     pub fn evict(&self, id: &str) -> bool {
-        let gone = self.shared.state().cached.remove(id).is_some();
+        let mut state = self.shared.state();
+        let gone = state.cached.remove(id).is_some();
         if gone {
+            self.shared.forget_dir(&mut state, id);
+            drop(state);
             self.shared.emit(ManagerEvent::Evict {
                 workspace_id: id.to_owned(),
                 reason: EvictReason::Explicit,
@@ -516,10 +726,31 @@ impl WorkspaceManager {
         gone
     }
 
+    /// The bytes the sessions' directories under `work_dir` held when last measured.
+    pub fn disk_bytes(&self) -> u64 {
+        self.shared.state().disk.values().sum()
+    }
+
     /// The ids of the cached (released) workspaces, sorted.
     pub fn cached(&self) -> Vec<String> {
         let mut ids: Vec<String> = self.shared.state().cached.keys().cloned().collect();
         ids.sort();
         ids
     }
+}
+
+/// The bytes of the regular files under `dir` (symbolic links are not followed; a missing
+/// directory holds none).
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
 }

@@ -350,6 +350,21 @@ async fn fork_leases_and_audit_are_grant_checked() {
     // A history grant reads the audit trail (the answer is checked by tests/tests/audit.rs).
     ws.audit(None, None).await.unwrap();
 
+    // A redact grant redacts (a dry run here: the report, nothing scrubbed), grant-checked by
+    // the database.
+    let rr = ops(&[Operation::Read, Operation::Redact]);
+    let token = signer.mint("redactor", &ws_id, &rr, 300, None).unwrap();
+    let red = DelegatedWorkspace::open(service.clone(), &token, &rr, Limits::default())
+        .await
+        .unwrap();
+    let report = red
+        .redact(supabash::workspace::RedactOptions::new().path("/notes.md"))
+        .await
+        .unwrap();
+    assert!(report.dry_run);
+    assert!(!report.revisions.is_empty(), "{report:?}");
+    assert_eq!(red.fs().read("/notes.md").await.unwrap(), b"v2\n");
+
     // A read-only grant: each is refused locally, without a request.
     let read = ops(&[Operation::Read]);
     let token = signer.mint("reader", &ws_id, &read, 300, None).unwrap();

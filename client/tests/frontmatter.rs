@@ -137,3 +137,37 @@ async fn frontmatter_is_stored_as_body_and_metadata() {
         assert_eq!(ws.base_revision().as_deref(), Some(r2.as_str()));
     }
 }
+
+#[tokio::test]
+async fn a_validate_callback_refuses_the_commit_and_nothing_is_stored() {
+    for via in BOTH {
+        let user = new_user();
+        let t = transport(via, &user).await;
+        let codec = FrontmatterCodec::with_validate(|path, metadata| {
+            if path.ends_with(".md") && !metadata.contains_key("description") {
+                return Err(format!("{path} needs a description"));
+            }
+            Ok(())
+        });
+        let ws = Workspace::builder(t.clone())
+            .codec(Arc::new(codec))
+            .create()
+            .await
+            .unwrap();
+        ws.fs()
+            .write("/ok.md", "---\ndescription: kept\n---\nbody\n")
+            .await
+            .unwrap();
+        let first = ws.commit(CommitOptions::new("host")).await.unwrap();
+        ws.fs().write("/bad.md", "no frontmatter\n").await.unwrap();
+        let e = ws.commit(CommitOptions::new("host")).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::UnsupportedContent, "{via:?}: {e}");
+        assert_eq!(e.message(), "/bad.md needs a description");
+        assert_eq!(e.path(), Some("/bad.md"));
+        // Nothing was committed; the staged edit is still there to fix.
+        let again = reopen(via, &user, ws.id()).await;
+        assert_eq!(again.base_revision(), Some(first.receipt.revision.clone()));
+        assert!(again.fs().read("/bad.md").await.is_err());
+        assert_eq!(ws.changes().unwrap().len(), 1);
+    }
+}

@@ -43,6 +43,25 @@ pub const ALGORITHM: &str = "EdDSA";
 /// in an actor a caller names.
 pub const DELEGATED_ACTOR_PREFIX: &str = "delegated:";
 
+/// Whether `nonce` has a capability nonce's shape: [`NONCE_CHARS`] characters of
+/// `[A-Za-z0-9_-]`.
+pub fn nonce_is_valid(nonce: &str) -> bool {
+    NONCE_CHARS.contains(&nonce.len())
+        && nonce
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// How far past the database's clock a Storage capability's nonce may be kept
+/// (`supabash_spend_storage_nonce`), in seconds: the longest lifetime a verifier allows
+/// (one day) plus the largest clock skew (one hour) and [`NONCE_GRACE_SECS`], rounded up to two
+/// days.
+pub const MAX_STORAGE_NONCE_KEEP_SECS: i64 = 2 * 86_400;
+
+/// The most Storage capability nonces the database keeps unexpired at once; past it
+/// `supabash_spend_storage_nonce` answers `SUPABASH_QUOTA_EXCEEDED` until some expire.
+pub const MAX_LIVE_STORAGE_NONCES: i64 = 100_000;
+
 /// The actor a delegated commit records for capability subject `subject`.
 pub fn delegated_actor(subject: &str) -> String {
     format!("{DELEGATED_ACTOR_PREFIX}{subject}")
@@ -381,12 +400,7 @@ impl CommonClaims {
         if let Some(cid) = &self.cid {
             check_text(cid)?;
         }
-        let nonce_ok = NONCE_CHARS.contains(&self.nonce.len())
-            && self
-                .nonce
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        if !nonce_ok {
+        if !nonce_is_valid(&self.nonce) {
             return Err(Reason::Nonce.into());
         }
         OperationSet::from_wire(&self.ops)

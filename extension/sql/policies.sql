@@ -95,3 +95,9 @@ CREATE POLICY exchange ON supabash.capability_nonces TO supabash_owner
 CREATE POLICY exchange ON supabash.grants TO supabash_owner
   USING ((SELECT supabash.request_role()) = 'service_role')
   WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+-- Storage capability nonces: spent by the host's service_role only.
+ALTER TABLE supabash.storage_nonces ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.storage_nonces FORCE ROW LEVEL SECURITY;
+CREATE POLICY spend ON supabash.storage_nonces TO supabash_owner
+  USING ((SELECT supabash.request_role()) = 'service_role')
+  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');

@@ -9,7 +9,8 @@
 --     supabash_keeper may derive an HS256 secret, at registration (docs/capabilities.md);
 --   - the PostgREST roles get EXECUTE on the RPCs meant for them and nothing else:
 --     authenticated every workspace RPC, service_role every workspace RPC but
---     supabash_create_workspace plus supabash_exchange_capability, anon nothing;
+--     supabash_create_workspace plus supabash_exchange_capability and
+--     supabash_spend_storage_nonce (those two are service_role's alone), anon nothing;
 --   - supabash_register/revoke_capability_verifier: owned by supabash_keeper, executable only by
 --     the role that installs (or upgrades) the extension;
 --   - the audit trail is append-only: no role but supabash_owner may write it, and that one
@@ -80,7 +81,7 @@ BEGIN
       CONTINUE;
     END IF;
     EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_owner', r.f);
-    IF r.name = 'supabash_exchange_capability' THEN
+    IF r.name IN ('supabash_exchange_capability', 'supabash_spend_storage_nonce') THEN
       EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO service_role', r.f);
       EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated', r.f);
     ELSIF r.name = 'supabash_create_workspace' THEN

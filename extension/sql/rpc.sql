@@ -314,6 +314,14 @@ SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '
   SELECT supabash._write('exchange_capability', json_build_object('capability', capability))
 $$;
 
+-- Storage capabilities (docs/storage.md): the host's service_role spends a verified
+-- capability's nonce here, so every host process sharing the database accepts it once.
+CREATE FUNCTION public.supabash_spend_storage_nonce(nonce text, keep_until bigint) RETURNS jsonb
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('spend_storage_nonce', json_build_object('nonce', nonce, 'keep_until', keep_until))
+$$;
+
 -- For the database owner only (a migration or psql): registers or rotates a verifier.
 -- algorithm 'EdDSA' (the default): with public_key (32 bytes, unpadded base64url: an Ed25519
 -- key the issuer generated) it stores that key and returns NULL; without, it generates a pair

@@ -288,6 +288,16 @@ CREATE TABLE supabash.capability_nonces (
 );
 CREATE INDEX capability_nonces_expiry_idx ON supabash.capability_nonces (expires_at);
 
+-- The spent nonces of Storage capabilities (verified in the host process, docs/storage.md),
+-- hashed, each kept until its token can no longer be accepted: the host's service_role
+-- spends them through supabash_spend_storage_nonce so every host process accepts a
+-- capability once.
+CREATE TABLE supabash.storage_nonces (
+  nonce_hash bytea PRIMARY KEY CHECK (octet_length(nonce_hash) = 32),
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX storage_nonces_expiry_idx ON supabash.storage_nonces (expires_at);
+
 CREATE TABLE supabash.grants (
   grant_hash     bytea PRIMARY KEY CHECK (octet_length(grant_hash) = 32),
   key_id         text NOT NULL,

@@ -224,6 +224,25 @@ BEGIN
 END
 $$;
 
+-- Storage capabilities across processes: the host's service_role spends each capability's
+-- nonce in the database (supabash_spend_storage_nonce), so it is accepted once by every host
+-- process; only hashes are kept, until the token expires.
+CREATE TABLE supabash.storage_nonces (
+  nonce_hash bytea PRIMARY KEY CHECK (octet_length(nonce_hash) = 32),
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX storage_nonces_expiry_idx ON supabash.storage_nonces (expires_at);
+ALTER TABLE supabash.storage_nonces ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.storage_nonces FORCE ROW LEVEL SECURITY;
+CREATE POLICY spend ON supabash.storage_nonces TO supabash_owner
+  USING ((SELECT supabash.request_role()) = 'service_role')
+  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+CREATE FUNCTION public.supabash_spend_storage_nonce(nonce text, keep_until bigint) RETURNS jsonb
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('spend_storage_nonce', json_build_object('nonce', nonce, 'keep_until', keep_until))
+$$;
+
 CREATE OR REPLACE FUNCTION supabash._assert_privileges() RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -284,7 +303,7 @@ BEGIN
       CONTINUE;
     END IF;
     EXECUTE format('ALTER FUNCTION %s OWNER TO supabash_owner', r.f);
-    IF r.name = 'supabash_exchange_capability' THEN
+    IF r.name IN ('supabash_exchange_capability', 'supabash_spend_storage_nonce') THEN
       EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO service_role', r.f);
       EXECUTE format('REVOKE ALL ON FUNCTION %s FROM authenticated', r.f);
     ELSIF r.name = 'supabash_create_workspace' THEN
@@ -294,6 +313,119 @@ BEGIN
       EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO authenticated, service_role', r.f);
     END IF;
   END LOOP;
+END
+$$;
+
+-- The trust report names who can read the HS256 key file when one is configured (the server's
+-- OS user, superusers, pg_read_server_files and pg_execute_server_program), and the install
+-- check's warning says so.
+CREATE OR REPLACE FUNCTION supabash._trust_report() RETURNS TABLE (role text, why text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+  WITH v AS (SELECT current_setting('server_version_num')::int >= 160000 AS admin_rule,
+                    nullif(current_setting('supabash.capability_key_file', true), '') AS key_file),
+  r AS (
+    SELECT r.rolname, r.rolbypassrls, pg_has_role(r.oid, 'pg_read_all_data', 'USAGE') AS reads_all,
+           CASE WHEN v.admin_rule
+                THEN pg_has_role(r.oid, 'supabash_keeper', 'MEMBER WITH ADMIN OPTION')
+                ELSE r.rolcreaterole END AS takes_keeper,
+           v.admin_rule,
+           v.key_file IS NOT NULL AND (pg_has_role(r.oid, 'pg_read_server_files', 'USAGE')
+                                       OR pg_has_role(r.oid, 'pg_execute_server_program', 'USAGE')) AS reads_key,
+           v.key_file
+      FROM pg_catalog.pg_roles r, v
+     WHERE NOT r.rolsuper AND r.rolname NOT LIKE 'pg\_%'
+       AND r.rolname NOT IN ('supabash_owner', 'supabash_keeper', 'service_role'))
+  SELECT * FROM (
+    SELECT r.rolname::text,
+           concat_ws(', ',
+             CASE WHEN r.rolbypassrls AND r.reads_all
+                  THEN 'reads every workspace (BYPASSRLS, pg_read_all_data)'
+                  WHEN r.rolbypassrls THEN 'BYPASSRLS' END,
+             CASE WHEN r.takes_keeper AND r.admin_rule
+                  THEN 'ADMIN option on supabash_keeper: can grant itself supabash_keeper and register a key'
+                  WHEN r.takes_keeper
+                  THEN 'CREATEROLE (PostgreSQL 15 and older): can grant itself supabash_keeper and register a key' END,
+             CASE WHEN r.reads_key
+                  THEN format('reads the HS256 key file %s (pg_read_server_files or pg_execute_server_program): can derive every HS256 secret and mint', r.key_file) END)
+      FROM r
+     WHERE r.rolbypassrls OR r.takes_keeper OR r.reads_key
+    UNION ALL
+    SELECT s.rolname::text,
+           format('superuser: reads the HS256 key file %s (pg_read_file, COPY FROM): can derive every HS256 secret and mint', v.key_file)
+      FROM pg_catalog.pg_roles s, v
+     WHERE s.rolsuper AND v.key_file IS NOT NULL
+    UNION ALL
+    SELECT 'the server''s OS user',
+           format('owns and reads the HS256 key file %s: whoever acts as that user (or root) on the server can derive every HS256 secret and mint', v.key_file)
+      FROM v WHERE v.key_file IS NOT NULL
+  ) t ORDER BY 1
+$$;
+
+CREATE OR REPLACE FUNCTION supabash._check_install() RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE leaks text;
+BEGIN
+  SELECT string_agg(format('%s on %s', r.rolname, o.what), ', ') INTO leaks
+    FROM pg_catalog.pg_roles r
+    CROSS JOIN LATERAL (
+      SELECT 'schema supabash' AS what WHERE has_schema_privilege(r.oid, 'supabash', 'USAGE,CREATE')
+      UNION ALL
+      SELECT 'membership in supabash_owner' WHERE pg_has_role(r.oid, 'supabash_owner', 'MEMBER')
+      UNION ALL
+      SELECT 'membership in supabash_keeper' WHERE pg_has_role(r.oid, 'supabash_keeper', 'MEMBER')
+      UNION ALL
+      SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
+       WHERE p.pronamespace = 'public'::regnamespace
+         AND p.proname IN ('supabash_register_capability_verifier', 'supabash_revoke_capability_verifier')
+         AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+      UNION ALL
+      SELECT c.oid::regclass::text FROM pg_catalog.pg_class c
+       WHERE c.relnamespace = 'supabash'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+         AND CASE WHEN c.relkind = 'S' THEN has_sequence_privilege(r.oid, c.oid, 'USAGE,SELECT,UPDATE')
+                  ELSE has_table_privilege(r.oid, c.oid, 'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER') END
+      UNION ALL
+      SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
+       WHERE p.pronamespace = 'supabash'::regnamespace AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+      UNION ALL
+      SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
+       WHERE r.rolname = 'anon' AND p.pronamespace = 'public'::regnamespace
+         AND p.proname LIKE 'supabash\_%' AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+      UNION ALL
+      SELECT 'writes through public.supabash_audit_log'
+       WHERE has_table_privilege(r.oid, 'public.supabash_audit_log', 'INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER')
+      UNION ALL
+      SELECT 'public.supabash_audit_log' WHERE r.rolname = 'anon'
+         AND has_table_privilege(r.oid, 'public.supabash_audit_log', 'SELECT')
+    ) o
+   WHERE r.rolname IN ('anon', 'authenticated', 'service_role', 'authenticator');
+  IF leaks IS NOT NULL THEN
+    RAISE EXCEPTION 'SUPABASH_INSTALL: a PostgREST role can reach private objects: %', leaks;
+  END IF;
+  -- Nobody but a superuser may hold the extension's roles: a member of supabash_keeper can
+  -- register a key and so mint, a member of supabash_owner can write every workspace.
+  SELECT string_agg(format('%s in %s', m.rolname, g.rolname), ', ') INTO leaks
+    FROM pg_catalog.pg_auth_members a
+    JOIN pg_catalog.pg_roles g ON g.oid = a.roleid
+    JOIN pg_catalog.pg_roles m ON m.oid = a.member
+   WHERE g.rolname IN ('supabash_owner', 'supabash_keeper') AND NOT m.rolsuper;
+  IF leaks IS NOT NULL THEN
+    RAISE EXCEPTION 'SUPABASH_INSTALL: roles hold the extension''s own roles: %', leaks
+      USING HINT = 'REVOKE supabash_owner, supabash_keeper FROM each of them; only the extension may hold them.';
+  END IF;
+  -- What cannot be refused (the roles Supabase itself defines) is reported.
+  SELECT string_agg(format('%s (%s)', t.role, t.why), '; ') INTO leaks FROM supabash._trust_report() t;
+  IF leaks IS NOT NULL THEN
+    RAISE WARNING 'supabash: who besides the extension can read every workspace, mint, or read the HS256 key file: %', leaks
+      USING HINT = 'See docs/capabilities.md, "Trust model". No role can obtain a capability private key or an HS256 secret from a table: the database stores none.';
+  END IF;
+  IF has_function_privilege('supabash_owner', 'supabash._assert_privileges()', 'EXECUTE')
+     OR has_function_privilege('supabash_owner', 'supabash._check_install()', 'EXECUTE')
+     OR has_function_privilege('supabash_keeper', 'supabash._assert_privileges()', 'EXECUTE')
+     OR has_function_privilege('supabash_keeper', 'supabash._check_install()', 'EXECUTE')
+     OR has_function_privilege('supabash_owner', 'supabash._trust_report()', 'EXECUTE')
+     OR has_function_privilege('supabash_keeper', 'supabash._trust_report()', 'EXECUTE') THEN
+    RAISE EXCEPTION 'SUPABASH_INSTALL: supabash_owner or supabash_keeper can run the install helpers';
+  END IF;
 END
 $$;
 

@@ -162,3 +162,18 @@ SET LOCAL ROLE service_role;
 SELECT pgt.try(format('SELECT supabash_load_manifest(workspace_id => %L, delegated_grant => %L)', pgt.id('ws'), pgt.id('grant')));
 SELECT pgt.try(format('SELECT supabash_exchange_capability(%L)', token)) FROM tokens WHERE name = 'after revocation';
 ROLLBACK;
+
+-- Storage capabilities are verified by the host; their nonces can be spent here so every host
+-- process accepts a capability once: service_role only, the second spend is a replay.
+BEGIN;
+SET LOCAL request.jwt.claims = :'service';
+SET LOCAL ROLE service_role;
+SELECT supabash_spend_storage_nonce('pg-test-storage-nonce-1', floor(extract(epoch FROM now()))::bigint + 600) AS first_spend;
+SELECT supabash_spend_storage_nonce('pg-test-storage-nonce-1', floor(extract(epoch FROM now()))::bigint + 600) AS replay;
+SELECT pgt.try('SELECT supabash_spend_storage_nonce(''short'', 0)') AS malformed;
+COMMIT;
+BEGIN;
+SET LOCAL request.jwt.claims = :'alice';
+SET LOCAL ROLE authenticated;
+SELECT pgt.try('SELECT supabash_spend_storage_nonce(''pg-test-storage-nonce-2'', 0)') AS as_a_user;
+ROLLBACK;

@@ -2639,6 +2639,119 @@ async fn hs256_capabilities_minted_as_the_seed_describes() {
         2,
         "it reads the verifiers, which hold no secret"
     );
+    // Who can read the key file is named by the trust report (and so by the install check's
+    // warning and `supabash doctor`): the server's OS user, every superuser, and a role that
+    // reads server files, which really can.
+    admin
+        .batch_execute(
+            "CREATE ROLE hs256_file_reader LOGIN; GRANT pg_read_server_files TO hs256_file_reader",
+        )
+        .await
+        .unwrap();
+    let report: std::collections::HashMap<String, String> = admin
+        .query("SELECT role, why FROM supabash._trust_report()", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let key_shown = key_path.display().to_string();
+    for who in ["hs256_file_reader", "postgres", "the server's OS user"] {
+        let why = report
+            .get(who)
+            .unwrap_or_else(|| panic!("{who} is not named: {report:?}"));
+        assert!(
+            why.contains("HS256 key file") && why.contains(&key_shown),
+            "{who}: {why}"
+        );
+    }
+    assert!(report["hs256_file_reader"].contains("pg_read_server_files"));
+    assert!(report["postgres"].starts_with("superuser"));
+    assert!(!report["hs256_reader"].contains("key file"), "{report:?}");
+    let (file_reader, conn) =
+        tokio_postgres::connect(&cluster.dsn("hs256_file_reader"), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    // pg_read_server_files opens server files with COPY: the key's bytes are read (they may
+    // not be valid text, so a data error counts too), never refused for privilege.
+    let copied = file_reader
+        .batch_execute(&format!(
+            "CREATE TEMP TABLE key_bytes (line text); COPY key_bytes FROM '{key_shown}'"
+        ))
+        .await;
+    if let Err(e) = copied {
+        let code = e.code().map(|c| c.code().to_owned()).unwrap_or_default();
+        assert!(
+            code.starts_with("22"),
+            "pg_read_server_files reads the key file: the risk the report names: {e}"
+        );
+    }
+    let doctor = supabash_cli::doctor::run(&supabash_cli::doctor::DoctorArgs {
+        connect: supabash_cli::connect::ConnectArgs {
+            dsn: Some(cluster.dsn("authenticator")),
+            sub: Some(uuid::Uuid::new_v4().to_string()),
+            url: None,
+            token: None,
+            apikey: None,
+            dsn_file: None,
+            token_file: None,
+            apikey_file: None,
+            profile: None,
+            config: None,
+        },
+        db: Some(cluster.dsn("postgres")),
+        storage_url: None,
+        bucket: "workspaces".into(),
+        max_skew_seconds: supabash_cli::doctor::DEFAULT_MAX_SKEW_SECONDS,
+        clock_offset_seconds: 0,
+        json: false,
+    })
+    .await;
+    let trust = doctor.check("trust").expect("a trust check");
+    assert_eq!(trust.status, supabash_cli::doctor::Status::Warn);
+    for who in [
+        "hs256_file_reader",
+        "the server's OS user",
+        "postgres (superuser",
+    ] {
+        assert!(trust.detail.contains(who), "{who}: {}", trust.detail);
+    }
+    // The install check (run by every install and upgrade) warns with the same names.
+    let (checker, mut conn) =
+        tokio_postgres::connect(&cluster.dsn("postgres"), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    let (tx, mut notices) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(Ok(m)) = std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+            if let tokio_postgres::AsyncMessage::Notice(n) = m {
+                let _ = tx.send(n.message().to_owned());
+            }
+        }
+    });
+    checker
+        .batch_execute("SELECT supabash._check_install()")
+        .await
+        .unwrap();
+    drop(checker);
+    let mut warned = String::new();
+    while let Some(n) = notices.recv().await {
+        warned.push_str(&n);
+    }
+    for who in [
+        "hs256_file_reader",
+        "the server's OS user",
+        "HS256 key file",
+    ] {
+        assert!(warned.contains(who), "{who}: {warned}");
+    }
+    admin
+        .batch_execute("DROP ROLE hs256_file_reader")
+        .await
+        .unwrap();
 
     // Rotation by registration: a new secret; the old one and its grants stop working.
     let rotated = try_register_hs256(cluster, "k1", ISS, AUD, ORIGIN).unwrap();

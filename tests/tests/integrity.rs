@@ -901,12 +901,23 @@ async fn doctor_passes_on_a_good_install() {
     }
     assert_eq!(status(&report, "storage"), Status::Skipped);
     assert!(detail(&report, "storage").contains("no Storage URL"));
-    assert_eq!(report.render().lines().count(), 7, "one line per check");
+    // The test cluster has Supabase's roles: the project owner bypasses row-level security,
+    // which the trust check names as a warning (not a failure); no key file is configured.
+    assert_eq!(
+        status(&report, "trust"),
+        Status::Warn,
+        "{}",
+        report.render()
+    );
+    assert!(detail(&report, "trust").contains("supabase_project_owner"));
+    assert!(!detail(&report, "trust").contains("HS256 key file"));
+    assert_eq!(report.render().lines().count(), 8, "one line per check");
     assert_eq!(report.to_json()["ok"], json!(true));
 
     // Without a superuser the privilege checks say what they need; the rest still run.
     let as_authenticator = doctor::run(&doctor_args(None)).await;
     assert_eq!(status(&as_authenticator, "privileges"), Status::Skipped);
+    assert_eq!(status(&as_authenticator, "trust"), Status::Skipped);
     assert!(detail(&as_authenticator, "privileges").contains("needs a superuser"));
     assert_eq!(status(&as_authenticator, "extension"), Status::Ok);
     assert!(as_authenticator.ok(), "{}", as_authenticator.render());

@@ -1116,3 +1116,94 @@ async fn the_manager_evicts_by_ttl_by_budget_and_on_request() {
     let bad = ManagerOptions::new("h").lease_ttl(Duration::from_millis(1500));
     assert!(WorkspaceManager::new(builder, bad).is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_manager_keeps_its_sessions_directories_within_the_disk_budget() {
+    let user = supabash_tests::client::new_user();
+    let big = "d".repeat(40 * 1024);
+    let a = workspace_with(Via::Postgres, &user, &[("/big.txt", &big)]).await;
+    let b = workspace_with(Via::Postgres, &user, &[("/big.txt", &big)]).await;
+    let huge = workspace_with(
+        Via::Postgres,
+        &user,
+        &[("/huge.txt", &"h".repeat(120 * 1024))],
+    )
+    .await;
+    let work = std::env::temp_dir().join(format!("supabash-manager-{}", uuid::Uuid::new_v4()));
+    let builder = Workspace::builder(transport(Via::Postgres, &user).await);
+
+    // Without a work directory, materialising through the manager is refused.
+    let plain = WorkspaceManager::new(builder.clone(), ManagerOptions::new("no-disk")).unwrap();
+    let h = plain.acquire(a.id()).await.unwrap();
+    let e = h.materialise().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(e.message().contains("work_dir"), "{e}");
+    plain.release(h).await.unwrap();
+    drop(plain);
+
+    let options = ManagerOptions::new("disk-host")
+        .work_dir(&work)
+        .disk_budget_bytes(100 * 1024);
+    let manager = WorkspaceManager::new(builder, options).unwrap();
+    let mut rx = manager.subscribe();
+
+    // a's tree on disk, released and cached with its directory.
+    let h = manager.acquire(a.id()).await.unwrap();
+    let (dir_a, written) = h.materialise().await.unwrap();
+    assert_eq!(dir_a, work.join(a.id()));
+    assert_eq!(written.files.len(), 1);
+    assert_eq!(
+        std::fs::read(dir_a.join("big.txt")).unwrap().len(),
+        40 * 1024
+    );
+    // A program writes next to the tree: it counts at the next measure (the release).
+    std::fs::write(dir_a.join("out.log"), vec![b'o'; 30 * 1024]).unwrap();
+    manager.release(h).await.unwrap();
+    assert_eq!(manager.disk_bytes(), 70 * 1024);
+    assert_eq!(manager.cached(), vec![a.id().to_owned()]);
+
+    // b needs 40 KiB: a's 70 KiB must go (least recently used), directory and all.
+    let hb = manager.acquire(b.id()).await.unwrap();
+    let (dir_b, _) = hb.materialise().await.unwrap();
+    assert!(!dir_a.exists(), "the evicted workspace's directory is gone");
+    assert!(dir_b.join("big.txt").exists());
+    assert_eq!(manager.disk_bytes(), 40 * 1024);
+    assert!(manager.cached().is_empty());
+    let evicted: Vec<_> = drain(&mut rx)
+        .into_iter()
+        .filter_map(|e| match e {
+            ManagerEvent::Evict {
+                workspace_id,
+                reason,
+            } => Some((workspace_id, reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(evicted, vec![(a.id().to_owned(), EvictReason::DiskBudget)]);
+
+    // A tree that cannot fit next to b's directory (b's handle is out) is refused before
+    // anything is written, with a clear error; b's directory is untouched.
+    let hh = manager.acquire(huge.id()).await.unwrap();
+    let e = hh.materialise().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::QuotaExceeded);
+    assert!(
+        e.message().contains("disk budget") && e.message().contains("disk_budget_bytes"),
+        "{e}"
+    );
+    assert!(!work.join(huge.id()).exists());
+    assert_eq!(manager.disk_bytes(), 40 * 1024);
+    assert!(dir_b.join("big.txt").exists());
+    // Nothing of the refused workspace's staged tree changed either.
+    assert!(hh.changes().unwrap().is_empty());
+    manager.release(hh).await.unwrap();
+
+    // Materialising again replaces the directory; an explicit eviction removes it.
+    let (again, _) = hb.materialise().await.unwrap();
+    assert_eq!(again, dir_b);
+    assert_eq!(manager.disk_bytes(), 40 * 1024);
+    manager.release(hb).await.unwrap();
+    assert!(manager.evict(b.id()));
+    assert!(!dir_b.exists());
+    assert_eq!(manager.disk_bytes(), 0);
+    let _ = std::fs::remove_dir_all(&work);
+}

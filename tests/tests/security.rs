@@ -806,13 +806,14 @@ async fn privilege_report_is_empty() {
         .get(0);
     assert!(rpcs >= 12, "{rpcs}");
     // The capability functions exist: registration and revocation for the database owner
-    // only, the exchange for service_role.
+    // only, the exchange and the Storage nonce store for service_role.
     let capability_fns: Vec<(String, bool)> = admin
         .query(
             "SELECT p.proname::text, has_function_privilege('service_role', p.oid, 'EXECUTE')
                FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace
                 AND p.proname IN ('supabash_register_capability_verifier',
-                                  'supabash_revoke_capability_verifier', 'supabash_exchange_capability')
+                                  'supabash_revoke_capability_verifier', 'supabash_exchange_capability',
+                                  'supabash_spend_storage_nonce')
               ORDER BY 1",
             &[],
         )
@@ -827,8 +828,24 @@ async fn privilege_report_is_empty() {
             ("supabash_exchange_capability".to_owned(), true),
             ("supabash_register_capability_verifier".to_owned(), false),
             ("supabash_revoke_capability_verifier".to_owned(), false),
+            ("supabash_spend_storage_nonce".to_owned(), true),
         ]
     );
+    // The Storage nonce store is service_role's alone (tests/tests/storage_nonces.rs tries it).
+    let spenders: Vec<String> = admin
+        .query(
+            "SELECT r.rolname::text FROM pg_roles r
+              WHERE has_function_privilege(r.oid, 'public.supabash_spend_storage_nonce(text, bigint)', 'EXECUTE')
+                AND r.rolname IN ('anon', 'authenticated', 'service_role', 'authenticator')
+              ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(spenders, ["service_role"]);
     // Every RPC runs as the NOLOGIN, NOBYPASSRLS owner (the verifier registration functions
     // as the NOLOGIN keeper of capability secrets), and every private table forces RLS.
     let bad_rpcs: i64 = admin

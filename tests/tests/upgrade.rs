@@ -658,7 +658,8 @@ async fn privilege_report(db: &Client) -> Vec<String> {
                 AND (r.rolname = 'anon'
                      OR p.proname IN ('supabash_register_capability_verifier', 'supabash_revoke_capability_verifier')
                      OR (p.proname = 'supabash_create_workspace' AND r.rolname = 'service_role')
-                     OR (p.proname = 'supabash_exchange_capability' AND r.rolname = 'authenticated'))
+                     OR (p.proname = 'supabash_exchange_capability' AND r.rolname = 'authenticated')
+                     OR (p.proname = 'supabash_spend_storage_nonce' AND r.rolname = 'authenticated'))
            ) o
           WHERE r.rolname IN ('anon', 'authenticated', 'service_role', 'authenticator')
           ORDER BY 1",
@@ -887,6 +888,30 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             .unwrap()
             .iter()
             .any(|f| f["path"] == json!("/b/after.txt")));
+        // The database nonce store of Storage capabilities (0.6.0) works on the upgraded
+        // schema, for the service role only.
+        let keep_until = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            + 600;
+        let nonce = json!({ "nonce": format!("upgraded-{}", name), "keep_until": keep_until });
+        for consumed in [true, false] {
+            let spent = rest
+                .call(
+                    &Caller::Service,
+                    "supabash_spend_storage_nonce",
+                    nonce.clone(),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("spending a nonce after the upgrade: {e}"));
+            assert_eq!(spent, json!({ "consumed": consumed }));
+        }
+        let refused = rest
+            .call(&filled.alice, "supabash_spend_storage_nonce", nonce)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code, "42501", "{refused}");
         // A new user and workspace; the other user is still refused.
         let carol = Caller::new_user();
         let c = rest.create_workspace(&carol).await;

@@ -110,11 +110,14 @@ fn networked(s: &Server) -> ShellConfig {
 #[tokio::test]
 async fn network_is_off_by_default_and_checked_before_any_request() {
     let s = server().await;
-    let shell = Shell::new(tree());
+    let t = tree();
+    let shell = Shell::new(t.clone());
     for cmd in [
         format!("curl -s {}/api/data.json", s.base),
         format!("wget -qO- {}/api/data.json", s.base),
         format!("echo $(curl -s {}/api/data.json)", s.base),
+        format!("curl -s -o /fetched.json {}/api/data.json", s.base),
+        format!("wget -qO /fetched.json {}/api/data.json", s.base),
     ] {
         let e = shell.run(&cmd).await.unwrap_err();
         assert_eq!(e.code(), ErrorCode::PolicyDenied, "{cmd}");
@@ -130,8 +133,9 @@ async fn network_is_off_by_default_and_checked_before_any_request() {
     assert!(out.is_err() || out.unwrap().exit_code != 0);
     assert_eq!(s.requests.load(Ordering::SeqCst), 0);
 
-    let shell = Shell::with_config(tree(), networked(&s));
+    let shell = Shell::with_config(t.clone(), networked(&s));
     for cmd in [
+        format!("curl -s -o /private.txt {}/private/x", s.base),
         format!("curl -s {}/private/x", s.base),
         format!("wget -qO- {}/private/x", s.base),
         format!("ls | curl -s {}/api/../private/x", s.base),
@@ -146,6 +150,10 @@ async fn network_is_off_by_default_and_checked_before_any_request() {
     let e = shell.run("nc 127.0.0.1 80").await.unwrap_err();
     assert!(e.message().contains("network-disabled"), "{e}");
     assert_eq!(s.requests.load(Ordering::SeqCst), 0, "no request was made");
+    assert!(
+        t.changes().unwrap().is_empty(),
+        "a refused command staged something"
+    );
 }
 
 #[tokio::test]
@@ -234,6 +242,12 @@ async fn allowed_urls_work_with_jq_and_every_hop_is_checked() {
         .unwrap();
     assert!(out.stdout.starts_with(BINARY_NOTICE), "{out:?}");
     assert!(out.stdout.contains("6 bytes"), "{out:?}");
+    assert_eq!(
+        t.changes().unwrap().len(),
+        before,
+        "failed, refused and binary responses staged nothing"
+    );
+    assert!(!t.exists("/out.txt").await && !t.exists("/big").await);
 }
 
 #[tokio::test]
@@ -359,6 +373,7 @@ async fn host_commands_run_in_pipelines_are_inspected_and_contained() {
     let e = Shell::new(tree()).run("docker ps").await.unwrap_err();
     assert!(e.message().contains("host-escape"), "{e}");
 
+    let staged = t.changes().unwrap().len();
     let out = shell.run("boom; echo after $?").await.unwrap();
     assert!(
         out.stderr.contains("boom: the host command panicked"),
@@ -370,6 +385,11 @@ async fn host_commands_run_in_pipelines_are_inspected_and_contained() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(out.stderr.contains("stopped at its deadline"), "{out:?}");
     assert_eq!(out.stdout, format!("after {TIMEOUT_EXIT_CODE}\n"));
+    assert_eq!(
+        t.changes().unwrap().len(),
+        staged,
+        "a panicking or stopped host command staged nothing"
+    );
     // The shell's own deadline bounds a host command without one of its own.
     let shell = Shell::with_config(
         tree(),

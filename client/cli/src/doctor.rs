@@ -155,9 +155,10 @@ pub async fn run(args: &DoctorArgs) -> Report {
             upgrade(db, &mut report).await;
             if installed {
                 privileges(db, &mut report).await;
+                trust(db, &mut report).await;
                 row_security(db, &mut report).await;
             } else {
-                for name in ["privileges", "row-level security"] {
+                for name in ["privileges", "trust", "row-level security"] {
                     report.add(name, Status::Skipped, "the extension is not installed");
                 }
             }
@@ -170,6 +171,7 @@ pub async fn run(args: &DoctorArgs) -> Report {
             for name in [
                 "upgrade",
                 "privileges",
+                "trust",
                 "row-level security",
                 "storage",
                 "clock",
@@ -386,6 +388,50 @@ async fn privileges(db: &Client, report: &mut Report) {
         Ok(problems) => report.add(name, Status::Fail, problems.join("; ")),
         Err(e) => report.add(name, Status::Fail, format!("the check could not run: {e}")),
     }
+}
+
+/// Who besides the extension can read every workspace, mint, or read the HS256 key file
+/// (`supabash._trust_report()`, docs/capabilities.md "Trust model"): a warning naming each,
+/// since the install cannot refuse them. Needs a superuser, like the privilege checks.
+async fn trust(db: &Client, report: &mut Report) {
+    let name = "trust";
+    let superuser = db
+        .query_one(
+            "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user",
+            &[],
+        )
+        .await
+        .map(|r| r.get::<_, bool>(0));
+    match superuser {
+        Ok(true) => {}
+        Ok(false) => {
+            return report.add(
+                name,
+                Status::Skipped,
+                "needs a superuser connection: the trust report is the installing superuser's only",
+            )
+        }
+        Err(e) => return report.add(name, Status::Fail, format!("cannot read pg_roles: {e}")),
+    }
+    let rows = match db
+        .query("SELECT role, why FROM supabash._trust_report()", &[])
+        .await
+    {
+        Ok(rows) => rows,
+        Err(e) => return report.add(name, Status::Fail, format!("the report could not run: {e}")),
+    };
+    if rows.is_empty() {
+        return report.add(
+            name,
+            Status::Ok,
+            "no role besides superusers can read every workspace or mint, and no HS256 key file is configured",
+        );
+    }
+    let who: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} ({})", r.get::<_, String>(0), r.get::<_, String>(1)))
+        .collect();
+    report.add(name, Status::Warn, who.join("; "));
 }
 
 /// Every grant, column grant and owner of the extension's objects (grants sorted, so only

@@ -610,6 +610,72 @@ async fn mounts_a_pinned_snapshot_next_to_a_writable_workspace() {
 }
 
 #[tokio::test]
+async fn a_view_root_and_read_only_mode_through_the_mcp_client() {
+    let user = new_user();
+    let ws = new_workspace(Via::Postgres, &user).await;
+    ws.fs().mkdir("/team", true).await.unwrap();
+    ws.fs().mkdir("/other", true).await.unwrap();
+    ws.fs().write("/team/a.md", "team\n").await.unwrap();
+    ws.fs().write("/other/b.md", "other\n").await.unwrap();
+    ws.commit(CommitOptions::new("host")).await.unwrap();
+    let mount = format!("/s={}", ws.id());
+    // A writable mount served with --read-only: no tool that changes anything, and only the
+    // view root is visible.
+    let client = serve_stdio(
+        &user,
+        &[
+            "--mount",
+            &mount,
+            "--view-root",
+            "/s=/team",
+            "--read-only",
+            "--commit-on-exit",
+        ],
+    )
+    .await;
+    let tools = client.list_all_tools().await.unwrap();
+    for t in &tools {
+        let read_only = t.annotations.as_ref().and_then(|a| a.read_only_hint);
+        assert_eq!(read_only, Some(true), "{} is served read-only", t.name);
+    }
+    let names = tool_names(&tools);
+    assert!(!names.contains(&"bash".to_owned()) && !names.contains(&"write_file".to_owned()));
+    let r = call(&client, "list_directory", json!({ "path": "/s" })).await;
+    assert!(
+        text(&r).contains("a.md") && !text(&r).contains("b.md"),
+        "{}",
+        text(&r)
+    );
+    let r = call(&client, "read_file", json!({ "path": "/s/a.md" })).await;
+    assert!(text(&r).contains("team"), "{}", text(&r));
+    let r = call(&client, "read_file", json!({ "path": "/s/other/b.md" })).await;
+    assert_eq!(
+        r.is_error,
+        Some(true),
+        "outside the view root: {}",
+        text(&r)
+    );
+    let r = call(
+        &client,
+        "write_file",
+        json!({ "path": "/s/new.md", "content": "x" }),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(
+        text(&r).contains("no tool named \"write_file\""),
+        "{}",
+        text(&r)
+    );
+    client.cancel().await.unwrap();
+    // Nothing was staged, so nothing was committed at exit.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let again = reopen(Via::Postgres, &user, ws.id()).await;
+    assert_eq!(again.base_revision(), ws.base_revision());
+    assert!(again.fs().read("/team/new.md").await.is_err());
+}
+
+#[tokio::test]
 async fn serves_a_delegated_workspace_from_a_capability_file() {
     use supabash::capability::PostgresSigner;
     use supabash_core::capability::{Operation, OperationSet};

@@ -1,6 +1,6 @@
 //! Capabilities, all Ed25519-signed: permissions for one Storage bucket and exact prefix,
 //! verified in process (module `storage`, cargo feature `storage`) with the single-use nonce
-//! store they need (module `nonce`); and permissions for one Postgres workspace, minted here and verified
+//! store they need (module `nonce`: in memory, or in the database across processes); and permissions for one Postgres workspace, minted here and verified
 //! inside the database, which holds only the public key ([`postgres`]). The claim rules are
 //! `supabash_core::capability`'s.
 
@@ -11,7 +11,7 @@ pub mod postgres;
 pub mod storage;
 
 #[cfg(feature = "storage")]
-pub use nonce::{MemoryNonceStore, NonceStore};
+pub use nonce::{DatabaseNonceStore, MemoryNonceStore, NonceStore};
 pub use postgres::PostgresSigner;
 #[cfg(feature = "storage")]
 pub use storage::{

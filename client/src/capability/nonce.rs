@@ -1,10 +1,16 @@
 //! Single-use nonces: a capability's nonce is consumed once and remembered until the token
 //! could no longer be accepted (`exp + skew`), so it cannot be replayed within that window.
+//! [`MemoryNonceStore`] remembers them in one process; [`DatabaseNonceStore`] in the database,
+//! for every host process that shares it.
 
 use super::unix_now;
-use crate::error::Result;
+use crate::error::{Result, SupabashError};
+use crate::transport::{self, Transport};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use supabash_core::capability::NONCE_GRACE_SECS;
+use supabash_core::rpc::requests::SpendStorageNonce;
+use supabash_core::ErrorCode;
 
 /// Where used nonces are remembered. Share one store among every verifier that accepts the
 /// same tokens (across processes, a store backed by a database or a cache).
@@ -50,5 +56,45 @@ impl NonceStore for MemoryNonceStore {
         }
         used.insert(nonce.to_owned(), until);
         Ok(true)
+    }
+}
+
+/// A [`NonceStore`] in the database (`supabash_spend_storage_nonce`, docs/storage.md): every
+/// host process that verifies Storage capabilities against the same database shares it, so a
+/// capability is accepted once across all of them. The transport must call as the host's
+/// `service_role` (a direct Postgres connection with service-role claims, or PostgREST with
+/// the service key); the database refuses anyone else. A nonce is kept
+/// [`NONCE_GRACE_SECS`] past the token's last acceptable second, so a database clock a little
+/// ahead of the host's does not forget it early.
+pub struct DatabaseNonceStore {
+    transport: Arc<dyn Transport>,
+}
+
+impl DatabaseNonceStore {
+    /// A store spending nonces through `service` (a service-role transport).
+    pub fn new(service: Arc<dyn Transport>) -> Self {
+        DatabaseNonceStore { transport: service }
+    }
+}
+
+impl std::fmt::Debug for DatabaseNonceStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatabaseNonceStore").finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl NonceStore for DatabaseNonceStore {
+    async fn consume(&self, nonce: &str, until: i64) -> Result<bool> {
+        let request = SpendStorageNonce {
+            nonce: nonce.to_owned(),
+            keep_until: until.saturating_add(1).saturating_add(NONCE_GRACE_SECS),
+        };
+        request
+            .check_fields()
+            .map_err(|why| SupabashError::new(ErrorCode::InvalidArgument, why))?;
+        Ok(transport::call(self.transport.as_ref(), &request)
+            .await?
+            .consumed)
     }
 }

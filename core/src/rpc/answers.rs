@@ -363,3 +363,12 @@ pub struct LeaseReleased {
     /// Whether the token named the live lease until this call.
     pub released: bool,
 }
+
+/// `supabash_spend_storage_nonce`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageNonce {
+    /// True when the nonce was unused and is now spent; false when it had been spent before
+    /// (the capability is a replay).
+    pub consumed: bool,
+}

@@ -87,6 +87,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<ExchangeCapability>(),
         RpcInfo::of::<RegisterCapabilityVerifier>(),
         RpcInfo::of::<RevokeCapabilityVerifier>(),
+        RpcInfo::of::<SpendStorageNonce>(),
         RpcInfo::of::<AcquireLease>(),
         RpcInfo::of::<RenewLease>(),
         RpcInfo::of::<ReleaseLease>(),
@@ -113,6 +114,27 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), n);
         assert!(names.iter().all(|n| n.starts_with("supabash_")));
+    }
+
+    #[test]
+    fn a_storage_nonce_spend_checks_its_fields() {
+        let spend = |nonce: &str, keep_until| requests::SpendStorageNonce {
+            nonce: nonce.to_owned(),
+            keep_until,
+        };
+        assert!(spend("0123456789abcdef", 0).check_fields().is_ok());
+        assert!(spend(&"A-_z".repeat(32), 1).check_fields().is_ok());
+        for bad in [
+            "0123456789abcde",
+            "0123456789abcde!",
+            "0123456789 abcdef",
+            "",
+        ] {
+            assert!(spend(bad, 1).check_fields().is_err(), "{bad:?}");
+        }
+        assert!(spend(&"a".repeat(129), 1).check_fields().is_err());
+        assert!(spend("0123456789abcdef", -1).check_fields().is_err());
+        assert!(mutates("supabash_spend_storage_nonce"));
     }
 
     #[test]

@@ -401,6 +401,34 @@ request! {
 }
 
 request! {
+    "supabash_spend_storage_nonce", mutates = true, answers::StorageNonce;
+    /// `supabash_spend_storage_nonce` (service_role only): marks a Storage capability's nonce
+    /// used until `keep_until`, so every host process sharing the database accepts the
+    /// capability once (docs/storage.md, "Capabilities across processes").
+    pub struct SpendStorageNonce {
+        /// The capability's `nonce` claim (`capability::NONCE_CHARS` of `[A-Za-z0-9_-]`).
+        pub nonce: String,
+        /// Unix seconds until which the nonce is remembered: at most
+        /// `capability::MAX_STORAGE_NONCE_KEEP_SECS` past the database's clock.
+        pub keep_until: i64,
+    }
+}
+
+impl SpendStorageNonce {
+    /// The shape rules both sides check (the clock bound is the database's): what is wrong,
+    /// when something is.
+    pub fn check_fields(&self) -> Result<(), &'static str> {
+        if !crate::capability::nonce_is_valid(&self.nonce) {
+            return Err("nonce must be 16 to 128 characters of [A-Za-z0-9_-]");
+        }
+        if self.keep_until < 0 {
+            return Err("keep_until must not be negative");
+        }
+        Ok(())
+    }
+}
+
+request! {
     "supabash_revoke_capability_verifier", mutates = true, bool;
     /// `supabash_revoke_capability_verifier` (database owner only): removes a verifier and its
     /// grants; answers whether it existed.

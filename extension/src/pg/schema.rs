@@ -24,6 +24,9 @@ pub struct Schema {
     pub audit_bytes: bool,
     /// Capability verifiers name their algorithm (HS256 next to Ed25519, 0.6.0).
     pub hs256_verifiers: bool,
+    /// Storage capability nonces can be spent in the database (`supabash.storage_nonces`,
+    /// 0.6.0); on 0.5.0 `supabash_spend_storage_nonce` is refused.
+    pub storage_nonces: bool,
 }
 
 impl Schema {
@@ -35,6 +38,7 @@ impl Schema {
                 audit_bytes: has_column(c"audit_records", c"stored_bytes"),
                 posix_entries: has_column(c"entries", c"mtime_ns"),
                 hs256_verifiers: has_column(c"capability_verifiers", c"algorithm"),
+                storage_nonces: has_table(c"storage_nonces"),
             });
         }
         Err(Fail::new(

@@ -19,6 +19,7 @@ pub mod purge;
 pub mod read;
 pub mod rebase;
 pub mod redact;
+pub mod storage_nonce;
 pub mod tree_shape;
 pub mod verify;
 pub mod workspaces;
@@ -102,6 +103,7 @@ handlers! {
     Garbage => garbage::garbage,
     supabash_core::rpc::path_history::PathHistory => path_history::path_history,
     supabash_core::rpc::grep::Grep => grep::grep,
+    rq::SpendStorageNonce => storage_nonce::spend_storage_nonce,
 }
 
 /// The operation name of RPC `R`: its SQL name without `supabash_`.

@@ -1,12 +1,17 @@
-//! The tables, one owner per family: the only code that writes SQL for them. [`access`] opens
-//! and locks a workspace for an authorised caller; [`workspaces`] creates, forks, hides and
-//! lists workspace rows; [`lineage`] says which [`entries`] (the interval-versioned path rows)
-//! a workspace or a fork sees; [`bodies`] stores and loads content-addressed bodies in their
-//! [`encoding`]s; [`revisions`] keeps receipts and [`retention`] says what purge drops; [`checkpoints`] the pinned revisions;
-//! [`leases`] the single-writer leases; [`redactions`] the
-//! rewrites a redaction makes; [`grants`] the capability verifiers, nonces and
-//! grants; [`integrity`] the checks behind verify; [`usage`] the per-owner quotas; [`audit`] the audit trail; [`path_history`] reads
-//! one path's versions; [`announce`] tells listeners a workspace changed. Nothing here imports `rpc`.
+//! The tables, one owner per family: the only code that writes SQL for them. Nothing here
+//! imports `rpc`.
+//!
+//! - [`access`] opens and locks a workspace for an authorised caller; [`workspaces`] creates,
+//!   forks, hides and lists workspace rows; [`usage`] the per-owner quotas.
+//! - [`lineage`] says which [`entries`] (the interval-versioned path rows) a workspace or a
+//!   fork sees; [`path_history`] reads one path's versions.
+//! - [`bodies`] stores and loads content-addressed bodies in their [`encoding`]s.
+//! - [`revisions`] keeps receipts, [`retention`] says what purge drops, [`checkpoints`] the
+//!   pinned revisions, [`redactions`] the rewrites a redaction makes, [`integrity`] the checks
+//!   behind verify.
+//! - [`leases`] the single-writer leases; [`grants`] the capability verifiers, nonces and
+//!   grants; [`storage_nonces`] the spent nonces of Storage capabilities.
+//! - [`audit`] the audit trail; [`announce`] tells listeners a workspace changed.
 
 pub mod access;
 pub mod announce;
@@ -23,5 +28,6 @@ pub mod path_history;
 pub mod redactions;
 pub mod retention;
 pub mod revisions;
+pub mod storage_nonces;
 pub mod usage;
 pub mod workspaces;
