@@ -306,6 +306,26 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
     'cursor', cursor, 'delegated_grant', delegated_grant))
 $$;
 
+-- Notes on a revision after the fact (extension/src/rpc/notes.rs): adding one needs the grant
+-- operation commit, reading them history.
+CREATE FUNCTION public.supabash_add_note(
+  workspace_id text, revision text, key text, value jsonb, actor text DEFAULT NULL,
+  delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('add_note', json_build_object('workspace_id', workspace_id,
+    'revision', revision, 'key', key, 'value', value, 'actor', actor,
+    'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_notes(
+  workspace_id text, revision text, key text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('notes', json_build_object('workspace_id', workspace_id,
+    'revision', revision, 'key', key, 'delegated_grant', delegated_grant))
+$$;
+
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its
 -- waits are bounded (a timeout is the retryable SUPABASH_COMMIT_COORDINATION).
 CREATE FUNCTION public.supabash_exchange_capability(capability text) RETURNS jsonb

@@ -189,11 +189,16 @@ pub async fn log(args: LogArgs) -> Result<(), BoxError> {
     let history = if args.limit.is_some() || args.cursor.is_some() {
         page(transport.as_ref(), &ws, args.cursor.clone(), args.limit).await?
     } else {
-        let mut records = Vec::new();
-        for_each_page(transport.as_ref(), &ws, |p| records.extend(p.records)).await?;
+        let (mut records, mut notes) = (Vec::new(), Vec::new());
+        for_each_page(transport.as_ref(), &ws, |p| {
+            records.extend(p.records);
+            notes.extend(p.notes);
+        })
+        .await?;
         HistoryPage {
             records,
             next_cursor: None,
+            notes,
         }
     };
     if args.json {
@@ -211,6 +216,15 @@ pub async fn log(args: LogArgs) -> Result<(), BoxError> {
         if !args.oneline {
             for line in &r.changes {
                 println!("        {}", change_line(line));
+            }
+            let notes: Vec<_> = history
+                .notes
+                .iter()
+                .filter(|n| n.revision == r.revision)
+                .cloned()
+                .collect();
+            for line in crate::notes::render(&notes).lines() {
+                println!("        {}", line.trim_start_matches("note").trim_start());
             }
         }
     }
@@ -293,7 +307,8 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
-/// `supabash show REV`: one revision's receipt.
+/// `supabash show REV`: one revision's receipt and its notes (with `--json`, the receipt
+/// with a `notes` array when it has any).
 pub async fn show(args: ShowArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.target.open().await?;
     let found = resolve(transport.as_ref(), &ws, &args.rev).await?;
@@ -308,10 +323,16 @@ pub async fn show(args: ShowArgs) -> Result<(), BoxError> {
             call(transport.as_ref(), &request).await?.receipt
         }
     };
+    let notes = crate::notes::fetch(transport.as_ref(), &ws, &receipt.revision).await?;
     if args.json {
-        return output::json(&receipt);
+        let mut shown = serde_json::to_value(&receipt)?;
+        if !notes.is_empty() {
+            shown["notes"] = serde_json::to_value(&notes)?;
+        }
+        return output::json(&shown);
     }
     print!("{}", render_receipt(&receipt));
+    print!("{}", crate::notes::render(&notes));
     Ok(())
 }
 

@@ -9,6 +9,7 @@ mod changes;
 mod declare;
 pub mod grep;
 pub mod listing;
+pub mod notes;
 mod params;
 pub mod path_history;
 mod receipt;
@@ -98,6 +99,8 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<verify::Garbage>(),
         RpcInfo::of::<path_history::PathHistory>(),
         RpcInfo::of::<grep::Grep>(),
+        RpcInfo::of::<notes::AddNote>(),
+        RpcInfo::of::<notes::Notes>(),
     ]
 }
 

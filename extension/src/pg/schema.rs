@@ -24,6 +24,9 @@ pub struct Schema {
     pub audit_bytes: bool,
     /// Capability verifiers name their algorithm (HS256 next to Ed25519, 0.6.0).
     pub hs256_verifiers: bool,
+    /// Notes on revisions after the fact (issue 25: table `supabash.revision_notes`). On
+    /// 0.5.0 adding or reading notes is refused and history shows none.
+    pub revision_notes: bool,
 }
 
 impl Schema {
@@ -35,6 +38,7 @@ impl Schema {
                 audit_bytes: has_column(c"audit_records", c"stored_bytes"),
                 posix_entries: has_column(c"entries", c"mtime_ns"),
                 hs256_verifiers: has_column(c"capability_verifiers", c"algorithm"),
+                revision_notes: has_table(c"revision_notes"),
             });
         }
         Err(Fail::new(
@@ -43,6 +47,19 @@ impl Schema {
                 "this database's supabash schema is older than {}, the oldest this library serves: run ALTER EXTENSION supabash UPDATE",
                 SERVED_SCHEMAS[SERVED_SCHEMAS.len() - 1]
             ),
+        ))
+    }
+}
+
+impl Schema {
+    /// Refuses notes on a schema without them, with `SUPABASH_SCHEMA_OUTDATED`.
+    pub fn require_notes(&self) -> Outcome<()> {
+        if self.revision_notes {
+            return Ok(());
+        }
+        Err(Fail::new(
+            Marker::SchemaOutdated,
+            "notes on revisions need supabash 0.6.0: run ALTER EXTENSION supabash UPDATE",
         ))
     }
 }

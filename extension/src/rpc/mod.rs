@@ -14,6 +14,7 @@ pub mod garbage;
 pub mod grep;
 pub mod lease;
 pub mod listing;
+pub mod notes;
 pub mod path_history;
 pub mod purge;
 pub mod read;
@@ -102,6 +103,8 @@ handlers! {
     Garbage => garbage::garbage,
     supabash_core::rpc::path_history::PathHistory => path_history::path_history,
     supabash_core::rpc::grep::Grep => grep::grep,
+    supabash_core::rpc::notes::AddNote => notes::add_note,
+    supabash_core::rpc::notes::Notes => notes::notes,
 }
 
 /// The operation name of RPC `R`: its SQL name without `supabash_`.

@@ -6,7 +6,8 @@
 //! [`leases`] the single-writer leases; [`redactions`] the
 //! rewrites a redaction makes; [`grants`] the capability verifiers, nonces and
 //! grants; [`usage`] the per-owner quotas; [`audit`] the audit trail; [`path_history`] reads
-//! one path's versions; [`announce`] tells listeners a workspace changed. Nothing here imports `rpc`.
+//! one path's versions; [`announce`] tells listeners a workspace changed; [`notes`] keeps the
+//! notes added to revisions after the fact. Nothing here imports `rpc`.
 
 pub mod access;
 pub mod announce;
@@ -18,6 +19,7 @@ pub mod entries;
 pub mod grants;
 pub mod leases;
 pub mod lineage;
+pub mod notes;
 pub mod path_history;
 pub mod redactions;
 pub mod retention;
