@@ -102,3 +102,7 @@ CREATE POLICY exchange ON supabash.capability_nonces TO supabash_owner
 CREATE POLICY exchange ON supabash.grants TO supabash_owner
   USING ((SELECT supabash.request_role()) = 'service_role')
   WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+
+
+-- Supabase Realtime's policy on realtime.messages (only where that table exists) is in
+-- sql/rpc.sql, after the function it asks, supabash_may_watch.

@@ -443,6 +443,17 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
         ),
         c("supabash_audit", json!({ "workspace_id": id }), &[History]),
         c(
+            "supabash_add_note",
+            json!({ "workspace_id": id, "revision": head, "key": "verdict",
+                    "value": {"pass": true}, "actor": "reviewer" }),
+            &[Commit],
+        ),
+        c(
+            "supabash_notes",
+            json!({ "workspace_id": id, "revision": head }),
+            &[History],
+        ),
+        c(
             "supabash_record_discarded",
             json!({ "workspace_id": id, "actor": "agent", "actions": [{
                 "record_id": "00000000-0000-4000-8000-0000000000a1",

@@ -15,6 +15,7 @@ pub mod path_history;
 mod receipt;
 pub mod requests;
 pub mod verify;
+pub mod watch;
 
 pub use answers::*;
 pub use changes::{parse_changes, Change, ChangeError, Content, Op, StagedDocument, WireChange};
@@ -101,6 +102,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<grep::Grep>(),
         RpcInfo::of::<notes::AddNote>(),
         RpcInfo::of::<notes::Notes>(),
+        RpcInfo::of::<watch::MayWatch>(),
     ]
 }
 

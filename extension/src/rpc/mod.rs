@@ -22,6 +22,7 @@ pub mod rebase;
 pub mod redact;
 pub mod tree_shape;
 pub mod verify;
+pub mod watch;
 pub mod workspaces;
 
 use crate::pg::fail::{invalid, Fail, Outcome};
@@ -105,6 +106,7 @@ handlers! {
     supabash_core::rpc::grep::Grep => grep::grep,
     supabash_core::rpc::notes::AddNote => notes::add_note,
     supabash_core::rpc::notes::Notes => notes::notes,
+    supabash_core::rpc::watch::MayWatch => watch::may_watch,
 }
 
 /// The operation name of RPC `R`: its SQL name without `supabash_`.
