@@ -109,6 +109,14 @@ impl Transport for GrantTransport {
         args.remove("delegated_grant");
         self.inner.call_with_grant(rpc, args, &self.grant).await
     }
+
+    /// `LISTEN` takes no grant; what a watch reads to catch up (`supabash_history`) does.
+    async fn listen(
+        &self,
+        channel: &str,
+    ) -> Result<Option<crate::transport::Listening>, RpcError> {
+        self.inner.listen(channel).await
+    }
 }
 
 /// The presented claims, read without verifying the signature, if they ask for exactly

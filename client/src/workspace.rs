@@ -767,6 +767,19 @@ impl Workspace {
         .await
     }
 
+    /// The workspace's change announcements as a stream ([`crate::watch::Watch`]): every
+    /// commit, purge and redaction after `after` (`None`: after the head when the watch
+    /// starts), oldest first. On a direct Postgres connection it `LISTEN`s and, when the
+    /// connection drops, listens again and recovers the commits it missed from
+    /// `supabash_history`; over PostgREST it polls `supabash_history`. Needs `history` (and,
+    /// with `after` `None`, `read`) of a delegated grant.
+    pub async fn watch(
+        &self,
+        after: Option<crate::watch::WatchPoint>,
+    ) -> Result<crate::watch::Watch> {
+        crate::watch::Watch::start(self.transport.clone(), self.id.clone(), after).await
+    }
+
     /// Appends `value` under `key` to `revision` without a new revision (`supabash_add_note`):
     /// the next version of that key, recorded with `actor` and the time. A note is at most
     /// `supabash_core::rpc::notes::MAX_NOTE_BYTES` of compact JSON.

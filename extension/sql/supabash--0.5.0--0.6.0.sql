@@ -214,13 +214,13 @@ BEGIN
 END
 $$;
 
--- Whether the caller may receive a workspace's announcements (the owner, or a delegated grant
--- holding history): false, never an error, for anyone else. The Realtime policy asks it.
-CREATE FUNCTION public.supabash_may_watch(workspace_id text, delegated_grant text DEFAULT NULL)
+-- Whether the caller may receive a workspace's announcements (the owner, or service_role with
+-- a delegated grant holding history in the x-supabash-grant header): false, never an error,
+-- for anyone else. The Realtime policy asks it.
+CREATE FUNCTION public.supabash_may_watch(workspace_id text)
 RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._read('may_watch', json_build_object('workspace_id', workspace_id,
-    'delegated_grant', delegated_grant))
+  SELECT supabash._read('may_watch', json_build_object('workspace_id', workspace_id))
 $$;
 
 -- Supabase Realtime authorization (docs/sql-contract.md, "Change announcements"): when the

@@ -177,6 +177,11 @@ pub struct LogArgs {
     /// With PATH: oldest first.
     #[arg(long, requires = "path")]
     pub reverse: bool,
+    /// After the history, keep printing each change as it happens (`position  revision
+    /// kind`; with --json one announcement a line) until interrupted. A dropped connection is
+    /// made again and the commits it missed are printed from history.
+    #[arg(long, conflicts_with_all = ["path", "limit", "cursor"])]
+    pub follow: bool,
 }
 
 /// `supabash log`: history oldest first, one page or all of them; with a path, that path's
@@ -231,7 +236,37 @@ pub async fn log(args: LogArgs) -> Result<(), BoxError> {
     if let Some(next) = &history.next_cursor {
         eprintln!("more: --cursor {next}");
     }
+    if args.follow {
+        let last = history.records.last().map(|r| supabash::watch::WatchPoint {
+            position: r.position,
+            revision: r.revision.clone(),
+        });
+        return follow(transport, ws, last, args.json).await;
+    }
     Ok(())
+}
+
+/// `supabash log --follow`: the announcements after `last`, one a line, until interrupted.
+async fn follow(
+    transport: std::sync::Arc<dyn Transport>,
+    ws: String,
+    last: Option<supabash::watch::WatchPoint>,
+    json: bool,
+) -> Result<(), BoxError> {
+    let mut watch = supabash::watch::Watch::start(transport, ws, last).await?;
+    loop {
+        let a = watch.next().await?;
+        if json {
+            println!("{}", serde_json::to_string(&a)?);
+        } else {
+            println!(
+                "{:>4}  {}  {}",
+                a.position.map(|p| p.to_string()).unwrap_or_default(),
+                a.revision.as_deref().map(short).unwrap_or_default(),
+                a.kind.as_str()
+            );
+        }
+    }
 }
 
 /// `supabash log PATH`: the versions of one path, one page or all of them.

@@ -50,12 +50,23 @@ pub struct Announcement {
 }
 
 request! {
-    "supabash_may_watch", mutates = false, bool, workspace;
-    /// `supabash_may_watch`: whether the caller may receive the workspace's announcements
-    /// (its owner, or a delegated grant holding `history`); false for anyone else, never an
-    /// error for a refusal. The Realtime policy on `realtime.messages` asks it.
+    "supabash_may_watch", mutates = false, bool;
+    /// `supabash_may_watch`: whether the caller may receive the workspace's announcements:
+    /// its owner, or `service_role` presenting a delegated grant holding `history` in the
+    /// `x-supabash-grant` request header (the only way Realtime passes one: it has no
+    /// argument for it); false for anyone else, never an error for a refusal. The Realtime
+    /// policy on `realtime.messages` asks it.
     pub struct MayWatch {
         pub workspace_id: String,
-        pub delegated_grant: Option<String>,
+    }
+}
+
+impl WorkspaceRequest for MayWatch {
+    fn workspace_id(&self) -> &str {
+        &self.workspace_id
+    }
+    /// Only the header carries a grant here.
+    fn delegated_grant(&self) -> Option<&str> {
+        None
     }
 }
