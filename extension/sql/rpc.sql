@@ -359,7 +359,7 @@ DO $$
 BEGIN
   IF to_regclass('realtime.messages') IS NOT NULL AND NOT EXISTS (
        SELECT 1 FROM pg_catalog.pg_policy
-        WHERE polrelid = 'realtime.messages'::regclass AND polname = 'supabash_watch') THEN
+        WHERE polrelid = to_regclass('realtime.messages') AND polname = 'supabash_watch') THEN
     EXECUTE $p$CREATE POLICY supabash_watch ON realtime.messages FOR SELECT
       TO authenticated, service_role
       USING (extension = 'broadcast'
