@@ -111,10 +111,7 @@ impl Transport for GrantTransport {
     }
 
     /// `LISTEN` takes no grant; what a watch reads to catch up (`supabash_history`) does.
-    async fn listen(
-        &self,
-        channel: &str,
-    ) -> Result<Option<crate::transport::Listening>, RpcError> {
+    async fn listen(&self, channel: &str) -> Result<Option<crate::transport::Listening>, RpcError> {
         self.inner.listen(channel).await
     }
 }

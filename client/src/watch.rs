@@ -76,9 +76,10 @@ impl Watch {
                 },
             )
             .await?;
-            watch.last = page.position.zip(page.revision).map(|(position, revision)| {
-                WatchPoint { position, revision }
-            });
+            watch.last = page
+                .position
+                .zip(page.revision)
+                .map(|(position, revision)| WatchPoint { position, revision });
         } else {
             watch.catch_up().await?;
         }
@@ -175,7 +176,11 @@ impl Watch {
     async fn catch_up(&mut self) -> Result<()> {
         let after = self.last.as_ref().map_or(i64::MIN, |l| l.position);
         let mut cursor = self.last.as_ref().map(|l| l.revision.clone());
-        let queued = self.backlog.back().and_then(|a| a.position).unwrap_or(after);
+        let queued = self
+            .backlog
+            .back()
+            .and_then(|a| a.position)
+            .unwrap_or(after);
         loop {
             let page = call(
                 self.transport.as_ref(),

@@ -2701,8 +2701,24 @@ async fn may_watch_admits_the_owner_and_a_grant_with_history() {
     let other_ws = workspace(&mut rest).await;
     let mut tally = Tally::default();
     tally.secrets.add(&v.secret);
-    let history = grant(&mut rest, &mut tally, &v, &ws.id, &ops(&[Operation::History]), None).await;
-    let read = grant(&mut rest, &mut tally, &v, &ws.id, &ops(&[Operation::Read]), None).await;
+    let history = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::History]),
+        None,
+    )
+    .await;
+    let read = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::Read]),
+        None,
+    )
+    .await;
     let args = json!({ "workspace_id": ws.id });
     let header = |g: &str| json!({ "x-supabash-grant": g });
     let mut ask = async |caller: &Caller, args: &Value, headers: Option<Value>| {
@@ -2710,11 +2726,21 @@ async fn may_watch_admits_the_owner_and_a_grant_with_history() {
             .await
     };
     assert_eq!(ask(&ws.owner, &args, None).await.unwrap(), json!(true));
-    assert_eq!(ask(&Caller::Service, &args, Some(header(&history))).await.unwrap(), json!(true));
+    assert_eq!(
+        ask(&Caller::Service, &args, Some(header(&history)))
+            .await
+            .unwrap(),
+        json!(true)
+    );
     for (who, caller, args, headers) in [
         ("another user", Caller::new_user(), &args, None),
         ("service_role without a grant", Caller::Service, &args, None),
-        ("a grant without history", Caller::Service, &args, Some(header(&read))),
+        (
+            "a grant without history",
+            Caller::Service,
+            &args,
+            Some(header(&read)),
+        ),
         (
             "a grant for another workspace",
             Caller::Service,
@@ -2728,7 +2754,11 @@ async fn may_watch_admits_the_owner_and_a_grant_with_history() {
             Some(header(&history)),
         ),
     ] {
-        assert_eq!(ask(&caller, args, headers).await.unwrap(), json!(false), "{who}");
+        assert_eq!(
+            ask(&caller, args, headers).await.unwrap(),
+            json!(false),
+            "{who}"
+        );
     }
     // anon may not even ask.
     let e = ask(&Caller::Anon, &args, None).await.unwrap_err();

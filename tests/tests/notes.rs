@@ -27,7 +27,14 @@ fn note(key: &str, version: i64, value: Value, actor: &str) -> (String, i64, Val
     (key.into(), version, value, actor.into())
 }
 
-async fn add(rest: &mut SqlRpc, owner: &Caller, ws: &str, rev: &str, key: &str, value: Value) -> Value {
+async fn add(
+    rest: &mut SqlRpc,
+    owner: &Caller,
+    ws: &str,
+    rev: &str,
+    key: &str,
+    value: Value,
+) -> Value {
     rest.call(
         owner,
         "supabash_add_note",
@@ -45,10 +52,20 @@ async fn notes_append_per_key_show_in_history_and_go_with_purge_and_redaction() 
     let owner = Caller::new_user();
     let ws = rest.create_workspace(&owner).await;
     let r1 = rest
-        .commit_as(&owner, &ws, None, json!([{"op": "upsert", "path": "/a.md", "text": "one"}]))
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/a.md", "text": "one"}]),
+        )
         .await;
     let r2 = rest
-        .commit_as(&owner, &ws, Some(&r1), json!([{"op": "upsert", "path": "/a.md", "text": "two"}]))
+        .commit_as(
+            &owner,
+            &ws,
+            Some(&r1),
+            json!([{"op": "upsert", "path": "/a.md", "text": "two"}]),
+        )
         .await;
 
     let first = add(&mut rest, &owner, &ws, &r1, "score", json!({"score": 0.5})).await;
@@ -72,10 +89,18 @@ async fn notes_append_per_key_show_in_history_and_go_with_purge_and_redaction() 
         note("verdict", 1, json!("approved"), "eval"),
     ];
     assert_eq!(shown(&history["notes"]), want);
-    assert!(history["notes"].as_array().unwrap().iter().all(|n| n["revision"] == json!(r1)));
+    assert!(history["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| n["revision"] == json!(r1)));
 
     let all = rest
-        .call(&owner, "supabash_notes", json!({ "workspace_id": ws, "revision": r1 }))
+        .call(
+            &owner,
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": r1 }),
+        )
         .await
         .unwrap();
     assert_eq!(shown(&all), want);
@@ -91,12 +116,20 @@ async fn notes_append_per_key_show_in_history_and_go_with_purge_and_redaction() 
     // As of a time: the revision committed at or before it.
     let at = history["records"][0]["committedAt"].clone();
     let as_of = rest
-        .call(&owner, "supabash_notes", json!({ "workspace_id": ws, "revision": at }))
+        .call(
+            &owner,
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": at }),
+        )
         .await
         .unwrap();
     assert_eq!(shown(&as_of), want);
     let none = rest
-        .call(&owner, "supabash_notes", json!({ "workspace_id": ws, "revision": r2 }))
+        .call(
+            &owner,
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": r2 }),
+        )
         .await
         .unwrap();
     assert_eq!(none, json!([]));
@@ -104,7 +137,10 @@ async fn notes_append_per_key_show_in_history_and_go_with_purge_and_redaction() 
     // Another user neither reads nor adds.
     let other = Caller::new_user();
     for (rpc, args) in [
-        ("supabash_notes", json!({ "workspace_id": ws, "revision": r1 })),
+        (
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": r1 }),
+        ),
         (
             "supabash_add_note",
             json!({ "workspace_id": ws, "revision": r1, "key": "score", "value": 0, "actor": "x" }),
@@ -122,7 +158,11 @@ async fn notes_append_per_key_show_in_history_and_go_with_purge_and_redaction() 
     .await
     .unwrap();
     let left = rest
-        .call(&owner, "supabash_notes", json!({ "workspace_id": ws, "revision": r1 }))
+        .call(
+            &owner,
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": r1 }),
+        )
         .await
         .unwrap();
     assert_eq!(shown(&left), want[..2].to_vec());
@@ -145,8 +185,12 @@ async fn notes_append_per_key_show_in_history_and_go_with_purge_and_redaction() 
         .get(0);
     assert_eq!(count, 0);
     expect_err(
-        rest.call(&owner, "supabash_notes", json!({ "workspace_id": ws, "revision": r1 }))
-            .await,
+        rest.call(
+            &owner,
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": r1 }),
+        )
+        .await,
         "22023",
         Some("SUPABASH_REVISION_NOT_FOUND"),
     );
@@ -160,10 +204,23 @@ async fn a_revision_holds_a_bounded_number_of_notes() {
     let owner = Caller::new_user();
     let ws = rest.create_workspace(&owner).await;
     let r1 = rest
-        .commit_as(&owner, &ws, None, json!([{"op": "upsert", "path": "/a.md", "text": "one"}]))
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/a.md", "text": "one"}]),
+        )
         .await;
     for i in 0..MAX_NOTES_PER_REVISION {
-        add(&mut rest, &owner, &ws, &r1, &format!("k{}", i % 7), json!(i)).await;
+        add(
+            &mut rest,
+            &owner,
+            &ws,
+            &r1,
+            &format!("k{}", i % 7),
+            json!(i),
+        )
+        .await;
     }
     expect_err(
         rest.call(
@@ -176,10 +233,19 @@ async fn a_revision_holds_a_bounded_number_of_notes() {
         Some("SUPABASH_QUOTA_EXCEEDED"),
     );
     let all = rest
-        .call(&owner, "supabash_notes", json!({ "workspace_id": ws, "revision": r1, "key": "k0" }))
+        .call(
+            &owner,
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": r1, "key": "k0" }),
+        )
         .await
         .unwrap();
-    let versions: Vec<i64> = all.as_array().unwrap().iter().map(|n| n["version"].as_i64().unwrap()).collect();
+    let versions: Vec<i64> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["version"].as_i64().unwrap())
+        .collect();
     assert_eq!(versions, (1..=versions.len() as i64).collect::<Vec<_>>());
 }
 
@@ -189,12 +255,18 @@ async fn the_client_adds_and_reads_notes() {
     use supabash_tests::client::{new_user, workspace_with, BOTH};
     for via in BOTH {
         let ws = workspace_with(via, &new_user(), &[("/a.md", "alpha\n")]).await;
-        let head = ws.history(None, None).await.unwrap().records[0].revision.clone();
+        let head = ws.history(None, None).await.unwrap().records[0]
+            .revision
+            .clone();
         let n = ws
             .add_note(&head, "score", json!({"score": 1}), "eval")
             .await
             .unwrap();
-        assert_eq!((n.key.as_str(), n.version, n.actor.as_str()), ("score", 1, "eval"), "{via:?}");
+        assert_eq!(
+            (n.key.as_str(), n.version, n.actor.as_str()),
+            ("score", 1, "eval"),
+            "{via:?}"
+        );
         let notes = ws.notes(&head, None).await.unwrap();
         assert_eq!(notes, vec![n.clone()], "{via:?}");
         let page = ws.history(None, None).await.unwrap();

@@ -530,7 +530,10 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
     };
     for (args, code) in [
         (json!({ "revision": "not-a-uuid" }), "22023"),
-        (json!({ "revision": uuid::Uuid::new_v4().to_string() }), "22023"),
+        (
+            json!({ "revision": uuid::Uuid::new_v4().to_string() }),
+            "22023",
+        ),
         (json!({ "key": "" }), "22023"),
         (json!({ "key": "k".repeat(1025) }), "54000"),
         (json!({ "value": null }), "22023"),

@@ -16,7 +16,11 @@ use supabash_tests::{Caller, Cluster, SqlRpc};
 /// Writes `/a.md` and commits; answers (position, revision).
 async fn change(ws: &supabash::Workspace, text: &str) -> (i64, String) {
     ws.fs().write("/a.md", text).await.unwrap();
-    let r = ws.commit(CommitOptions::new("writer")).await.unwrap().receipt;
+    let r = ws
+        .commit(CommitOptions::new("writer"))
+        .await
+        .unwrap()
+        .receipt;
     (r.position, r.revision)
 }
 
@@ -43,7 +47,11 @@ async fn a_watch_resumes_after_its_backend_is_terminated() {
     let ws = workspace_with(Via::Postgres, &new_user(), &[("/a.md", "1")]).await;
     let id = ws.id().to_owned();
     let mut watch = ws.watch(None).await.unwrap();
-    assert_eq!(watch.last().map(|l| l.position), Some(1), "starts at the head");
+    assert_eq!(
+        watch.last().map(|l| l.position),
+        Some(1),
+        "starts at the head"
+    );
 
     let second = change(&ws, "2").await;
     assert_eq!(next(&mut watch).await, commit(&id, &second));
@@ -63,7 +71,10 @@ async fn a_watch_resumes_after_its_backend_is_terminated() {
     assert_eq!(killed, vec![true], "one listening backend");
     for _ in 0..100 {
         let left: i64 = admin
-            .query_one("SELECT count(*) FROM pg_stat_activity WHERE query = $1", &[&listen])
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE query = $1",
+                &[&listen],
+            )
             .await
             .unwrap()
             .get(0);
@@ -89,7 +100,10 @@ async fn a_watch_resumes_after_its_backend_is_terminated() {
     keep_one.keep_revisions = Some(1);
     ws.purge(keep_one).await.unwrap();
     let purged = next(&mut watch).await;
-    assert_eq!((purged.kind, purged.position), (ChangeKind::Purge, Some(fifth.0)));
+    assert_eq!(
+        (purged.kind, purged.position),
+        (ChangeKind::Purge, Some(fifth.0))
+    );
 
     // Another process resumes from a point: the commits after it, and none before.
     let mut resumed = ws
@@ -161,7 +175,9 @@ async fn visible(db: &tokio_postgres::Client, claims: &Value, role: &str, topic:
     )
     .await
     .unwrap();
-    db.batch_execute(&format!("SET LOCAL ROLE {role}")).await.unwrap();
+    db.batch_execute(&format!("SET LOCAL ROLE {role}"))
+        .await
+        .unwrap();
     let n: i64 = db
         .query_one(
             "SELECT count(*) FROM realtime.messages
@@ -184,7 +200,12 @@ async fn with_realtime_the_database_broadcasts_to_a_private_topic_only_the_owner
     cluster.psql(db, supabash_tests::cluster::BOOTSTRAP_SQL);
     cluster.psql(db, REALTIME_STAND_IN);
     cluster.psql(db, "CREATE EXTENSION supabash");
-    let dsn = |user: &str| format!("host=127.0.0.1 port={} user={user} dbname={db}", cluster.port);
+    let dsn = |user: &str| {
+        format!(
+            "host=127.0.0.1 port={} user={user} dbname={db}",
+            cluster.port
+        )
+    };
     let (su, conn) = tokio_postgres::connect(&dsn("postgres"), tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -198,7 +219,12 @@ async fn with_realtime_the_database_broadcasts_to_a_private_topic_only_the_owner
     let owner = Caller::new_user();
     let ws = rest.create_workspace(&owner).await;
     let r1 = rest
-        .commit_as(&owner, &ws, None, json!([{"op": "upsert", "path": "/secret.md", "text": "words"}]))
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/secret.md", "text": "words"}]),
+        )
         .await;
     // A refused commit broadcasts nothing (its transaction rolled back).
     let refused = rest
@@ -230,24 +256,54 @@ async fn with_realtime_the_database_broadcasts_to_a_private_topic_only_the_owner
             json!({"workspaceId": ws, "kind": "commit", "position": 1, "revision": r1})
         )]
     );
-    assert!(!sent[0].3.to_string().contains("secret"), "never a path or content");
+    assert!(
+        !sent[0].3.to_string().contains("secret"),
+        "never a path or content"
+    );
 
     // Who may join the private topic: the owner; not another user, not anon, not a topic
     // that names no workspace.
-    let Caller::User(sub) = &owner else { unreachable!() };
+    let Caller::User(sub) = &owner else {
+        unreachable!()
+    };
     let claims = |sub: &str| json!({ "sub": sub, "role": "authenticated" });
-    assert_eq!(visible(&auth, &claims(sub), "authenticated", &topic).await, 1);
+    assert_eq!(
+        visible(&auth, &claims(sub), "authenticated", &topic).await,
+        1
+    );
     let stranger = uuid::Uuid::new_v4().to_string();
-    assert_eq!(visible(&auth, &claims(&stranger), "authenticated", &topic).await, 0);
-    assert_eq!(visible(&auth, &json!({ "role": "anon" }), "anon", &topic).await, 0);
-    assert_eq!(visible(&auth, &claims(sub), "authenticated", "supabash:not-a-workspace").await, 0);
+    assert_eq!(
+        visible(&auth, &claims(&stranger), "authenticated", &topic).await,
+        0
+    );
+    assert_eq!(
+        visible(&auth, &json!({ "role": "anon" }), "anon", &topic).await,
+        0
+    );
+    assert_eq!(
+        visible(
+            &auth,
+            &claims(sub),
+            "authenticated",
+            "supabash:not-a-workspace"
+        )
+        .await,
+        0
+    );
 
     // A purge and a redaction broadcast too, with their kind as the event.
-    rest.call(&owner, "supabash_redact", json!({ "workspace_id": ws, "metadata_keys": ["x"] }))
-        .await
-        .unwrap();
+    rest.call(
+        &owner,
+        "supabash_redact",
+        json!({ "workspace_id": ws, "metadata_keys": ["x"] }),
+    )
+    .await
+    .unwrap();
     let events: Vec<String> = su
-        .query("SELECT event FROM realtime.messages ORDER BY inserted_at", &[])
+        .query(
+            "SELECT event FROM realtime.messages ORDER BY inserted_at",
+            &[],
+        )
         .await
         .unwrap()
         .iter()

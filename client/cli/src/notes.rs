@@ -45,9 +45,7 @@ pub async fn note(args: NoteArgs) -> Result<(), BoxError> {
         actor: Some(args.actor),
         delegated_grant: None,
     };
-    request
-        .check_fields()
-        .map_err(|e| usage(e.to_string()))?;
+    request.check_fields().map_err(|e| usage(e.to_string()))?;
     let stored = call(transport.as_ref(), &request).await?;
     if args.json {
         return output::json(&stored);

@@ -290,7 +290,13 @@ pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
             actor,
         },
     )?;
-    announce::announce(&call.schema, &ws.id, Kind::Redact, ws.head_position, ws.head.as_deref())?;
+    announce::announce(
+        &call.schema,
+        &ws.id,
+        Kind::Redact,
+        ws.head_position,
+        ws.head.as_deref(),
+    )?;
     Ok(report)
 }
 

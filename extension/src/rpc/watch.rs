@@ -15,10 +15,14 @@ use supabash_core::Marker;
 pub fn may_watch(_call: &Call, req: MayWatch) -> Outcome<bool> {
     match access::open(&req, &[Operation::History]) {
         Ok(_) => Ok(true),
-        Err(f) if matches!(
-            f.marker,
-            Marker::WorkspaceDenied | Marker::AuthenticationRequired
-        ) => Ok(false),
+        Err(f)
+            if matches!(
+                f.marker,
+                Marker::WorkspaceDenied | Marker::AuthenticationRequired
+            ) =>
+        {
+            Ok(false)
+        }
         Err(f) => Err(f),
     }
 }

@@ -7,8 +7,7 @@ use crate::pg::fail::Outcome;
 use supabash_core::rpc::notes::{RevisionNote, MAX_NOTES_PER_REVISION};
 
 /// The columns [`note_of`] reads, in order.
-const COLUMNS: &str =
-    "revision_id::text, key, version, value, actor, supabash.utc_text(noted_at)";
+const COLUMNS: &str = "revision_id::text, key, version, value, actor, supabash.utc_text(noted_at)";
 
 /// Reads [`COLUMNS`] starting at column `at`.
 fn note_of(r: &Row, at: usize) -> Outcome<RevisionNote> {
