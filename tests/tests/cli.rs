@@ -918,14 +918,34 @@ async fn notes_show_in_show_and_log_and_log_follows() {
         let user = new_user();
         let (ws, revs) = three_revisions(via, &user).await;
         let c = Conn::new(via, &user).with("SUPABASH_WORKSPACE", ws.id());
-        let added = c.ok(&["note", &revs[0], "eval", r#"{"score":0.5}"#, "--actor", "grader"]);
-        assert!(added.contains("eval#1") && added.contains("grader"), "{via:?}: {added}");
+        let added = c.ok(&[
+            "note",
+            &revs[0],
+            "eval",
+            r#"{"score":0.5}"#,
+            "--actor",
+            "grader",
+        ]);
+        assert!(
+            added.contains("eval#1") && added.contains("grader"),
+            "{via:?}: {added}"
+        );
         c.ok(&["note", "1", "eval", "0.75", "--actor", "grader"]);
         let shown = c.ok(&["show", &revs[0]]);
-        assert!(shown.contains("eval#1") && shown.contains("eval#2"), "{via:?}: {shown}");
+        assert!(
+            shown.contains("eval#1") && shown.contains("eval#2"),
+            "{via:?}: {shown}"
+        );
         let json = c.json(&["show", &revs[0]]);
-        assert_eq!(json["notes"][1]["value"], serde_json::json!(0.75), "{via:?}");
-        assert!(c.json(&["show", &revs[1]]).get("notes").is_none(), "{via:?}");
+        assert_eq!(
+            json["notes"][1]["value"],
+            serde_json::json!(0.75),
+            "{via:?}"
+        );
+        assert!(
+            c.json(&["show", &revs[1]]).get("notes").is_none(),
+            "{via:?}"
+        );
         let log = c.ok(&["log"]);
         assert!(log.contains("eval#2"), "{via:?}: {log}");
 
@@ -959,9 +979,17 @@ async fn notes_show_in_show_and_log_and_log_follows() {
         };
         wait_for(&|l: &str| l.contains(&revs[2][..8]));
         ws.fs().write("/d.md", "d\n").await.unwrap();
-        let r = ws.commit(CommitOptions::new("tester")).await.unwrap().receipt;
+        let r = ws
+            .commit(CommitOptions::new("tester"))
+            .await
+            .unwrap()
+            .receipt;
         let line = wait_for(&|l: &str| l.ends_with("commit"));
-        assert_eq!(line, format!("   4  {}  commit", &r.revision[..8]), "{via:?}");
+        assert_eq!(
+            line,
+            format!("   4  {}  commit", &r.revision[..8]),
+            "{via:?}"
+        );
         child.kill().unwrap();
         child.wait().unwrap();
     }
