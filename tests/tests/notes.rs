@@ -44,6 +44,21 @@ async fn add(
     .unwrap()
 }
 
+/// The notes of `rev` (only under `key` when given) as `owner` reads them.
+async fn notes_of(
+    rest: &mut SqlRpc,
+    owner: &Caller,
+    ws: &str,
+    rev: &Value,
+    key: Option<&str>,
+) -> Value {
+    let mut args = json!({ "workspace_id": ws, "revision": rev });
+    if let Some(k) = key {
+        args["key"] = json!(k);
+    }
+    rest.call(owner, "supabash_notes", args).await.unwrap()
+}
+
 #[tokio::test]
 async fn notes_append_per_key_show_in_history_and_go_with_purge_and_redaction() {
     let cluster = Cluster::shared();
@@ -95,43 +110,15 @@ async fn notes_append_per_key_show_in_history_and_go_with_purge_and_redaction() 
         .iter()
         .all(|n| n["revision"] == json!(r1)));
 
-    let all = rest
-        .call(
-            &owner,
-            "supabash_notes",
-            json!({ "workspace_id": ws, "revision": r1 }),
-        )
-        .await
-        .unwrap();
+    let all = notes_of(&mut rest, &owner, &ws, &json!(r1), None).await;
     assert_eq!(shown(&all), want);
-    let scores = rest
-        .call(
-            &owner,
-            "supabash_notes",
-            json!({ "workspace_id": ws, "revision": r1, "key": "score" }),
-        )
-        .await
-        .unwrap();
+    let scores = notes_of(&mut rest, &owner, &ws, &json!(r1), Some("score")).await;
     assert_eq!(shown(&scores), want[..2].to_vec());
     // As of a time: the revision committed at or before it.
     let at = history["records"][0]["committedAt"].clone();
-    let as_of = rest
-        .call(
-            &owner,
-            "supabash_notes",
-            json!({ "workspace_id": ws, "revision": at }),
-        )
-        .await
-        .unwrap();
+    let as_of = notes_of(&mut rest, &owner, &ws, &json!(at), None).await;
     assert_eq!(shown(&as_of), want);
-    let none = rest
-        .call(
-            &owner,
-            "supabash_notes",
-            json!({ "workspace_id": ws, "revision": r2 }),
-        )
-        .await
-        .unwrap();
+    let none = notes_of(&mut rest, &owner, &ws, &json!(r2), None).await;
     assert_eq!(none, json!([]));
 
     // Another user neither reads nor adds.
@@ -157,14 +144,7 @@ async fn notes_append_per_key_show_in_history_and_go_with_purge_and_redaction() 
     )
     .await
     .unwrap();
-    let left = rest
-        .call(
-            &owner,
-            "supabash_notes",
-            json!({ "workspace_id": ws, "revision": r1 }),
-        )
-        .await
-        .unwrap();
+    let left = notes_of(&mut rest, &owner, &ws, &json!(r1), None).await;
     assert_eq!(shown(&left), want[..2].to_vec());
 
     // Purge removes a revision's notes with it.
@@ -232,14 +212,7 @@ async fn a_revision_holds_a_bounded_number_of_notes() {
         "54000",
         Some("SUPABASH_QUOTA_EXCEEDED"),
     );
-    let all = rest
-        .call(
-            &owner,
-            "supabash_notes",
-            json!({ "workspace_id": ws, "revision": r1, "key": "k0" }),
-        )
-        .await
-        .unwrap();
+    let all = notes_of(&mut rest, &owner, &ws, &json!(r1), Some("k0")).await;
     let versions: Vec<i64> = all
         .as_array()
         .unwrap()
