@@ -994,3 +994,43 @@ async fn notes_show_in_show_and_log_and_log_follows() {
         child.wait().unwrap();
     }
 }
+
+/// On a database still on the 0.5.0 schema (no notes), `show` shows the receipt and no notes;
+/// `note` fails.
+#[tokio::test]
+async fn show_works_on_a_schema_without_notes() {
+    let c = cluster();
+    let db = "cli_schema_050";
+    c.psql("postgres", &format!("DROP DATABASE IF EXISTS {db}"));
+    c.psql("postgres", &format!("CREATE DATABASE {db}"));
+    c.psql(db, supabash_tests::cluster::BOOTSTRAP_SQL);
+    c.psql(db, "CREATE EXTENSION supabash VERSION '0.5.0'");
+    let dsn = format!(
+        "host=127.0.0.1 port={} user=authenticator dbname={db}",
+        c.port
+    );
+    let mut rest = supabash_tests::SqlRpc::connect(&dsn).await;
+    let user = new_user();
+    let owner = supabash_tests::Caller::User(user.clone());
+    let ws = rest.create_workspace(&owner).await;
+    let r1 = rest
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            serde_json::json!([{"op": "upsert", "path": "/a.md", "text": "a"}]),
+        )
+        .await;
+    let conn = Conn {
+        env: vec![
+            ("SUPABASH_DSN".into(), dsn.clone()),
+            ("SUPABASH_SUB".into(), user.clone()),
+            ("SUPABASH_WORKSPACE".into(), ws.clone()),
+        ],
+    };
+    let shown = conn.ok(&["show", &r1]);
+    assert!(shown.contains(&r1) && !shown.contains("note"), "{shown}");
+    let out = conn.run(&["note", &r1, "eval", "1"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    drop(rest);
+}

@@ -9,6 +9,7 @@ use crate::output;
 use supabash::transport::call;
 use supabash::Transport;
 use supabash_core::rpc::notes::{AddNote, Notes, RevisionNote};
+use supabash_core::Marker;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -54,7 +55,8 @@ pub async fn note(args: NoteArgs) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// The notes of `revision` of `workspace`, every version by key.
+/// The notes of `revision` of `workspace`, every version by key; none on a database whose
+/// schema predates notes (0.5.0), so `show` keeps working there.
 pub async fn fetch(
     transport: &dyn Transport,
     workspace: &str,
@@ -66,7 +68,20 @@ pub async fn fetch(
         key: None,
         delegated_grant: None,
     };
-    Ok(call(transport, &request).await?)
+    match call(transport, &request).await {
+        Err(e) if predates_notes(&e) => Ok(Vec::new()),
+        answer => Ok(answer?),
+    }
+}
+
+/// Whether `e` says the database has no notes: a 0.5.0 schema, where `supabash_notes` does
+/// not exist (42883 directly, PGRST202 through PostgREST) or is refused as outdated.
+fn predates_notes(e: &supabash::SupabashError) -> bool {
+    let code = std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<supabash::transport::RpcError>())
+        .and_then(|r| r.code.as_deref());
+    matches!(code, Some("42883" | "PGRST202"))
+        || e.message().starts_with(Marker::SchemaOutdated.as_str())
 }
 
 /// Notes as people read them: `note KEY#VERSION  TIME  ACTOR  VALUE`, one a line.
