@@ -543,6 +543,14 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
     ] {
         v.push(bad("supabash_add_note", note(args), code));
     }
+    // Who may watch: a workspace id that is not one is an error, not a quiet false.
+    for id in ["", "not-a-uuid", "supabash:x"] {
+        v.push(bad(
+            "supabash_may_watch",
+            json!({ "workspace_id": id }),
+            "22023",
+        ));
+    }
     for revision in ["", "x", "2999-01-01T00:00:00Z"] {
         v.push(bad(
             "supabash_notes",
