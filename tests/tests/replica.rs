@@ -70,6 +70,7 @@ fn reads(ws: &str, first: &str, head: &str, checkpoint: &str) -> Vec<(&'static s
             "supabash_notes",
             json!({ "workspace_id": ws, "revision": head, "key": "score" }),
         ),
+        ("supabash_may_watch", json!({ "workspace_id": ws })),
     ]
 }
 
