@@ -109,6 +109,11 @@ impl Transport for GrantTransport {
         args.remove("delegated_grant");
         self.inner.call_with_grant(rpc, args, &self.grant).await
     }
+
+    /// `LISTEN` takes no grant; what a watch reads to catch up (`supabash_history`) does.
+    async fn listen(&self, channel: &str) -> Result<Option<crate::transport::Listening>, RpcError> {
+        self.inner.listen(channel).await
+    }
 }
 
 /// The presented claims, read without verifying the signature, if they ask for exactly
@@ -329,6 +334,25 @@ impl DelegatedWorkspace {
         Read => fn lease() -> Option<LeaseState>;
         /// One page of the audit trail, of one revision or all (needs `history`).
         History => fn audit(revision: Option<&str>, cursor: Option<&str>) -> AuditPage;
+        /// A revision's notes (needs `history`).
+        History => fn notes(revision: &str, key: Option<&str>)
+            -> Vec<supabash_core::rpc::notes::RevisionNote>;
+        /// The workspace's announcements as a stream (needs `history`; `read`, which every
+        /// delegated handle has, for `after` `None`).
+        History => fn watch(after: Option<crate::watch::WatchPoint>) -> crate::watch::Watch;
+    }
+
+    /// Appends a note to a revision (needs `commit`). The database records the grant's actor,
+    /// whatever this handle would name.
+    pub async fn add_note(
+        &self,
+        revision: &str,
+        key: &str,
+        value: serde_json::Value,
+    ) -> Result<supabash_core::rpc::notes::RevisionNote> {
+        self.require(Operation::Commit)?;
+        let actor = self.delegation.actor();
+        self.workspace.add_note(revision, key, value, &actor).await
     }
 
     /// Forks the workspace (needs `fork`). The fork belongs to the workspace's owner and this

@@ -25,6 +25,7 @@ mod rpc_error;
 mod setters;
 pub mod transport;
 pub mod tree;
+pub mod watch;
 pub mod workspace;
 
 #[cfg(feature = "storage")]

@@ -767,6 +767,57 @@ impl Workspace {
         .await
     }
 
+    /// The workspace's change announcements as a stream ([`crate::watch::Watch`]): every
+    /// commit, purge and redaction after `after` (`None`: after the head when the watch
+    /// starts), oldest first. On a direct Postgres connection it `LISTEN`s and, when the
+    /// connection drops, listens again and recovers the commits it missed from
+    /// `supabash_history`; over PostgREST it polls `supabash_history`. Needs `history` (and,
+    /// with `after` `None`, `read`) of a delegated grant.
+    pub async fn watch(
+        &self,
+        after: Option<crate::watch::WatchPoint>,
+    ) -> Result<crate::watch::Watch> {
+        crate::watch::Watch::start(self.transport.clone(), self.id.clone(), after).await
+    }
+
+    /// Appends `value` under `key` to `revision` without a new revision (`supabash_add_note`):
+    /// the next version of that key, recorded with `actor` and the time. A note is at most
+    /// `supabash_core::rpc::notes::MAX_NOTE_BYTES` of compact JSON.
+    pub async fn add_note(
+        &self,
+        revision: &str,
+        key: &str,
+        value: serde_json::Value,
+        actor: &str,
+    ) -> Result<supabash_core::rpc::notes::RevisionNote> {
+        let request = supabash_core::rpc::notes::AddNote {
+            workspace_id: self.id.clone(),
+            revision: revision.to_owned(),
+            key: key.to_owned(),
+            value,
+            actor: Some(actor.to_owned()),
+            delegated_grant: None,
+        };
+        request.check_fields().map_err(SupabashError::field)?;
+        self.rpc(&request).await
+    }
+
+    /// The notes of `revision` (an id or a point in time), every version by key; only those
+    /// under `key` when given (`supabash_notes`).
+    pub async fn notes(
+        &self,
+        revision: &str,
+        key: Option<&str>,
+    ) -> Result<Vec<supabash_core::rpc::notes::RevisionNote>> {
+        self.rpc(&supabash_core::rpc::notes::Notes {
+            workspace_id: self.id.clone(),
+            revision: revision.to_owned(),
+            key: key.map(str::to_owned),
+            delegated_grant: None,
+        })
+        .await
+    }
+
     /// One page of the lines matching `pattern` at `revision` (default: the head), searched on
     /// the server (`supabash_grep`): `options` carries the request's optional fields (its
     /// workspace and pattern are set here).

@@ -391,3 +391,40 @@ async fn fork_leases_and_audit_are_grant_checked() {
         "read sees the lease state"
     );
 }
+
+/// A job adds a note with `commit` (recorded as the grant's actor) and reads notes and watches
+/// with `history`; without those the guard refuses before any request.
+#[tokio::test]
+async fn notes_and_watch_are_grant_checked() {
+    let signer = signer("e2e-notes");
+    let (ws_id, r1) = owned_workspace().await;
+    let service = service();
+    let all = ops(&[Operation::Read, Operation::Commit, Operation::History]);
+    let token = signer.mint("grader", &ws_id, &all, 300, None).unwrap();
+    let ws = DelegatedWorkspace::open(service.clone(), &token, &all, Limits::default())
+        .await
+        .unwrap();
+    let note = ws.add_note(&r1, "eval", json!({"score": 1})).await.unwrap();
+    assert_eq!(note.actor, "delegated:grader");
+    assert_eq!(ws.notes(&r1, None).await.unwrap(), vec![note]);
+    let watch = ws.watch(None).await.unwrap();
+    assert_eq!(watch.last().map(|l| l.position), Some(2));
+
+    let read_only = ops(&[Operation::Read]);
+    let token = signer
+        .mint("reader", &ws_id, &read_only, 300, None)
+        .unwrap();
+    let ws = DelegatedWorkspace::open(service.clone(), &token, &read_only, Limits::default())
+        .await
+        .unwrap();
+    let before = service.count();
+    let refusals = [
+        ws.add_note(&r1, "eval", json!(0)).await.err(),
+        ws.notes(&r1, None).await.err(),
+        ws.watch(None).await.err(),
+    ];
+    for e in refusals {
+        assert_eq!(e.expect("refused").code(), ErrorCode::Authorization);
+    }
+    assert_eq!(service.count(), before, "the guard made requests");
+}

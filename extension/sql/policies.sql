@@ -55,6 +55,13 @@ CREATE POLICY owner ON supabash.leases TO supabash_owner
   USING (workspace_id IN (SELECT id FROM supabash.workspaces))
   WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
 
+-- Notes on revisions: visible exactly when their workspace is (like workspace contents).
+ALTER TABLE supabash.revision_notes ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.revision_notes FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.revision_notes TO supabash_owner
+  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
+  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+
 -- Bodies: visible exactly when a workspace of their store is.
 ALTER TABLE supabash.bodies ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.bodies FORCE ROW LEVEL SECURITY;
@@ -101,3 +108,7 @@ ALTER TABLE supabash.storage_nonces FORCE ROW LEVEL SECURITY;
 CREATE POLICY spend ON supabash.storage_nonces TO supabash_owner
   USING ((SELECT supabash.request_role()) = 'service_role')
   WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+
+
+-- Supabase Realtime's policy on realtime.messages (only where that table exists) is in
+-- sql/rpc.sql, after the function it asks, supabash_may_watch.

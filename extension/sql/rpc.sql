@@ -306,6 +306,69 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
     'cursor', cursor, 'delegated_grant', delegated_grant))
 $$;
 
+-- Notes on a revision after the fact (extension/src/rpc/notes.rs): adding one needs the grant
+-- operation commit, reading them history.
+CREATE FUNCTION public.supabash_add_note(
+  workspace_id text, revision text, key text, value jsonb, actor text DEFAULT NULL,
+  delegated_grant text DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+  SELECT supabash._write('add_note', json_build_object('workspace_id', workspace_id,
+    'revision', revision, 'key', key, 'value', value, 'actor', actor,
+    'delegated_grant', delegated_grant))
+$$;
+
+CREATE FUNCTION public.supabash_notes(
+  workspace_id text, revision text, key text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('notes', json_build_object('workspace_id', workspace_id,
+    'revision', revision, 'key', key, 'delegated_grant', delegated_grant))
+$$;
+
+-- Supabase Realtime (extension/src/store/announce.rs): when the database has the `realtime`
+-- schema, every announcement is also broadcast on the private topic supabash:<workspace id>
+-- (realtime.send(payload, event, topic, private), Supabase's "Broadcast from the database").
+-- It runs as the role that installed the extension (on Supabase `postgres`, which may call
+-- realtime.send); only supabash_owner, inside the extension's own writes, executes it.
+CREATE FUNCTION supabash._broadcast(topic text, event text, payload jsonb) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF to_regprocedure('realtime.send(jsonb,text,text,boolean)') IS NOT NULL THEN
+    PERFORM realtime.send(payload, event, topic, true);
+  END IF;
+END
+$$;
+
+-- Whether the caller may receive a workspace's announcements (the owner, or service_role with
+-- a delegated grant holding history in the x-supabash-grant header): false, never an error,
+-- for anyone else. The Realtime policy asks it.
+CREATE FUNCTION public.supabash_may_watch(workspace_id text)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('may_watch', json_build_object('workspace_id', workspace_id))
+$$;
+
+-- Supabase Realtime authorization (docs/sql-contract.md, "Change announcements"): when the
+-- database has realtime.messages, a client may join the private topic supabash:<workspace id>
+-- only if supabash_may_watch says so (the owner, or service_role presenting a grant holding
+-- history in the x-supabash-grant header). Realtime reads realtime.topic() as the topic joined.
+-- The policy is not a member of the extension: DROP EXTENSION needs it dropped first
+-- (sql/uninstall.sql).
+DO $$
+BEGIN
+  IF to_regclass('realtime.messages') IS NOT NULL AND NOT EXISTS (
+       SELECT 1 FROM pg_catalog.pg_policy
+        WHERE polrelid = to_regclass('realtime.messages') AND polname = 'supabash_watch') THEN
+    EXECUTE $p$CREATE POLICY supabash_watch ON realtime.messages FOR SELECT
+      TO authenticated, service_role
+      USING (extension = 'broadcast'
+             AND (SELECT realtime.topic()) ~ '^supabash:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+             AND (SELECT public.supabash_may_watch(substr(realtime.topic(), 10)))::text = 'true')$p$;
+  END IF;
+END
+$$;
+
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its
 -- waits are bounded (a timeout is the retryable SUPABASH_COMMIT_COORDINATION).
 CREATE FUNCTION public.supabash_exchange_capability(capability text) RETURNS jsonb

@@ -350,4 +350,21 @@ CREATE TABLE supabash.audit_records (
 CREATE INDEX audit_records_order_idx ON supabash.audit_records (workspace_id, recorded_at, session_id, sequence, record_id);
 CREATE INDEX audit_records_revision_idx ON supabash.audit_records (workspace_id, revision_id);
 
+-- Notes on a revision after the fact (issue 25; extension/src/store/notes.rs): a small JSON
+-- value under a key, added to an existing revision without a new one. Append-only per key
+-- (versions 1, 2, ... of a key on a revision), with who and when; purge removes them with
+-- their revision (the foreign key), a redaction's metadata_keys removes those keys' notes.
+CREATE TABLE supabash.revision_notes (
+  workspace_id      uuid NOT NULL,
+  revision_id       uuid NOT NULL,
+  key               text NOT NULL CHECK (octet_length(key) BETWEEN 1 AND 1024),
+  version           integer NOT NULL CHECK (version >= 1),
+  value             jsonb NOT NULL,
+  actor             text NOT NULL,
+  delegation_key_id text,
+  noted_at          timestamptz NOT NULL,
+  PRIMARY KEY (workspace_id, revision_id, key, version),
+  FOREIGN KEY (workspace_id, revision_id) REFERENCES supabash.revisions ON DELETE CASCADE
+);
+
 -- Row-level security (enabled and forced on every table above) and every policy: sql/policies.sql.

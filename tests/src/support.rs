@@ -50,7 +50,9 @@ pub async fn fingerprint(admin: &Client, workspace: &str) -> String {
                (SELECT string_agg(encode(b.hash, 'hex') || ':' || md5(b.body), ',' ORDER BY b.hash)
                   FROM supabash.bodies b WHERE b.workspace_id = $1::text::uuid),
                (SELECT string_agg(c::text, ',' ORDER BY c.checkpoint_id) FROM supabash.checkpoints c
-                 WHERE c.workspace_id = $1::text::uuid)))",
+                 WHERE c.workspace_id = $1::text::uuid),
+               (SELECT string_agg(n::text, ',' ORDER BY n.revision_id, n.key, n.version)
+                  FROM supabash.revision_notes n WHERE n.workspace_id = $1::text::uuid)))",
             &[&workspace],
         )
         .await

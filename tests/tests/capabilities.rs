@@ -443,6 +443,17 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
         ),
         c("supabash_audit", json!({ "workspace_id": id }), &[History]),
         c(
+            "supabash_add_note",
+            json!({ "workspace_id": id, "revision": head, "key": "verdict",
+                    "value": {"pass": true}, "actor": "reviewer" }),
+            &[Commit],
+        ),
+        c(
+            "supabash_notes",
+            json!({ "workspace_id": id, "revision": head }),
+            &[History],
+        ),
+        c(
             "supabash_record_discarded",
             json!({ "workspace_id": id, "actor": "agent", "actions": [{
                 "record_id": "00000000-0000-4000-8000-0000000000a1",
@@ -2790,4 +2801,79 @@ async fn hs256_capabilities_minted_as_the_seed_describes() {
     let r = exchange(&mut rest, &Caller::Service, &t).await;
     tally.deny("a token after revocation", r, Some(INVALID));
     tally.finish("HS256 capabilities", cluster);
+}
+
+/// `supabash_may_watch` (what the Realtime policy asks): the owner, and service_role with a
+/// grant holding `history` in the grant header; false, not an error, for everyone else.
+#[tokio::test]
+async fn may_watch_admits_the_owner_and_a_grant_with_history() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "may-watch");
+    let ws = workspace(&mut rest).await;
+    let other_ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let history = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::History]),
+        None,
+    )
+    .await;
+    let read = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::Read]),
+        None,
+    )
+    .await;
+    let args = json!({ "workspace_id": ws.id });
+    let header = |g: &str| json!({ "x-supabash-grant": g });
+    let mut ask = async |caller: &Caller, args: &Value, headers: Option<Value>| {
+        rest.call_with_headers(caller, "supabash_may_watch", args.clone(), headers.as_ref())
+            .await
+    };
+    assert_eq!(ask(&ws.owner, &args, None).await.unwrap(), json!(true));
+    assert_eq!(
+        ask(&Caller::Service, &args, Some(header(&history)))
+            .await
+            .unwrap(),
+        json!(true)
+    );
+    for (who, caller, args, headers) in [
+        ("another user", Caller::new_user(), &args, None),
+        ("service_role without a grant", Caller::Service, &args, None),
+        (
+            "a grant without history",
+            Caller::Service,
+            &args,
+            Some(header(&read)),
+        ),
+        (
+            "a grant for another workspace",
+            Caller::Service,
+            &json!({ "workspace_id": other_ws.id }),
+            Some(header(&history)),
+        ),
+        (
+            "the owner presenting a grant",
+            ws.owner.clone(),
+            &args,
+            Some(header(&history)),
+        ),
+    ] {
+        assert_eq!(
+            ask(&caller, args, headers).await.unwrap(),
+            json!(false),
+            "{who}"
+        );
+    }
+    // anon may not even ask.
+    let e = ask(&Caller::Anon, &args, None).await.unwrap_err();
+    assert_eq!(e.code, "42501", "{e}");
 }

@@ -909,3 +909,128 @@ async fn audit_lists_a_revisions_actions_and_discarded_ones() {
         assert_eq!(other.run(&["audit"]).status.code(), Some(4), "{via:?}");
     }
 }
+
+/// `note` adds a note that `show` and `log` print; `log --follow` prints each new commit as it
+/// lands (over both transports: PostgREST polls).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notes_show_in_show_and_log_and_log_follows() {
+    for via in BOTH {
+        let user = new_user();
+        let (ws, revs) = three_revisions(via, &user).await;
+        let c = Conn::new(via, &user).with("SUPABASH_WORKSPACE", ws.id());
+        let added = c.ok(&[
+            "note",
+            &revs[0],
+            "eval",
+            r#"{"score":0.5}"#,
+            "--actor",
+            "grader",
+        ]);
+        assert!(
+            added.contains("eval#1") && added.contains("grader"),
+            "{via:?}: {added}"
+        );
+        c.ok(&["note", "1", "eval", "0.75", "--actor", "grader"]);
+        let shown = c.ok(&["show", &revs[0]]);
+        assert!(
+            shown.contains("eval#1") && shown.contains("eval#2"),
+            "{via:?}: {shown}"
+        );
+        let json = c.json(&["show", &revs[0]]);
+        assert_eq!(
+            json["notes"][1]["value"],
+            serde_json::json!(0.75),
+            "{via:?}"
+        );
+        assert!(
+            c.json(&["show", &revs[1]]).get("notes").is_none(),
+            "{via:?}"
+        );
+        let log = c.ok(&["log"]);
+        assert!(log.contains("eval#2"), "{via:?}: {log}");
+
+        // --follow: the history, then each commit as it lands.
+        let mut cmd = Command::new(supabash_tests::binary::supabash());
+        cmd.args(["log", "--oneline", "--follow"])
+            .env("HOME", "/nonexistent")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        for (k, v) in &c.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                if tx.send(line.unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        let wait_for = |want: &dyn Fn(&str) -> bool| loop {
+            let line = rx
+                .recv_timeout(std::time::Duration::from_secs(15))
+                .expect("log --follow prints");
+            if want(&line) {
+                return line;
+            }
+        };
+        wait_for(&|l: &str| l.contains(&revs[2][..8]));
+        ws.fs().write("/d.md", "d\n").await.unwrap();
+        let r = ws
+            .commit(CommitOptions::new("tester"))
+            .await
+            .unwrap()
+            .receipt;
+        let line = wait_for(&|l: &str| l.ends_with("commit"));
+        assert_eq!(
+            line,
+            format!("   4  {}  commit", &r.revision[..8]),
+            "{via:?}"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+/// On a database still on the 0.5.0 schema (no notes), `show` shows the receipt and no notes;
+/// `note` fails.
+#[tokio::test]
+async fn show_works_on_a_schema_without_notes() {
+    let c = cluster();
+    let db = "cli_schema_050";
+    c.psql("postgres", &format!("DROP DATABASE IF EXISTS {db}"));
+    c.psql("postgres", &format!("CREATE DATABASE {db}"));
+    c.psql(db, supabash_tests::cluster::BOOTSTRAP_SQL);
+    c.psql(db, "CREATE EXTENSION supabash VERSION '0.5.0'");
+    let dsn = format!(
+        "host=127.0.0.1 port={} user=authenticator dbname={db}",
+        c.port
+    );
+    let mut rest = supabash_tests::SqlRpc::connect(&dsn).await;
+    let user = new_user();
+    let owner = supabash_tests::Caller::User(user.clone());
+    let ws = rest.create_workspace(&owner).await;
+    let r1 = rest
+        .commit_as(
+            &owner,
+            &ws,
+            None,
+            serde_json::json!([{"op": "upsert", "path": "/a.md", "text": "a"}]),
+        )
+        .await;
+    let conn = Conn {
+        env: vec![
+            ("SUPABASH_DSN".into(), dsn.clone()),
+            ("SUPABASH_SUB".into(), user.clone()),
+            ("SUPABASH_WORKSPACE".into(), ws.clone()),
+        ],
+    };
+    let shown = conn.ok(&["show", &r1]);
+    assert!(shown.contains(&r1) && !shown.contains("note"), "{shown}");
+    let out = conn.run(&["note", &r1, "eval", "1"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    drop(rest);
+}

@@ -62,6 +62,15 @@ fn reads(ws: &str, first: &str, head: &str, checkpoint: &str) -> Vec<(&'static s
             "supabash_list_directory",
             json!({ "workspace_id": ws, "path": "/", "revision": first, "page_size": 1 }),
         ),
+        (
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": head }),
+        ),
+        (
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": head, "key": "score" }),
+        ),
+        ("supabash_may_watch", json!({ "workspace_id": ws })),
     ]
 }
 
@@ -95,6 +104,15 @@ async fn fill(rest: &mut SqlRpc, owner: &Caller) -> (String, String, String, Str
         .await
         .unwrap();
     let cp = cp["checkpointId"].as_str().unwrap().to_owned();
+    // A note on the head: history and supabash_notes show it on the replica too.
+    rest.call(
+        owner,
+        "supabash_add_note",
+        json!({ "workspace_id": ws, "revision": head, "key": "score", "value": {"score": 0.9},
+                "actor": "eval" }),
+    )
+    .await
+    .unwrap();
     (ws, first, head, cp)
 }
 
@@ -186,6 +204,10 @@ async fn every_read_rpc_answers_on_a_streaming_replica_and_writes_are_refused() 
         ),
         ("supabash_fork", json!({ "workspace_id": ws, "actor": "a" })),
         ("supabash_delete_workspace", json!({ "workspace_id": ws })),
+        (
+            "supabash_add_note",
+            json!({ "workspace_id": ws, "revision": head, "key": "k", "value": 1, "actor": "a" }),
+        ),
     ];
     for (rpc, args) in writes {
         let caller = if rpc == "supabash_exchange_capability" {

@@ -155,6 +155,15 @@ fn every_rpc(f: &Fixture) -> Vec<(&'static str, Value)> {
             "supabash_purge",
             json!({ "workspace_id": ws, "keep_revisions": 0 }),
         ),
+        (
+            "supabash_add_note",
+            json!({ "workspace_id": ws, "revision": f.r1, "key": "verdict",
+                    "value": {"ok": false}, "actor": "intruder" }),
+        ),
+        (
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": f.r1 }),
+        ),
     ]
 }
 
@@ -509,6 +518,46 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
         json!({ "workspace_id": ws, "label": "l".repeat(4097) }),
         "54000",
     ));
+    // Notes: a missing or malformed revision, an empty or oversized key or value, null, and
+    // the delegated actor prefix.
+    let note = |args: Value| {
+        let mut base = json!({ "workspace_id": ws, "revision": f.r1, "key": "score",
+                               "value": {"score": 1}, "actor": "host" });
+        for (k, v) in args.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        base
+    };
+    for (args, code) in [
+        (json!({ "revision": "not-a-uuid" }), "22023"),
+        (
+            json!({ "revision": uuid::Uuid::new_v4().to_string() }),
+            "22023",
+        ),
+        (json!({ "key": "" }), "22023"),
+        (json!({ "key": "k".repeat(1025) }), "54000"),
+        (json!({ "value": null }), "22023"),
+        (json!({ "value": "v".repeat(5000) }), "54000"),
+        (json!({ "actor": "delegated:someone" }), "22023"),
+        (json!({ "actor": null }), "22023"),
+    ] {
+        v.push(bad("supabash_add_note", note(args), code));
+    }
+    // Who may watch: a workspace id that is not one is an error, not a quiet false.
+    for id in ["", "not-a-uuid", "supabash:x"] {
+        v.push(bad(
+            "supabash_may_watch",
+            json!({ "workspace_id": id }),
+            "22023",
+        ));
+    }
+    for revision in ["", "x", "2999-01-01T00:00:00Z"] {
+        v.push(bad(
+            "supabash_notes",
+            json!({ "workspace_id": ws, "revision": revision }),
+            "22023",
+        ));
+    }
     v.push(bad(
         "supabash_diff",
         json!({ "workspace_id": ws, "from_ref": {"head": true}, "to_ref": {"head": true},

@@ -177,6 +177,11 @@ pub struct LogArgs {
     /// With PATH: oldest first.
     #[arg(long, requires = "path")]
     pub reverse: bool,
+    /// After the history, keep printing each change as it happens (`position  revision
+    /// kind`; with --json one announcement a line) until interrupted. A dropped connection is
+    /// made again and the commits it missed are printed from history.
+    #[arg(long, conflicts_with_all = ["path", "limit", "cursor"])]
+    pub follow: bool,
 }
 
 /// `supabash log`: history oldest first, one page or all of them; with a path, that path's
@@ -189,11 +194,16 @@ pub async fn log(args: LogArgs) -> Result<(), BoxError> {
     let history = if args.limit.is_some() || args.cursor.is_some() {
         page(transport.as_ref(), &ws, args.cursor.clone(), args.limit).await?
     } else {
-        let mut records = Vec::new();
-        for_each_page(transport.as_ref(), &ws, |p| records.extend(p.records)).await?;
+        let (mut records, mut notes) = (Vec::new(), Vec::new());
+        for_each_page(transport.as_ref(), &ws, |p| {
+            records.extend(p.records);
+            notes.extend(p.notes);
+        })
+        .await?;
         HistoryPage {
             records,
             next_cursor: None,
+            notes,
         }
     };
     if args.json {
@@ -212,12 +222,51 @@ pub async fn log(args: LogArgs) -> Result<(), BoxError> {
             for line in &r.changes {
                 println!("        {}", change_line(line));
             }
+            let notes: Vec<_> = history
+                .notes
+                .iter()
+                .filter(|n| n.revision == r.revision)
+                .cloned()
+                .collect();
+            for line in crate::notes::render(&notes).lines() {
+                println!("        {}", line.trim_start_matches("note").trim_start());
+            }
         }
     }
     if let Some(next) = &history.next_cursor {
         eprintln!("more: --cursor {next}");
     }
+    if args.follow {
+        let last = history.records.last().map(|r| supabash::watch::WatchPoint {
+            position: r.position,
+            revision: r.revision.clone(),
+        });
+        return follow(transport, ws, last, args.json).await;
+    }
     Ok(())
+}
+
+/// `supabash log --follow`: the announcements after `last`, one a line, until interrupted.
+async fn follow(
+    transport: std::sync::Arc<dyn Transport>,
+    ws: String,
+    last: Option<supabash::watch::WatchPoint>,
+    json: bool,
+) -> Result<(), BoxError> {
+    let mut watch = supabash::watch::Watch::start(transport, ws, last).await?;
+    loop {
+        let a = watch.next().await?;
+        if json {
+            println!("{}", serde_json::to_string(&a)?);
+        } else {
+            println!(
+                "{:>4}  {}  {}",
+                a.position.map(|p| p.to_string()).unwrap_or_default(),
+                a.revision.as_deref().map(short).unwrap_or_default(),
+                a.kind.as_str()
+            );
+        }
+    }
 }
 
 /// `supabash log PATH`: the versions of one path, one page or all of them.
@@ -293,7 +342,8 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
-/// `supabash show REV`: one revision's receipt.
+/// `supabash show REV`: one revision's receipt and its notes (with `--json`, the receipt
+/// with a `notes` array when it has any).
 pub async fn show(args: ShowArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.target.open().await?;
     let found = resolve(transport.as_ref(), &ws, &args.rev).await?;
@@ -308,10 +358,16 @@ pub async fn show(args: ShowArgs) -> Result<(), BoxError> {
             call(transport.as_ref(), &request).await?.receipt
         }
     };
+    let notes = crate::notes::fetch(transport.as_ref(), &ws, &receipt.revision).await?;
     if args.json {
-        return output::json(&receipt);
+        let mut shown = serde_json::to_value(&receipt)?;
+        if !notes.is_empty() {
+            shown["notes"] = serde_json::to_value(&notes)?;
+        }
+        return output::json(&shown);
     }
     print!("{}", render_receipt(&receipt));
+    print!("{}", crate::notes::render(&notes));
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 //!   [`profile`]: named profiles of the config file;
 //! - [`exit`]: exit statuses and error reports from the error taxonomy; [`output`]: JSON and
 //!   lines; [`flags`]: the argument blocks several commands share;
-//! - [`history`]: `log`, `show`, `restore`; [`files`]: `ls`, `tree`, `cat`; [`diff`]: `diff`
+//! - [`history`]: `log`, `show`, `restore`; [`notes`]: `note`; [`files`]: `ls`, `tree`, `cat`; [`diff`]: `diff`
 //!   (also the demo's diff step); [`retention`]: `checkpoint`, `checkpoints`, `purge`;
 //! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
 //! - [`verifiers`]: `verifier register|rotate|revoke`; [`completions`]: shell completion;
@@ -43,6 +43,7 @@ pub mod ignore_list;
 pub mod mcp;
 pub mod mcp_mounts;
 pub mod mount_control;
+pub mod notes;
 pub mod output;
 pub mod profile;
 pub mod redact;

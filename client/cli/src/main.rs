@@ -74,8 +74,10 @@ enum Command {
     Changes(cli::mount_control::ChangesArgs),
     /// Lists a workspace's history, oldest first: every page, or one with --limit/--cursor.
     Log(Box<cli::history::LogArgs>),
-    /// Shows one revision's receipt (default: the head).
+    /// Shows one revision's receipt (default: the head) and its notes.
     Show(Box<cli::history::ShowArgs>),
+    /// Appends a JSON note under a key to an existing revision (no new revision).
+    Note(Box<cli::notes::NoteArgs>),
     /// Lists a directory at a revision (default: the head).
     Ls(Box<cli::files::LsArgs>),
     /// Shows every file below a directory at a revision (default: the head).
@@ -136,6 +138,7 @@ async fn dispatch(command: Command) -> Result<i32, BoxError> {
         Command::Changes(args) => cli::mount_control::changes(args).await.map(done),
         Command::Log(args) => cli::history::log(*args).await.map(done),
         Command::Show(args) => cli::history::show(*args).await.map(done),
+        Command::Note(args) => cli::notes::note(*args).await.map(done),
         Command::Ls(args) => cli::files::ls(*args).await.map(done),
         Command::Tree(args) => cli::files::tree(*args).await.map(done),
         Command::Cat(args) => cli::files::cat(*args).await.map(done),
@@ -192,6 +195,10 @@ fn rerun(command: &Command) -> Rerun {
             "supabash checkpoints",
         ),
         Command::Purge(_) => Rerun::safe("it drops only what is still there", LOG),
+        Command::Note(_) => Rerun::not_safe(
+            "it appends the note again: one more version under the key if the first landed",
+            "supabash show REV",
+        ),
         Command::Redact(_) => Rerun::safe(
             "what is already redacted is not found again",
             "supabash redact (a dry run, without --apply)",

@@ -200,6 +200,7 @@ impl StorageWorkspace {
         Ok(HistoryPage {
             records: page,
             next_cursor,
+            notes: Vec::new(),
         })
     }
 

@@ -35,6 +35,28 @@ pub trait Transport: Send + Sync {
         args.insert("delegated_grant".into(), Value::String(grant.to_owned()));
         self.call(rpc, args).await
     }
+
+    /// Listens for the announcements on `channel` (`LISTEN` on a connection of its own).
+    /// `None` when the transport cannot listen: PostgREST runs each call as one HTTP request
+    /// and holds no session (a watch over it polls `supabash_history` instead).
+    async fn listen(&self, _channel: &str) -> Result<Option<Listening>, RpcError> {
+        Ok(None)
+    }
+}
+
+/// The payloads of one `LISTEN`, as they arrive; the stream ends when its connection does
+/// (dropping it closes the connection).
+pub struct Listening {
+    payloads: tokio::sync::mpsc::UnboundedReceiver<String>,
+    /// The session that listens: kept open as long as this is.
+    _session: tokio_postgres::Client,
+}
+
+impl Listening {
+    /// The next payload, or `None` once the connection is gone.
+    pub async fn recv(&mut self) -> Option<String> {
+        self.payloads.recv().await
+    }
 }
 
 /// Calls RPC `R` with `request` and decodes its answer. Whether a lost answer leaves the

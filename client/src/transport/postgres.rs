@@ -8,7 +8,7 @@
 //! the `COMMIT` decides: a connection lost before it was sent leaves nothing behind (the server
 //! rolls back), one lost after it leaves the outcome unknown.
 
-use super::{Delivery, RpcError, Transport};
+use super::{Delivery, Listening, RpcError, Transport};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as SyncMutex};
@@ -234,6 +234,40 @@ impl Transport for PostgresTransport {
             .await
             .map_err(|e| postgres_error(e, Delivery::Lost))?;
         Ok(out.unwrap_or(Value::Null))
+    }
+
+    /// `LISTEN` on a new connection to this transport's `dsn` (a borrowed connection, made
+    /// without one, cannot listen: `None`). PostgreSQL does not authorise `LISTEN`; the
+    /// announcements say only what the channel's name (the workspace id) already does.
+    async fn listen(&self, channel: &str) -> Result<Option<Listening>, RpcError> {
+        let Some(dsn) = &self.dsn else {
+            return Ok(None);
+        };
+        let (session, mut conn) = tokio_postgres::connect(dsn, NoTls)
+            .await
+            .map_err(|e| postgres_error(e, Delivery::Unreached))?;
+        let (tx, payloads) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(message) = std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+                match message {
+                    Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                        if tx.send(n.payload().to_owned()).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => return,
+                }
+            }
+        });
+        session
+            .batch_execute(&format!("LISTEN {}", quote_ident(channel)))
+            .await
+            .map_err(|e| postgres_error(e, Delivery::Unreached))?;
+        Ok(Some(Listening {
+            payloads,
+            _session: session,
+        }))
     }
 }
 

@@ -167,6 +167,10 @@ pub struct HistoryPage {
     pub records: Vec<Receipt>,
     /// Pass it back for the next page; null on the last page.
     pub next_cursor: Option<String>,
+    /// The notes on this page's revisions (`super::notes`), by revision, key and version;
+    /// absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<super::notes::RevisionNote>,
 }
 
 /// `supabash_commit`.

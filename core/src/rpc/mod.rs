@@ -9,11 +9,13 @@ mod changes;
 mod declare;
 pub mod grep;
 pub mod listing;
+pub mod notes;
 mod params;
 pub mod path_history;
 mod receipt;
 pub mod requests;
 pub mod verify;
+pub mod watch;
 
 pub use answers::*;
 pub use changes::{parse_changes, Change, ChangeError, Content, Op, StagedDocument, WireChange};
@@ -99,6 +101,9 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<verify::Garbage>(),
         RpcInfo::of::<path_history::PathHistory>(),
         RpcInfo::of::<grep::Grep>(),
+        RpcInfo::of::<notes::AddNote>(),
+        RpcInfo::of::<notes::Notes>(),
+        RpcInfo::of::<watch::MayWatch>(),
     ]
 }
 

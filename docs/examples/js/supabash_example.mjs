@@ -127,6 +127,27 @@ async function basics() {
   );
   assert.equal(found.nextCursor, null);
 
+  // A note on the first revision after the fact (an evaluation score): no new revision; a
+  // second note under the same key would be its version 2.
+  const note = await call(db, "supabash_add_note", {
+    workspace_id: workspace,
+    revision: first.revision,
+    key: "eval",
+    value: { score: 0.9 },
+    actor: "grader",
+  });
+  assert.deepEqual([note.key, note.version, note.actor], ["eval", 1, "grader"]);
+  const notes = await call(
+    db,
+    "supabash_notes",
+    { workspace_id: workspace, revision: first.revision },
+    { read: true },
+  );
+  assert.deepEqual(
+    notes.map((n) => [n.key, n.value]),
+    [["eval", { score: 0.9 }]],
+  );
+
   // A commit based on a revision that is no longer the head: 409, detail names the head.
   let head;
   try {

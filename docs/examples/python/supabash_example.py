@@ -110,6 +110,15 @@ def basics():
     assert [(m["path"], m["line"]) for m in found["matches"]] == [("/notes/hello.md", 1)], found
     assert found["nextCursor"] is None, found
 
+    # A note on the first revision after the fact (an evaluation score): no new revision; a
+    # second note under the same key would be its version 2.
+    note = call(db, "supabash_add_note", {"workspace_id": workspace, "revision": first["revision"],
+                                          "key": "eval", "value": {"score": 0.9}, "actor": "grader"})
+    assert (note["key"], note["version"], note["actor"]) == ("eval", 1, "grader"), note
+    notes = call(db, "supabash_notes", {"workspace_id": workspace, "revision": first["revision"]},
+                 read=True)
+    assert [(n["key"], n["value"]) for n in notes] == [("eval", {"score": 0.9})], notes
+
     # A commit based on a revision that is no longer the head: 409, detail names the head.
     try:
         commit(db, workspace, [{"op": "delete", "path": "/data/blob.bin"}], first["revision"])

@@ -27,6 +27,12 @@ pub struct Schema {
     /// Storage capability nonces can be spent in the database (`supabash.storage_nonces`,
     /// 0.6.0); on 0.5.0 `supabash_spend_storage_nonce` is refused.
     pub storage_nonces: bool,
+    /// Notes on revisions after the fact (issue 25: table `supabash.revision_notes`). On
+    /// 0.5.0 adding or reading notes is refused and history shows none.
+    pub revision_notes: bool,
+    /// Announcements are also broadcast through Supabase Realtime: the database has the
+    /// `realtime` schema and the extension's `supabash._broadcast` (0.6.0), which sends them.
+    pub realtime_broadcast: bool,
 }
 
 impl Schema {
@@ -39,6 +45,9 @@ impl Schema {
                 posix_entries: has_column(c"entries", c"mtime_ns"),
                 hs256_verifiers: has_column(c"capability_verifiers", c"algorithm"),
                 storage_nonces: has_table(c"storage_nonces"),
+                revision_notes: has_table(c"revision_notes"),
+                realtime_broadcast: has_namespace(c"realtime")
+                    && has_function(c"supabash._broadcast(text,text,jsonb)"),
             });
         }
         Err(Fail::new(
@@ -51,12 +60,48 @@ impl Schema {
     }
 }
 
+impl Schema {
+    /// Refuses notes on a schema without them, with `SUPABASH_SCHEMA_OUTDATED`.
+    pub fn require_notes(&self) -> Outcome<()> {
+        if self.revision_notes {
+            return Ok(());
+        }
+        Err(Fail::new(
+            Marker::SchemaOutdated,
+            "notes on revisions need supabash 0.6.0: run ALTER EXTENSION supabash UPDATE",
+        ))
+    }
+}
+
 /// Whether table `supabash.<table>` has column `column` (read from the catalog caches).
 fn has_column(table: &CStr, column: &CStr) -> bool {
     let relid = relation(table);
     // SAFETY: get_attnum reads the catalog caches, takes a NUL-terminated name that outlives
     // the call, and returns InvalidAttrNumber (0) when nothing is found.
     relid != pg_sys::InvalidOid && unsafe { pg_sys::get_attnum(relid, column.as_ptr()) } > 0
+}
+
+/// Whether schema `name` exists (read from the catalog caches).
+fn has_namespace(name: &CStr) -> bool {
+    // SAFETY: reads the catalog caches, takes a NUL-terminated name that outlives the call,
+    // and returns InvalidOid when nothing is found (missing_ok = true).
+    unsafe { pg_sys::get_namespace_oid(name.as_ptr(), true) != pg_sys::InvalidOid }
+}
+
+/// Whether the function `signature` (`schema.name(types)`) exists, as `to_regprocedure` finds
+/// it (the catalog caches).
+fn has_function(signature: &CStr) -> bool {
+    let text = signature.to_str().unwrap_or_default();
+    // SAFETY: to_regprocedure is a strict built-in that takes one text argument and answers
+    // NULL (None here) when nothing is found; it errors only on a malformed signature, and this
+    // one is a constant.
+    unsafe {
+        pgrx::direct_function_call::<pg_sys::Oid>(
+            pg_sys::to_regprocedure,
+            &[pgrx::IntoDatum::into_datum(text)],
+        )
+    }
+    .is_some_and(|oid| oid != pg_sys::InvalidOid)
 }
 
 /// Whether table `supabash.<name>` exists (read from the catalog caches).

@@ -498,6 +498,7 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     }
     access::set_head(&ws, &receipt.revision, position)?;
     announce::announce(
+        &call.schema,
         &ws,
         announce::Kind::Commit,
         Some(position),

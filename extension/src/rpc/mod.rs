@@ -14,6 +14,7 @@ pub mod garbage;
 pub mod grep;
 pub mod lease;
 pub mod listing;
+pub mod notes;
 pub mod path_history;
 pub mod purge;
 pub mod read;
@@ -22,6 +23,7 @@ pub mod redact;
 pub mod storage_nonce;
 pub mod tree_shape;
 pub mod verify;
+pub mod watch;
 pub mod workspaces;
 
 use crate::pg::fail::{invalid, Fail, Outcome};
@@ -104,6 +106,9 @@ handlers! {
     supabash_core::rpc::path_history::PathHistory => path_history::path_history,
     supabash_core::rpc::grep::Grep => grep::grep,
     rq::SpendStorageNonce => storage_nonce::spend_storage_nonce,
+    supabash_core::rpc::notes::AddNote => notes::add_note,
+    supabash_core::rpc::notes::Notes => notes::notes,
+    supabash_core::rpc::watch::MayWatch => watch::may_watch,
 }
 
 /// The operation name of RPC `R`: its SQL name without `supabash_`.

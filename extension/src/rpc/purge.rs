@@ -85,7 +85,13 @@ pub fn purge(call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
         entries::delete_rows(&ws.id, &plan.entry_paths, &plan.entry_froms)?;
         bodies::delete(&ws.store, &plan.bodies)?;
         usage::add_bytes(&ws.store, &ws.owner, -plan.bytes)?;
-        announce::announce(&ws.id, Kind::Purge, ws.head_position, ws.head.as_deref())?;
+        announce::announce(
+            &call.schema,
+            &ws.id,
+            Kind::Purge,
+            ws.head_position,
+            ws.head.as_deref(),
+        )?;
     }
     Ok(report)
 }

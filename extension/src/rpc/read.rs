@@ -212,7 +212,7 @@ pub fn load_revision(call: &Call, req: rq::LoadRevision) -> Outcome<RevisionTree
 
 /// `supabash_history`: receipts oldest first, a page at a time. The cursor is the revision id
 /// of the last record of the previous page.
-pub fn history(_call: &Call, req: rq::History) -> Outcome<HistoryPage> {
+pub fn history(call: &Call, req: rq::History) -> Outcome<HistoryPage> {
     let ws = access::open(&req, &[Operation::History])?;
     let limit = args::page_size(req.page_size, DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE)?;
     let after = match args::uuid_opt("cursor", req.cursor.as_deref())? {
@@ -240,8 +240,15 @@ pub fn history(_call: &Call, req: rq::History) -> Outcome<HistoryPage> {
     } else {
         None
     };
+    let notes = if call.schema.revision_notes && !records.is_empty() {
+        let ids: Vec<String> = records.iter().map(|r| r.revision.clone()).collect();
+        crate::store::notes::of_revisions(&ws.id, &ids, None)?
+    } else {
+        Vec::new()
+    };
     Ok(HistoryPage {
         records,
         next_cursor,
+        notes,
     })
 }

@@ -204,7 +204,7 @@ fn passes(
 }
 
 /// `supabash_redact`: see docs/sql-contract.md.
-pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
+pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     let sel = selection(&req)?;
     // Redaction deletes bodies, which the workspace's whole fork family shares.
     let ws = access::lock_family(access::open(&req, &[Operation::Redact])?)?;
@@ -263,6 +263,10 @@ pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
         return Ok(report);
     }
     apply(&ws, &sel, (&passes, &copies), &dead_hashes, &report)?;
+    // Notes under a scrubbed metadata key go with it.
+    if call.schema.revision_notes && !sel.metadata_keys.is_empty() {
+        crate::store::notes::scrub(&ws.id, &report.revisions, &sel.metadata_keys)?;
+    }
     // Audit records of actions that touched a redacted path keep no arguments (a deleted
     // source's too, written before 0.6.0 removed them with it).
     for pass in &passes {
@@ -286,7 +290,13 @@ pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
             actor,
         },
     )?;
-    announce::announce(&ws.id, Kind::Redact, ws.head_position, ws.head.as_deref())?;
+    announce::announce(
+        &call.schema,
+        &ws.id,
+        Kind::Redact,
+        ws.head_position,
+        ws.head.as_deref(),
+    )?;
     Ok(report)
 }
 

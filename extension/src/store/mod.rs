@@ -6,7 +6,8 @@
 //! - [`lineage`] says which [`entries`] (the interval-versioned path rows) a workspace or a
 //!   fork sees; [`path_history`] reads one path's versions.
 //! - [`bodies`] stores and loads content-addressed bodies in their [`encoding`]s.
-//! - [`revisions`] keeps receipts, [`retention`] says what purge drops, [`checkpoints`] the
+//! - [`revisions`] keeps receipts, [`notes`] the notes added to revisions after the fact,
+//!   [`retention`] says what purge drops, [`checkpoints`] the
 //!   pinned revisions, [`redactions`] the rewrites a redaction makes, [`integrity`] the checks
 //!   behind verify.
 //! - [`leases`] the single-writer leases; [`grants`] the capability verifiers, nonces and
@@ -24,6 +25,7 @@ pub mod grants;
 pub mod integrity;
 pub mod leases;
 pub mod lineage;
+pub mod notes;
 pub mod path_history;
 pub mod redactions;
 pub mod retention;
