@@ -11,7 +11,8 @@
 # running $STALE_CALLS single-file overwrite commits (pgbench, one client, -M prepared,
 # synchronous_commit off: the server's work without the WAL flush) on the same file. Prints
 # per round and build the backend CPU per commit (/proc/<backend pid>/schedstat) and pgbench's
-# average latency; the history grows by $STALE_CALLS revisions per round.
+# average latency; the history grows by $STALE_CALLS revisions per round. STALE_ANALYZE=1 runs
+# ANALYZE before every run instead (fresh statistics: the plans every build is meant to have).
 set -euo pipefail
 ROUNDS=${STALE_ROUNDS:-6}
 CALLS=${STALE_CALLS:-400}
@@ -68,6 +69,7 @@ REST=$(printf 'x%.0s' $(seq 1 4084))
 echo "| round | revisions before | $(printf '%s CPU ms/commit | %s latency ms | ' "${NAMES[@]}" "${NAMES[@]}" | sed 's/ | $//') |"
 run() { # build index -> "cpu_ms_per_commit latency_ms"
   local x=$1 port=${PORTS[$1]} ws=${WS[$1]} head pos pid c0 last
+  [ -z "${STALE_ANALYZE:-}" ] || sql "$port" -U postgres -d postgres -c "ANALYZE" >/dev/null
   read -r head pos < <(sql "$port" -U postgres -d postgres -At -F ' ' -c "SELECT head_revision, head_position FROM supabash.workspaces WHERE id = '$ws'")
   "$PGBENCH" -n -M prepared -c 1 -j 1 -t "$CALLS" -h 127.0.0.1 -p "$port" -U authenticator -d postgres \
     -f "$TMP/commit.sql" -D "claims=$CLAIMS" -D "ws=$ws" -D "head=$head" -D "pos=$pos" -D "rest=$REST" >"$TMP/out" 2>&1 &
