@@ -66,7 +66,7 @@ SELECT c->'receipt'->>'revision' AS head, c->'receipt'->>'position' AS pos FROM 
 COMMIT;
 EOF2
 REST=$(printf 'x%.0s' $(seq 1 4084))
-echo "| round | revisions before | $(printf '%s CPU ms/commit | %s latency ms | ' "${NAMES[@]}" "${NAMES[@]}" | sed 's/ | $//') |"
+echo "| round | revisions before | $(printf '%s: backend CPU ms per commit | ' "${NAMES[@]}")$(printf '%s: latency ms | ' "${NAMES[@]}" | sed 's/ | $//') |"
 run() { # build index -> "cpu_ms_per_commit latency_ms"
   local x=$1 port=${PORTS[$1]} ws=${WS[$1]} head pos pid c0 last
   [ -z "${STALE_ANALYZE:-}" ] || sql "$port" -U postgres -d postgres -c "ANALYZE" >/dev/null
@@ -78,7 +78,8 @@ run() { # build index -> "cpu_ms_per_commit latency_ms"
   while [ -z "$pid" ]; do
     pid=$(sql "$port" -U postgres -d postgres -At -c "SELECT pid FROM pg_stat_activity WHERE usename = 'authenticator' AND backend_type = 'client backend'")
   done
-  c0=$(cut -d' ' -f1 "/proc/$pid/schedstat"); last=$c0
+  c0=$(cut -d' ' -f1 "/proc/$pid/schedstat" 2>/dev/null) || { wait "$bench"; cat "$TMP/out" >&2; exit 1; }
+  last=$c0
   while [ -e "/proc/$pid" ]; do last=$(cut -d' ' -f1 "/proc/$pid/schedstat" 2>/dev/null || echo "$last"); sleep 0.02; done
   wait "$bench" || { cat "$TMP/out" >&2; exit 1; }
   echo "$(( (last - c0) / CALLS / 1000 ))" "$(grep -o 'latency average = [0-9.]*' "$TMP/out" | grep -o '[0-9.]*$')"
