@@ -371,6 +371,7 @@ mod tests {
             None,
             json!([{"op": "upsert", "path": "/a", "text": "a"}]),
         );
+        Spi::run("RESET ROLE").unwrap();
         Spi::run("ANALYZE supabash.revisions").unwrap();
         Spi::run_with_args(
             "INSERT INTO supabash.revisions (workspace_id, revision_id, position, transaction_id,
