@@ -122,13 +122,13 @@ pub async fn reads(cluster: &supabash_devcluster::Cluster, rest: &mut SqlRpc, r:
         f2(p.p90),
     ]);
     r.line(&format!(
-        "\nRatio of medians, snapshot / plain table: **{ratio:.2}** (target ≤ 1.5)."
+        "\nRatio of medians, snapshot / plain table: **{ratio:.2}** (target ≤ 1.1)."
     ));
     r.summary(
         "Snapshot of 1,000 × 4 KiB vs plain table",
         format!("{} vs {} ms, ratio {ratio:.2}", f2(o.median), f2(p.median)),
-        "≤ 1.5".into(),
-        Some(ratio <= 1.5),
+        "≤ 1.1".into(),
+        Some(ratio <= 1.1),
     );
     every_read(rest, &ws, &first, r).await;
 }

@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 mod answers;
+mod core_paths;
 mod fork;
 mod listing;
 mod mount;
@@ -269,7 +270,8 @@ async fn bulk_throughput(rest: &mut SqlRpc, r: &mut Report) {
     const RUNS: usize = 12;
     let mib = (FILES * SIZE) as f64 / (1024.0 * 1024.0);
     let insert = plain_insert_sql(FILES);
-    let (mut commit, mut plain, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut commit, mut plain, mut floor, mut copy) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for run in 0..RUNS + 1 {
         let bodies: Vec<String> = (0..FILES)
             .map(|i| text(((run + 10) * 100_000 + i) as u64, SIZE))
@@ -281,12 +283,13 @@ async fn bulk_throughput(rest: &mut SqlRpc, r: &mut Report) {
             .collect();
         let mut ws = Ws::create(rest).await;
         let payload = json!({ "changes": changes });
-        for step in 0..3 {
+        for step in 0..4 {
             // Rotate which variant goes first.
             let t = Instant::now();
-            match (step + run) % 3 {
+            match (step + run) % 4 {
                 0 => ws.commit(rest, changes.clone()).await,
                 1 => plain_insert(rest, &insert, (run * FILES) as i64, &bodies).await,
+                3 => plain_copy(rest, (run * FILES) as i64, &bodies).await,
                 _ => {
                     let q = "SELECT jsonb_array_length($1::jsonb -> 'changes')";
                     rest.client.query_one(q, &[&payload]).await.unwrap();
@@ -294,22 +297,25 @@ async fn bulk_throughput(rest: &mut SqlRpc, r: &mut Report) {
             }
             let secs = t.elapsed().as_secs_f64();
             if run > 0 {
-                [&mut commit, &mut plain, &mut floor][(step + run) % 3].push(mib / secs);
+                [&mut commit, &mut plain, &mut floor, &mut copy][(step + run) % 4].push(mib / secs);
             }
         }
     }
-    let (c, p, f) = (stats(&commit), stats(&plain), stats(&floor));
+    let (c, p, f, y) = (stats(&commit), stats(&plain), stats(&floor), stats(&copy));
     let ratio = c.median / p.median;
+    let of_copy = c.median / y.median;
     r.section("Bulk commit throughput");
     r.line(&format!(
         "Each run makes {FILES} distinct ASCII text bodies of {SIZE} B ({mib:.2} MiB) and sends \
-         them three ways over the same connection (as `authenticator`), in rotating order:\n\n\
+         them four ways over the same connection (as `authenticator`), in rotating order:\n\n\
          - **supabash commit**: one `supabash_commit` of {FILES} upserts into a fresh workspace; \
            bodies travel as JSON `text` fields of the jsonb argument (no base64), timed around \
            the PostgREST-shaped transaction including the receipt (one line per file) coming back;\n\
          - **plain INSERT**: one `INSERT INTO plain_bodies (id, body) VALUES ($1,$2), …` with \
            {FILES} rows, bodies as binary `bytea` parameters, into a table `(id bigint, body bytea)` \
            with no index, autocommit (same table default TOAST compression as `supabash.bodies`);\n\
+         - **plain COPY**: `COPY plain_bodies (id, body) FROM STDIN (FORMAT binary)` of the same \
+           {FILES} rows, autocommit: the fastest way PostgreSQL takes these bytes in;\n\
          - **payload floor** (context): `SELECT jsonb_array_length($1::jsonb -> 'changes')` with \
            the same JSON the commit sends: the cost of shipping and parsing the payload alone.\n\n\
          MiB/s = {mib:.2} MiB / wall time. One warm-up run discarded."
@@ -318,12 +324,14 @@ async fn bulk_throughput(rest: &mut SqlRpc, r: &mut Report) {
     for (name, s, v) in [
         ("supabash commit", &c, &commit),
         ("plain INSERT", &p, &plain),
+        ("plain COPY", &y, &copy),
         ("payload floor", &f, &floor),
     ] {
         r.row(&[name.into(), s.n.to_string(), f1(s.median), f1(stats_low(v))]);
     }
     r.line(&format!(
-        "\nRatio of medians, commit / plain INSERT: **{ratio:.2}** (target ≥ 0.75)."
+        "\nRatio of medians, commit / plain INSERT: **{ratio:.2}** (target ≥ 0.75); commit / \
+         plain COPY: **{of_copy:.2}** (target ≥ 0.9)."
     ));
     r.summary(
         "1,000 × 4 KiB commit vs plain INSERT",
@@ -335,6 +343,34 @@ async fn bulk_throughput(rest: &mut SqlRpc, r: &mut Report) {
         "≥ 0.75".into(),
         Some(ratio >= 0.75),
     );
+    r.summary(
+        "1,000 × 4 KiB commit vs plain COPY",
+        format!(
+            "{} vs {} MiB/s, ratio {of_copy:.2}",
+            f1(c.median),
+            f1(y.median)
+        ),
+        "≥ 0.9".into(),
+        Some(of_copy >= 0.9),
+    );
+}
+
+/// `COPY plain_bodies FROM STDIN (FORMAT binary)` of `bodies` with ids from `first`.
+async fn plain_copy(rest: &mut SqlRpc, first: i64, bodies: &[String]) {
+    use tokio_postgres::binary_copy::BinaryCopyInWriter;
+    use tokio_postgres::types::Type;
+    let sink = rest
+        .client
+        .copy_in("COPY public.plain_bodies (id, body) FROM STDIN (FORMAT binary)")
+        .await
+        .unwrap();
+    let writer = BinaryCopyInWriter::new(sink, &[Type::INT8, Type::BYTEA]);
+    let mut writer = std::pin::pin!(writer);
+    for (id, b) in (first..).zip(bodies) {
+        let raw: &[u8] = b.as_bytes();
+        writer.as_mut().write(&[&id, &raw]).await.unwrap();
+    }
+    writer.finish().await.unwrap();
 }
 
 /// A multi-row INSERT of `rows` (id, body) pairs into the plain table.
@@ -455,31 +491,46 @@ async fn concurrent_writers(cluster: &Cluster, r: &mut Report) {
     const ROUNDS: usize = 5;
     const SECS: u64 = 4;
     let mut pool = Vec::new();
+    let mut pids = Vec::new();
     for _ in 0..WRITERS {
         let mut rest = SqlRpc::connect(&dsn(cluster, "app")).await;
         let ws = Ws::create(&mut rest).await;
+        pids.push(core_paths::backend_pid(&rest).await);
         pool.push((rest, ws));
     }
-    let (mut many, mut one) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    // Per variant: commits/s, latencies, backend CPU ms per commit (one figure per round).
+    let (mut many, mut one) = (
+        (Vec::new(), Vec::new(), Vec::new()),
+        (Vec::new(), Vec::new(), Vec::new()),
+    );
     for round in 0..ROUNDS as u64 {
         for k in 0..2 {
             let n = if (round + k) % 2 == 0 { WRITERS } else { 1 };
             let rest_of = pool.split_off(n);
+            // `burst` hands the writers back in the order it got them.
+            let cpu = |pids: &[i32]| -> u64 { pids.iter().map(|p| core_paths::cpu_ns(*p)).sum() };
+            let before = cpu(&pids[..n]);
             let (mut back, rate, lat) = burst(pool, SECS, 10 + round * 2 + k).await;
+            let per_commit = (cpu(&pids[..n]) - before) as f64 / 1e6 / lat.len() as f64;
             back.extend(rest_of);
             pool = back;
             let into = if n == WRITERS { &mut many } else { &mut one };
             into.0.push(rate);
             into.1.extend(lat);
+            into.2.push(per_commit);
         }
     }
     let (m, ml, o, ol) = (stats(&many.0), stats(&many.1), stats(&one.0), stats(&one.1));
+    let (mc, oc) = (stats(&many.2), stats(&one.2));
     r.section("Concurrent writers");
     r.line(&format!(
         "{WRITERS} writers, each a user with its own workspace and its own connection, commit \
          single-file edits (512 B) back to back for {SECS} s; commits/s = all commits / wall \
          time until the last writer finishes. Rounds alternate with a single writer for \
-         context. {ROUNDS} rounds of each; the client runs on the same machine as the server."
+         context. {ROUNDS} rounds of each; the client runs on the same machine as the server. \
+         Backend CPU per commit: the CPU time of the writers' backends over the round \
+         (`/proc/<backend pid>/schedstat`, first field) divided by the round's commits; the \
+         median over rounds. On a 2-core machine that CPU, not the WAL, bounds commits/s."
     ));
     r.table(&[
         "writers",
@@ -487,6 +538,7 @@ async fn concurrent_writers(cluster: &Cluster, r: &mut Report) {
         "median commits/s",
         "commit median ms",
         "commit p90 ms",
+        "backend CPU ms per commit",
     ]);
     r.row(&[
         WRITERS.to_string(),
@@ -494,6 +546,7 @@ async fn concurrent_writers(cluster: &Cluster, r: &mut Report) {
         f1(m.median),
         f2(ml.median),
         f2(ml.p90),
+        f2(mc.median),
     ]);
     r.row(&[
         "1".into(),
@@ -501,12 +554,19 @@ async fn concurrent_writers(cluster: &Cluster, r: &mut Report) {
         f1(o.median),
         f2(ol.median),
         f2(ol.p90),
+        f2(oc.median),
     ]);
     r.summary(
         "Commits/s, 16 concurrent writers (own workspaces)",
         format!("{} /s (1 writer: {} /s)", f1(m.median), f1(o.median)),
         "—".into(),
         None,
+    );
+    r.summary(
+        "Backend CPU per single-file commit, 16 writers",
+        format!("{} ms (1 writer: {} ms)", f2(mc.median), f2(oc.median)),
+        "≤ 0.3 ms".into(),
+        Some(mc.median <= 0.3),
     );
 }
 
@@ -1360,7 +1420,7 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
 }
 
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, reads, listing, bulk, history, writers, rebase, disk, storage, memory, fork, mount, answers, profile; `latency` includes the
+/// (comma-separated: latency, reads, listing, bulk, plain, history, writers, rebase, disk, storage, memory, fork, mount, answers, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1395,6 +1455,10 @@ async fn main() {
     if selected("bulk") {
         eprintln!("bench: bulk throughput");
         bulk_throughput(&mut rest, &mut r).await;
+    }
+    if selected("plain") {
+        eprintln!("bench: single-file commit against a plain INSERT");
+        core_paths::commit_vs_insert(&cluster, &mut rest, &mut r).await;
     }
     if selected("history") {
         eprintln!("bench: history");

@@ -39,6 +39,9 @@ $$;
 
 -- Reads answer json through supabash._read: the answer is built once, as text, and reaches the
 -- caller unchanged (PostgREST passes json through), never parsed into jsonb and printed back.
+-- The whole-tree reads (snapshot, revision) are PL/pgSQL: a SQL function passes its result
+-- through a tuplestore, which writes an answer larger than work_mem (a snapshot of 1,000 files
+-- of 4 KiB is 4.4 MB) to a temporary file on every call; PL/pgSQL returns the datum as it is.
 
 CREATE FUNCTION public.supabash_create_workspace(label text DEFAULT NULL) RETURNS jsonb
 LANGUAGE sql VOLATILE SECURITY DEFINER
@@ -88,15 +91,19 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
 $$;
 
 CREATE FUNCTION public.supabash_load_snapshot(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
-RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._read('load_snapshot', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
+BEGIN
+  RETURN supabash._read('load_snapshot', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant));
+END
 $$;
 
 CREATE FUNCTION public.supabash_load_revision(workspace_id text, revision text, delegated_grant text DEFAULT NULL)
-RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._read('load_revision', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
+BEGIN
+  RETURN supabash._read('load_revision', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant));
+END
 $$;
 
 CREATE FUNCTION public.supabash_history(

@@ -16,6 +16,24 @@
 ALTER TABLE supabash.workspaces SET (fillfactor = 70);
 ALTER TABLE supabash.usage SET (fillfactor = 70);
 
+-- The whole-tree reads are PL/pgSQL (see rpc.sql): a SQL function's tuplestore wrote every
+-- answer larger than work_mem to a temporary file.
+CREATE OR REPLACE FUNCTION public.supabash_load_snapshot(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+BEGIN
+  RETURN supabash._read('load_snapshot', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant));
+END
+$$;
+
+CREATE OR REPLACE FUNCTION public.supabash_load_revision(workspace_id text, revision text, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+BEGIN
+  RETURN supabash._read('load_revision', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant));
+END
+$$;
+
 -- Hardening (issue 23).
 
 -- A live lease is re-acquired only with its token: the holder name is public.

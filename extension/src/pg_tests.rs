@@ -359,6 +359,53 @@ mod tests {
         }
     }
 
+    /// The replay lookup finds a transaction id through the unique index on (workspace_id,
+    /// transaction_id) as a generic plan made on statistics from a one-revision workspace, after
+    /// the workspace grew to 2,000 revisions (the plan that walked them all by
+    /// `revisions_committed_idx` with the id as a filter).
+    #[pg_test]
+    fn replay_lookup_is_keyed() {
+        let ws = new_workspace(ALICE);
+        commit(
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/a", "text": "a"}]),
+        );
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("ANALYZE supabash.revisions").unwrap();
+        Spi::run_with_args(
+            "INSERT INTO supabash.revisions (workspace_id, revision_id, position, transaction_id,
+                    request_hash, committed_at, actor, metadata, lines)
+             SELECT $1::uuid, gen_random_uuid(), 100 + i, gen_random_uuid(), '\\x00', now(), 'a',
+                    '{}', '\\x00'
+               FROM generate_series(1, 2000) i",
+            &[ws.as_str().into()],
+        )
+        .unwrap();
+        Spi::run("SET LOCAL plan_cache_mode = force_generic_plan").unwrap();
+        Spi::run(&format!(
+            "PREPARE replay_lookup (text, text, text) AS {}",
+            crate::store::revisions::spent_sql()
+        ))
+        .unwrap();
+        let explained = Spi::get_one::<pgrx::Json>(&format!(
+            "EXPLAIN (FORMAT JSON) EXECUTE replay_lookup('{ws}', gen_random_uuid()::text, 'k')"
+        ))
+        .unwrap()
+        .unwrap()
+        .0
+        .to_string();
+        assert!(
+            explained.contains("revisions_workspace_id_transaction_id_key"),
+            "{explained}"
+        );
+        assert!(
+            !explained.contains("revisions_committed_idx"),
+            "{explained}"
+        );
+        Spi::run("DEALLOCATE replay_lookup").unwrap();
+    }
+
     #[pg_test(error = "SUPABASH_WORKSPACE_DENIED: workspace not found or not owned by the caller")]
     fn another_user_is_denied() {
         let ws = new_workspace(ALICE);

@@ -1,16 +1,19 @@
 //! The core paths' kept plans (issue 22): the extension runs its statements as generic plans
-//! by switching `plan_cache_mode` while they run; the caller's setting is what it was after
-//! every call, a failing one included.
+//! by switching `plan_cache_mode` while they run, and plans them with `jit = off`; the
+//! caller's settings are what they were after every call, a failing one included.
 
 use serde_json::json;
 use supabash_tests::{Caller, Cluster, SqlRpc};
 
-/// `plan_cache_mode` as the session sees it.
+/// `plan_cache_mode` and `jit` as the session sees them.
 async fn mode(tx: &tokio_postgres::Transaction<'_>) -> String {
-    tx.query_one("SELECT current_setting('plan_cache_mode')", &[])
-        .await
-        .unwrap()
-        .get(0)
+    tx.query_one(
+        "SELECT current_setting('plan_cache_mode') || ' ' || current_setting('jit')",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
 }
 
 #[tokio::test]
@@ -32,7 +35,7 @@ async fn rpcs_leave_the_callers_plan_cache_mode_as_it_was() {
         other => panic!("not a user: {other:?}"),
     };
     rest.client
-        .batch_execute("SET plan_cache_mode = force_custom_plan")
+        .batch_execute("SET plan_cache_mode = force_custom_plan; SET jit = on")
         .await
         .unwrap();
     let tx = rest.client.transaction().await.unwrap();
@@ -52,11 +55,11 @@ async fn rpcs_leave_the_callers_plan_cache_mode_as_it_was() {
     )
     .await
     .unwrap();
-    assert_eq!(mode(&tx).await, "force_custom_plan");
+    assert_eq!(mode(&tx).await, "force_custom_plan on");
     tx.execute("SELECT supabash_load_manifest(workspace_id => $1)", &[&ws])
         .await
         .unwrap();
-    assert_eq!(mode(&tx).await, "force_custom_plan");
+    assert_eq!(mode(&tx).await, "force_custom_plan on");
     // A commit that fails inside one of those statements (its lock wait times out: another
     // request of the owner holds that workspace), in a savepoint: rolled back to it, the
     // setting is still the caller's.
@@ -90,14 +93,17 @@ async fn rpcs_leave_the_callers_plan_cache_mode_as_it_was() {
         "{e:?}"
     );
     tx.batch_execute("ROLLBACK TO SAVEPOINT s").await.unwrap();
-    assert_eq!(mode(&tx).await, "force_custom_plan");
+    assert_eq!(mode(&tx).await, "force_custom_plan on");
     held.rollback().await.unwrap();
     tx.commit().await.unwrap();
     let after: String = rest
         .client
-        .query_one("SELECT current_setting('plan_cache_mode')", &[])
+        .query_one(
+            "SELECT current_setting('plan_cache_mode') || ' ' || current_setting('jit')",
+            &[],
+        )
         .await
         .unwrap()
         .get(0);
-    assert_eq!(after, "force_custom_plan");
+    assert_eq!(after, "force_custom_plan on");
 }

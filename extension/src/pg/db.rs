@@ -106,30 +106,35 @@ enum Kept {
     Write,
 }
 
-/// Sets `plan_cache_mode` to `force_generic_plan` while it lives, then back. A setting changed
-/// inside a transaction is also restored if the transaction aborts (guc.c keeps the old value),
-/// so an error on the way out leaves nothing behind.
-struct GenericPlans(Option<std::ffi::CString>);
+/// A setting changed while it lives, then set back. A setting changed inside a transaction is
+/// also restored if the transaction aborts (guc.c keeps the old value), so an error on the way
+/// out leaves nothing behind.
+pub struct Setting {
+    name: &'static std::ffi::CStr,
+    was: Option<std::ffi::CString>,
+}
 
-const PLAN_CACHE_MODE: &std::ffi::CStr = c"plan_cache_mode";
-
-impl GenericPlans {
-    fn set() -> Self {
+impl Setting {
+    /// Sets `name` to `value` (nothing to undo when it already has that value).
+    pub fn set(name: &'static std::ffi::CStr, value: &'static std::ffi::CStr) -> Self {
         // SAFETY: plain GUC calls in a backend, with NUL-terminated names and values.
         unsafe {
-            let was = pgrx::pg_sys::GetConfigOption(PLAN_CACHE_MODE.as_ptr(), false, false);
+            let was = pgrx::pg_sys::GetConfigOption(name.as_ptr(), false, false);
             let was = std::ffi::CStr::from_ptr(was).to_owned();
-            if was.as_c_str() == c"force_generic_plan" {
-                return GenericPlans(None);
+            if was.as_c_str() == value {
+                return Setting { name, was: None };
             }
-            Self::to(c"force_generic_plan");
-            GenericPlans(Some(was))
+            Self::to(name, value);
+            Setting {
+                name,
+                was: Some(was),
+            }
         }
     }
 
-    unsafe fn to(value: &std::ffi::CStr) {
+    unsafe fn to(name: &std::ffi::CStr, value: &std::ffi::CStr) {
         pgrx::pg_sys::SetConfigOption(
-            PLAN_CACHE_MODE.as_ptr(),
+            name.as_ptr(),
             value.as_ptr(),
             pgrx::pg_sys::GucContext::PGC_USERSET,
             pgrx::pg_sys::GucSource::PGC_S_SESSION,
@@ -137,18 +142,23 @@ impl GenericPlans {
     }
 }
 
-impl Drop for GenericPlans {
+impl Drop for Setting {
     fn drop(&mut self) {
         // Unwinding from an error: the transaction's (or subtransaction's) abort restores the
         // setting, and no PostgreSQL function is called from a failing statement's unwind.
         if std::thread::panicking() {
             return;
         }
-        if let Some(was) = &self.0 {
+        if let Some(was) = &self.was {
             // SAFETY: as in `set`.
-            unsafe { Self::to(was) }
+            unsafe { Self::to(self.name, was) }
         }
     }
+}
+
+/// `plan_cache_mode = force_generic_plan` while it lives.
+fn generic_plans() -> Setting {
+    Setting::set(c"plan_cache_mode", c"force_generic_plan")
 }
 
 /// Runs `sql` through its kept plan (prepared the first time its text is seen), mapping every
@@ -160,7 +170,7 @@ fn kept<T>(
     mut map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
     let mutating = how == Kept::Write;
-    let _generic = (how != Kept::Read).then(GenericPlans::set);
+    let _generic = (how != Kept::Read).then(generic_plans);
     Spi::connect_mut(|c| {
         KEPT.with(|kept| {
             let mut kept = kept.borrow_mut();
