@@ -9,7 +9,6 @@ use crate::pg::fail::{Fail, Outcome};
 use crate::store::access;
 use crate::store::bodies;
 use crate::store::entries::{self, FileRow};
-use crate::store::lineage;
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap};
 use supabash_core::capability::Operation;
@@ -19,7 +18,7 @@ use supabash_core::Marker;
 
 /// `supabash_load_documents`: the files at `paths` in a pinned revision (default: head), with
 /// their bodies, charged against the call's decode budget before any body is fetched.
-pub fn load_documents(_call: &Call, req: rq::LoadDocuments) -> Outcome<Documents> {
+pub fn load_documents(call: &Call, req: rq::LoadDocuments) -> Outcome<Documents> {
     let ws = access::open(&req, &[Operation::Read])?;
     if req.paths.len() > MAX_DOCUMENTS_PER_CALL {
         return Err(Fail::new(
@@ -37,19 +36,16 @@ pub fn load_documents(_call: &Call, req: rq::LoadDocuments) -> Outcome<Documents
     let mut rows = if revision.is_none() || wanted.is_empty() {
         Vec::new()
     } else {
-        let at_head = position.is_none() || position == ws.head_position;
-        let sql = format!(
-            "SELECT * FROM ({}) e ORDER BY 1",
-            lineage::visible_sql(
-                &ws.sources,
-                at_head,
-                entries::FILE_COLUMNS,
-                "e.path = ANY($5)"
-            )
-        );
-        let mut sql_args = lineage::visible_args(&ws.id, &ws.sources, position);
-        sql_args.push(wanted.iter().cloned().collect::<Vec<String>>().into());
-        entries::file_rows(&sql, &sql_args)?
+        let paths: Vec<String> = wanted.iter().cloned().collect();
+        entries::visible_files(
+            call.schema,
+            &ws,
+            position,
+            "e.path = ANY($5)",
+            "",
+            vec![paths.into()],
+            false,
+        )?
     };
     attach_bodies(&ws.store, &mut rows)?;
     let found: BTreeSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();

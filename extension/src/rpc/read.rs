@@ -8,7 +8,6 @@ use crate::pg::schema::Schema;
 use crate::store::access::{self, Workspace};
 use crate::store::bodies;
 use crate::store::entries::{self, FileRow};
-use crate::store::lineage;
 use crate::store::revisions;
 use serde_json::json;
 use std::collections::HashMap;
@@ -46,9 +45,8 @@ fn files(rows: Vec<FileRow>) -> Vec<File> {
 }
 
 /// The files of a workspace at a position (`None`: the head), optionally one path only,
-/// optionally with bodies (a symbolic link always carries its body: its target), in path order. Reading the head uses the open-interval index; any
-/// other retained position (and a fork's sources, see `lineage`) is an index range scan over
-/// the workspace's intervals.
+/// optionally with bodies (a symbolic link always carries its body: its target), in path
+/// order (see [`entries::visible_files`]).
 pub fn files_at(
     schema: Schema,
     ws: &Workspace,
@@ -56,19 +54,15 @@ pub fn files_at(
     only: Option<&str>,
     bodies: bool,
 ) -> Outcome<Vec<FileRow>> {
-    let at_head = position.is_none() || position == ws.head_position;
-    let sql = format!(
-        "SELECT * FROM ({}) e ORDER BY 1",
-        lineage::visible_sql(
-            &ws.sources,
-            at_head,
-            entries::file_columns(schema),
-            "$5::text IS NULL OR e.path = $5"
-        )
-    );
-    let mut args = lineage::visible_args(&ws.id, &ws.sources, position);
-    args.push(only.into());
-    let mut rows = entries::file_rows(&sql, &args)?;
+    let mut rows = entries::visible_files(
+        schema,
+        ws,
+        position,
+        "$5::text IS NULL OR e.path = $5",
+        "",
+        vec![only.into()],
+        false,
+    )?;
     if bodies {
         // Tombstones name no body.
         let wanted: Vec<(Vec<u8>, i64)> = rows

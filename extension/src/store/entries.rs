@@ -63,6 +63,35 @@ pub fn file_rows(sql: &str, args: &[DatumWithOid]) -> Outcome<Vec<FileRow>> {
     db::query(sql, args, file_row)
 }
 
+/// The files `ws` sees at `position` (`None`: its head) that pass `filter`, in path order,
+/// followed by `tail` (say a `LIMIT`). `filter` and `tail` are SQL over the alias `e`, with
+/// parameters from `$5` on given in `extra` (the first four are [`lineage::visible_args`]).
+/// Reading the head uses the open-interval index; any other retained position (and a fork's
+/// sources) is an index range scan over the workspace's intervals. The plan is kept per
+/// backend when `kept`.
+pub fn visible_files(
+    schema: Schema,
+    ws: &Workspace,
+    position: Option<i64>,
+    filter: &str,
+    tail: &str,
+    extra: Vec<DatumWithOid<'_>>,
+    kept: bool,
+) -> Outcome<Vec<FileRow>> {
+    let at_head = position.is_none() || position == ws.head_position;
+    let sql = format!(
+        "SELECT * FROM ({}) e ORDER BY 1 {tail}",
+        lineage::visible_sql(&ws.sources, at_head, file_columns(schema), filter)
+    );
+    let mut args = lineage::visible_args(&ws.id, &ws.sources, position);
+    args.extend(extra);
+    if kept {
+        db::query_kept(&sql, &args, file_row)
+    } else {
+        file_rows(&sql, &args)
+    }
+}
+
 /// One row of a [`file_rows`] query.
 pub fn file_row(row: &Row) -> Outcome<FileRow> {
     let body_hash: Vec<u8> = db::get(row, 2)?;
