@@ -267,12 +267,14 @@ impl Workspace {
                 self.fs().load_all().await?;
                 let entries = self.fs().entries();
                 out.totals(&entries);
-                let mut base = if self.fs().host_cache().is_some() {
+                let cache = self.fs().host_cache().cloned();
+                let mut base = if cache.is_some() {
                     let paths: Vec<String> = entries.iter().map(|(p, _)| p.clone()).collect();
                     self.fs().fetch_uncached(&paths).await?
                 } else {
                     self.small_base().await?
                 };
+                let mut pending = Vec::new();
                 for (p, entry) in entries {
                     match entry {
                         Entry::Dir => out.dir(&p)?,
@@ -282,20 +284,29 @@ impl Workspace {
                             mode,
                             mtime_ns,
                         } => {
-                            let bytes = match base.remove(&p) {
-                                Some(b) if sha256_hex(&b) == content_hash => Arc::new(b),
-                                _ => self.fs().read_transient(&p).await?,
-                            };
+                            let bytes = base
+                                .remove(&p)
+                                .filter(|b| sha256_hex(b) == content_hash)
+                                .map(Arc::new);
                             let file = WrittenFile {
                                 content_hash,
                                 size,
                                 mode: mode & MODE_BITS,
                                 mtime_ns: Some(mtime_ns),
                             };
-                            out.file(&p, bytes, file).await?;
+                            pending.push(write::Pending {
+                                path: p,
+                                bytes,
+                                file,
+                            });
                         }
                         Entry::Symlink { target } => out.link(&p, &target).await?,
                     }
+                }
+                // What neither the base nor the host cache had: read (or fetched) one by one.
+                for left in out.files(pending, cache).await? {
+                    let bytes = self.fs().read_transient(&left.path).await?;
+                    out.file(&left.path, bytes, left.file).await?;
                 }
             }
             Some(revision) => {
