@@ -486,6 +486,12 @@ impl Workspace {
         &self.id
     }
 
+    /// The workspace's redaction epoch when the tree was loaded (moves with every applied
+    /// redaction).
+    pub fn redaction_epoch(&self) -> i64 {
+        self.pending().redaction_epoch
+    }
+
     /// What the Postgres backend stores (the seed's `mounted.capabilities`): files, symbolic
     /// links, empty directories, modes and times (a 0.5.0 database refuses all but files with
     /// `SUPABASH_SCHEMA_OUTDATED` until it is upgraded).
