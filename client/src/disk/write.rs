@@ -1,13 +1,13 @@
 //! Writing a tree into a directory: parents first, files created new (never through a link)
 //! with their permission bits set exactly (whatever the umask), each recorded.
 
-use super::{blocking, local_error, Materialised, Progress, ProgressFn, WrittenFile};
+use super::{blocking, local_error, DiskStamp, Materialised, Progress, ProgressFn, WrittenFile};
 use crate::cache::HostCache;
 use crate::error::{Result, SupabashError};
 use crate::tree::sync::Entry;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use supabash_core::path;
@@ -60,8 +60,8 @@ pub(super) struct Pending {
 }
 
 /// Creates the file `at` new (never through a link) with `bytes`, `mode` exactly and the
-/// modification time `mtime_ns` when given.
-fn create_file(at: &Path, shown: &str, bytes: &[u8], file: &WrittenFile) -> Result<()> {
+/// modification time `mtime_ns` when given; answers its stamp once written.
+fn create_file(at: &Path, shown: &str, bytes: &[u8], file: &WrittenFile) -> Result<DiskStamp> {
     let fail = |e| local_error(shown, "cannot write", e);
     let mut out = fs::OpenOptions::new()
         .write(true)
@@ -75,7 +75,15 @@ fn create_file(at: &Path, shown: &str, bytes: &[u8], file: &WrittenFile) -> Resu
         out.set_modified(crate::tree::from_ns(ns)).map_err(fail)?;
     }
     out.set_permissions(fs::Permissions::from_mode(file.mode))
-        .map_err(fail)
+        .map_err(fail)?;
+    let meta = out.metadata().map_err(fail)?;
+    Ok(DiskStamp {
+        ino: meta.ino(),
+        ctime_ns: meta
+            .ctime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.ctime_nsec()),
+    })
 }
 
 /// Writes what of `batch` has its bytes at hand or in `cache` (read there and checked against
@@ -96,7 +104,7 @@ fn write_some(
         match bytes {
             Some(bytes) => {
                 let at = on_disk(root, &pending.path);
-                create_file(&at, &pending.path, &bytes, &pending.file)?;
+                pending.file.stamp = Some(create_file(&at, &pending.path, &bytes, &pending.file)?);
                 written.push(pending);
             }
             None => missing.push(pending),
@@ -169,10 +177,15 @@ impl Writer {
     }
 
     /// Writes the file `p` (canonical) with `bytes`, as `file` describes.
-    pub async fn file(&mut self, p: &str, bytes: Arc<Vec<u8>>, file: WrittenFile) -> Result<()> {
+    pub async fn file(
+        &mut self,
+        p: &str,
+        bytes: Arc<Vec<u8>>,
+        mut file: WrittenFile,
+    ) -> Result<()> {
         self.dir(path::parent(p))?;
         let (at, shown, record) = (on_disk(&self.root, p), p.to_owned(), file.clone());
-        blocking(move || create_file(&at, &shown, &bytes, &record)).await?;
+        file.stamp = Some(blocking(move || create_file(&at, &shown, &bytes, &record)).await?);
         self.written(p.to_owned(), file);
         Ok(())
     }
