@@ -12,6 +12,7 @@ mod fork;
 mod listing;
 mod mount;
 mod report;
+mod setattr;
 
 use report::{ms, stats, Report};
 use serde_json::{json, Value};
@@ -1420,7 +1421,7 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
 }
 
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, reads, listing, bulk, plain, history, writers, rebase, disk, storage, memory, fork, mount, answers, profile; `latency` includes the
+/// (comma-separated: latency, reads, listing, bulk, plain, history, writers, rebase, disk, storage, memory, fork, mount, mode, answers, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1491,6 +1492,10 @@ async fn main() {
     if selected("mount") {
         eprintln!("bench: mount");
         mount::mount_vs_local(&cluster, &mut r).await;
+    }
+    if selected("mode") {
+        eprintln!("bench: mode-only commit");
+        setattr::mode_only_commit(&cluster, &mut rest, &mut r).await;
     }
     if selected("answers") {
         eprintln!("bench: answers");

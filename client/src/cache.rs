@@ -9,12 +9,19 @@
 //! never served. Writes go to a temporary file renamed into place, so concurrent processes
 //! never see half a body. The size is bounded (default 1 GiB, `SUPABASH_CACHE_MAX_MB`): past
 //! it, the least recently used bodies (by modification time, refreshed on every hit) go first.
+//!
+//! Redacted bodies leave it: a host that applies a redaction forgets the bodies it removed, and
+//! a cache opened for a workspace ([`HostCache::for_workspace`]) lists the bodies it keeps for
+//! that workspace with the workspace's redaction epoch; when a later open sees the epoch moved
+//! (someone redacted meanwhile), every body listed for that workspace is dropped and fetched
+//! again when needed (never served from before the redaction).
 
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 use supabash_core::hash::sha256_hex;
 
@@ -49,7 +56,10 @@ pub struct HostCache {
     max_bytes: u64,
     /// What this process believes the cache holds, in bytes (rescanned when it passes the
     /// bound: other processes write too).
-    held: AtomicU64,
+    held: Arc<AtomicU64>,
+    /// The list of the workspace this cache keeps bodies for (see [`Self::for_workspace`]),
+    /// open for appending.
+    listed: Option<Mutex<fs::File>>,
 }
 
 fn is_hash(h: &str) -> bool {
@@ -107,13 +117,14 @@ impl HostCache {
     pub fn open(dir: impl Into<PathBuf>, max_bytes: u64) -> Result<Self, CacheError> {
         let dir = dir.into();
         checked_dir(&dir)?;
-        for sub in ["bodies", "tmp"] {
+        for sub in ["bodies", "tmp", "workspaces"] {
             checked_dir(&dir.join(sub))?;
         }
         let cache = HostCache {
             dir,
             max_bytes: max_bytes.max(1),
-            held: AtomicU64::new(0),
+            held: Arc::new(AtomicU64::new(0)),
+            listed: None,
         };
         cache.held.store(cache.scan().0, Ordering::Relaxed);
         Ok(cache)
@@ -138,6 +149,72 @@ impl HostCache {
             .and_then(|v| v.parse::<u64>().ok())
             .map_or(DEFAULT_MAX_BYTES, |mb| mb << 20);
         Self::open(dir, max).map(Some)
+    }
+
+    /// The same cache, keeping a list of the bodies it stores for workspace `workspace_id`
+    /// (whose redaction epoch is now `redaction_epoch`). When the list was written at another
+    /// epoch, every body on it is dropped first: a redaction happened since, and what it
+    /// removed must not be served from here.
+    pub fn for_workspace(
+        &self,
+        workspace_id: &str,
+        redaction_epoch: i64,
+    ) -> Result<HostCache, CacheError> {
+        let at = self.dir.join("workspaces").join(workspace_id);
+        let io = |e| CacheError::Io(at.clone(), e);
+        if workspace_id.is_empty()
+            || !workspace_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a workspace id",
+            )));
+        }
+        let header = format!("epoch {redaction_epoch}");
+        let listed = match fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&at)
+        {
+            Ok(file) => {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut &file, &mut text).map_err(io)?;
+                let mut lines = text.lines();
+                if lines.next() == Some(header.as_str()) {
+                    None
+                } else {
+                    Some(lines.map(str::to_owned).collect::<Vec<_>>())
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Vec::new()),
+            Err(e) => return Err(io(e)),
+        };
+        if let Some(stale) = listed {
+            self.forget(&stale);
+            self.write(&at, format!("{header}\n").as_bytes())
+                .map_err(io)?;
+        }
+        let file = fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&at)
+            .map_err(io)?;
+        Ok(HostCache {
+            dir: self.dir.clone(),
+            max_bytes: self.max_bytes,
+            held: self.held.clone(),
+            listed: Some(Mutex::new(file)),
+        })
+    }
+
+    /// Adds `hash` to the workspace's list (see [`Self::for_workspace`]).
+    fn list(&self, hash: &str) {
+        if let Some(file) = &self.listed {
+            let mut file = file.lock().expect("cache list lock");
+            let _ = file.write_all(format!("{hash}\n").as_bytes());
+        }
     }
 
     /// The directory the cache lives in.
@@ -193,6 +270,7 @@ impl HostCache {
         if !is_hash(hash) || sha256_hex(bytes) != hash {
             return;
         }
+        self.list(hash);
         let at = self.path_of(hash);
         if at.exists() {
             return;
@@ -331,6 +409,34 @@ mod tests {
         cache.put(&hashes[3], &bodies[3]);
         assert!(cache.get(&hashes[1]).is_none(), "the oldest went");
         assert!(cache.get(&hashes[0]).is_some() && cache.get(&hashes[3]).is_some());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_moved_redaction_epoch_drops_what_the_workspace_listed() {
+        let dir = temp();
+        let cache = HostCache::open(&dir, 1 << 20).unwrap();
+        let (mine, other) = (b"mine".to_vec(), b"other".to_vec());
+        let (h_mine, h_other) = (sha256_hex(&mine), sha256_hex(&other));
+        cache.put(&h_other, &other);
+        let ws = "7c0d8e56-5a4e-4c8e-9d0b-0b5b3a1f2e11";
+        cache.for_workspace(ws, 0).unwrap().put(&h_mine, &mine);
+        // The same epoch: nothing goes.
+        let again = cache.for_workspace(ws, 0).unwrap();
+        assert_eq!(again.get(&h_mine), Some(mine.clone()));
+        // Another workspace's epoch does not touch it.
+        cache
+            .for_workspace("00000000-0000-0000-0000-000000000000", 3)
+            .unwrap();
+        assert!(cache.contains(&h_mine));
+        // A redaction happened: what the workspace listed goes, the rest stays.
+        let moved = cache.for_workspace(ws, 1).unwrap();
+        assert_eq!(moved.get(&h_mine), None);
+        assert_eq!(cache.get(&h_other), Some(other));
+        // The list starts again at the new epoch.
+        moved.put(&h_mine, &mine);
+        assert!(cache.for_workspace(ws, 1).unwrap().contains(&h_mine));
+        assert!(cache.for_workspace("../escape", 0).is_err());
         fs::remove_dir_all(&dir).unwrap();
     }
 

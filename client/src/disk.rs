@@ -64,7 +64,26 @@ pub struct WrittenFile {
     pub mode: u32,
     #[serde(default)]
     pub mtime_ns: Option<i64>,
+    /// How the file looked on disk once written (see [`DiskStamp`]); absent when not written
+    /// here or written too shortly before the writing ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<DiskStamp>,
 }
+
+/// A written file's inode number and change time. No program can set a change time: while a
+/// file still has the same inode, change time, size and modification time, it still has the
+/// bytes it was written with, and [`Workspace::stage_from_dir`] does not read it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiskStamp {
+    pub ino: u64,
+    pub ctime_ns: i64,
+}
+
+/// How long before the end of a materialise a file's change time must lie for its stamp to
+/// be kept: the kernel's clock for file times ticks every few milliseconds, so a change made
+/// right after the end could otherwise show the same change time.
+const STAMP_MARGIN_NS: i64 = 100_000_000;
 
 /// A path the path rules refuse, left out of the staged tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -269,12 +288,14 @@ impl Workspace {
                 self.fs().load_all().await?;
                 let entries = self.fs().entries();
                 out.totals(&entries);
-                let mut base = if self.fs().host_cache().is_some() {
+                let cache = self.fs().host_cache().cloned();
+                let mut base = if cache.is_some() {
                     let paths: Vec<String> = entries.iter().map(|(p, _)| p.clone()).collect();
                     self.fs().fetch_uncached(&paths).await?
                 } else {
                     self.small_base().await?
                 };
+                let mut pending = Vec::new();
                 for (p, entry) in entries {
                     match entry {
                         Entry::Dir => out.dir(&p)?,
@@ -284,20 +305,30 @@ impl Workspace {
                             mode,
                             mtime_ns,
                         } => {
-                            let bytes = match base.remove(&p) {
-                                Some(b) if sha256_hex(&b) == content_hash => Arc::new(b),
-                                _ => self.fs().read_transient(&p).await?,
-                            };
+                            let bytes = base
+                                .remove(&p)
+                                .filter(|b| sha256_hex(b) == content_hash)
+                                .map(Arc::new);
                             let file = WrittenFile {
                                 content_hash,
                                 size,
                                 mode: mode & MODE_BITS,
                                 mtime_ns: Some(mtime_ns),
+                                stamp: None,
                             };
-                            out.file(&p, bytes, file).await?;
+                            pending.push(write::Pending {
+                                path: p,
+                                bytes,
+                                file,
+                            });
                         }
                         Entry::Symlink { target } => out.link(&p, &target).await?,
                     }
+                }
+                // What neither the base nor the host cache had: read (or fetched) one by one.
+                for left in out.files(pending, cache).await? {
+                    let bytes = self.fs().read_transient(&left.path).await?;
+                    out.file(&left.path, bytes, left.file).await?;
                 }
             }
             Some(revision) => {
@@ -321,6 +352,7 @@ impl Workspace {
                                 size: bytes.len() as u64,
                                 mode: e.mode & MODE_BITS,
                                 mtime_ns: e.mtime_ns,
+                                stamp: None,
                             };
                             out.file(&e.path, Arc::new(bytes), file).await?;
                         }
@@ -333,7 +365,18 @@ impl Workspace {
                 }
             }
         }
-        Ok(out.record)
+        let mut record = out.record;
+        // A stamp taken too close to the end could match a change made right after it.
+        let end = crate::tree::to_ns(std::time::SystemTime::now());
+        for file in record.files.values_mut() {
+            if file
+                .stamp
+                .is_some_and(|s| s.ctime_ns > end.saturating_sub(STAMP_MARGIN_NS))
+            {
+                file.stamp = None;
+            }
+        }
+        Ok(record)
     }
 
     /// The base revision's files in one request when they total at most
@@ -366,6 +409,7 @@ impl Workspace {
                         size,
                         mode: mode & MODE_BITS,
                         mtime_ns: Some(mtime_ns),
+                        stamp: None,
                     };
                     record.files.insert(p, file);
                 }
@@ -407,8 +451,10 @@ impl Workspace {
         let root = dir.to_path_buf();
         let limits = self.fs().limits().clone();
         let walk_exclude = exclude.clone();
+        let known = materialised.files.clone();
         let scanned =
-            blocking(move || scan::scan(&root, &limits, progress, walk_exclude.as_deref())).await?;
+            blocking(move || scan::scan(&root, &limits, progress, walk_exclude.as_deref(), &known))
+                .await?;
         let Some(exclude) = exclude else {
             return apply::apply(self.fs(), dir, materialised, scanned).await;
         };

@@ -486,6 +486,12 @@ impl Workspace {
         &self.id
     }
 
+    /// The workspace's redaction epoch when the tree was loaded (moves with every applied
+    /// redaction).
+    pub fn redaction_epoch(&self) -> i64 {
+        self.pending().redaction_epoch
+    }
+
     /// What the Postgres backend stores (the seed's `mounted.capabilities`): files, symbolic
     /// links, empty directories, modes and times (a 0.5.0 database refuses all but files with
     /// `SUPABASH_SCHEMA_OUTDATED` until it is upgraded).
@@ -1191,7 +1197,8 @@ impl Workspace {
 
     /// Removes content from history for good (see [`RedactOptions`]; a dry run unless
     /// applied). After an applied redaction every staged change and cached body is discarded
-    /// and the tree reloads at the head, with the new redaction epoch. When the outcome is
+    /// (the removed bodies leave the host cache too, when the tree has one) and the tree
+    /// reloads at the head, with the new redaction epoch. When the outcome is
     /// unknown, commits are refused until the workspace is opened again.
     pub async fn redact(&self, options: RedactOptions) -> Result<RedactReport> {
         let list = |v: Vec<String>| (!v.is_empty()).then_some(v);
@@ -1217,6 +1224,10 @@ impl Workspace {
             }
         };
         if !report.dry_run {
+            // The bodies it removed leave this host's cache too.
+            if let Some(cache) = self.tree.host_cache() {
+                cache.forget(&report.bodies);
+            }
             self.pending().stale = true;
             let base = Base::load(self.transport.as_ref(), &self.id, None).await?;
             self.tree.reset_base(base.revision, base.entries)?;

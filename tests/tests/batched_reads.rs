@@ -219,3 +219,78 @@ async fn a_second_open_reads_from_the_host_cache_and_a_tampered_file_is_fetched_
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Redacted bodies leave the host cache: the bodies a redaction applied from this host removed
+/// at once, and what a cache listed for the workspace when a later open finds the redaction
+/// epoch moved (another host redacted meanwhile).
+#[tokio::test]
+async fn redacted_bodies_leave_the_host_cache() {
+    use supabash::workspace::{CommitOptions, RedactOptions};
+    let user = new_user();
+    let files = [
+        ("/a/secret.txt", "API_KEY=one\n"),
+        ("/a/other.txt", "API_KEY=two\n"),
+        ("/a/kept.txt", "plain\n"),
+    ];
+    let seeded = workspace_with(Via::Postgres, &user, &files).await;
+    let (dir, shared) = temp_cache();
+    let hash = |text: &str| sha256_hex(text.as_bytes());
+
+    // This host reads every file through a cache listed for the workspace.
+    let ws = Workspace::builder(transport(Via::Postgres, &user).await)
+        .open_mode(OpenMode::Lazy)
+        .open(seeded.id())
+        .await
+        .unwrap();
+    let epoch = ws.redaction_epoch();
+    let cache = Arc::new(shared.for_workspace(ws.id(), epoch).unwrap());
+    ws.fs().use_host_cache(cache.clone());
+    for (p, text) in files {
+        assert_eq!(ws.fs().read_text(p).await.unwrap(), text);
+        assert!(shared.contains(&hash(text)), "{p} cached");
+    }
+
+    // Redacted here: its body leaves the cache with the answer.
+    ws.fs().rm("/a/secret.txt", false, false).await.unwrap();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    let report = ws
+        .redact(RedactOptions::new().path("/a/secret.txt").apply())
+        .await
+        .unwrap();
+    assert_eq!(report.bodies, [hash("API_KEY=one\n")]);
+    assert!(!shared.contains(&hash("API_KEY=one\n")));
+    assert!(shared.contains(&hash("API_KEY=two\n")));
+
+    // Redacted by another host (no cache): the next open here sees the epoch moved and drops
+    // what the cache listed for the workspace before reading anything.
+    let other = Workspace::builder(transport(Via::Postgres, &user).await)
+        .open(seeded.id())
+        .await
+        .unwrap();
+    other.fs().rm("/a/other.txt", false, false).await.unwrap();
+    other.commit(CommitOptions::new("t")).await.unwrap();
+    other
+        .redact(RedactOptions::new().path("/a/other.txt").apply())
+        .await
+        .unwrap();
+    let again = Workspace::builder(transport(Via::Postgres, &user).await)
+        .open(seeded.id())
+        .await
+        .unwrap();
+    assert!(again.redaction_epoch() > epoch);
+    let reopened = shared
+        .for_workspace(again.id(), again.redaction_epoch())
+        .unwrap();
+    assert!(
+        !shared.contains(&hash("API_KEY=two\n")),
+        "never served again"
+    );
+    // What is still in the workspace comes back (fetched again) and is listed anew.
+    again.fs().use_host_cache(Arc::new(reopened));
+    assert_eq!(
+        again.fs().read_text("/a/kept.txt").await.unwrap(),
+        "plain\n"
+    );
+    assert!(shared.contains(&hash("plain\n")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -158,7 +158,7 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
             .await?,
     );
     let read_only = args.read_only || args.revision.is_some();
-    crate::body_cache::attach(ws.fs());
+    crate::body_cache::attach(&ws);
     // What the ignore list leaves out stays in the mount, out of every commit.
     let ignore_file = match ws.fs().read(crate::ignore_list::TREE_IGNORE_FILE).await {
         Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),

@@ -4,11 +4,11 @@
 //! staged tree's, committed with it. Requests run concurrently; the mount's state is behind one
 //! lock that is never held while a body or a listing loads over the network.
 
-use crate::fuse_inodes::{child, move_subtree, Inodes};
+use crate::fuse_inodes::{child, Inodes};
 use crate::fuse_summary::Summary;
 use fuser::{Errno, FileAttr, FileType};
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use supabash::tree::{FileKind, Stat};
@@ -19,28 +19,22 @@ use supabash_core::rpc::CommitResult;
 use supabash_core::ErrorCode;
 use tokio::sync::Mutex;
 
-/// How long the kernel may trust an answer of a writable mount. Every change goes through
-/// this mount, so the kernel's view only goes stale when a commit rebases (which the mount
-/// never asks for).
-pub const TTL: Duration = Duration::from_secs(1);
-
-/// How long the kernel may trust an answer of a read-only or revision mount, whose content
-/// cannot change.
-pub const READ_ONLY_TTL: Duration = Duration::from_secs(24 * 3600);
-
-/// A symbolic link held by the mount itself (links made through the mount now live in the
-/// staged tree and are committed; this map is left for the mount's locking rework to drop).
-#[derive(Debug, Clone)]
-struct Link {
-    target: String,
-    mtime: SystemTime,
-}
+/// How long the kernel may trust an answer (entries and attributes). A revision or read-only
+/// mount cannot change; on a writable one every change goes through this mount, which the
+/// kernel sees (it drops what it cached of a file it writes, creates, renames or removes), and
+/// a written file's time is the time of its last write from the first answer on (see
+/// `OpenFile::written`), so nothing the kernel cached goes stale. Without this the kernel
+/// asks again for every file each time `git status` looks at it.
+pub const TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// The bytes of an open file, shared by its handles.
 #[derive(Debug)]
 struct OpenFile {
     data: Arc<Vec<u8>>,
     dirty: bool,
+    /// When the buffer last changed (while dirty): the modification time it shows and the one
+    /// it reaches the staged tree with, so the kernel never sees it move at flush.
+    written: SystemTime,
     handles: usize,
 }
 
@@ -62,8 +56,6 @@ struct State {
     /// Directory handle → the listing taken at opendir.
     dirs: HashMap<u64, Vec<Listed>>,
     next_fh: u64,
-    /// Symbolic links by path.
-    links: BTreeMap<String, Link>,
     /// The buffer each inode held at its last open (see `open`: the kernel keeps its page
     /// cache while it is the same).
     opened: HashMap<u64, std::sync::Weak<Vec<u8>>>,
@@ -165,11 +157,7 @@ impl MountFs {
 
     /// How long the kernel may cache entries and attributes of this mount.
     pub fn ttl(&self) -> Duration {
-        if self.read_only {
-            READ_ONLY_TTL
-        } else {
-            TTL
-        }
+        TTL
     }
 
     fn writable(&self) -> Result<(), Errno> {
@@ -220,17 +208,17 @@ impl MountFs {
             let now = SystemTime::now();
             return Ok(self.attr_of(ino, FileType::RegularFile, f.data.len() as u64, 0o644, now));
         };
-        if let Some(link) = st.links.get(p) {
-            let size = link.target.len() as u64;
-            return Ok(self.attr_of(ino, FileType::Symlink, size, 0o777, link.mtime));
-        }
         let stat = self.lstat(p).await?;
         let size = open.map_or(stat.size, |f| f.data.len() as u64);
-        Ok(self.attr_of(ino, file_type(stat.kind), size, stat.mode, stat.mtime))
+        let mtime = match open {
+            Some(f) if f.dirty => f.written,
+            _ => stat.mtime,
+        };
+        Ok(self.attr_of(ino, file_type(stat.kind), size, stat.mode, mtime))
     }
 
-    async fn exists(&self, st: &State, p: &str) -> bool {
-        st.links.contains_key(p) || self.tree.lstat(p).await.is_ok()
+    async fn exists(&self, p: &str) -> bool {
+        self.tree.lstat(p).await.is_ok()
     }
 
     /// Checks that `p`'s parent directory exists (new entries need one).
@@ -252,9 +240,13 @@ impl MountFs {
             return Ok(());
         };
         let bytes = f.data.as_ref().clone();
+        let written = f.written;
         let size = bytes.len() as u64;
         self.tree.write(&p, bytes).await.map_err(|e| errno(&e))?;
-        f.dirty = false;
+        self.tree.utimes(&p, written).await.map_err(|e| errno(&e))?;
+        if let Some(f) = st.files.get_mut(&ino) {
+            f.dirty = false;
+        }
         st.summary.wrote(&p, size);
         Ok(())
     }
@@ -280,7 +272,7 @@ impl MountFs {
         let _ = self.tree.lstat(&p).await;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
-        if !self.exists(&st, &p).await {
+        if !self.exists(&p).await {
             return Err(Errno::ENOENT);
         }
         let ino = st.inodes.ino(&p);
@@ -312,11 +304,7 @@ impl MountFs {
             self.writable()?;
         }
         let p = st.inodes.path(ino).map(str::to_owned);
-        let is_link = p.as_ref().is_some_and(|p| st.links.contains_key(p));
         if let Some(size) = size {
-            if is_link {
-                return Err(Errno::EINVAL);
-            }
             self.tree
                 .limits()
                 .check_file(p.as_deref().unwrap_or("/"), size as usize)
@@ -327,12 +315,14 @@ impl MountFs {
                 slot.insert(OpenFile {
                     data,
                     dirty: false,
+                    written: SystemTime::now(),
                     handles: 0,
                 });
             }
             if let Some(f) = st.files.get_mut(&ino) {
                 Arc::make_mut(&mut f.data).resize(size as usize, 0);
                 f.dirty = true;
+                f.written = mtime.unwrap_or_else(SystemTime::now);
             }
             let result = self.persist(&mut st, ino).await;
             if st.files.get(&ino).is_some_and(|f| f.handles == 0) {
@@ -342,7 +332,7 @@ impl MountFs {
         } else {
             self.persist(&mut st, ino).await?;
         }
-        if let Some(p) = p.as_deref().filter(|_| !is_link) {
+        if let Some(p) = p.as_deref() {
             if let Some(mode) = mode {
                 self.tree.chmod(p, mode).await.map_err(|e| errno(&e))?;
             }
@@ -352,10 +342,6 @@ impl MountFs {
             if mode.is_some() || mtime.is_some() {
                 st.summary.touched(p);
             }
-        } else if let (Some(p), Some(t)) = (p.as_deref(), mtime) {
-            if let Some(link) = st.links.get_mut(p) {
-                link.mtime = t;
-            }
         }
         self.attr(&st, ino).await
     }
@@ -364,10 +350,7 @@ impl MountFs {
     pub async fn readlink(&self, ino: u64) -> Result<String, Errno> {
         let st = self.state.lock().await;
         let p = st.path(ino)?;
-        match st.links.get(&p) {
-            Some(l) => Ok(l.target.clone()),
-            None => self.tree.readlink(&p).await.map_err(|e| errno(&e)),
-        }
+        self.tree.readlink(&p).await.map_err(|e| errno(&e))
     }
 
     /// `mkdir`.
@@ -380,9 +363,6 @@ impl MountFs {
         self.writable()?;
         let mut st = self.state.lock().await;
         let p = creatable(&st.path(parent)?, name)?;
-        if st.links.contains_key(&p) {
-            return Err(Errno::EEXIST);
-        }
         self.tree.mkdir(&p, false).await.map_err(|e| errno(&e))?;
         self.tree.chmod(&p, mode).await.map_err(|e| errno(&e))?;
         st.summary.touched(&p);
@@ -395,11 +375,6 @@ impl MountFs {
         self.writable()?;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
-        if st.links.remove(&p).is_some() {
-            st.inodes.remove(&p);
-            st.summary.touched(&p);
-            return Ok(());
-        }
         if self.lstat(&p).await?.kind == FileKind::Directory {
             return Err(Errno::EISDIR);
         }
@@ -419,20 +394,8 @@ impl MountFs {
         self.writable()?;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
-        if st.links.contains_key(&p) {
-            return Err(Errno::ENOTDIR);
-        }
         if self.lstat(&p).await?.kind != FileKind::Directory {
             return Err(Errno::ENOTDIR);
-        }
-        let below = format!("{p}/");
-        if st
-            .links
-            .range(below.clone()..)
-            .next()
-            .is_some_and(|(k, _)| k.starts_with(&below))
-        {
-            return Err(Errno::ENOTEMPTY);
         }
         self.remove(&mut st, &p).await
     }
@@ -455,7 +418,7 @@ impl MountFs {
             eprintln!("supabash mount: symbolic link {p} -> {target} refused: {e}");
             return Err(Errno::EPERM);
         }
-        if self.exists(&st, &p).await {
+        if self.exists(&p).await {
             return Err(Errno::EEXIST);
         }
         self.parent_is_dir(&p).await?;
@@ -482,53 +445,10 @@ impl MountFs {
         if from == to {
             return Ok(());
         }
-        let target_exists = self.exists(&st, &to).await;
-        if noreplace && target_exists {
+        if noreplace && self.exists(&to).await {
             return Err(Errno::EEXIST);
         }
-        let from_link = st.links.contains_key(&from);
-        let to_link = st.links.contains_key(&to);
-        let to_dir =
-            !to_link && target_exists && self.lstat(&to).await?.kind == FileKind::Directory;
-        if from_link {
-            if to_dir {
-                return Err(Errno::EISDIR);
-            }
-            self.parent_is_dir(&to).await?;
-            if target_exists && !to_link {
-                self.tree
-                    .rm(&to, false, false)
-                    .await
-                    .map_err(|e| errno(&e))?;
-            }
-            let link = st.links.remove(&from).ok_or(Errno::ENOENT)?;
-            st.links.insert(to.clone(), link);
-        } else {
-            let from_dir = self.lstat(&from).await?.kind == FileKind::Directory;
-            if to_link {
-                if from_dir {
-                    return Err(Errno::ENOTDIR);
-                }
-                self.tree.mv(&from, &to).await.map_err(|e| errno(&e))?;
-                st.links.remove(&to);
-            } else {
-                if from_dir && to_dir {
-                    let below = format!("{to}/");
-                    let has_links = st
-                        .links
-                        .range(below.clone()..)
-                        .next()
-                        .is_some_and(|(k, _)| k.starts_with(&below));
-                    if has_links {
-                        return Err(Errno::ENOTEMPTY);
-                    }
-                }
-                self.tree.mv(&from, &to).await.map_err(|e| errno(&e))?;
-                if from_dir {
-                    move_subtree(&mut st.links, &from, &to);
-                }
-            }
-        }
+        self.tree.mv(&from, &to).await.map_err(|e| errno(&e))?;
         st.inodes.rename(&from, &to);
         st.summary.touched(&from);
         st.summary.touched(&to);
@@ -575,6 +495,7 @@ impl MountFs {
                     slot.insert(OpenFile {
                         data,
                         dirty: truncate,
+                        written: SystemTime::now(),
                         handles: 1,
                     });
                     keep
@@ -584,6 +505,7 @@ impl MountFs {
                     if truncate {
                         f.data = Arc::new(Vec::new());
                         f.dirty = true;
+                        f.written = SystemTime::now();
                     }
                     f.handles += 1;
                     !truncate
@@ -607,9 +529,6 @@ impl MountFs {
         let ino = {
             let mut st = self.state.lock().await;
             let p = creatable(&st.path(parent)?, name)?;
-            if st.links.contains_key(&p) {
-                return Err(Errno::EEXIST);
-            }
             match self.tree.lstat(&p).await {
                 Ok(_) if exclusive => return Err(Errno::EEXIST),
                 Ok(s) if s.kind == FileKind::Directory => return Err(Errno::EISDIR),
@@ -660,6 +579,7 @@ impl MountFs {
         }
         data[offset as usize..end].copy_from_slice(bytes);
         f.dirty = true;
+        f.written = SystemTime::now();
         Ok(bytes.len() as u32)
     }
 
@@ -685,6 +605,7 @@ impl MountFs {
         if f.data.len() < end {
             Arc::make_mut(&mut f.data).resize(end, 0);
             f.dirty = true;
+            f.written = SystemTime::now();
         }
         Ok(())
     }
@@ -732,22 +653,7 @@ impl MountFs {
                 name: "..".into(),
             },
         ];
-        let below = if p == "/" {
-            "/".to_owned()
-        } else {
-            format!("{p}/")
-        };
-        let links: Vec<String> = st
-            .links
-            .range(below.clone()..)
-            .take_while(|(k, _)| k.starts_with(&below))
-            .filter(|(k, _)| !k[below.len()..].contains('/'))
-            .map(|(k, _)| k[below.len()..].to_owned())
-            .collect();
-        let named = entries
-            .into_iter()
-            .map(|e| (e.name, file_type(e.kind)))
-            .chain(links.into_iter().map(|n| (n, FileType::Symlink)));
+        let named = entries.into_iter().map(|e| (e.name, file_type(e.kind)));
         for (name, kind) in named {
             let ino = st.inodes.ino(&child(&p, &name));
             listing.push(Listed { ino, kind, name });
@@ -809,7 +715,7 @@ impl MountFs {
     }
 
     /// Commits the staged tree as one revision, with every open buffer written first; no
-    /// request runs meanwhile. Symbolic links stay in the session. `record_session`: the
+    /// request runs meanwhile. `record_session`: the
     /// session's audit action goes with it (not when sending again a commit whose outcome is
     /// unknown: that one carries the action already).
     pub async fn commit(
@@ -820,12 +726,6 @@ impl MountFs {
     ) -> supabash::Result<CommitResult> {
         let mut st = self.state.lock().await;
         self.persist_all(&mut st).await.map_err(buffer_error)?;
-        if !st.links.is_empty() {
-            eprintln!(
-                "supabash mount: {} symbolic link(s) stay in the mount session and are not committed",
-                st.links.len()
-            );
-        }
         let kept = self.tree.kept_local();
         if !kept.is_empty() {
             let shown: Vec<&str> = kept.iter().take(20).map(String::as_str).collect();

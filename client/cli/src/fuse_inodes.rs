@@ -1,8 +1,11 @@
-//! Inode numbers of a mount: the kernel names files by number, the staged tree by path. A path
-//! keeps its number while it exists (renames carry numbers along); numbers are never reused, so
-//! the generation is always 0.
+//! Inode numbers of a mount: the kernel names files by number, the staged tree by path. A
+//! path's number is derived from the path (the first 8 bytes of its SHA-256), so the same tree
+//! mounted again shows the same numbers and git's index still matches its files after a
+//! remount. A path keeps its number while it exists (renames carry numbers along); a number
+//! whose path went is never handed out again in the session (a handle may still hold it), and a
+//! number already taken moves on to the next free one, so the generation is always 0.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The root directory's inode number (FUSE's `FUSE_ROOT_ID`).
 pub const ROOT: u64 = 1;
@@ -12,7 +15,8 @@ pub const ROOT: u64 = 1;
 pub struct Inodes {
     by_ino: HashMap<u64, String>,
     by_path: BTreeMap<String, u64>,
-    next: u64,
+    /// Numbers whose path went in this session.
+    retired: HashSet<u64>,
 }
 
 impl Default for Inodes {
@@ -20,12 +24,20 @@ impl Default for Inodes {
         let mut inodes = Inodes {
             by_ino: HashMap::new(),
             by_path: BTreeMap::new(),
-            next: ROOT + 1,
+            retired: HashSet::new(),
         };
         inodes.by_ino.insert(ROOT, "/".to_owned());
         inodes.by_path.insert("/".to_owned(), ROOT);
         inodes
     }
+}
+
+/// The number `path` asks for first: its hash, above the reserved 0 and `ROOT`.
+pub fn stable_number(path: &str) -> u64 {
+    let digest = supabash_core::hash::sha256(path.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(first).max(ROOT + 1)
 }
 
 /// `dir`'s child `name`.
@@ -51,31 +63,21 @@ fn subtree<V>(map: &BTreeMap<String, V>, p: &str) -> Vec<String> {
     keys
 }
 
-/// Moves `from` and everything below it to `to` in `map`, dropping what `to` held.
-pub fn move_subtree<V>(map: &mut BTreeMap<String, V>, from: &str, to: &str) {
-    for k in subtree(map, to) {
-        map.remove(&k);
-    }
-    for k in subtree(map, from) {
-        if let Some(v) = map.remove(&k) {
-            map.insert(format!("{to}{}", &k[from.len()..]), v);
-        }
-    }
-}
-
 impl Inodes {
     /// The path of `ino`, if it still names one.
     pub fn path(&self, ino: u64) -> Option<&str> {
         self.by_ino.get(&ino).map(String::as_str)
     }
 
-    /// The number of `path`, assigned on first sight.
+    /// The number of `path`, assigned on first sight (its stable number unless taken).
     pub fn ino(&mut self, path: &str) -> u64 {
         if let Some(ino) = self.by_path.get(path) {
             return *ino;
         }
-        let ino = self.next;
-        self.next += 1;
+        let mut ino = stable_number(path);
+        while self.by_ino.contains_key(&ino) || self.retired.contains(&ino) {
+            ino = ino.checked_add(1).unwrap_or(ROOT + 1);
+        }
         self.by_path.insert(path.to_owned(), ino);
         self.by_ino.insert(ino, path.to_owned());
         ino
@@ -87,6 +89,7 @@ impl Inodes {
         for k in subtree(&self.by_path, path) {
             if let Some(ino) = self.by_path.remove(&k) {
                 self.by_ino.remove(&ino);
+                self.retired.insert(ino);
             }
         }
     }
@@ -127,21 +130,37 @@ mod tests {
         inodes.remove("/b");
         assert_eq!(inodes.path(file), None);
         let again = inodes.ino("/b/f");
-        assert!(again > other, "numbers are not reused");
+        assert_ne!(again, file, "numbers are not reused");
+        assert_ne!(again, other);
         assert_eq!(inodes.path(ROOT), Some("/"));
+        assert_eq!(child("/", "n"), "/n");
+        assert_eq!(child("/d", "n"), "/d/n");
     }
 
     #[test]
-    fn subtree_moves_do_not_touch_siblings_with_a_common_prefix() {
-        let mut map = BTreeMap::from([
-            ("/a".to_owned(), 1),
-            ("/a/x".to_owned(), 2),
-            ("/ab".to_owned(), 3),
-        ]);
-        move_subtree(&mut map, "/a", "/c");
-        let keys: Vec<&str> = map.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["/ab", "/c", "/c/x"]);
-        assert_eq!(child("/", "n"), "/n");
-        assert_eq!(child("/d", "n"), "/d/n");
+    fn a_path_gets_the_same_number_in_every_session() {
+        let mut first = Inodes::default();
+        let mut second = Inodes::default();
+        let paths = ["/src/main.rs", "/src", "/README.md", "/.git/index"];
+        let numbers: Vec<u64> = paths.iter().map(|p| first.ino(p)).collect();
+        let again: Vec<u64> = paths.iter().rev().map(|p| second.ino(p)).collect();
+        let again: Vec<u64> = again.into_iter().rev().collect();
+        assert_eq!(numbers, again, "the order of first sight does not matter");
+        assert_eq!(numbers[0], stable_number("/src/main.rs"));
+        assert!(numbers.iter().all(|n| *n > ROOT));
+    }
+
+    #[test]
+    fn a_taken_number_moves_on_to_a_free_one() {
+        let mut inodes = Inodes::default();
+        let a = inodes.ino("/a");
+        // "/b" pretends to collide: another path holds its number.
+        inodes
+            .by_ino
+            .insert(stable_number("/b"), "/elsewhere".to_owned());
+        let b = inodes.ino("/b");
+        assert_ne!(b, stable_number("/b"));
+        assert_ne!(a, b);
+        assert_eq!(inodes.path(b), Some("/b"));
     }
 }

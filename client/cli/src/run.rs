@@ -573,7 +573,7 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
         .open_mode(supabash::OpenMode::Eager)
         .open(&id)
         .await?;
-    crate::body_cache::attach(ws.fs());
+    crate::body_cache::attach(&ws);
     let options = match &args.revision {
         Some(r) => MaterialiseOptions::default().with_revision(r.clone()),
         None => MaterialiseOptions::default(),

@@ -106,7 +106,7 @@ pub async fn export(args: ExportArgs) -> Result<(), BoxError> {
         .open_mode(supabash::OpenMode::Eager)
         .open(&id)
         .await?;
-    crate::body_cache::attach(ws.fs());
+    crate::body_cache::attach(&ws);
     let mut options = MaterialiseOptions::default();
     if let Some(r) = &args.revision {
         options = options.with_revision(r.clone());

@@ -2,7 +2,9 @@
 //! every directory listed, links and special files reported, refused names ignored with
 //! their subtree, and the limits checked before anything is staged.
 
-use super::{local_error, Exclude, Ignored, NotStaged, NotStagedReason, Progress, ProgressFn};
+use super::{
+    local_error, Exclude, Ignored, NotStaged, NotStagedReason, Progress, ProgressFn, WrittenFile,
+};
 use crate::error::Result;
 use crate::limits::Limits;
 use sha2::{Digest, Sha256};
@@ -69,13 +71,31 @@ fn hash(at: &Path, p: &str) -> Result<String> {
     Ok(format!("{:x}", hasher.finalize()))
 }
 
-/// Walks `root`, leaving out (as ignored) what `exclude` excludes. Fails (naming the path)
-/// when a file or the tree is over `limits`.
+/// The hash `known` recorded for a file that still has its stamp (same inode, change time,
+/// size and modification time as when it was written): its bytes are the ones written.
+fn unchanged(known: Option<&WrittenFile>, meta: &fs::Metadata, mtime_ns: i64) -> Option<String> {
+    let known = known?;
+    let stamp = known.stamp?;
+    let ctime_ns = meta
+        .ctime()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(meta.ctime_nsec());
+    (stamp.ino == meta.ino()
+        && stamp.ctime_ns == ctime_ns
+        && known.size == meta.len()
+        && known.mtime_ns == Some(mtime_ns))
+    .then(|| known.content_hash.clone())
+}
+
+/// Walks `root`, leaving out (as ignored) what `exclude` excludes; a file `known` recorded
+/// with a stamp it still has is not read again. Fails (naming the path) when a file or the
+/// tree is over `limits`.
 pub(super) fn scan(
     root: &Path,
     limits: &Limits,
     progress: Option<ProgressFn>,
     exclude: Option<&dyn Exclude>,
+    known: &BTreeMap<String, WrittenFile>,
 ) -> Result<Scan> {
     let mut out = Scan::default();
     let mut done = Progress {
@@ -135,14 +155,19 @@ pub(super) fn scan(
                 }
             } else if kind.is_file() {
                 limits.check_file(&p, meta.len() as usize)?;
+                let mtime_ns = meta
+                    .mtime()
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(meta.mtime_nsec());
+                let content_hash = match unchanged(known.get(&p), &meta, mtime_ns) {
+                    Some(h) => h,
+                    None => hash(&at, &p)?,
+                };
                 let file = DiskFile {
-                    content_hash: hash(&at, &p)?,
+                    content_hash,
                     size: meta.len(),
                     mode: meta.mode() & posix::MODE_BITS,
-                    mtime_ns: meta
-                        .mtime()
-                        .saturating_mul(1_000_000_000)
-                        .saturating_add(meta.mtime_nsec()),
+                    mtime_ns,
                 };
                 done.files += 1;
                 done.bytes += file.size;
@@ -162,4 +187,56 @@ pub(super) fn scan(
     out.ignored.sort_by(|a, b| a.path.cmp(&b.path));
     out.not_staged.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::DiskStamp;
+    use std::time::Duration;
+
+    fn stamp_of(meta: &fs::Metadata) -> DiskStamp {
+        DiskStamp {
+            ino: meta.ino(),
+            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+        }
+    }
+
+    #[test]
+    fn a_stamped_file_is_trusted_until_anything_touches_it() {
+        let dir = std::env::temp_dir().join(format!("supabash-scan-{}", uuid::Uuid::new_v4()));
+        fs::create_dir_all(&dir).unwrap();
+        let at = dir.join("f");
+        fs::write(&at, b"before").unwrap();
+        let meta = fs::metadata(&at).unwrap();
+        let mtime_ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
+        let known = WrittenFile {
+            content_hash: "recorded".into(),
+            size: 6,
+            mode: 0o644,
+            mtime_ns: Some(mtime_ns),
+            stamp: Some(stamp_of(&meta)),
+        };
+        assert_eq!(
+            unchanged(Some(&known), &meta, mtime_ns).as_deref(),
+            Some("recorded")
+        );
+        // Without a stamp, or with another size or time, the file is read.
+        let unstamped = WrittenFile {
+            stamp: None,
+            ..known.clone()
+        };
+        assert_eq!(unchanged(Some(&unstamped), &meta, mtime_ns), None);
+        assert_eq!(unchanged(Some(&known), &meta, mtime_ns + 1), None);
+        assert_eq!(unchanged(None, &meta, mtime_ns), None);
+        // The same size written again and the old time put back: the change time moved.
+        std::thread::sleep(Duration::from_millis(50));
+        fs::write(&at, b"after!").unwrap();
+        let f = fs::File::options().write(true).open(&at).unwrap();
+        f.set_modified(crate::tree::from_ns(mtime_ns)).unwrap();
+        let meta = fs::metadata(&at).unwrap();
+        assert_eq!(meta.mtime() * 1_000_000_000 + meta.mtime_nsec(), mtime_ns);
+        assert_eq!(unchanged(Some(&known), &meta, mtime_ns), None);
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,12 +1,13 @@
 //! Writing a tree into a directory: parents first, files created new (never through a link)
 //! with their permission bits set exactly (whatever the umask), each recorded.
 
-use super::{blocking, local_error, Materialised, Progress, ProgressFn, WrittenFile};
+use super::{blocking, local_error, DiskStamp, Materialised, Progress, ProgressFn, WrittenFile};
+use crate::cache::HostCache;
 use crate::error::{Result, SupabashError};
 use crate::tree::sync::Entry;
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use supabash_core::path;
@@ -43,6 +44,73 @@ pub(super) fn prepare(root: &Path) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// How many files [`Writer::files`] hands the blocking pool at once.
+const CHUNK_FILES: usize = 512;
+/// How many blocking tasks write one chunk side by side.
+const WRITERS: usize = 4;
+
+/// A file for [`Writer::files`]: its canonical path, its bytes when they are at hand, and
+/// what the record says of it.
+pub(super) struct Pending {
+    pub path: String,
+    pub bytes: Option<Arc<Vec<u8>>>,
+    pub file: WrittenFile,
+}
+
+/// Creates the file `at` new (never through a link) with `bytes`, `mode` exactly and the
+/// modification time `mtime_ns` when given; answers its stamp once written.
+fn create_file(at: &Path, shown: &str, bytes: &[u8], file: &WrittenFile) -> Result<DiskStamp> {
+    let fail = |e| local_error(shown, "cannot write", e);
+    let mut out = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(file.mode)
+        .open(at)
+        .map_err(fail)?;
+    out.write_all(bytes).map_err(fail)?;
+    if let Some(ns) = file.mtime_ns {
+        out.set_modified(crate::tree::from_ns(ns)).map_err(fail)?;
+    }
+    out.set_permissions(fs::Permissions::from_mode(file.mode))
+        .map_err(fail)?;
+    let meta = out.metadata().map_err(fail)?;
+    Ok(DiskStamp {
+        ino: meta.ino(),
+        ctime_ns: meta
+            .ctime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.ctime_nsec()),
+    })
+}
+
+/// Writes what of `batch` has its bytes at hand or in `cache` (read there and checked against
+/// the hash and size the record names); answers the files written and those that had neither.
+fn write_some(
+    root: &Path,
+    batch: Vec<Pending>,
+    cache: Option<&HostCache>,
+) -> Result<(Vec<Pending>, Vec<Pending>)> {
+    let (mut written, mut missing) = (Vec::new(), Vec::new());
+    for mut pending in batch {
+        let bytes = pending.bytes.take().or_else(|| {
+            cache
+                .and_then(|c| c.get(&pending.file.content_hash))
+                .filter(|b| b.len() as u64 == pending.file.size)
+                .map(Arc::new)
+        });
+        match bytes {
+            Some(bytes) => {
+                let at = on_disk(root, &pending.path);
+                pending.file.stamp = Some(create_file(&at, &pending.path, &bytes, &pending.file)?);
+                written.push(pending);
+            }
+            None => missing.push(pending),
+        }
+    }
+    Ok((written, missing))
 }
 
 /// Writes files and directories under a root and keeps the record.
@@ -109,37 +177,61 @@ impl Writer {
     }
 
     /// Writes the file `p` (canonical) with `bytes`, as `file` describes.
-    pub async fn file(&mut self, p: &str, bytes: Arc<Vec<u8>>, file: WrittenFile) -> Result<()> {
+    pub async fn file(
+        &mut self,
+        p: &str,
+        bytes: Arc<Vec<u8>>,
+        mut file: WrittenFile,
+    ) -> Result<()> {
         self.dir(path::parent(p))?;
-        let (at, shown, mode, mtime_ns) = (
-            on_disk(&self.root, p),
-            p.to_owned(),
-            file.mode,
-            file.mtime_ns,
-        );
-        blocking(move || {
-            let fail = |e| local_error(&shown, "cannot write", e);
-            let mut out = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .mode(mode)
-                .open(&at)
-                .map_err(fail)?;
-            out.write_all(&bytes).map_err(fail)?;
-            if let Some(ns) = mtime_ns {
-                out.set_modified(crate::tree::from_ns(ns)).map_err(fail)?;
-            }
-            out.set_permissions(fs::Permissions::from_mode(mode))
-                .map_err(fail)
-        })
-        .await?;
+        let (at, shown, record) = (on_disk(&self.root, p), p.to_owned(), file.clone());
+        file.stamp = Some(blocking(move || create_file(&at, &shown, &bytes, &record)).await?);
+        self.written(p.to_owned(), file);
+        Ok(())
+    }
+
+    /// Records a file written and reports progress.
+    fn written(&mut self, p: String, file: WrittenFile) {
         self.done.files += 1;
         self.done.bytes += file.size;
-        self.record.files.insert(p.to_owned(), file);
+        self.record.files.insert(p, file);
         if let Some(progress) = &self.progress {
             progress(self.done);
         }
-        Ok(())
+    }
+
+    /// Writes `pending` files on the blocking pool, several side by side, a chunk at a time
+    /// (so a warm host cache is read in parallel rather than one file after another on the
+    /// async thread): bytes not at hand come from `cache`, checked. Answers the files that
+    /// had neither (the caller reads those one by one and writes them with [`Self::file`]).
+    pub async fn files(
+        &mut self,
+        pending: Vec<Pending>,
+        cache: Option<Arc<HostCache>>,
+    ) -> Result<Vec<Pending>> {
+        for p in &pending {
+            self.dir(path::parent(&p.path))?;
+        }
+        let mut missing = Vec::new();
+        let mut rest = pending.into_iter().peekable();
+        while rest.peek().is_some() {
+            let chunk: Vec<Pending> = rest.by_ref().take(CHUNK_FILES).collect();
+            let share = chunk.len().div_ceil(WRITERS);
+            let mut chunk = chunk.into_iter().peekable();
+            let mut tasks = Vec::new();
+            while chunk.peek().is_some() {
+                let batch: Vec<Pending> = chunk.by_ref().take(share).collect();
+                let (root, cache) = (self.root.clone(), cache.clone());
+                tasks.push(blocking(move || write_some(&root, batch, cache.as_deref())));
+            }
+            for task in tasks {
+                let (written, left) = task.await?;
+                for w in written {
+                    self.written(w.path, w.file);
+                }
+                missing.extend(left);
+            }
+        }
+        Ok(missing)
     }
 }

@@ -202,6 +202,9 @@ pub struct StagedTree {
     inner: Mutex<Inner>,
     /// Lazy loads under way, by (revision, path): concurrent reads of one file share one fetch.
     in_flight: Mutex<HashMap<(String, String), Flight>>,
+    /// Lazy bodies a batch is fetching (see `prefetch`): a read of one waits for its batch
+    /// instead of fetching it again.
+    batched: Mutex<HashMap<Lazy, prefetch::BatchFlight>>,
     source: Option<Arc<dyn BodySource>>,
     /// Lists unloaded directories (a lazily opened tree).
     directories: Option<Arc<dyn DirectorySource>>,
@@ -315,6 +318,7 @@ impl StagedTree {
         StagedTree {
             inner: Mutex::new(inner),
             in_flight: Mutex::default(),
+            batched: Mutex::default(),
             source,
             directories: None,
             host_cache: std::sync::OnceLock::new(),
@@ -635,6 +639,9 @@ impl StagedTree {
                     return Ok(bytes.clone());
                 }
                 if let Some(bytes) = self.cached_in_host(lazy) {
+                    return Ok(bytes);
+                }
+                if let Some(bytes) = self.batch_brought(lazy).await {
                     return Ok(bytes);
                 }
                 // The file and its small unread siblings, in one request.

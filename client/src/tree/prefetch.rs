@@ -17,6 +17,29 @@ pub const PREFETCH_BATCH_FILES: usize = 256;
 /// Most bytes one batch asks for.
 pub const PREFETCH_BATCH_BYTES: u64 = 4 * 1024 * 1024;
 
+/// One batch fetch under way: set when it ends (whatever came of it). Every body the batch
+/// asks for is listed with it while it runs (listed from inside the initialisation, so
+/// whoever finds it there waits for the end instead of initialising it).
+pub(super) type BatchFlight = Arc<tokio::sync::OnceCell<()>>;
+
+/// The bodies a batch listed in `StagedTree::batched`, taken off when it ends (or is dropped).
+struct Listed<'a> {
+    tree: &'a StagedTree,
+    flight: &'a BatchFlight,
+    mine: Vec<Lazy>,
+}
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        let mut batched = self.tree.batched.lock().expect("batch lock");
+        for l in &self.mine {
+            if batched.get(l).is_some_and(|f| Arc::ptr_eq(f, self.flight)) {
+                batched.remove(l);
+            }
+        }
+    }
+}
+
 impl StagedTree {
     /// Consults `cache` before fetching a lazy body and keeps every fetched body there. Set
     /// once; later calls change nothing.
@@ -53,6 +76,7 @@ impl StagedTree {
     /// at most one batch of them (`first` counted in).
     fn unread_in(&self, dir: &str, revision: &str, first: Option<&Lazy>) -> Vec<Lazy> {
         let inner = self.lock();
+        let batched = self.batched.lock().expect("batch lock");
         let prefix = if dir == "/" {
             "/".to_owned()
         } else {
@@ -78,6 +102,7 @@ impl StagedTree {
                 || l.size > PREFETCH_MAX_FILE
                 || first.is_some_and(|f| f == l)
                 || inner.loaded.contains_key(l)
+                || batched.contains_key(l)
             {
                 continue;
             }
@@ -90,13 +115,60 @@ impl StagedTree {
         batch
     }
 
-    /// Fetches `batch` (after taking what the host cache holds) in one request, verifying and
-    /// keeping every body that comes. Answers how many bodies came from the source.
+    /// `lazy`'s bytes when a batch under way asks for it: waits for that batch to end.
+    pub(super) async fn batch_brought(&self, lazy: &Lazy) -> Option<Arc<Vec<u8>>> {
+        let flight = self
+            .batched
+            .lock()
+            .expect("batch lock")
+            .get(lazy)
+            .cloned()?;
+        flight.get_or_init(|| async {}).await;
+        self.lock().loaded.get(lazy).cloned()
+    }
+
+    /// Fetches `batch` (after taking what the host cache holds, and leaving out what another
+    /// batch under way asks for already) in one request, verifying and keeping every body
+    /// that comes. Answers how many bodies came from the source.
     async fn fetch_batch(&self, source: &dyn BodySource, batch: Vec<Lazy>) -> Result<usize> {
         let wanted: Vec<Lazy> = batch
             .into_iter()
             .filter(|l| self.cached_in_host(l).is_none())
             .collect();
+        if wanted.is_empty() {
+            return Ok(0);
+        }
+        let flight = BatchFlight::default();
+        let mut outcome = Ok(0);
+        flight
+            .get_or_init(|| async {
+                let mine: Vec<Lazy> = {
+                    let mut batched = self.batched.lock().expect("batch lock");
+                    wanted
+                        .into_iter()
+                        .filter(|l| match batched.entry(l.clone()) {
+                            std::collections::hash_map::Entry::Occupied(_) => false,
+                            std::collections::hash_map::Entry::Vacant(slot) => {
+                                slot.insert(flight.clone());
+                                true
+                            }
+                        })
+                        .collect()
+                };
+                let listed = Listed {
+                    tree: self,
+                    flight: &flight,
+                    mine,
+                };
+                outcome = self.load_batch(source, &listed.mine).await;
+            })
+            .await;
+        outcome
+    }
+
+    /// Fetches `wanted` (lazy bodies of one revision) in one request, verifying and keeping
+    /// every body that comes; answers how many came.
+    async fn load_batch(&self, source: &dyn BodySource, wanted: &[Lazy]) -> Result<usize> {
         let Some(revision) = wanted.first().map(|l| l.revision.clone()) else {
             return Ok(0);
         };
