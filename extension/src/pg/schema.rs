@@ -24,6 +24,9 @@ pub struct Schema {
     pub audit_bytes: bool,
     /// Capability verifiers name their algorithm (HS256 next to Ed25519, 0.6.0).
     pub hs256_verifiers: bool,
+    /// Revisions keep their tree's file and byte totals (issue 25: `revisions.tree_files`,
+    /// `tree_bytes`), written at commit. On 0.5.0 a lazy open's totals are counted by scan.
+    pub revision_totals: bool,
 }
 
 impl Schema {
@@ -35,6 +38,7 @@ impl Schema {
                 audit_bytes: has_column(c"audit_records", c"stored_bytes"),
                 posix_entries: has_column(c"entries", c"mtime_ns"),
                 hs256_verifiers: has_column(c"capability_verifiers", c"algorithm"),
+                revision_totals: has_column(c"revisions", c"tree_files"),
             });
         }
         Err(Fail::new(

@@ -204,7 +204,7 @@ fn passes(
 }
 
 /// `supabash_redact`: see docs/sql-contract.md.
-pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
+pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     let sel = selection(&req)?;
     // Redaction deletes bodies, which the workspace's whole fork family shares.
     let ws = access::lock_family(access::open(&req, &[Operation::Redact])?)?;
@@ -270,6 +270,17 @@ pub fn redact(_call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     }
     // The forks that shared a redacted version may hold it in a staged tree too.
     report.epoch = crate::store::workspaces::bump_epochs(&ws.id, &forks)?;
+    // Tombstones count no bytes: the trees that read them are counted again.
+    let mut counted: Vec<&String> = passes.iter().map(|p| &p.workspace).collect();
+    counted.extend(&forks);
+    counted.push(&ws.id);
+    counted.sort();
+    counted.dedup();
+    for id in counted {
+        if let Some(w) = access::by_id(id)? {
+            revisions::recount(call.schema, &w)?;
+        }
+    }
     let actor = match &ws.delegation {
         Some(d) => delegated_actor(&d.actor_subject),
         None => ws.owner.clone(),
