@@ -176,6 +176,16 @@ UPDATE supabash.revisions r SET tree_files = run.files, tree_bytes = run.bytes
  WHERE run.revision_id IS NOT NULL AND r.workspace_id = run.workspace_id
    AND r.revision_id = run.revision_id;
 
+-- How one revision's manifest became another's (extension/src/rpc/manifest_changes.rs): a host
+-- that keeps manifests patches the one it has; the cost follows what changed.
+CREATE FUNCTION public.supabash_manifest_changes(
+  workspace_id text, since text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('manifest_changes', json_build_object('workspace_id', workspace_id,
+    'since', since, 'revision', revision, 'delegated_grant', delegated_grant))
+$$;
+
 -- Agent surface: HS256 capabilities (issue 26).
 
 -- A verifier names its algorithm: EdDSA (every existing one) or HS256, the TypeScript

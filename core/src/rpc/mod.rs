@@ -9,6 +9,7 @@ mod changes;
 mod declare;
 pub mod grep;
 pub mod listing;
+pub mod manifest_changes;
 mod params;
 pub mod path_history;
 mod receipt;
@@ -98,6 +99,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<verify::Garbage>(),
         RpcInfo::of::<path_history::PathHistory>(),
         RpcInfo::of::<grep::Grep>(),
+        RpcInfo::of::<manifest_changes::ManifestChangesSince>(),
     ]
 }
 

@@ -14,6 +14,7 @@ pub mod garbage;
 pub mod grep;
 pub mod lease;
 pub mod listing;
+pub mod manifest_changes;
 pub mod path_history;
 pub mod purge;
 pub mod read;
@@ -102,6 +103,7 @@ handlers! {
     Garbage => garbage::garbage,
     supabash_core::rpc::path_history::PathHistory => path_history::path_history,
     supabash_core::rpc::grep::Grep => grep::grep,
+    supabash_core::rpc::manifest_changes::ManifestChangesSince => manifest_changes::manifest_changes,
 }
 
 /// The operation name of RPC `R`: its SQL name without `supabash_`.

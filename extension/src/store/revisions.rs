@@ -11,7 +11,7 @@ use pgrx::datum::DatumWithOid;
 use serde_json::json;
 use supabash_core::point_in_time::{self, RevisionArg};
 use supabash_core::receipt_lines;
-use supabash_core::rpc::{ForkedFrom, Receipt};
+use supabash_core::rpc::{ForkedFrom, Receipt, ReceiptLine};
 use supabash_core::Marker;
 
 /// The select list [`rows`] expects, in order, for `supabash.revisions`.
@@ -142,6 +142,17 @@ pub fn position_below(ws: &str, revision: &str, below: i64) -> Outcome<Option<i6
           WHERE workspace_id = $1::uuid AND revision_id = $2::uuid AND position < $3",
         &[ws.into(), revision.into(), below.into()],
         |r| db::get::<i64>(r, 1),
+    )
+}
+
+/// The receipt lines of the revisions of `ws` after position `after` up to `upto`, in
+/// position order (purged ones are missing).
+pub fn lines_between(ws: &str, after: i64, upto: i64) -> Outcome<Vec<Vec<ReceiptLine>>> {
+    db::query(
+        "SELECT lines FROM supabash.revisions
+          WHERE workspace_id = $1::uuid AND position > $2 AND position <= $3 ORDER BY position",
+        &[ws.into(), after.into(), upto.into()],
+        |r| receipt_lines::decode(&db::get::<Vec<u8>>(r, 1)?).map_err(corrupt),
     )
 }
 
