@@ -10,6 +10,7 @@ mod answers;
 mod fork;
 mod listing;
 mod mount;
+mod reopen;
 mod report;
 
 use report::{ms, stats, Report};
@@ -1360,7 +1361,7 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
 }
 
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, reads, listing, bulk, history, writers, rebase, disk, storage, memory, fork, mount, answers, profile; `latency` includes the
+/// (comma-separated: latency, reads, listing, bulk, history, writers, rebase, disk, storage, memory, fork, mount, answers, reopen, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1432,6 +1433,10 @@ async fn main() {
         eprintln!("bench: answers");
         answers::path_history(&cluster, &mut rest, &mut r).await;
         answers::grep(&cluster, &mut rest, &mut r).await;
+    }
+    if selected("reopen") {
+        eprintln!("bench: reopen");
+        reopen::reopen(&cluster, &mut rest, &mut r).await;
     }
     if selected("profile") {
         eprintln!("bench: profile");

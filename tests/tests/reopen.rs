@@ -229,7 +229,10 @@ async fn manifest_changes_patch_one_manifest_into_another() {
     let c = changes(&mut rest, &owner, &ws, &revs[2], None).await;
     assert_eq!(c["revision"], json!(revs.last().unwrap()));
     // Backwards, or from a revision of no workspace of ours: incomplete, nothing listed.
-    for since in [revs.last().unwrap().clone(), uuid::Uuid::new_v4().to_string()] {
+    for since in [
+        revs.last().unwrap().clone(),
+        uuid::Uuid::new_v4().to_string(),
+    ] {
         let c = changes(&mut rest, &owner, &ws, &since, Some(&revs[1])).await;
         assert_eq!(c["complete"], json!(false), "{c}");
         assert_eq!(c["files"], json!([]));

@@ -501,7 +501,10 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
         args["workspace_id"] = json!(ws);
         v.push(bad("supabash_grep", args, code));
     }
-    for (since, revision) in [("not-a-uuid", None), (f.r1.as_str(), Some("2999-01-01T00:00:00Z"))] {
+    for (since, revision) in [
+        ("not-a-uuid", None),
+        (f.r1.as_str(), Some("2999-01-01T00:00:00Z")),
+    ] {
         let mut args = json!({ "workspace_id": ws, "since": since });
         if let Some(r) = revision {
             args["revision"] = json!(r);
