@@ -44,7 +44,8 @@ pub struct ManifestChanges {
     /// The entries at `revision` of the paths that changed since (as the manifest lists them,
     /// without bodies), in path order.
     pub files: Vec<File>,
-    /// The paths that `since` held and `revision` does not.
+    /// The paths that changed in between and that `revision` does not hold (one added and
+    /// removed in between is listed too), in path order.
     pub removed: Vec<String>,
     /// As in the manifest. A host whose cached manifest was loaded at another epoch loads the
     /// manifest instead: a redaction rewrote versions without a revision.
