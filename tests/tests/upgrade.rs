@@ -771,6 +771,25 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             d.join("\n")
         );
 
+        // The upgrade counted every revision's tree (issue 25): what a scan of the entries
+        // visible at it counts, for every workspace that is not a fork.
+        let wrong = one_text(
+            &admin,
+            "SELECT count(*) FILTER (WHERE (r.tree_files, r.tree_bytes) IS DISTINCT FROM
+                      (SELECT count(*), coalesce(sum(coalesce(e.content_size, e.body_size)), 0)
+                         FROM supabash.entries e
+                        WHERE e.workspace_id = r.workspace_id AND e.valid_from <= r.position
+                          AND (e.valid_until IS NULL OR e.valid_until > r.position)))
+                    || ' of ' || count(*)
+               FROM supabash.revisions r
+               JOIN supabash.workspaces w ON w.id = r.workspace_id AND w.fork_of IS NULL",
+        )
+        .await;
+        assert!(
+            wrong.starts_with("0 of ") && wrong != "0 of 0",
+            "revisions whose upgraded totals differ from a scan: {wrong}"
+        );
+
         println!(
             "{version}: catalog equal ({} lines); comparing {} read answers",
             got.len(),

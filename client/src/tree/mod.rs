@@ -717,14 +717,9 @@ impl Inner {
     fn reset_to_base(&mut self) {
         self.nodes.clear();
         let revision = self.base_revision.clone().unwrap_or_default();
-        let base: Vec<(String, BaseFile)> = self
-            .base
-            .iter()
-            .map(|(p, f)| (p.clone(), f.clone()))
-            .collect();
-        for (p, f) in base {
-            insert_parents(&mut self.nodes, &p);
-            self.nodes.insert(p.clone(), f.node(&revision, &p));
+        for (p, f) in &self.base {
+            insert_parents(&mut self.nodes, p);
+            self.nodes.insert(p.clone(), f.node(&revision, p));
         }
         for dir in &self.unloaded.dirs {
             insert_parents(&mut self.nodes, dir);
