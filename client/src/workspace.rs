@@ -11,7 +11,7 @@ use crate::manifests::{CachedManifest, ManifestCache};
 use crate::observe::{OperationCounts, OperationObserver, Timed};
 use crate::open::{OpenMode, RemoteDirectories};
 use crate::transport::{call, Transport};
-use crate::tree::{BaseEntry, BodySource, StagedChange, StagedTree};
+use crate::tree::{BaseEntry, BodySource, ServerGrep, StagedChange, StagedTree};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -288,6 +288,25 @@ impl BodySource for RemoteSource {
             );
         }
         Ok(files)
+    }
+
+    /// `supabash_grep` of one page.
+    async fn grep(
+        &self,
+        revision: &str,
+        request: ServerGrep,
+    ) -> Option<Result<supabash_core::rpc::grep::GrepPage>> {
+        let request = supabash_core::rpc::grep::Grep {
+            workspace_id: self.workspace_id.clone(),
+            pattern: request.pattern,
+            revision: Some(revision.to_owned()),
+            paths: request.paths,
+            ignore_case: Some(request.ignore_case),
+            max_matches: Some(request.max_matches),
+            cursor: request.cursor,
+            ..Default::default()
+        };
+        Some(call(self.transport.as_ref(), &request).await)
     }
 }
 
