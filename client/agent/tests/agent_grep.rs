@@ -23,7 +23,9 @@ async fn stage(ws: &Workspace) {
         .unwrap();
     fs.write("/src/a/one.rs", "fn one() {}\n").await.unwrap();
     fs.rm("/src/b/two.rs", false, false).await.unwrap();
+    fs.mkdir("/moved", true).await.unwrap();
     fs.mv("/src/c/three.rs", "/moved/three.rs").await.unwrap();
+    fs.mkdir("/src/d", true).await.unwrap();
     fs.write("/src/d/new.rs", "// TODO new and staged\n")
         .await
         .unwrap();

@@ -99,10 +99,9 @@ pub struct GrepOutput {
     pub truncated: bool,
 }
 
-/// Lines matching a regex in the UTF-8 text files under `path` (binary files are skipped). On
-/// a lazily opened tree without a glob, the base's files are searched on the server
-/// (`supabash_grep`, where a binary file is one holding a NUL byte) and only the staged ones
-/// are read here.
+/// Lines matching a regex in the UTF-8 text files under `path` (binary files, holding a NUL
+/// byte or not UTF-8, are skipped). On a lazily opened tree without a glob, the base's files
+/// are searched on the server (`supabash_grep`) and only the staged ones are read here.
 pub async fn grep(fs: &dyn AgentFs, input: GrepInput, o: &ToolOptions) -> Result<GrepOutput> {
     let re = regex::RegexBuilder::new(&input.pattern)
         .case_insensitive(input.case_insensitive)
@@ -156,6 +155,10 @@ pub async fn grep(fs: &dyn AgentFs, input: GrepInput, o: &ToolOptions) -> Result
         let Ok(bytes) = fs.read(&p).await else {
             continue;
         };
+        // Binary as grep and the server tell it: a NUL byte (or, here, not UTF-8).
+        if bytes.contains(&0) {
+            continue;
+        }
         let Ok(text) = String::from_utf8(bytes) else {
             continue;
         };
