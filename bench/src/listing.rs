@@ -213,7 +213,7 @@ async fn every_read(rest: &mut SqlRpc, ws: &Ws, first: &str, r: &mut Report) {
 }
 
 /// A transport for `who` the way a trusted host connects (direct Postgres).
-async fn transport(dsn: &str, who: &Caller) -> Arc<dyn Transport> {
+pub(crate) async fn transport(dsn: &str, who: &Caller) -> Arc<dyn Transport> {
     let Caller::User(sub) = who else {
         unreachable!("bench workspaces belong to users")
     };
@@ -256,6 +256,41 @@ pub async fn listing(cluster: &supabash_devcluster::Cluster, rest: &mut SqlRpc, 
     })
     .await;
     assert_eq!(root, DIRS);
+    // Side by side, round by round: the same open with the head's stored totals cleared, so
+    // they are counted by a scan of the tree's index (as before revisions kept them).
+    let head = ws.head.clone().expect("a head");
+    let kept = cluster.psql(
+        "app",
+        &format!(
+            "SELECT tree_files || ', ' || tree_bytes FROM supabash.revisions
+              WHERE revision_id = '{head}'"
+        ),
+    );
+    let kept = kept.trim().to_owned();
+    assert!(kept.starts_with(&(DIRS * PER_DIR).to_string()), "{kept}");
+    let set_totals = |unknown: bool| {
+        let totals = if unknown { "NULL, NULL" } else { kept.as_str() };
+        cluster.psql(
+            "app",
+            &format!(
+                "UPDATE supabash.revisions SET (tree_files, tree_bytes) = ({totals})
+                  WHERE revision_id = '{head}'"
+            ),
+        );
+    };
+    let (mut stored, mut scanned) = (Vec::new(), Vec::new());
+    for round in 0..18 {
+        for unknown in [true, false] {
+            set_totals(unknown);
+            let t = Instant::now();
+            let opened = open(OpenMode::Auto).await;
+            assert_eq!(opened.fs().readdir("/").await.unwrap().len(), DIRS);
+            if round >= 3 {
+                if unknown { &mut scanned } else { &mut stored }.push(ms(t));
+            }
+        }
+    }
+    let (stored, scanned) = (stats(&stored), stats(&scanned));
     let (open_dir, open_dir_p90, n) = timed(3, 15, move || async move {
         let opened = open(OpenMode::Lazy).await;
         opened.fs().readdir("/dir042").await.unwrap().len()
@@ -302,14 +337,30 @@ pub async fn listing(cluster: &supabash_devcluster::Cluster, rest: &mut SqlRpc, 
             eager,
             eager_p90,
         ),
+        (
+            "open (auto → lazy) + `readdir /`, totals stored with the revision (interleaved)",
+            stored.median,
+            stored.p90,
+        ),
+        (
+            "open (auto → lazy) + `readdir /`, totals counted by scan (interleaved)",
+            scanned.median,
+            scanned.p90,
+        ),
     ] {
         r.row(&[what.into(), f2(m), f2(p)]);
     }
     r.summary(
         "Open 100,000-file workspace + list root",
-        format!("{} ms (p90 {})", f2(open_lazy), f2(open_lazy_p90)),
-        "≤ 50 ms".into(),
-        Some(open_lazy <= 50.0),
+        format!(
+            "{} ms (p90 {}; interleaved: stored totals {}, counted by scan {})",
+            f2(open_lazy),
+            f2(open_lazy_p90),
+            f2(stored.median),
+            f2(scanned.median)
+        ),
+        "≤ 20 ms".into(),
+        Some(open_lazy <= 20.0),
     );
     r.summary(
         "List a 1,000-entry directory (100,000-file tree)",

@@ -11,6 +11,7 @@ mod core_paths;
 mod fork;
 mod listing;
 mod mount;
+mod reopen;
 mod report;
 mod setattr;
 
@@ -1421,7 +1422,7 @@ async fn memory_ceiling(cluster: &Cluster, r: &mut Report) {
 }
 
 /// Whether section `name` runs: all of them, unless `SUPABASH_BENCH_ONLY` lists some
-/// (comma-separated: latency, reads, listing, bulk, plain, history, writers, rebase, disk, storage, memory, fork, mount, mode, answers, profile; `latency` includes the
+/// (comma-separated: latency, reads, listing, bulk, plain, history, writers, rebase, disk, storage, memory, fork, mount, mode, answers, reopen, profile; `latency` includes the
 /// manifest load). A partial run prints its report instead of writing BENCHMARKS.md.
 fn selected(name: &str) -> bool {
     match std::env::var("SUPABASH_BENCH_ONLY") {
@@ -1501,6 +1502,10 @@ async fn main() {
         eprintln!("bench: answers");
         answers::path_history(&cluster, &mut rest, &mut r).await;
         answers::grep(&cluster, &mut rest, &mut r).await;
+    }
+    if selected("reopen") {
+        eprintln!("bench: reopen");
+        reopen::reopen(&cluster, &mut rest, &mut r).await;
     }
     if selected("profile") {
         eprintln!("bench: profile");

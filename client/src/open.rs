@@ -18,6 +18,7 @@ use crate::auth::{Session, SupabaseConfig};
 use crate::codec::DocumentCodec;
 use crate::documents::StoredFile;
 use crate::error::Result;
+use crate::manifests::ManifestCache;
 use crate::observe::{OperationEvent, OperationObserver};
 use crate::transport::call;
 use crate::tree::{BaseEntry, DirectorySource, Listing};
@@ -165,6 +166,7 @@ pub struct WorkspaceBuilder<S = Arc<dyn Transport>> {
     observer: Option<OperationObserver>,
     actor: Option<String>,
     mode: OpenMode,
+    manifests: Option<ManifestCache>,
 }
 
 /// The source of a [`WorkspaceBuilder`] made by [`Workspace::builder_from_request`].
@@ -200,12 +202,21 @@ impl<S> WorkspaceBuilder<S> {
             observer: None,
             actor: None,
             mode: OpenMode::Auto,
+            manifests: None,
         }
     }
 
     /// How `open` loads the tree (default [`OpenMode::Auto`]).
     pub fn open_mode(mut self, mode: OpenMode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// Keeps the manifest `open` loads in `cache`, and opens from the one it keeps plus the
+    /// changes since (one call) when it has one: a reopen costs what changed. Not with
+    /// [`OpenMode::Lazy`], which never loads a whole manifest.
+    pub fn manifest_cache(mut self, cache: ManifestCache) -> Self {
+        self.manifests = Some(cache);
         self
     }
 
@@ -274,6 +285,7 @@ impl WorkspaceBuilder {
             workspace_id,
             self.limits.clone(),
             self.mode,
+            self.manifests.as_ref(),
         )
         .await?;
         Ok(self.apply(ws))

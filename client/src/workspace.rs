@@ -7,10 +7,11 @@ use crate::codec::{DocumentCodec, PlainCodec};
 use crate::documents::StoredFile;
 use crate::error::{Result, SupabashError};
 use crate::limits::Limits;
+use crate::manifests::{CachedManifest, ManifestCache};
 use crate::observe::{OperationCounts, OperationObserver, Timed};
 use crate::open::{OpenMode, RemoteDirectories};
 use crate::transport::{call, Transport};
-use crate::tree::{BaseEntry, BodySource, StagedChange, StagedTree};
+use crate::tree::{BaseEntry, BodySource, ServerGrep, StagedChange, StagedTree};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,7 @@ use std::time::Duration;
 use supabash_core::hash::sha256_hex;
 use supabash_core::limits::MAX_AUDIT_ACTIONS;
 use supabash_core::rpc::audit as wire;
+use supabash_core::rpc::manifest_changes::{ManifestChanges, ManifestChangesSince};
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{CommitResult, File, Receipt, WireChange};
 use supabash_core::ErrorCode;
@@ -287,6 +289,25 @@ impl BodySource for RemoteSource {
         }
         Ok(files)
     }
+
+    /// `supabash_grep` of one page.
+    async fn grep(
+        &self,
+        revision: &str,
+        request: ServerGrep,
+    ) -> Option<Result<supabash_core::rpc::grep::GrepPage>> {
+        let request = supabash_core::rpc::grep::Grep {
+            workspace_id: self.workspace_id.clone(),
+            pattern: request.pattern,
+            revision: Some(revision.to_owned()),
+            paths: request.paths,
+            ignore_case: Some(request.ignore_case),
+            max_matches: Some(request.max_matches),
+            cursor: request.cursor,
+            ..Default::default()
+        };
+        Some(call(self.transport.as_ref(), &request).await)
+    }
 }
 
 /// The regular files of `files` (links and directories have no bytes of their own), verified.
@@ -361,6 +382,61 @@ impl Base {
     }
 }
 
+impl Base {
+    /// The head's tree from the manifest `manifests` keeps for `workspace_id` and the changes
+    /// since its revision (one `supabash_manifest_changes` call), kept in turn; `None` when
+    /// there is none, or the changes cannot be told (see [`ManifestChanges::complete`]) or a
+    /// redaction came since: load the manifest.
+    async fn reopen(
+        transport: &dyn Transport,
+        workspace_id: &str,
+        manifests: Option<&ManifestCache>,
+    ) -> Result<Option<Self>> {
+        let Some((cache, cached)) = manifests.and_then(|c| Some((c, c.get(workspace_id)?))) else {
+            return Ok(None);
+        };
+        let request = ManifestChangesSince {
+            workspace_id: workspace_id.to_owned(),
+            since: cached.revision.clone(),
+            revision: None,
+            delegated_grant: None,
+        };
+        let changes: ManifestChanges = call(transport, &request).await?;
+        let Some(revision) = changes.revision.filter(|_| changes.complete) else {
+            cache.forget(workspace_id);
+            return Ok(None);
+        };
+        if changes.redaction_epoch != cached.redaction_epoch {
+            cache.forget(workspace_id);
+            return Ok(None);
+        }
+        let entries = if changes.files.is_empty() && changes.removed.is_empty() {
+            cached.entries
+        } else {
+            let changed = base_entries(changes.files)?;
+            Arc::new(crate::manifests::patch(
+                &cached.entries,
+                changed,
+                &changes.removed,
+            ))
+        };
+        cache.put(
+            workspace_id,
+            CachedManifest {
+                revision: revision.clone(),
+                redaction_epoch: changes.redaction_epoch,
+                entries: entries.clone(),
+            },
+        );
+        Ok(Some(Base {
+            revision: Some(revision),
+            entries: Arc::unwrap_or_clone(entries),
+            redaction_epoch: changes.redaction_epoch,
+            restore_floor: changes.restore_floor,
+        }))
+    }
+}
+
 impl Workspace {
     /// Creates a new, empty workspace owned by the caller and opens it.
     pub(crate) async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
@@ -375,7 +451,7 @@ impl Workspace {
         workspace_id: &str,
         limits: Limits,
     ) -> Result<Self> {
-        Self::open_as(transport, workspace_id, limits, OpenMode::Auto).await
+        Self::open_as(transport, workspace_id, limits, OpenMode::Auto, None).await
     }
 
     /// [`Self::open`], loading the tree as `mode` says.
@@ -384,7 +460,12 @@ impl Workspace {
         workspace_id: &str,
         limits: Limits,
         mode: OpenMode,
+        manifests: Option<&ManifestCache>,
     ) -> Result<Self> {
+        let manifests = manifests.filter(|_| mode != OpenMode::Lazy);
+        if let Some(base) = Base::reopen(transport.as_ref(), workspace_id, manifests).await? {
+            return Ok(Self::with_base(transport, workspace_id, base, limits));
+        }
         let directories = Arc::new(RemoteDirectories {
             transport: transport.clone(),
             workspace_id: workspace_id.to_owned(),
@@ -412,6 +493,16 @@ impl Workspace {
             ));
         }
         let base = Base::load(transport.as_ref(), workspace_id, None).await?;
+        if let (Some(cache), Some(revision)) = (manifests, &base.revision) {
+            cache.put(
+                workspace_id,
+                CachedManifest {
+                    revision: revision.clone(),
+                    redaction_epoch: base.redaction_epoch,
+                    entries: Arc::new(base.entries.clone()),
+                },
+            );
+        }
         Ok(Self::with_base(transport, workspace_id, base, limits))
     }
 

@@ -374,6 +374,14 @@ BEGIN
              AND (SELECT public.supabash_may_watch(substr(realtime.topic(), 10)))::text = 'true')$p$;
   END IF;
 END
+-- How one revision's manifest became another's (extension/src/rpc/manifest_changes.rs): a host
+-- that keeps manifests patches the one it has; the cost follows what changed.
+CREATE FUNCTION public.supabash_manifest_changes(
+  workspace_id text, since text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('manifest_changes', json_build_object('workspace_id', workspace_id,
+    'since', since, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its

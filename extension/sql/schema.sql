@@ -118,6 +118,11 @@ CREATE TABLE supabash.revisions (
   -- Set for a commit made with rebase on an older base: that base (parent_revision is the
   -- head it was applied on top of).
   rebased_from    uuid,
+  -- The tree's files and rendered bytes at this revision (issue 25): the parent's plus what the
+  -- commit changed, so a lazy open's totals read one row. NULL: unknown (a fork's revision from
+  -- before 0.6.0, or one older than a redaction, which recounts only the head): counted by scan.
+  tree_files      bigint,
+  tree_bytes      bigint,
   PRIMARY KEY (workspace_id, revision_id),
   UNIQUE (workspace_id, position),
   UNIQUE (workspace_id, transaction_id)

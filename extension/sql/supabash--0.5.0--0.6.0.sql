@@ -259,6 +259,38 @@ BEGIN
              AND (SELECT public.supabash_may_watch(substr(realtime.topic(), 10)))::text = 'true')$p$;
   END IF;
 END
+-- 25: reopen. Each revision keeps its tree's files and rendered bytes (see supabash.revisions
+-- in schema.sql), written at commit. Existing revisions of workspaces that are not forks are
+-- counted here in one pass over the entries (each version adds at its first position and
+-- leaves at its last); a fork's older revisions stay unknown (counted by scan when asked).
+ALTER TABLE supabash.revisions ADD COLUMN tree_files bigint, ADD COLUMN tree_bytes bigint;
+WITH ev AS (
+  SELECT e.workspace_id, e.valid_from AS position, 1::bigint AS files,
+         coalesce(e.content_size, e.body_size) AS bytes, NULL::uuid AS revision_id
+    FROM supabash.entries e
+  UNION ALL
+  SELECT e.workspace_id, e.valid_until, -1, -coalesce(e.content_size, e.body_size), NULL
+    FROM supabash.entries e WHERE e.valid_until IS NOT NULL
+  UNION ALL
+  SELECT r.workspace_id, r.position, 0, 0, r.revision_id FROM supabash.revisions r
+), run AS (
+  SELECT workspace_id, revision_id, (sum(files) OVER w)::bigint AS files,
+         (sum(bytes) OVER w)::bigint AS bytes
+    FROM ev WINDOW w AS (PARTITION BY workspace_id ORDER BY position)
+)
+UPDATE supabash.revisions r SET tree_files = run.files, tree_bytes = run.bytes
+  FROM run JOIN supabash.workspaces w ON w.id = run.workspace_id AND w.fork_of IS NULL
+ WHERE run.revision_id IS NOT NULL AND r.workspace_id = run.workspace_id
+   AND r.revision_id = run.revision_id;
+
+-- How one revision's manifest became another's (extension/src/rpc/manifest_changes.rs): a host
+-- that keeps manifests patches the one it has; the cost follows what changed.
+CREATE FUNCTION public.supabash_manifest_changes(
+  workspace_id text, since text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._read('manifest_changes', json_build_object('workspace_id', workspace_id,
+    'since', since, 'revision', revision, 'delegated_grant', delegated_grant))
 $$;
 
 -- Agent surface: HS256 capabilities (issue 26).

@@ -45,6 +45,10 @@ fn reads(ws: &str, first: &str, head: &str, checkpoint: &str) -> Vec<(&'static s
             json!({ "workspace_id": ws, "path": "/data/moved", "follow_moves": true }),
         ),
         (
+            "supabash_manifest_changes",
+            json!({ "workspace_id": ws, "since": first }),
+        ),
+        (
             "supabash_diff",
             json!({ "workspace_id": ws, "from_ref": {"revision": first}, "to_ref": {"head": true} }),
         ),

@@ -124,6 +124,10 @@ fn every_rpc(f: &Fixture) -> Vec<(&'static str, Value)> {
             json!({ "workspace_id": ws, "pattern": "owner" }),
         ),
         (
+            "supabash_manifest_changes",
+            json!({ "workspace_id": ws, "since": f.r1 }),
+        ),
+        (
             "supabash_commit",
             json!({ "workspace_id": ws, "actor": "intruder", "base_revision": f.r2,
                     "changes": [{"op": "upsert", "path": "/secret.md", "text": "pwned"}] }),
@@ -505,6 +509,16 @@ fn malformed(f: &Fixture) -> Vec<Bad> {
         let mut args = args;
         args["workspace_id"] = json!(ws);
         v.push(bad("supabash_grep", args, code));
+    }
+    for (since, revision) in [
+        ("not-a-uuid", None),
+        (f.r1.as_str(), Some("2999-01-01T00:00:00Z")),
+    ] {
+        let mut args = json!({ "workspace_id": ws, "since": since });
+        if let Some(r) = revision {
+            args["revision"] = json!(r);
+        }
+        v.push(bad("supabash_manifest_changes", args, "22023"));
     }
     for path in ["secret.md", "/a/../b", "/never.md"] {
         v.push(bad(

@@ -772,6 +772,33 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             d.join("\n")
         );
 
+        // The upgrade counted every revision's tree (issue 25): what a scan of the entries
+        // visible at it counts, for every workspace that is not a fork.
+        let wrong = one_text(
+            &admin,
+            "WITH counted AS (
+               SELECT r.tree_files, r.tree_bytes,
+                      (SELECT count(*) FROM supabash.entries e
+                        WHERE e.workspace_id = r.workspace_id AND e.valid_from <= r.position
+                          AND (e.valid_until IS NULL OR e.valid_until > r.position)) AS files,
+                      (SELECT coalesce(sum(coalesce(e.content_size, e.body_size)), 0)::bigint
+                         FROM supabash.entries e
+                        WHERE e.workspace_id = r.workspace_id AND e.valid_from <= r.position
+                          AND (e.valid_until IS NULL OR e.valid_until > r.position)) AS bytes
+                 FROM supabash.revisions r
+                 JOIN supabash.workspaces w ON w.id = r.workspace_id AND w.fork_of IS NULL)
+             SELECT format('%s of %s',
+                           count(*) FILTER (WHERE tree_files IS DISTINCT FROM files
+                                               OR tree_bytes IS DISTINCT FROM bytes),
+                           count(*))
+               FROM counted",
+        )
+        .await;
+        assert!(
+            wrong.starts_with("0 of ") && wrong != "0 of 0",
+            "revisions whose upgraded totals differ from a scan: {wrong}"
+        );
+
         println!(
             "{version}: catalog equal ({} lines); comparing {} read answers",
             got.len(),

@@ -3,7 +3,7 @@
 //! refusing what they do not allow with `EROFS`/`EACCES` (both `POLICY_DENIED`).
 
 use std::time::SystemTime;
-use supabash::tree::{DirEntry, FsResult, StagedTree, Stat};
+use supabash::tree::{DirEntry, FsResult, ServerSearch, StagedTree, Stat};
 
 /// A filesystem an agent edits. Paths are absolute (or resolved against `/`); errors are POSIX
 /// errnos or supabash errors, as [`StagedTree`] reports them. Nothing here commits.
@@ -46,6 +46,18 @@ pub trait AgentFs: Send + Sync {
     /// default allows every path.
     fn check_writable(&self, _path: &str) -> FsResult<()> {
         Ok(())
+    }
+    /// Searches the files under `dir` on the server where this filesystem can (a lazily
+    /// opened staged tree: see [`StagedTree::search_on_server`]); `None` (the default, and
+    /// what views and mounts answer) means: read and search every file.
+    async fn search_on_server(
+        &self,
+        _pattern: &str,
+        _dir: &str,
+        _ignore_case: bool,
+        _max: usize,
+    ) -> Option<supabash::Result<ServerSearch>> {
+        None
     }
 }
 
@@ -98,6 +110,15 @@ impl AgentFs for StagedTree {
     }
     async fn realpath(&self, path: &str) -> FsResult<String> {
         StagedTree::realpath(self, path).await
+    }
+    async fn search_on_server(
+        &self,
+        pattern: &str,
+        dir: &str,
+        ignore_case: bool,
+        max: usize,
+    ) -> Option<supabash::Result<ServerSearch>> {
+        StagedTree::search_on_server(self, pattern, dir, ignore_case, max).await
     }
 }
 

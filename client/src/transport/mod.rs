@@ -22,6 +22,14 @@ pub trait Transport: Send + Sync {
     /// arguments take their SQL defaults.
     async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError>;
 
+    /// [`Transport::call`] answering the JSON text as it arrived, for a caller that decodes it
+    /// straight into its own types (one parse, no intermediate [`Value`]: a manifest of
+    /// thousands of files decodes in a fraction of the time). The default serialises what
+    /// `call` answers.
+    async fn call_text(&self, rpc: &str, args: Map<String, Value>) -> Result<String, RpcError> {
+        self.call(rpc, args).await.map(|v| v.to_string())
+    }
+
     /// Calls `public.<rpc>` on behalf of a delegated grant. By default the grant is the
     /// `delegated_grant` argument, which the direct Postgres transport binds as a parameter
     /// (never in statement text, so never in the server log); HTTP transports send it in a
@@ -75,7 +83,7 @@ pub async fn call<R: Rpc>(transport: &dyn Transport, request: &R) -> Result<R::A
         code = tracing::field::Empty
     );
     let answer = transport
-        .call(R::NAME, args)
+        .call_text(R::NAME, args)
         .instrument(span.clone())
         .await
         .map_err(|e| SupabashError::from_rpc(e, R::MUTATES));
@@ -83,7 +91,7 @@ pub async fn call<R: Rpc>(transport: &dyn Transport, request: &R) -> Result<R::A
         span.record("code", e.code().as_str());
     }
     let answer = answer?;
-    serde_json::from_value(answer).map_err(|e| {
+    serde_json::from_str(&answer).map_err(|e| {
         SupabashError::new(
             ErrorCode::Backend,
             format!("{} answered an unexpected shape", R::NAME),

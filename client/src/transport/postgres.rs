@@ -122,7 +122,7 @@ pub(crate) fn call_statement(
     };
     Call {
         sql: format!(
-            "SELECT to_json(public.{}({})) AS r{from}",
+            "SELECT to_json(public.{}({}))::text AS r{from}",
             quote_ident(rpc),
             named.join(", ")
         ),
@@ -192,6 +192,18 @@ impl PostgresTransport {
 #[async_trait::async_trait]
 impl Transport for PostgresTransport {
     async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError> {
+        let text = self.call_text(rpc, args).await?;
+        serde_json::from_str(&text).map_err(|e| RpcError {
+            status: None,
+            code: None,
+            message: format!("the answer is not JSON: {e}"),
+            details: None,
+            hint: None,
+            delivery: Delivery::Answered,
+        })
+    }
+
+    async fn call_text(&self, rpc: &str, args: Map<String, Value>) -> Result<String, RpcError> {
         let mut client = self.client.lock().await;
         if client.is_closed() {
             if let Some(dsn) = &self.dsn {
@@ -229,11 +241,11 @@ impl Transport for PostgresTransport {
             .query_one(&call.sql, &call.param_refs())
             .await
             .map_err(|e| postgres_error(e, Delivery::Unreached))?;
-        let out: Option<Value> = row.get(0);
+        let out: Option<String> = row.get(0);
         tx.commit()
             .await
             .map_err(|e| postgres_error(e, Delivery::Lost))?;
-        Ok(out.unwrap_or(Value::Null))
+        Ok(out.unwrap_or_else(|| "null".to_owned()))
     }
 
     /// `LISTEN` on a new connection to this transport's `dsn` (a borrowed connection, made
@@ -287,7 +299,7 @@ mod tests {
         let call = call_statement("f", &sig, args.as_object().unwrap().clone());
         assert_eq!(
             call.sql,
-            "SELECT to_json(public.\"f\"(\"p\" => _.\"p\", \"o'k\" => $2::json)) AS r \
+            "SELECT to_json(public.\"f\"(\"p\" => _.\"p\", \"o'k\" => $2::json))::text AS r \
              FROM json_to_record($1::json) AS _(\"p\" integer)"
         );
         assert_eq!(
@@ -307,11 +319,11 @@ mod tests {
         );
         assert_eq!(
             only_json.sql,
-            "SELECT to_json(public.\"h\"(\"o'k\" => $1::json)) AS r"
+            "SELECT to_json(public.\"h\"(\"o'k\" => $1::json))::text AS r"
         );
         assert_eq!(only_json.params, vec![None]);
         let none = call_statement("g", &[], Map::new());
-        assert_eq!(none.sql, "SELECT to_json(public.\"g\"()) AS r");
+        assert_eq!(none.sql, "SELECT to_json(public.\"g\"())::text AS r");
         assert!(none.params.is_empty());
     }
 }

@@ -70,6 +70,24 @@ impl PostgrestTransport {
         args: &Map<String, Value>,
         grant: Option<&str>,
     ) -> Result<Value, RpcError> {
+        let text = self.post_text(rpc, args, grant).await?;
+        serde_json::from_str(&text).map_err(|e| RpcError {
+            status: None,
+            code: None,
+            message: format!("the answer is not JSON: {e}"),
+            details: None,
+            hint: None,
+            delivery: Delivery::Answered,
+        })
+    }
+
+    /// One call's answer as JSON text (`null` for an empty body).
+    async fn post_text(
+        &self,
+        rpc: &str,
+        args: &Map<String, Value>,
+        grant: Option<&str>,
+    ) -> Result<String, RpcError> {
         let url = format!("{}/rpc/{rpc}", self.base_url);
         let body = serde_json::to_vec(args).expect("JSON arguments serialise");
         let mut request = self
@@ -87,9 +105,13 @@ impl PostgrestTransport {
         let bytes = response.bytes().await.map_err(send_error)?;
         if (200..300).contains(&status) {
             if bytes.is_empty() {
-                return Ok(Value::Null);
+                return Ok("null".to_owned());
             }
-            return serde_json::from_slice(&bytes).map_err(|e| RpcError {
+            // Checked without building it (callers decode it into their own types).
+            let checked = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|_| String::from_utf8(bytes.to_vec()).map_err(|e| e.to_string()));
+            return checked.map_err(|e| RpcError {
                 status: Some(status),
                 code: None,
                 message: format!("the answer is not JSON: {e}"),
@@ -115,6 +137,10 @@ impl PostgrestTransport {
 impl Transport for PostgrestTransport {
     async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError> {
         self.post(rpc, &args, None).await
+    }
+
+    async fn call_text(&self, rpc: &str, args: Map<String, Value>) -> Result<String, RpcError> {
+        self.post_text(rpc, &args, None).await
     }
 
     /// Sends the grant in the [`GRANT_HEADER`] header, never in the URL or the body.

@@ -11,6 +11,7 @@ mod errno;
 mod lazy;
 mod ops;
 mod prefetch;
+mod search;
 pub(crate) mod sync;
 
 pub use changes::StagedChange;
@@ -19,6 +20,7 @@ pub(crate) use lazy::Reach;
 pub use lazy::{DirectorySource, Listing};
 pub use ops::{DirEntry, FileKind, Stat};
 pub use prefetch::{PREFETCH_BATCH_BYTES, PREFETCH_BATCH_FILES, PREFETCH_MAX_FILE};
+pub use search::{ServerGrep, ServerMatch, ServerSearch};
 
 use crate::documents::StoredFile;
 use crate::error::{Result, SupabashError};
@@ -47,6 +49,16 @@ pub trait BodySource: Send + Sync {
             }
         }
         Ok(files)
+    }
+
+    /// One page of `supabash_grep` over `revision`'s files, when the source can search on
+    /// the server (by default it cannot: `None`).
+    async fn grep(
+        &self,
+        _revision: &str,
+        _request: ServerGrep,
+    ) -> Option<Result<supabash_core::rpc::grep::GrepPage>> {
+        None
     }
 }
 
@@ -724,14 +736,9 @@ impl Inner {
     fn reset_to_base(&mut self) {
         self.nodes.clear();
         let revision = self.base_revision.clone().unwrap_or_default();
-        let base: Vec<(String, BaseFile)> = self
-            .base
-            .iter()
-            .map(|(p, f)| (p.clone(), f.clone()))
-            .collect();
-        for (p, f) in base {
-            insert_parents(&mut self.nodes, &p);
-            self.nodes.insert(p.clone(), f.node(&revision, &p));
+        for (p, f) in &self.base {
+            insert_parents(&mut self.nodes, p);
+            self.nodes.insert(p.clone(), f.node(&revision, p));
         }
         for dir in &self.unloaded.dirs {
             insert_parents(&mut self.nodes, dir);

@@ -9,6 +9,7 @@ mod changes;
 mod declare;
 pub mod grep;
 pub mod listing;
+pub mod manifest_changes;
 pub mod notes;
 mod params;
 pub mod path_history;
@@ -104,6 +105,7 @@ pub fn catalog() -> Vec<RpcInfo> {
         RpcInfo::of::<notes::AddNote>(),
         RpcInfo::of::<notes::Notes>(),
         RpcInfo::of::<watch::MayWatch>(),
+        RpcInfo::of::<manifest_changes::ManifestChangesSince>(),
     ]
 }
 

@@ -33,6 +33,9 @@ pub struct Schema {
     /// Announcements are also broadcast through Supabase Realtime: the database has the
     /// `realtime` schema and the extension's `supabash._broadcast` (0.6.0), which sends them.
     pub realtime_broadcast: bool,
+    /// Revisions keep their tree's file and byte totals (issue 25: `revisions.tree_files`,
+    /// `tree_bytes`), written at commit. On 0.5.0 a lazy open's totals are counted by scan.
+    pub revision_totals: bool,
 }
 
 impl Schema {
@@ -48,6 +51,7 @@ impl Schema {
                 revision_notes: has_table(c"revision_notes"),
                 realtime_broadcast: has_namespace(c"realtime")
                     && has_function(c"supabash._broadcast(text,text,jsonb)"),
+                revision_totals: has_column(c"revisions", c"tree_files"),
             });
         }
         Err(Fail::new(

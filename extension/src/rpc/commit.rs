@@ -319,12 +319,15 @@ fn simulate(
     Ok(lines)
 }
 
-/// The interval rows a commit closes and opens.
+/// The interval rows a commit closes and opens, and how it changes the tree's file count and
+/// rendered bytes (stored with the revision).
 #[derive(Default)]
 struct Plan {
     close: Vec<String>,
     paths: Vec<String>,
     versions: Vec<Version>,
+    files: i64,
+    bytes: i64,
 }
 
 /// Compares the final state of every touched path with its initial state.
@@ -335,10 +338,14 @@ fn plan(initial: &BTreeMap<String, Version>, state: &BTreeMap<String, Option<Ver
         if cur == fin.as_ref() {
             continue;
         }
-        if cur.is_some() {
+        if let Some(v) = cur {
             plan.close.push(path.clone());
+            plan.files -= 1;
+            plan.bytes -= v.content_size;
         }
         if let Some(v) = fin {
+            plan.files += 1;
+            plan.bytes += v.content_size;
             plan.paths.push(path.clone());
             plan.versions.push(v.clone());
         }
@@ -491,7 +498,13 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         committed_at: String::new(),
         changes: lines,
     };
-    receipt.committed_at = revisions::insert(&receipt, &request_hash)?;
+    let totals = revisions::Totals {
+        workspace: &ws,
+        revision: locked.head.as_deref(),
+        files: plan.files,
+        bytes: plan.bytes,
+    };
+    receipt.committed_at = revisions::insert(call.schema, &receipt, &request_hash, totals)?;
     if let Some(rows) = &audit {
         let revision = Some(receipt.revision.as_str());
         crate::store::audit::write(&call.schema, &locked, revision, &receipt.actor, rows)?;

@@ -13,6 +13,7 @@ use crate::rpc::read;
 use crate::store::access::{self, Workspace};
 use crate::store::entries::{self, FileRow};
 use crate::store::lineage;
+use crate::store::revisions;
 use supabash_core::capability::Operation;
 use supabash_core::posix::Kind;
 use supabash_core::rpc::listing::{
@@ -86,19 +87,18 @@ fn probe(
     db::query_kept(&sql, &args, entries::file_row)
 }
 
-/// Files and rendered bytes of the whole tree at a position.
-fn totals(ws: &Workspace, position: Option<i64>) -> Outcome<(i64, i64)> {
-    let at_head = position.is_none() || position == ws.head_position;
-    let sql = format!(
-        "SELECT count(*), coalesce(sum(coalesce(e.content_size, e.body_size)), 0)::bigint
-           FROM ({}) e",
-        lineage::visible_sql(&ws.sources, at_head, "e.content_size, e.body_size", "true")
-    );
-    let args = lineage::visible_args(&ws.id, &ws.sources, position);
-    let row = db::query_row(&sql, &args, |r| {
-        Ok((db::get::<i64>(r, 1)?, db::get::<i64>(r, 2)?))
-    })?;
-    Ok(row.unwrap_or((0, 0)))
+/// Files and rendered bytes of the whole tree at a revision: those stored with it at commit,
+/// else (0.5.0, or a revision whose totals are unknown) counted by scan.
+fn totals(
+    call: &Call,
+    ws: &Workspace,
+    revision: &str,
+    position: Option<i64>,
+) -> Outcome<(i64, i64)> {
+    match revisions::stored_totals(call.schema, &ws.id, revision)? {
+        Some(totals) => Ok(totals),
+        None => revisions::tree_totals(ws, position),
+    }
 }
 
 /// `supabash_list_directory`.
@@ -112,7 +112,7 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     )?;
     let (prefix, upper) = bounds(&dir);
     let mut at = resume_at(&prefix, req.cursor.as_deref())?;
-    let pin = crate::store::revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
+    let pin = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
     let (revision, position) = read::pinned(&ws, pin.as_deref())?;
     let mut files = Vec::new();
     let mut directories = Vec::new();
@@ -161,7 +161,8 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     let directory_entries = explicit.into_iter().map(read::file).collect();
     let (tree_files, tree_bytes) = match req.totals {
         Some(true) if revision.is_some() => {
-            let (n, bytes) = totals(&ws, position)?;
+            let at = revision.as_deref().expect("a revision");
+            let (n, bytes) = totals(call, &ws, at, position)?;
             (Some(n), Some(bytes))
         }
         Some(true) => (Some(0), Some(0)),

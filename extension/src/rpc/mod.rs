@@ -14,6 +14,7 @@ pub mod garbage;
 pub mod grep;
 pub mod lease;
 pub mod listing;
+pub mod manifest_changes;
 pub mod notes;
 pub mod path_history;
 pub mod purge;
@@ -109,6 +110,7 @@ handlers! {
     supabash_core::rpc::notes::AddNote => notes::add_note,
     supabash_core::rpc::notes::Notes => notes::notes,
     supabash_core::rpc::watch::MayWatch => watch::may_watch,
+    supabash_core::rpc::manifest_changes::ManifestChangesSince => manifest_changes::manifest_changes,
 }
 
 /// The operation name of RPC `R`: its SQL name without `supabash_`.

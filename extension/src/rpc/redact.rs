@@ -274,6 +274,17 @@ pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     }
     // The forks that shared a redacted version may hold it in a staged tree too.
     report.epoch = crate::store::workspaces::bump_epochs(&ws.id, &forks)?;
+    // Tombstones count no bytes: the trees that read them are counted again.
+    let mut counted: Vec<&String> = passes.iter().map(|p| &p.workspace).collect();
+    counted.extend(&forks);
+    counted.push(&ws.id);
+    counted.sort();
+    counted.dedup();
+    for id in counted {
+        if let Some(w) = access::by_id(id)? {
+            revisions::recount(call.schema, &w)?;
+        }
+    }
     let actor = match &ws.delegation {
         Some(d) => delegated_actor(&d.actor_subject),
         None => ws.owner.clone(),

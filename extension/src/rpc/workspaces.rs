@@ -43,7 +43,7 @@ pub fn create_workspace(_call: &Call, req: rq::CreateWorkspace) -> Outcome<Works
 /// source's at `revision` (default: its head). O(1) rows, no bytes: the fork reads the source
 /// (see `lineage`). The source is locked while the fork is made, so a purge cannot remove the
 /// fork point between the read and the insert.
-pub fn fork(_call: &Call, req: rq::Fork) -> Outcome<WorkspaceForked> {
+pub fn fork(call: &Call, req: rq::Fork) -> Outcome<WorkspaceForked> {
     let src = access::open_locked(&req, &[Operation::Fork])?;
     check_fork_request(&req, &src)?;
     let (revision, position) = fork_point(&src, req.revision.as_deref())?;
@@ -81,7 +81,14 @@ pub fn fork(_call: &Call, req: rq::Fork) -> Outcome<WorkspaceForked> {
             .expect("requests serialise")
             .as_bytes(),
     );
-    revisions::insert(&receipt, &request_hash)?;
+    // The fork's tree is its source's at the fork point: so are its totals.
+    let totals = revisions::Totals {
+        workspace: &src.id,
+        revision: receipt.forked_from.as_ref().map(|f| f.revision.as_str()),
+        files: 0,
+        bytes: 0,
+    };
+    revisions::insert(call.schema, &receipt, &request_hash, totals)?;
     usage::count_workspaces(&src.store, 1)?;
     Ok(WorkspaceForked {
         workspace_id: id,

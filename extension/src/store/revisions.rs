@@ -4,11 +4,14 @@
 
 use crate::pg::db;
 use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::schema::Schema;
+use crate::store::access::Workspace;
+use crate::store::lineage;
 use pgrx::datum::DatumWithOid;
 use serde_json::json;
 use supabash_core::point_in_time::{self, RevisionArg};
 use supabash_core::receipt_lines;
-use supabash_core::rpc::{ForkedFrom, Receipt};
+use supabash_core::rpc::{ForkedFrom, Receipt, ReceiptLine};
 use supabash_core::Marker;
 
 /// The select list [`rows`] expects, in order, for `supabash.revisions`.
@@ -152,45 +155,154 @@ pub fn position_below(ws: &str, revision: &str, below: i64) -> Outcome<Option<i6
     )
 }
 
-/// Stores the receipt of a new revision, committed now (the transaction's start); answers
-/// that time as UTC text, the receipt's `committed_at`.
-pub fn insert(receipt: &Receipt, request_hash: &[u8]) -> Outcome<String> {
+/// The receipt lines of the revisions of `ws` after position `after` up to `upto`, in
+/// position order (purged ones are missing).
+pub fn lines_between(ws: &str, after: i64, upto: i64) -> Outcome<Vec<Vec<ReceiptLine>>> {
+    db::query(
+        "SELECT lines FROM supabash.revisions
+          WHERE workspace_id = $1::uuid AND position > $2 AND position <= $3 ORDER BY position",
+        &[ws.into(), after.into(), upto.into()],
+        |r| receipt_lines::decode(&db::get::<Vec<u8>>(r, 1)?).map_err(corrupt),
+    )
+}
+
+/// Where a new revision's tree totals (`tree_files`, `tree_bytes`) come from: another
+/// revision's (the parent's, or a fork point's; none for a workspace's first commit) plus
+/// what the commit changed. The base revision's NULL totals (unknown: counted by scan, see
+/// [`tree_totals`]) stay NULL.
+pub struct Totals<'a> {
+    pub workspace: &'a str,
+    pub revision: Option<&'a str>,
+    pub files: i64,
+    pub bytes: i64,
+}
+
+/// Stores the receipt of a new revision, committed now (the transaction's start), with its
+/// tree totals when the schema has them (0.6.0); answers that time as UTC text, the receipt's
+/// `committed_at`.
+pub fn insert(
+    schema: Schema,
+    receipt: &Receipt,
+    request_hash: &[u8],
+    totals: Totals,
+) -> Outcome<String> {
     let lines = receipt_lines::encode(&receipt.changes).map_err(corrupt)?;
     let forked = receipt.forked_from.as_ref();
-    let at = db::rows_kept(
+    let mut args: Vec<DatumWithOid> = vec![
+        receipt.workspace_id.as_str().into(),
+        receipt.revision.as_str().into(),
+        receipt.position.into(),
+        receipt.parent_revision.clone().into(),
+        receipt.transaction_id.as_str().into(),
+        receipt.idempotency_key.clone().into(),
+        request_hash.to_vec().into(),
+        receipt.actor.as_str().into(),
+        receipt.correlation_id.clone().into(),
+        receipt.cause.clone().into(),
+        pgrx::JsonB(receipt.metadata.clone()).into(),
+        receipt.source_revision.clone().into(),
+        lines.into(),
+        receipt.delegation_key_id.clone().into(),
+        forked.map(|f| f.workspace_id.clone()).into(),
+        forked.map(|f| f.revision.clone()).into(),
+        receipt.rebased_from.clone().into(),
+    ];
+    // The base's totals are read by primary key inside the insert: one probe per commit.
+    let (columns, values) = if schema.revision_totals {
+        args.extend([
+            totals.workspace.into(),
+            totals.revision.into(),
+            totals.files.into(),
+            totals.bytes.into(),
+        ]);
+        (
+            ", tree_files, tree_bytes",
+            ", t.files, t.bytes FROM (SELECT CASE WHEN $19::uuid IS NULL THEN $20::bigint
+                  ELSE (SELECT p.tree_files + $20 FROM supabash.revisions p
+                         WHERE p.workspace_id = $18::uuid AND p.revision_id = $19::uuid) END,
+                CASE WHEN $19::uuid IS NULL THEN $21::bigint
+                  ELSE (SELECT p.tree_bytes + $21 FROM supabash.revisions p
+                         WHERE p.workspace_id = $18::uuid AND p.revision_id = $19::uuid) END)
+                AS t(files, bytes)",
+        )
+    } else {
+        ("", "")
+    };
+    let sql = format!(
         "INSERT INTO supabash.revisions
                     (workspace_id, revision_id, position, parent_revision, transaction_id,
                      idempotency_key, request_hash, committed_at, actor, correlation_id, cause,
                      metadata, source_revision, lines, delegation_key_id,
-                     forked_from_workspace, forked_from_revision, rebased_from)
-             VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8, $9, $10, $11,
-                     $12::uuid, $13, $14, $15::uuid, $16::uuid, $17::uuid)
-             RETURNING supabash.utc_text(committed_at)",
-        &[
-            receipt.workspace_id.as_str().into(),
-            receipt.revision.as_str().into(),
-            receipt.position.into(),
-            receipt.parent_revision.clone().into(),
-            receipt.transaction_id.as_str().into(),
-            receipt.idempotency_key.clone().into(),
-            request_hash.to_vec().into(),
-            receipt.actor.as_str().into(),
-            receipt.correlation_id.clone().into(),
-            receipt.cause.clone().into(),
-            pgrx::JsonB(receipt.metadata.clone()).into(),
-            receipt.source_revision.clone().into(),
-            lines.into(),
-            receipt.delegation_key_id.clone().into(),
-            forked.map(|f| f.workspace_id.clone()).into(),
-            forked.map(|f| f.revision.clone()).into(),
-            receipt.rebased_from.clone().into(),
-        ],
-        |r| db::get::<String>(r, 1),
-    )?;
+                     forked_from_workspace, forked_from_revision, rebased_from{columns})
+             SELECT $1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8, $9, $10, $11,
+                     $12::uuid, $13, $14, $15::uuid, $16::uuid, $17::uuid{values}
+             RETURNING supabash.utc_text(committed_at)"
+    );
+    let at = db::rows_kept(&sql, &args, |r| db::get::<String>(r, 1))?;
     Ok(at
         .into_iter()
         .next()
         .expect("an INSERT ... RETURNING of one row"))
+}
+
+/// The stored tree totals of revision `revision` of `ws`: `None` when the schema predates
+/// them (0.5.0), the revision is gone, or they are unknown (a revision from before 0.6.0 in a
+/// fork, or one older than a redaction's recount).
+pub fn stored_totals(schema: Schema, ws: &str, revision: &str) -> Outcome<Option<(i64, i64)>> {
+    if !schema.revision_totals {
+        return Ok(None);
+    }
+    Ok(db::query_row(
+        "SELECT tree_files, tree_bytes FROM supabash.revisions
+          WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+        &[ws.into(), revision.into()],
+        |r| Ok(db::opt::<i64>(r, 1)?.zip(db::opt::<i64>(r, 2)?)),
+    )?
+    .flatten())
+}
+
+/// Files and rendered bytes of the whole tree of `ws` at a position (default: the head),
+/// counted by a scan of what `lineage` makes visible.
+pub fn tree_totals(ws: &Workspace, position: Option<i64>) -> Outcome<(i64, i64)> {
+    let at_head = position.is_none() || position == ws.head_position;
+    let sql = format!(
+        "SELECT count(*), coalesce(sum(coalesce(e.content_size, e.body_size)), 0)::bigint
+           FROM ({}) e",
+        lineage::visible_sql(&ws.sources, at_head, "e.content_size, e.body_size", "true")
+    );
+    let args = lineage::visible_args(&ws.id, &ws.sources, position);
+    let row = db::query_row(&sql, &args, |r| {
+        Ok((db::get::<i64>(r, 1)?, db::get::<i64>(r, 2)?))
+    })?;
+    Ok(row.unwrap_or((0, 0)))
+}
+
+/// After a redaction turned versions of `ws` into tombstones (their bytes now count 0): its
+/// older revisions' totals become unknown (counted by scan when asked) and the head's are
+/// counted again, so later commits keep adding to exact totals.
+pub fn recount(schema: Schema, ws: &Workspace) -> Outcome<()> {
+    if !schema.revision_totals {
+        return Ok(());
+    }
+    db::exec(
+        "UPDATE supabash.revisions SET tree_files = NULL, tree_bytes = NULL
+          WHERE workspace_id = $1::uuid AND tree_files IS NOT NULL",
+        &[ws.id.as_str().into()],
+    )?;
+    if let Some(head) = &ws.head {
+        let (files, bytes) = tree_totals(ws, None)?;
+        db::exec(
+            "UPDATE supabash.revisions SET tree_files = $3, tree_bytes = $4
+              WHERE workspace_id = $1::uuid AND revision_id = $2::uuid",
+            &[
+                ws.id.as_str().into(),
+                head.as_str().into(),
+                files.into(),
+                bytes.into(),
+            ],
+        )?;
+    }
+    Ok(())
 }
 
 /// Deletes every revision of `ws`.

@@ -113,6 +113,17 @@ impl AgentFs for RecordingFs {
     fn check_writable(&self, path: &str) -> FsResult<()> {
         self.0.check_writable(path)
     }
+    async fn search_on_server(
+        &self,
+        pattern: &str,
+        dir: &str,
+        ignore_case: bool,
+        max: usize,
+    ) -> Option<supabash::Result<supabash::tree::ServerSearch>> {
+        self.0
+            .search_on_server(pattern, dir, ignore_case, max)
+            .await
+    }
 }
 
 /// The audit queues tool calls are recorded in: one workspace served at `/`, or several, each

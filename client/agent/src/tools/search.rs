@@ -99,7 +99,9 @@ pub struct GrepOutput {
     pub truncated: bool,
 }
 
-/// Lines matching a regex in the UTF-8 text files under `path` (binary files are skipped).
+/// Lines matching a regex in the UTF-8 text files under `path` (binary files, holding a NUL
+/// byte or not UTF-8, are skipped). On a lazily opened tree without a glob, the base's files
+/// are searched on the server (`supabash_grep`) and only the staged ones are read here.
 pub async fn grep(fs: &dyn AgentFs, input: GrepInput, o: &ToolOptions) -> Result<GrepOutput> {
     let re = regex::RegexBuilder::new(&input.pattern)
         .case_insensitive(input.case_insensitive)
@@ -113,7 +115,28 @@ pub async fn grep(fs: &dyn AgentFs, input: GrepInput, o: &ToolOptions) -> Result
         .min(o.max_matches);
     let base = canon(&input.path).map_err(fs_error)?;
     let st = fs.stat(&base).await.map_err(fs_error)?;
-    let (files, mut truncated) = if st.kind == FileKind::Directory {
+    let keep = |p: &str| {
+        filter
+            .as_ref()
+            .is_none_or(|m| m.is_match(relative(p, &base)))
+    };
+    let mut matches = Vec::new();
+    // A lazily opened tree searches its base on the server; only its staged files are read.
+    let server = if st.kind == FileKind::Directory && filter.is_none() {
+        fs.search_on_server(&input.pattern, &base, input.case_insensitive, cap)
+            .await
+            .transpose()?
+    } else {
+        None
+    };
+    let (files, mut truncated) = if let Some(found) = server {
+        matches.extend(found.matches.into_iter().map(|m| GrepMatch {
+            text: super::text::cap(&m.text, o.max_line_bytes).0,
+            path: m.path,
+            line: m.line,
+        }));
+        (found.local, found.truncated)
+    } else if st.kind == FileKind::Directory {
         let (found, cut) = walk(fs, &base, usize::MAX, o.max_walk)
             .await
             .map_err(fs_error)?;
@@ -121,21 +144,21 @@ pub async fn grep(fs: &dyn AgentFs, input: GrepInput, o: &ToolOptions) -> Result
             .into_iter()
             .filter(|f| f.kind == FileKind::File)
             .map(|f| f.path)
-            .filter(|p| {
-                filter
-                    .as_ref()
-                    .is_none_or(|m| m.is_match(relative(p, &base)))
-            })
+            .filter(|p| keep(p))
             .collect();
         (files, cut)
     } else {
         (vec![base.clone()], false)
     };
-    let mut matches = Vec::new();
+    let mut local = Vec::new();
     'files: for p in files {
         let Ok(bytes) = fs.read(&p).await else {
             continue;
         };
+        // Binary as grep and the server tell it: a NUL byte (or, here, not UTF-8).
+        if bytes.contains(&0) {
+            continue;
+        }
         let Ok(text) = String::from_utf8(bytes) else {
             continue;
         };
@@ -143,16 +166,23 @@ pub async fn grep(fs: &dyn AgentFs, input: GrepInput, o: &ToolOptions) -> Result
             if !re.is_match(line) {
                 continue;
             }
-            if matches.len() >= cap {
+            if local.len() >= cap {
                 truncated = true;
                 break 'files;
             }
-            matches.push(GrepMatch {
+            local.push(GrepMatch {
                 path: p.clone(),
                 line: i + 1,
                 text: super::text::cap(line, o.max_line_bytes).0,
             });
         }
+    }
+    // Server and local matches in one order (path, then line), at most `cap` of them.
+    matches.extend(local);
+    matches.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    if matches.len() > cap {
+        matches.truncate(cap);
+        truncated = true;
     }
     Ok(GrepOutput { matches, truncated })
 }

@@ -1,0 +1,116 @@
+//! The reopen section (issue 25, item 6): a 10,000-file workspace opened by the client, cold
+//! (the whole manifest decoded into the tree) and again from the host's manifest cache after
+//! a one-file commit (one `supabash_manifest_changes` call), side by side with the server's
+//! manifest answer alone, round by round (SUPABASH_BENCH_ONLY section `reopen`).
+
+use crate::listing::transport;
+use crate::report::{ms, stats, Report};
+use crate::{f2, upsert, Ws};
+use serde_json::json;
+use std::time::Instant;
+use supabash::{ManifestCache, OpenMode, Workspace};
+use supabash_devcluster::Cluster;
+use supabash_tests::SqlRpc;
+
+const FILES: usize = 10_000;
+const PER_COMMIT: usize = 1000;
+const WARMUP: usize = 3;
+const ROUNDS: usize = 20;
+
+pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
+    let mut ws = Ws::create(rest).await;
+    for c in 0..FILES / PER_COMMIT {
+        let changes = (0..PER_COMMIT)
+            .map(|i| {
+                let n = c * PER_COMMIT + i;
+                upsert(
+                    &format!("/d{:02}/f{n:05}.md", n % 100),
+                    &format!("file {n}\n"),
+                )
+            })
+            .collect();
+        ws.commit(rest, changes).await;
+    }
+    cluster.psql("app", "VACUUM ANALYZE");
+    let t = transport(&crate::dsn(cluster, "app"), &ws.who).await;
+    let cache = ManifestCache::new();
+    let ws_id = ws.id.clone();
+    let open = |cache: Option<&ManifestCache>| {
+        let mut b = Workspace::builder(t.clone()).open_mode(OpenMode::Eager);
+        if let Some(c) = cache {
+            b = b.manifest_cache(c.clone());
+        }
+        let id = ws_id.clone();
+        async move {
+            let opened = b.open(&id).await.unwrap();
+            assert_eq!(opened.fs().readdir("/").await.unwrap().len(), 100);
+            opened
+        }
+    };
+    let (mut server, mut cold, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..WARMUP + ROUNDS {
+        ws.commit(
+            rest,
+            vec![upsert(
+                "/d07/f00007.md",
+                &format!("edited in round {round}\n"),
+            )],
+        )
+        .await;
+        let at = Instant::now();
+        let m = ws.read(rest, "supabash_load_manifest", json!({})).await;
+        let server_ms = ms(at);
+        assert_eq!(m["files"].as_array().map(Vec::len), Some(FILES));
+        let at = Instant::now();
+        let c = open(None).await;
+        let cold_ms = ms(at);
+        let at = Instant::now();
+        let w = open(Some(&cache)).await;
+        let warm_ms = ms(at);
+        assert_eq!(w.fs().base_revision(), ws.head);
+        assert_eq!(c.fs().base_revision(), ws.head);
+        if round >= WARMUP {
+            server.push(server_ms);
+            cold.push(cold_ms);
+            warm.push(warm_ms);
+        }
+    }
+    let (server, cold, warm) = (stats(&server), stats(&cold), stats(&warm));
+    r.section("Reopen from the host's manifest cache");
+    r.line(&format!(
+        "A workspace of {FILES} small files in 100 directories (commits of {PER_COMMIT}), then \
+         `VACUUM ANALYZE`. Each round commits a one-file edit, then, in this order: the server's \
+         `supabash_load_manifest` answer alone (PostgREST-shaped transaction, decoded into \
+         JSON); the client opening the workspace cold (`OpenMode::Eager`, no cache: the whole \
+         manifest decoded into the staged tree) plus `readdir /`; the client opening it with a \
+         `ManifestCache` that holds the previous round's manifest (one \
+         `supabash_manifest_changes` call, the cached manifest patched into the tree) plus \
+         `readdir /`. Both client opens use one direct Postgres connection \
+         (`PostgresTransport`). {ROUNDS} rounds after {WARMUP} discarded."
+    ));
+    r.table(&["open", "N", "median ms", "p90 ms"]);
+    for (what, s) in [
+        ("server: `supabash_load_manifest` alone", &server),
+        ("client, cold: whole manifest into the tree", &cold),
+        ("client, reopen after a one-file commit (cache warm)", &warm),
+    ] {
+        r.row(&[what.into(), s.n.to_string(), f2(s.median), f2(s.p90)]);
+    }
+    r.summary(
+        "Client open of 10,000 files, cold (manifest decoded into the tree)",
+        format!("{} ms (p90 {})", f2(cold.median), f2(cold.p90)),
+        "≤ 28 ms".into(),
+        Some(cold.median <= 28.0),
+    );
+    r.summary(
+        "Reopen of 10,000 files after a one-file commit, cache warm",
+        format!(
+            "{} ms (p90 {}; cold {})",
+            f2(warm.median),
+            f2(warm.p90),
+            f2(cold.median)
+        ),
+        "≤ 5 ms".into(),
+        Some(warm.median <= 5.0),
+    );
+}

@@ -1,0 +1,81 @@
+//! `supabash_manifest_changes`: the entries that differ between two revisions' manifests,
+//! found from the receipts in between (each names the paths its commit touched, a move's
+//! source too), then read at the later revision by path (the entries' primary key). The cost
+//! follows the revisions and paths in between, never the tree.
+
+use super::Call;
+use crate::pg::args;
+use crate::pg::fail::Outcome;
+use crate::rpc::read;
+use crate::store::access;
+use crate::store::entries;
+use crate::store::lineage;
+use crate::store::revisions;
+use std::collections::BTreeSet;
+use supabash_core::capability::Operation;
+use supabash_core::rpc::manifest_changes::{
+    ManifestChanges, ManifestChangesSince, MAX_CHANGED_PATHS, MAX_CHANGED_REVISIONS,
+};
+
+/// `supabash_manifest_changes`.
+pub fn manifest_changes(call: &Call, req: ManifestChangesSince) -> Outcome<ManifestChanges> {
+    let ws = access::open(&req, &[Operation::Read])?;
+    let since = args::uuid("since", &req.since)?;
+    let at = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
+    let (revision, position) = read::pinned(&ws, at.as_deref())?;
+    let mut answer = ManifestChanges {
+        restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
+        redaction_epoch: ws.redaction_epoch,
+        workspace_id: ws.id.clone(),
+        revision,
+        position,
+        complete: false,
+        files: Vec::new(),
+        removed: Vec::new(),
+    };
+    let Some(to) = position else {
+        return Ok(answer);
+    };
+    let from = match revisions::position_below(&ws.id, &since, to + 1)? {
+        Some(from) if to - from <= MAX_CHANGED_REVISIONS => from,
+        _ => return Ok(answer),
+    };
+    // Positions count a workspace's commits one by one: a missing receipt was purged, and
+    // with it what that commit touched.
+    let receipts = revisions::lines_between(&ws.id, from, to)?;
+    if receipts.len() as i64 != to - from {
+        return Ok(answer);
+    }
+    let mut paths = BTreeSet::new();
+    for line in receipts.into_iter().flatten() {
+        paths.extend(line.from);
+        paths.insert(line.path);
+        if paths.len() > MAX_CHANGED_PATHS {
+            return Ok(answer);
+        }
+    }
+    let paths: Vec<String> = paths.into_iter().collect();
+    let at_head = position == ws.head_position;
+    let sql = format!(
+        "SELECT * FROM ({}) e ORDER BY 1",
+        lineage::visible_sql(
+            &ws.sources,
+            at_head,
+            entries::file_columns(call.schema),
+            "e.path = ANY($5::text[])"
+        )
+    );
+    let mut sql_args = lineage::visible_args(&ws.id, &ws.sources, position);
+    sql_args.push(paths.clone().into());
+    let mut rows = entries::file_rows(&sql, &sql_args)?;
+    read::with_link_targets(&ws, &mut rows)?;
+    let present: BTreeSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+    answer.removed = paths
+        .iter()
+        .filter(|p| !present.contains(p.as_str()))
+        .cloned()
+        .collect();
+    answer.files = rows.into_iter().map(read::file).collect();
+    answer.complete = true;
+    Ok(answer)
+}
