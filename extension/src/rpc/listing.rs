@@ -1,18 +1,16 @@
 //! `supabash_list_directory`: a directory's direct children at a revision, paged. The scan
 //! walks the tree's path index in order and jumps over every subdirectory's contents (a loose
 //! index scan: one probe per subdirectory, one row per file), so a listing costs what the
-//! directory holds, not what the tree holds. It reads what `lineage::visible_sql` makes
+//! directory holds, not what the tree holds. It reads what `entries::visible_files` makes
 //! visible, so a fork lists its sources' files too.
 
 use super::Call;
 use crate::pg::args;
-use crate::pg::db;
 use crate::pg::fail::{invalid, Outcome};
 use crate::pg::schema::Schema;
 use crate::rpc::read;
 use crate::store::access::{self, Workspace};
 use crate::store::entries::{self, FileRow};
-use crate::store::lineage;
 use crate::store::revisions;
 use supabash_core::capability::Operation;
 use supabash_core::posix::Kind;
@@ -70,21 +68,19 @@ fn probe(
     upper: &str,
     limit: i64,
 ) -> Outcome<Vec<FileRow>> {
-    let at_head = position.is_none() || position == ws.head_position;
     let (op, from) = match at {
         Resume::After(p) => (">", p),
         Resume::From(p) => (">=", p),
     };
-    let filter = format!("e.path {op} $5 AND e.path < $6");
-    let sql = format!(
-        "SELECT * FROM ({}) e ORDER BY 1 LIMIT $7",
-        lineage::visible_sql(&ws.sources, at_head, entries::file_columns(schema), &filter)
-    );
-    let mut args = lineage::visible_args(&ws.id, &ws.sources, position);
-    args.push(from.as_str().into());
-    args.push(upper.into());
-    args.push(limit.into());
-    db::query_kept(&sql, &args, entries::file_row)
+    entries::visible_files(
+        schema,
+        ws,
+        position,
+        &format!("e.path {op} $5 AND e.path < $6"),
+        "LIMIT $7",
+        vec![from.as_str().into(), upper.into(), limit.into()],
+        true,
+    )
 }
 
 /// Files and rendered bytes of the whole tree at a revision: those stored with it at commit,

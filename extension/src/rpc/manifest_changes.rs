@@ -9,7 +9,6 @@ use crate::pg::fail::Outcome;
 use crate::rpc::read;
 use crate::store::access;
 use crate::store::entries;
-use crate::store::lineage;
 use crate::store::revisions;
 use std::collections::BTreeSet;
 use supabash_core::capability::Operation;
@@ -55,19 +54,15 @@ pub fn manifest_changes(call: &Call, req: ManifestChangesSince) -> Outcome<Manif
         }
     }
     let paths: Vec<String> = paths.into_iter().collect();
-    let at_head = position == ws.head_position;
-    let sql = format!(
-        "SELECT * FROM ({}) e ORDER BY 1",
-        lineage::visible_sql(
-            &ws.sources,
-            at_head,
-            entries::file_columns(call.schema),
-            "e.path = ANY($5::text[])"
-        )
-    );
-    let mut sql_args = lineage::visible_args(&ws.id, &ws.sources, position);
-    sql_args.push(paths.clone().into());
-    let mut rows = entries::file_rows(&sql, &sql_args)?;
+    let mut rows = entries::visible_files(
+        call.schema,
+        &ws,
+        position,
+        "e.path = ANY($5::text[])",
+        "",
+        vec![paths.clone().into()],
+        false,
+    )?;
     read::with_link_targets(&ws, &mut rows)?;
     let present: BTreeSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();
     answer.removed = paths
