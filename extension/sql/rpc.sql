@@ -374,6 +374,8 @@ BEGIN
              AND (SELECT public.supabash_may_watch(substr(realtime.topic(), 10)))::text = 'true')$p$;
   END IF;
 END
+$$;
+
 -- How one revision's manifest became another's (extension/src/rpc/manifest_changes.rs): a host
 -- that keeps manifests patches the one it has; the cost follows what changed.
 CREATE FUNCTION public.supabash_manifest_changes(

@@ -259,6 +259,8 @@ BEGIN
              AND (SELECT public.supabash_may_watch(substr(realtime.topic(), 10)))::text = 'true')$p$;
   END IF;
 END
+$$;
+
 -- 25: reopen. Each revision keeps its tree's files and rendered bytes (see supabash.revisions
 -- in schema.sql), written at commit. Existing revisions of workspaces that are not forks are
 -- counted here in one pass over the entries (each version adds at its first position and

@@ -360,6 +360,11 @@ fn calls(ws: &Ws, head: &str, cp: &str) -> Vec<Call> {
             &[Read],
         ),
         c(
+            "supabash_manifest_changes",
+            json!({ "workspace_id": id, "since": ws.r1 }),
+            &[Read],
+        ),
+        c(
             "supabash_path_history",
             json!({ "workspace_id": id, "path": "/secret.md", "follow_moves": true }),
             &[History],
