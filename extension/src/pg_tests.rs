@@ -382,7 +382,9 @@ mod tests {
             &[ws.as_str().into()],
         )
         .unwrap();
+        // As `revisions::spent` plans it: generic, with sorts disabled.
         Spi::run("SET LOCAL plan_cache_mode = force_generic_plan").unwrap();
+        Spi::run("SET LOCAL enable_sort = off").unwrap();
         Spi::run(&format!(
             "PREPARE replay_lookup (text, text, text) AS {}",
             crate::store::revisions::spent_sql()
@@ -399,6 +401,11 @@ mod tests {
             explained.contains("revisions_workspace_id_transaction_id_key"),
             "{explained}"
         );
+        assert!(
+            explained.contains("revisions_idempotency_idx"),
+            "{explained}"
+        );
+        assert!(!explained.contains("\"Sort\""), "{explained}");
         assert!(
             !explained.contains("revisions_committed_idx"),
             "{explained}"

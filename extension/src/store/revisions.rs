@@ -101,8 +101,8 @@ pub enum Spent {
     Purged(String),
 }
 
-/// The revision a transaction id (`$2`) or idempotency key (`$3`) committed in workspace `$1`
-/// (see [`spent`]).
+/// The revisions a transaction id (`$2`) and an idempotency key (`$3`) committed in workspace
+/// `$1`, at most one each (see [`spent`]).
 pub(crate) fn spent_sql() -> String {
     format!(
         "SELECT * FROM (SELECT {COLUMNS} FROM supabash.revisions r
@@ -110,26 +110,34 @@ pub(crate) fn spent_sql() -> String {
                          ORDER BY r.transaction_id LIMIT 1) x
           WHERE x.transaction_id::uuid = $2::uuid
          UNION ALL
-         SELECT {COLUMNS} FROM supabash.revisions
-          WHERE workspace_id = $1::uuid AND idempotency_key = $3
-         ORDER BY 4 LIMIT 1"
+         SELECT * FROM (SELECT {COLUMNS} FROM supabash.revisions r
+                         WHERE workspace_id = $1::uuid AND idempotency_key >= $3
+                         ORDER BY r.idempotency_key LIMIT 1) y
+          WHERE y.idempotency_key = $3"
     )
 }
 
 /// What transaction id `transaction_id` or idempotency key `key` already did in `ws`. Each
-/// lookup goes by a unique index, a branch per key (never an OR, which a generic plan turns
+/// lookup goes by its unique index, a branch per key (never an OR, which a generic plan turns
 /// into a walk of the workspace's revisions in position order), through kept generic plans;
-/// the purged commits are looked at only when no revision matches. The transaction id is
-/// found as the first id at or above it in the workspace (`>=`, `ORDER BY`, `LIMIT 1`), kept
-/// when equal: with an equality, statistics taken when the workspace had one revision made
-/// every index on `workspace_id` look as selective as the key, and the kept plan walked all
-/// the workspace's revisions by `revisions_committed_idx` with the id as a filter, on every
-/// commit; only the unique index gives that order without a sort, so it wins on any
-/// statistics.
+/// the purged commits are looked at only when no revision matches. Each key is found as the
+/// first at or above it in the workspace (`>=`, `ORDER BY`, `LIMIT 1`), kept when equal, and
+/// the plan is made with sorts disabled: the unique index is then the only plan without a
+/// sort, whatever the statistics say. (With an equality, or with sorts allowed, statistics
+/// taken when the workspace had one revision make every index on `workspace_id` cost the
+/// same, and a kept plan could walk all the workspace's revisions by
+/// `revisions_committed_idx` with the key as a filter, on every commit.) When both keys
+/// match, the earlier revision is what they spent.
 pub fn spent(ws: &str, transaction_id: &str, key: Option<&str>) -> Outcome<Spent> {
     let args = [ws.into(), transaction_id.into(), key.into()];
-    let committed = db::query_generic(&spent_sql(), &args, stored)?;
-    if let Some(found) = committed.into_iter().next() {
+    let committed = {
+        let _no_sort = db::Setting::set(c"enable_sort", c"off");
+        db::query_generic(&spent_sql(), &args, stored)?
+    };
+    if let Some(found) = committed
+        .into_iter()
+        .min_by_key(|found| found.receipt.position)
+    {
         return Ok(Spent::Committed(Box::new(found)));
     }
     let purged = db::query_row_generic(
