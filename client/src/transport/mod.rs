@@ -15,6 +15,18 @@ use supabash_core::rpc::Rpc;
 use supabash_core::ErrorCode;
 use tracing::Instrument;
 
+/// An answer's JSON text parsed; text that is not JSON is an error of an answered call.
+fn json_answer(text: &str) -> Result<Value, RpcError> {
+    serde_json::from_str(text).map_err(|e| RpcError {
+        status: None,
+        code: None,
+        message: format!("the answer is not JSON: {e}"),
+        details: None,
+        hint: None,
+        delivery: Delivery::Answered,
+    })
+}
+
 /// One way to call the supabash RPCs.
 #[async_trait::async_trait]
 pub trait Transport: Send + Sync {

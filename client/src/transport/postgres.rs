@@ -193,14 +193,7 @@ impl PostgresTransport {
 impl Transport for PostgresTransport {
     async fn call(&self, rpc: &str, args: Map<String, Value>) -> Result<Value, RpcError> {
         let text = self.call_text(rpc, args).await?;
-        serde_json::from_str(&text).map_err(|e| RpcError {
-            status: None,
-            code: None,
-            message: format!("the answer is not JSON: {e}"),
-            details: None,
-            hint: None,
-            delivery: Delivery::Answered,
-        })
+        super::json_answer(&text)
     }
 
     async fn call_text(&self, rpc: &str, args: Map<String, Value>) -> Result<String, RpcError> {

@@ -71,14 +71,7 @@ impl PostgrestTransport {
         grant: Option<&str>,
     ) -> Result<Value, RpcError> {
         let text = self.post_text(rpc, args, grant).await?;
-        serde_json::from_str(&text).map_err(|e| RpcError {
-            status: None,
-            code: None,
-            message: format!("the answer is not JSON: {e}"),
-            details: None,
-            hint: None,
-            delivery: Delivery::Answered,
-        })
+        super::json_answer(&text)
     }
 
     /// One call's answer as JSON text (`null` for an empty body).
