@@ -215,7 +215,8 @@ pub fn insert(
         forked.map(|f| f.revision.clone()).into(),
         receipt.rebased_from.clone().into(),
     ];
-    // The base's totals are read by primary key inside the insert: one probe per commit.
+    // The parent's totals are read by primary key inside the insert (its one row, probed for
+    // each of the two columns), not by a statement of their own.
     let (columns, values) = if schema.revision_totals {
         args.extend([
             totals.workspace.into(),
