@@ -179,13 +179,59 @@ pub fn check_target(link: &str, target: &str) -> Result<String, PosixError> {
     path::resolve(path::parent(link), target).map_err(PosixError::InvalidTarget)
 }
 
+/// What a files-only workspace (created with `files_only`, the seed's text-only behaviour)
+/// refuses of an entry of `kind` with permission bits `mode`: a symbolic link, a directory
+/// entry, or a file mode other than [`Kind::default_mode`] (`0o644`). `None`: a plain file
+/// with the default mode, which it stores. The one rule for the server's commit check and
+/// the client's check before sending.
+pub fn files_only_refusal(kind: Kind, mode: u32) -> Option<FilesOnlyRefusal> {
+    match kind {
+        Kind::Symlink => Some(FilesOnlyRefusal::Symlink),
+        Kind::Directory => Some(FilesOnlyRefusal::Directory),
+        Kind::File if mode != Kind::File.default_mode() => Some(FilesOnlyRefusal::Mode(mode)),
+        Kind::File => None,
+    }
+}
+
+/// Why a files-only workspace refuses an entry (see [`files_only_refusal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilesOnlyRefusal {
+    Symlink,
+    Directory,
+    /// A file mode other than `0o644`.
+    Mode(u32),
+}
+
+impl FilesOnlyRefusal {
+    /// What was refused, as the error detail's `refused` names it: `symlink`, `directory` or
+    /// `mode`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FilesOnlyRefusal::Symlink => "symlink",
+            FilesOnlyRefusal::Directory => "directory",
+            FilesOnlyRefusal::Mode(_) => "mode",
+        }
+    }
+
+    /// The error message for the entry at `path`.
+    pub fn message(self, path: &str) -> String {
+        let what = match self {
+            FilesOnlyRefusal::Symlink => "a symbolic link".to_owned(),
+            FilesOnlyRefusal::Directory => "a directory entry".to_owned(),
+            FilesOnlyRefusal::Mode(m) => format!("mode {m:#o} (only {:#o})", Kind::File.default_mode()),
+        };
+        format!("{path}: this workspace stores plain files only (files_only): {what} is not stored")
+    }
+}
+
 /// What a backend stores besides regular files' bytes: the seed's `mounted.capabilities`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Capabilities {
     /// `postgres` or `storage`.
     pub backend: &'static str,
-    /// `posix-tree`: kinds, modes and times (the seed's text-only backend said `utf8-text-tree`).
+    /// `posix-tree`: kinds, modes and times; `file-tree`: plain files only (see
+    /// [`Capabilities::files_only`]; the seed's text-only backend said `utf8-text-tree`).
     pub content: &'static str,
     pub durable_empty_directories: bool,
     pub modes: bool,
@@ -203,6 +249,20 @@ impl Capabilities {
             durable_empty_directories: true,
             modes: true,
             symbolic_links: true,
+            times: true,
+        }
+    }
+
+    /// A workspace that stores plain files only (a Postgres workspace created with
+    /// `files_only`): no symbolic links, no directory entries, every file `0o644`; times are
+    /// still kept.
+    pub const fn files_only(backend: &'static str) -> Self {
+        Capabilities {
+            backend,
+            content: "file-tree",
+            durable_empty_directories: false,
+            modes: false,
+            symbolic_links: false,
             times: true,
         }
     }
@@ -246,6 +306,28 @@ mod tests {
         assert_eq!(Kind::File.git_mode(0o755), "100755");
         assert_eq!(Kind::File.git_mode(0o600), "100644");
         assert_eq!(Kind::Symlink.git_mode(0o777), "120000");
+    }
+
+    #[test]
+    fn files_only_refuses_all_but_plain_files() {
+        assert_eq!(files_only_refusal(Kind::File, 0o644), None);
+        assert_eq!(
+            files_only_refusal(Kind::File, 0o755),
+            Some(FilesOnlyRefusal::Mode(0o755))
+        );
+        assert_eq!(
+            files_only_refusal(Kind::File, 0o600),
+            Some(FilesOnlyRefusal::Mode(0o600))
+        );
+        assert_eq!(
+            files_only_refusal(Kind::Symlink, 0o777),
+            Some(FilesOnlyRefusal::Symlink)
+        );
+        assert_eq!(
+            files_only_refusal(Kind::Directory, 0o755),
+            Some(FilesOnlyRefusal::Directory)
+        );
+        assert!(FilesOnlyRefusal::Mode(0o755).message("/a").contains("0o755"));
     }
 
     proptest! {

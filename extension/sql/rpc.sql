@@ -43,10 +43,10 @@ $$;
 -- through a tuplestore, which writes an answer larger than work_mem (a snapshot of 1,000 files
 -- of 4 KiB is 4.4 MB) to a temporary file on every call; PL/pgSQL returns the datum as it is.
 
-CREATE FUNCTION public.supabash_create_workspace(label text DEFAULT NULL) RETURNS jsonb
-LANGUAGE sql VOLATILE SECURITY DEFINER
+CREATE FUNCTION public.supabash_create_workspace(label text DEFAULT NULL, files_only boolean DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._write('create_workspace', json_build_object('label', label))
+  SELECT supabash._write('create_workspace', json_build_object('label', label, 'files_only', files_only))
 $$;
 
 CREATE FUNCTION public.supabash_fork(

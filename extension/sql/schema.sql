@@ -83,6 +83,10 @@ CREATE TABLE supabash.workspaces (
   -- Counts applied redactions (extension/src/redact.rs). A commit must send the epoch its
   -- staged tree was loaded at, so a tree loaded before a redaction cannot commit again.
   redaction_epoch bigint NOT NULL DEFAULT 0 CONSTRAINT workspaces_redaction_epoch_check CHECK (redaction_epoch >= 0),
+  -- Plain files only (issue 24; supabash_create_workspace's files_only, inherited by forks):
+  -- a commit holding a symbolic link, a directory entry or a file mode other than 0o644 is
+  -- refused whole with SUPABASH_UNSUPPORTED_CONTENT (extension/src/rpc/commit.rs).
+  files_only    boolean NOT NULL DEFAULT false,
   CHECK ((head_revision IS NULL) = (head_position IS NULL)),
   CHECK ((fork_of IS NULL) = (fork_position IS NULL) AND (fork_of IS NULL) = (fork_revision IS NULL))
 );

@@ -136,6 +136,21 @@ REVOKE ALL ON FUNCTION public.supabash_load_documents(text, text[], text, text) 
 ALTER FUNCTION public.supabash_load_documents(text, text[], text, text) OWNER TO supabash_owner;
 GRANT EXECUTE ON FUNCTION public.supabash_load_documents(text, text[], text, text) TO authenticated, service_role;
 
+-- Plain-files-only workspaces (issue 24): the seed's text-only behaviour as an option fixed
+-- at creation (supabash_create_workspace's files_only, inherited by forks): a commit holding a
+-- symbolic link, a directory entry or a file mode other than 0o644 is refused whole with
+-- SUPABASH_UNSUPPORTED_CONTENT. Existing workspaces keep everything (false).
+ALTER TABLE supabash.workspaces ADD COLUMN files_only boolean NOT NULL DEFAULT false;
+DROP FUNCTION public.supabash_create_workspace(text);
+CREATE FUNCTION public.supabash_create_workspace(label text DEFAULT NULL, files_only boolean DEFAULT NULL)
+RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+  SELECT supabash._write('create_workspace', json_build_object('label', label, 'files_only', files_only))
+$$;
+REVOKE ALL ON FUNCTION public.supabash_create_workspace(text, boolean) FROM PUBLIC, anon, service_role;
+ALTER FUNCTION public.supabash_create_workspace(text, boolean) OWNER TO supabash_owner;
+GRANT EXECUTE ON FUNCTION public.supabash_create_workspace(text, boolean) TO authenticated;
+
 -- Database answers (issue 25).
 
 -- One path's versions (extension/src/rpc/path_history.rs): the entries' primary key is by

@@ -16,6 +16,9 @@ pub struct WorkspaceCreated {
     pub created_at: String,
     /// Always null: a new workspace has no revision.
     pub head_revision: Option<String>,
+    /// Whether it stores plain files only (see `CreateWorkspace::files_only`).
+    #[serde(default)]
+    pub files_only: bool,
 }
 
 /// `supabash_fork`: the new workspace and its first revision.
@@ -57,6 +60,9 @@ pub struct WorkspaceInfo {
     pub store_id: String,
     /// Plain bytes of the distinct contents in that store (shared by the whole family).
     pub store_bytes: i64,
+    /// Whether it stores plain files only (see `CreateWorkspace::files_only`).
+    #[serde(default)]
+    pub files_only: bool,
 }
 
 /// `supabash_list_workspaces`: a page of workspaces and the cursor of the next, if any.
@@ -134,6 +140,10 @@ pub struct Tree {
     /// before it is refused (`SUPABASH_RESTORE_CROSSES_REDACTION`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_floor: Option<i64>,
+    /// Present (`true`) when the workspace stores plain files only (see
+    /// `CreateWorkspace::files_only`): what the opened workspace's capabilities report.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub files_only: bool,
 }
 
 /// `supabash_load_document`: one file with its body, and the revision it was read at.

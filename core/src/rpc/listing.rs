@@ -59,6 +59,9 @@ pub struct DirectoryPage {
     #[serde(default)]
     pub redaction_epoch: i64,
     pub restore_floor: Option<i64>,
+    /// As in the manifest: present (`true`) when the workspace stores plain files only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub files_only: bool,
     /// With `totals`: files and rendered bytes of the whole tree at the revision.
     pub tree_files: Option<i64>,
     pub tree_bytes: Option<i64>,

@@ -52,4 +52,7 @@ pub struct ManifestChanges {
     #[serde(default)]
     pub redaction_epoch: i64,
     pub restore_floor: Option<i64>,
+    /// As in the manifest: present (`true`) when the workspace stores plain files only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub files_only: bool,
 }

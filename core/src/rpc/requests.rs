@@ -24,6 +24,11 @@ request! {
     pub struct CreateWorkspace {
         /// A name for people (1 to 256 bytes), shown by `supabash_list_workspaces`.
         pub label: Option<String>,
+        /// `true`: the workspace stores plain files only (the seed's text-only behaviour): a
+        /// commit holding a symbolic link, a directory entry or a mode other than
+        /// [`crate::posix::Kind::default_mode`] of a file (`0o644`) is refused whole with
+        /// `UNSUPPORTED_CONTENT`. Fixed at creation; forks inherit it. Default `false`.
+        pub files_only: Option<bool>,
     }
 }
 

@@ -36,6 +36,10 @@ pub struct Schema {
     /// Revisions keep their tree's file and byte totals (issue 25: `revisions.tree_files`,
     /// `tree_bytes`), written at commit. On 0.5.0 a lazy open's totals are counted by scan.
     pub revision_totals: bool,
+    /// Workspaces may store plain files only (issue 24: `workspaces.files_only`, set by
+    /// `supabash_create_workspace`'s `files_only`). On 0.5.0 every workspace keeps what the
+    /// schema stores, and asking for the option is refused with `SUPABASH_SCHEMA_OUTDATED`.
+    pub files_only_option: bool,
 }
 
 impl Schema {
@@ -52,6 +56,7 @@ impl Schema {
                 realtime_broadcast: has_namespace(c"realtime")
                     && has_function(c"supabash._broadcast(text,text,jsonb)"),
                 revision_totals: has_column(c"revisions", c"tree_files"),
+                files_only_option: has_column(c"workspaces", c"files_only"),
             });
         }
         Err(Fail::new(

@@ -439,6 +439,7 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     let audit = crate::store::audit::prepare(&req.audit.take().unwrap_or_default())?;
     let (changes, new_bytes) = hash_changes(changes);
     check_schema(call, &changes)?;
+    check_files_only(call, &ws, &changes)?;
     check_redaction(&ws, &ctx, locked.redaction_epoch)?;
     let recorded = recorded_as(&mut ctx, locked.delegation.clone())?;
     let request_hash = request_hash(&ws, &ctx, &recorded.actor, &changes, audit.as_ref());
@@ -533,6 +534,41 @@ fn check_schema(call: &Call, changes: &[Hashed]) -> Outcome<()> {
         Marker::SchemaOutdated,
         "this database's supabash schema (0.5.0) stores regular files only: symbolic links, directories and modes need 0.6.0; run ALTER EXTENSION supabash UPDATE",
     ))
+}
+
+/// Refuses, in a workspace created `files_only`, the whole commit when a change holds a
+/// symbolic link, a directory entry or a file mode other than 0o644
+/// (`supabash_core::posix::files_only_refusal`), with `SUPABASH_UNSUPPORTED_CONTENT` naming the
+/// path and what was refused. The option is read only when such a change is present.
+fn check_files_only(call: &Call, ws: &str, changes: &[Hashed]) -> Outcome<()> {
+    let refusal = |c: &Hashed| {
+        let (path, kind, mode) = match c {
+            Hashed::Upsert { path, after } => (path, after.kind, after.mode),
+            Hashed::Move {
+                path,
+                after: Some(after),
+                ..
+            } => (path, after.kind, after.mode),
+            Hashed::Setattr {
+                path,
+                mode: Some(mode),
+                ..
+            } => (path, Kind::File, *mode),
+            _ => return None,
+        };
+        supabash_core::posix::files_only_refusal(kind, mode).map(|r| (path, r))
+    };
+    let Some((path, refused)) = changes.iter().find_map(refusal) else {
+        return Ok(());
+    };
+    if !crate::store::workspaces::files_only(call.schema, ws)? {
+        return Ok(());
+    }
+    let mut detail = json!({ "path": path, "refused": refused.as_str() });
+    if let supabash_core::posix::FilesOnlyRefusal::Mode(mode) = refused {
+        detail["mode"] = json!(mode);
+    }
+    Err(Fail::new(Marker::UnsupportedContent, refused.message(path)).with_detail(detail))
 }
 
 /// Who a commit is recorded under, and what its grant lets it do.

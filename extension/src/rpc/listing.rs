@@ -166,6 +166,7 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     };
     Ok(DirectoryPage {
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
+        files_only: crate::store::workspaces::files_only(call.schema, &ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,

@@ -132,6 +132,7 @@ pub fn load_manifest(call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
     Ok(Tree {
         files: files(files_at(call.schema, &ws, position, None, false)?),
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
+        files_only: crate::store::workspaces::files_only(call.schema, &ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,
@@ -173,6 +174,7 @@ pub fn load_snapshot(call: &Call, req: rq::LoadSnapshot) -> Outcome<Tree> {
     };
     Ok(Tree {
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
+        files_only: crate::store::workspaces::files_only(call.schema, &ws.id)?,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,

@@ -29,11 +29,18 @@ fn check_label(label: Option<&str>) -> Outcome<()> {
 }
 
 /// `supabash_create_workspace`: a new, empty workspace owned by the caller, its own body store.
-pub fn create_workspace(_call: &Call, req: rq::CreateWorkspace) -> Outcome<WorkspaceCreated> {
+pub fn create_workspace(call: &Call, req: rq::CreateWorkspace) -> Outcome<WorkspaceCreated> {
     let owner = access::caller()?;
     check_label(req.label.as_deref())?;
+    let files_only = req.files_only.unwrap_or(false);
+    if files_only && !call.schema.files_only_option {
+        return Err(Fail::new(
+            Marker::SchemaOutdated,
+            "files_only workspaces need supabash 0.6.0: run ALTER EXTENSION supabash UPDATE",
+        ));
+    }
     usage::check_new_workspace(&owner)?;
-    let created = workspaces::insert(&owner, req.label)?
+    let created = workspaces::insert(call.schema, &owner, req.label, files_only)?
         .ok_or_else(|| Fail::new(Marker::WorkspaceDenied, "the workspace was not created"))?;
     usage::open_usage(&created.workspace_id, &owner)?;
     Ok(created)
@@ -50,7 +57,7 @@ pub fn fork(call: &Call, req: rq::Fork) -> Outcome<WorkspaceForked> {
     let actor = access::recorded_actor(src.delegation.as_ref(), req.actor.clone())?;
     usage::check_new_workspace(&src.owner)?;
     let (id, created_at, head) =
-        workspaces::insert_fork(&src, req.label.clone(), &revision, position)?;
+        workspaces::insert_fork(call.schema, &src, req.label.clone(), &revision, position)?;
     let forked_from = ForkedFrom {
         workspace_id: src.id.clone(),
         revision,
@@ -210,12 +217,12 @@ fn remove(id: &str, source: Option<String>, reclaimed: &mut Reclaimed) -> Outcom
 }
 
 /// `supabash_list_workspaces`: the caller's workspaces (not deleted ones), oldest first.
-pub fn list_workspaces(_call: &Call, req: rq::ListWorkspaces) -> Outcome<WorkspacePage> {
+pub fn list_workspaces(call: &Call, req: rq::ListWorkspaces) -> Outcome<WorkspacePage> {
     let owner = access::caller()?;
     let limit = args::page_size(req.page_size, DEFAULT_WORKSPACE_PAGE, MAX_WORKSPACE_PAGE)?;
     let after = args::uuid_opt("cursor", req.cursor.as_deref())?;
     // Pages follow (created_at, id); the cursor names the last workspace of the previous page.
-    let mut page = workspaces::page(&owner, after.clone(), limit + 1)?;
+    let mut page = workspaces::page(call.schema, &owner, after.clone(), limit + 1)?;
     if let Some(cursor) = &after {
         if !workspaces::owned_by(cursor, &owner)? {
             return Err(Fail::new(

@@ -3,44 +3,90 @@
 
 use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
+use crate::pg::schema::Schema;
 use crate::store::access::Workspace;
 use crate::store::lineage;
 use supabash_core::rpc::verify::IdleWorkspace;
 use supabash_core::rpc::{ForkedFrom, WorkspaceCreated, WorkspaceInfo};
 use supabash_core::Marker;
 
-/// Inserts a new, empty workspace of `owner`, its own body store.
-pub fn insert(owner: &str, label: Option<String>) -> Outcome<Option<WorkspaceCreated>> {
+/// Inserts a new, empty workspace of `owner`, its own body store, storing plain files only
+/// when `files_only` (a schema without the column is never asked to: see `create_workspace`).
+pub fn insert(
+    schema: Schema,
+    owner: &str,
+    label: Option<String>,
+    files_only: bool,
+) -> Outcome<Option<WorkspaceCreated>> {
+    let created = |r: &db::Row| {
+        Ok(WorkspaceCreated {
+            workspace_id: db::get(r, 1)?,
+            created_at: db::get(r, 2)?,
+            head_revision: None,
+            files_only,
+        })
+    };
+    if !schema.files_only_option {
+        return db::row(
+            "INSERT INTO supabash.workspaces (id, owner_id, store_id, label)
+             SELECT g, $1::uuid, g, $2 FROM gen_random_uuid() AS g
+             RETURNING id::text, supabash.utc_text(created_at)",
+            &[owner.into(), label.into()],
+            created,
+        );
+    }
     db::row(
-        "INSERT INTO supabash.workspaces (id, owner_id, store_id, label)
-         SELECT g, $1::uuid, g, $2 FROM gen_random_uuid() AS g
+        "INSERT INTO supabash.workspaces (id, owner_id, store_id, label, files_only)
+         SELECT g, $1::uuid, g, $2, $3 FROM gen_random_uuid() AS g
          RETURNING id::text, supabash.utc_text(created_at)",
-        &[owner.into(), label.into()],
-        |r| {
-            Ok(WorkspaceCreated {
-                workspace_id: db::get(r, 1)?,
-                created_at: db::get(r, 2)?,
-                head_revision: None,
-            })
-        },
+        &[owner.into(), label.into(), files_only.into()],
+        created,
     )
+}
+
+/// Whether workspace `id` stores plain files only (always false on a schema without the
+/// option).
+pub fn files_only(schema: Schema, id: &str) -> Outcome<bool> {
+    if !schema.files_only_option {
+        return Ok(false);
+    }
+    Ok(db::query_row(
+        "SELECT files_only FROM supabash.workspaces WHERE id = $1::uuid",
+        &[id.into()],
+        |r| db::get::<bool>(r, 1),
+    )?
+    .unwrap_or(false))
 }
 
 /// Inserts the fork's workspace row (same owner and body store, reading `src` at `position`)
 /// with its first revision as head: its id, creation time and head revision.
 pub fn insert_fork(
+    schema: Schema,
     src: &Workspace,
     label: Option<String>,
     revision: &str,
     position: i64,
 ) -> Outcome<(String, String, String)> {
-    db::row(
-        "INSERT INTO supabash.workspaces
+    // A fork stores what its source stores: it starts from the source's tree.
+    const INHERITING: &str = "INSERT INTO supabash.workspaces
+                (id, owner_id, store_id, label, fork_of, fork_revision, fork_position,
+                 head_revision, head_position, files_only)
+         SELECT g, $1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, gen_random_uuid(), $7,
+                (SELECT s.files_only FROM supabash.workspaces s WHERE s.id = $4::uuid)
+           FROM gen_random_uuid() AS g
+         RETURNING id::text, supabash.utc_text(created_at), head_revision::text";
+    const PLAIN: &str = "INSERT INTO supabash.workspaces
                 (id, owner_id, store_id, label, fork_of, fork_revision, fork_position,
                  head_revision, head_position)
          SELECT g, $1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, gen_random_uuid(), $7
            FROM gen_random_uuid() AS g
-         RETURNING id::text, supabash.utc_text(created_at), head_revision::text",
+         RETURNING id::text, supabash.utc_text(created_at), head_revision::text";
+    db::row(
+        if schema.files_only_option {
+            INHERITING
+        } else {
+            PLAIN
+        },
         &[
             src.owner.as_str().into(),
             src.store.as_str().into(),
@@ -95,17 +141,31 @@ pub fn hidden_and_source(id: &str) -> Outcome<Option<(bool, Option<String>)>> {
 
 /// Up to `limit` live workspaces of `owner` after workspace `after`, in (created_at, id)
 /// order, with their store's bytes.
-pub fn page(owner: &str, after: Option<String>, limit: i64) -> Outcome<Vec<WorkspaceInfo>> {
+pub fn page(
+    schema: Schema,
+    owner: &str,
+    after: Option<String>,
+    limit: i64,
+) -> Outcome<Vec<WorkspaceInfo>> {
+    // Without the column (0.5.0) every workspace keeps what the schema stores.
+    let files_only = if schema.files_only_option {
+        "w.files_only"
+    } else {
+        "false"
+    };
     db::query(
-        "WITH c AS (SELECT created_at, id FROM supabash.workspaces WHERE id = $2::uuid)
+        &format!(
+            "WITH c AS (SELECT created_at, id FROM supabash.workspaces WHERE id = $2::uuid)
          SELECT w.id::text, w.label, w.head_revision::text, w.head_position,
                 supabash.utc_text(w.created_at), supabash.utc_text(w.updated_at),
                 w.fork_of::text, w.fork_revision::text, w.store_id::text,
-                coalesce((SELECT u.body_bytes FROM supabash.usage u WHERE u.workspace_id = w.store_id), 0)
+                coalesce((SELECT u.body_bytes FROM supabash.usage u WHERE u.workspace_id = w.store_id), 0),
+                {files_only}
            FROM supabash.workspaces w
           WHERE w.owner_id = $1::uuid AND w.deleted_at IS NULL
             AND ($2::uuid IS NULL OR (w.created_at, w.id) > (SELECT created_at, id FROM c))
-          ORDER BY w.created_at, w.id LIMIT $3",
+          ORDER BY w.created_at, w.id LIMIT $3"
+        ),
         &[owner.into(), after.into(), limit.into()],
         |r| {
             let forked_from = ForkedFrom::from_columns(db::opt(r, 7)?, db::opt(r, 8)?);
@@ -119,6 +179,7 @@ pub fn page(owner: &str, after: Option<String>, limit: i64) -> Outcome<Vec<Works
                 forked_from,
                 store_id: db::get(r, 9)?,
                 store_bytes: db::get(r, 10)?,
+                files_only: db::get(r, 11)?,
             })
         },
     )
