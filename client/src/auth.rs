@@ -270,9 +270,10 @@ impl Workspace {
         headers: &HeaderMap,
         config: &SupabaseConfig,
         limits: Limits,
+        files_only: bool,
     ) -> Result<(Session, Workspace)> {
         let session = verify_request(headers, config).await?;
-        let ws = Workspace::create(config.transport(&session), limits).await?;
+        let ws = Workspace::create(config.transport(&session), limits, files_only).await?;
         Ok((session, ws))
     }
 }

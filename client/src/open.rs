@@ -66,6 +66,8 @@ pub(crate) struct LazyBase {
     pub totals: (u64, u64),
     pub redaction_epoch: i64,
     pub restore_floor: Option<i64>,
+    /// The workspace stores plain files only.
+    pub files_only: bool,
 }
 
 /// Lists a workspace's directories over a transport.
@@ -137,12 +139,14 @@ impl RemoteDirectories {
             return Ok(None);
         }
         let (redaction_epoch, restore_floor) = (first.redaction_epoch, first.restore_floor);
+        let files_only = first.files_only;
         Ok(Some(LazyBase {
             revision,
             root: self.complete(first).await?,
             totals: (files.max(0) as u64, bytes.max(0) as u64),
             redaction_epoch,
             restore_floor,
+            files_only,
         }))
     }
 }
@@ -167,6 +171,7 @@ pub struct WorkspaceBuilder<S = Arc<dyn Transport>> {
     actor: Option<String>,
     mode: OpenMode,
     manifests: Option<ManifestCache>,
+    files_only: bool,
 }
 
 /// The source of a [`WorkspaceBuilder`] made by [`Workspace::builder_from_request`].
@@ -203,7 +208,18 @@ impl<S> WorkspaceBuilder<S> {
             actor: None,
             mode: OpenMode::Auto,
             manifests: None,
+            files_only: false,
         }
+    }
+
+    /// `create` makes a workspace that stores plain files only (the seed's text-only
+    /// behaviour): a commit holding a symbolic link, a directory entry or a file mode other
+    /// than 0o644 is refused whole with `UNSUPPORTED_CONTENT`, never dropped. Fixed at
+    /// creation; forks inherit it; [`Workspace::capabilities`] reports it. Needs a 0.6.0
+    /// database (`SCHEMA_OUTDATED` before). Not used by `open`.
+    pub fn files_only(mut self, files_only: bool) -> Self {
+        self.files_only = files_only;
+        self
     }
 
     /// How `open` loads the tree (default [`OpenMode::Auto`]).
@@ -274,7 +290,7 @@ impl WorkspaceBuilder {
 
     /// Creates a new, empty workspace owned by the caller and opens it.
     pub async fn create(self) -> Result<Workspace> {
-        let ws = Workspace::create(self.source.clone(), self.limits.clone()).await?;
+        let ws = Workspace::create(self.source.clone(), self.limits.clone(), self.files_only).await?;
         Ok(self.apply(ws))
     }
 
@@ -297,7 +313,8 @@ impl WorkspaceBuilder<Request<'_>> {
     pub async fn create(self) -> Result<(Session, Workspace)> {
         let Request { headers, config } = self.source;
         let (session, ws) =
-            Workspace::create_from_request(headers, config, self.limits.clone()).await?;
+            Workspace::create_from_request(headers, config, self.limits.clone(), self.files_only)
+                .await?;
         Ok((session, self.apply(ws)))
     }
 

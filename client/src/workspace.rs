@@ -42,6 +42,8 @@ pub struct Workspace {
     /// The actions staged with the tree (see `crate::audit`).
     audit: AuditQueue,
     observer: Option<OperationObserver>,
+    /// The workspace stores plain files only (created `files_only`; see [`Self::capabilities`]).
+    files_only: bool,
 }
 
 /// A commit whose outcome is unknown: what a retry must send again to be the same request.
@@ -357,6 +359,8 @@ struct Base {
     entries: Vec<BaseEntry>,
     redaction_epoch: i64,
     restore_floor: Option<i64>,
+    /// The workspace stores plain files only.
+    files_only: bool,
 }
 
 impl Base {
@@ -378,6 +382,7 @@ impl Base {
             entries,
             redaction_epoch: manifest.redaction_epoch,
             restore_floor: manifest.restore_floor,
+            files_only: manifest.files_only,
         })
     }
 }
@@ -433,14 +438,26 @@ impl Base {
             entries: Arc::unwrap_or_clone(entries),
             redaction_epoch: changes.redaction_epoch,
             restore_floor: changes.restore_floor,
+            files_only: changes.files_only,
         }))
     }
 }
 
 impl Workspace {
-    /// Creates a new, empty workspace owned by the caller and opens it.
-    pub(crate) async fn create(transport: Arc<dyn Transport>, limits: Limits) -> Result<Self> {
-        let created = call(transport.as_ref(), &rq::CreateWorkspace { label: None }).await?;
+    /// Creates a new, empty workspace owned by the caller (storing plain files only when
+    /// `files_only`) and opens it.
+    pub(crate) async fn create(
+        transport: Arc<dyn Transport>,
+        limits: Limits,
+        files_only: bool,
+    ) -> Result<Self> {
+        let request = rq::CreateWorkspace {
+            label: None,
+            files_only: files_only.then_some(true),
+        };
+        let created = call(transport.as_ref(), &request)
+            .await
+            .map_err(|e| if files_only { files_only_outdated(e) } else { e })?;
         Self::open(transport, &created.workspace_id, limits).await
     }
 
@@ -490,7 +507,8 @@ impl Workspace {
                 tree,
                 (epoch, floor),
                 limits,
-            ));
+            )
+            .storing_files_only(lazy.files_only));
         }
         let base = Base::load(transport.as_ref(), workspace_id, None).await?;
         if let (Some(cache), Some(revision)) = (manifests, &base.revision) {
@@ -520,6 +538,14 @@ impl Workspace {
         let tree = StagedTree::from_base(base.revision, base.entries, Some(source), limits.clone());
         let fences = (base.redaction_epoch, base.restore_floor);
         Self::with_tree(transport, workspace_id, tree, fences, limits)
+            .storing_files_only(base.files_only)
+    }
+
+    /// Marks the workspace as storing plain files only (what its open answer said): the
+    /// capabilities say so and a commit is checked before it is sent.
+    fn storing_files_only(mut self, files_only: bool) -> Self {
+        self.files_only = files_only;
+        self
     }
 
     /// A workspace over `tree` (loaded from `workspace_id` at redaction epoch and restore
@@ -544,6 +570,7 @@ impl Workspace {
             }),
             audit: AuditQueue::default(),
             observer: None,
+            files_only: false,
         }
     }
 
@@ -583,11 +610,17 @@ impl Workspace {
         self.pending().redaction_epoch
     }
 
-    /// What the Postgres backend stores (the seed's `mounted.capabilities`): files, symbolic
-    /// links, empty directories, modes and times (a 0.5.0 database refuses all but files with
-    /// `SUPABASH_SCHEMA_OUTDATED` until it is upgraded).
+    /// What the Postgres backend stores for this workspace (the seed's `mounted.capabilities`):
+    /// files, symbolic links, empty directories, modes and times (a 0.5.0 database refuses all
+    /// but files with `SUPABASH_SCHEMA_OUTDATED` until it is upgraded); a workspace created
+    /// `files_only` stores plain files (mode 0o644) and times only, and refuses the rest with
+    /// `UNSUPPORTED_CONTENT`.
     pub fn capabilities(&self) -> supabash_core::posix::Capabilities {
-        supabash_core::posix::Capabilities::posix("postgres")
+        if self.files_only {
+            supabash_core::posix::Capabilities::files_only("postgres")
+        } else {
+            supabash_core::posix::Capabilities::posix("postgres")
+        }
     }
 
     /// The staged tree the agent edits.
@@ -685,6 +718,24 @@ impl Workspace {
         result
     }
 
+    /// In a files-only workspace, refuses before the network a commit the server would refuse
+    /// (`UNSUPPORTED_CONTENT` with the path, as the server's refusal has it).
+    fn check_files_only(&self, changes: &[WireChange]) -> Result<()> {
+        if !self.files_only {
+            return Ok(());
+        }
+        for c in changes {
+            if let Some(refused) = c.files_only_refusal() {
+                return Err(SupabashError::new(
+                    ErrorCode::UnsupportedContent,
+                    refused.message(&c.path),
+                )
+                .with_path(&c.path));
+            }
+        }
+        Ok(())
+    }
+
     /// The commit of [`Self::commit`]: the staged changes sent as one request, which a retry
     /// after an unknown outcome repeats exactly.
     async fn commit_staged(
@@ -697,6 +748,7 @@ impl Workspace {
         let guard = InFlight(&self.tree);
         self.tree.check_limits()?;
         let planned = self.tree.wire_changes(self.codec.as_ref()).await?;
+        self.check_files_only(&planned.wire)?;
         let (mut request, lease) = self.commit_request(options, planned.wire, metadata);
         counts.changes = request.changes.len();
         let (fingerprint, transaction_id) = self.identify_commit(&mut request);
@@ -1387,4 +1439,22 @@ fn no_lease() -> SupabashError {
 /// A lease TTL in whole seconds (the bounds are checked with the request).
 fn lease_seconds(ttl: Duration) -> Result<i32> {
     i32::try_from(ttl.as_secs()).map_err(|_| lease_field(rq::LeaseFieldError::Ttl(i32::MAX)))
+}
+
+/// A 0.5.0 database has no `files_only` parameter (its `supabash_create_workspace` takes a
+/// label alone): the "function not found" it answers becomes the upgrade hint the extension
+/// gives for features of a newer schema.
+fn files_only_outdated(e: SupabashError) -> SupabashError {
+    let missing = std::error::Error::source(&e)
+        .and_then(|s| s.downcast_ref::<crate::rpc_error::RpcError>())
+        .and_then(|r| r.code.as_deref())
+        .is_some_and(|c| matches!(c, "PGRST202" | "42883"));
+    if !missing {
+        return e;
+    }
+    SupabashError::new(
+        ErrorCode::Backend,
+        "SUPABASH_SCHEMA_OUTDATED: files_only workspaces need supabash 0.6.0: run ALTER EXTENSION supabash UPDATE",
+    )
+    .with_source(e)
 }

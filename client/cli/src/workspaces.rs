@@ -41,6 +41,11 @@ pub struct CreateArgs {
     /// A name for people (1 to 256 bytes), shown by `supabash workspaces`.
     #[arg(long)]
     pub label: Option<String>,
+    /// Store plain files only (the text-only behaviour): a commit holding a symbolic link, a
+    /// directory entry or a mode other than 0644 is refused with UNSUPPORTED_CONTENT. Fixed at
+    /// creation; forks inherit it.
+    #[arg(long)]
+    pub files_only: bool,
     /// Print the answer as JSON.
     #[arg(long)]
     pub json: bool,
@@ -52,7 +57,10 @@ pub async fn create(args: CreateArgs) -> Result<(), BoxError> {
     let transport = args.connect.connect().await?;
     let created = call(
         transport.as_ref(),
-        &rq::CreateWorkspace { label: args.label },
+        &rq::CreateWorkspace {
+            label: args.label,
+            files_only: args.files_only.then_some(true),
+        },
     )
     .await?;
     if args.json {
@@ -121,13 +129,15 @@ pub async fn list(args: ListArgs) -> Result<(), BoxError> {
             .forked_from
             .map(|f| format!(" forked from {}@{}", f.workspace_id, f.revision))
             .unwrap_or_default();
+        let files_only = if w.files_only { "  files only" } else { "" };
         println!(
-            "{}  {}  head {}  {} bytes stored{}",
+            "{}  {}  head {}  {} bytes stored{}{}",
             w.workspace_id,
             w.label.as_deref().unwrap_or("-"),
             w.head_position.map_or("-".to_owned(), |p| p.to_string()),
             w.store_bytes,
-            forked
+            forked,
+            files_only
         );
     }
     Ok(())

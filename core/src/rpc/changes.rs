@@ -86,6 +86,19 @@ impl WireChange {
         }
     }
 
+    /// What a files-only workspace refuses of this change ([`posix::files_only_refusal`]):
+    /// the client checks before sending what the server checks again. A `setattr` applies to
+    /// a file (nothing else is stored there); a delete and a time alone are never refused.
+    pub fn files_only_refusal(&self) -> Option<posix::FilesOnlyRefusal> {
+        let kind = self.kind.unwrap_or_default();
+        let mode = match (self.op, self.mode) {
+            (Op::Delete, _) | (Op::Setattr, None) => return None,
+            (_, Some(mode)) => mode,
+            (_, None) => i64::from(kind.default_mode()),
+        };
+        posix::files_only_refusal(kind, u32::try_from(mode).unwrap_or(u32::MAX))
+    }
+
     /// Sets the mode and/or time of `path`, keeping its content.
     pub fn setattr(path: &str, mode: Option<u32>, mtime_ns: Option<i64>) -> Self {
         let mut c = Self::new(Op::Setattr, path, None, None);

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
-use supabash_core::posix::Kind;
+use supabash_core::posix::{files_only_refusal, FilesOnlyRefusal, Kind};
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{
     parse_changes, Change, ChangeError, CommitResult, Content, Receipt, ReceiptLine,
@@ -80,6 +80,26 @@ impl Hashed {
             Hashed::Delete { .. } => false,
             Hashed::Setattr { .. } => true,
         }
+    }
+
+    /// The path and what a files-only workspace refuses of this change, if anything (a
+    /// `setattr` applies to a file: nothing else is stored there).
+    fn files_only_refusal(&self) -> Option<(&str, FilesOnlyRefusal)> {
+        let (path, kind, mode) = match self {
+            Hashed::Upsert { path, after }
+            | Hashed::Move {
+                path,
+                after: Some(after),
+                ..
+            } => (path, after.kind, after.mode),
+            Hashed::Setattr {
+                path,
+                mode: Some(mode),
+                ..
+            } => (path, Kind::File, *mode),
+            _ => return None,
+        };
+        files_only_refusal(kind, mode).map(|r| (path.as_str(), r))
     }
 }
 
@@ -541,31 +561,14 @@ fn check_schema(call: &Call, changes: &[Hashed]) -> Outcome<()> {
 /// (`supabash_core::posix::files_only_refusal`), with `SUPABASH_UNSUPPORTED_CONTENT` naming the
 /// path and what was refused. The option is read only when such a change is present.
 fn check_files_only(call: &Call, ws: &str, changes: &[Hashed]) -> Outcome<()> {
-    let refusal = |c: &Hashed| {
-        let (path, kind, mode) = match c {
-            Hashed::Upsert { path, after } => (path, after.kind, after.mode),
-            Hashed::Move {
-                path,
-                after: Some(after),
-                ..
-            } => (path, after.kind, after.mode),
-            Hashed::Setattr {
-                path,
-                mode: Some(mode),
-                ..
-            } => (path, Kind::File, *mode),
-            _ => return None,
-        };
-        supabash_core::posix::files_only_refusal(kind, mode).map(|r| (path, r))
-    };
-    let Some((path, refused)) = changes.iter().find_map(refusal) else {
+    let Some((path, refused)) = changes.iter().find_map(Hashed::files_only_refusal) else {
         return Ok(());
     };
     if !crate::store::workspaces::files_only(call.schema, ws)? {
         return Ok(());
     }
     let mut detail = json!({ "path": path, "refused": refused.as_str() });
-    if let supabash_core::posix::FilesOnlyRefusal::Mode(mode) = refused {
+    if let FilesOnlyRefusal::Mode(mode) = refused {
         detail["mode"] = json!(mode);
     }
     Err(Fail::new(Marker::UnsupportedContent, refused.message(path)).with_detail(detail))
