@@ -353,12 +353,19 @@ async fn a_050_schema_refuses_the_option_with_the_upgrade_hint() {
     let plain = Workspace::builder(connect().await).create().await.unwrap();
     assert_eq!(plain.capabilities(), Capabilities::posix("postgres"));
 
-    // The handler itself refuses it (what a 0.6.0 wrapper over a 0.5.0 table would reach).
+    // The handler itself refuses it: a wrapper as 0.6.0's passes the option, called as the
+    // user PostgREST would call it.
+    c.psql(
+        db,
+        "CREATE FUNCTION public.create_files_only() RETURNS jsonb LANGUAGE sql SECURITY DEFINER
+           AS $$ SELECT supabash._write('create_workspace', json_build_object('files_only', true)) $$;
+         GRANT EXECUTE ON FUNCTION public.create_files_only() TO authenticated",
+    );
     let refused = c
         .try_psql(
             db,
             &format!(
-                "SET request.jwt.claims = '{}'; SELECT supabash._write('create_workspace', json_build_object('files_only', true))",
+                "SET ROLE authenticated; SET request.jwt.claims = '{}'; SELECT public.create_files_only()",
                 user_claims(&user)
             ),
         )
