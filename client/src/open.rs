@@ -290,7 +290,8 @@ impl WorkspaceBuilder {
 
     /// Creates a new, empty workspace owned by the caller and opens it.
     pub async fn create(self) -> Result<Workspace> {
-        let ws = Workspace::create(self.source.clone(), self.limits.clone(), self.files_only).await?;
+        let ws =
+            Workspace::create(self.source.clone(), self.limits.clone(), self.files_only).await?;
         Ok(self.apply(ws))
     }
 

@@ -455,9 +455,13 @@ impl Workspace {
             label: None,
             files_only: files_only.then_some(true),
         };
-        let created = call(transport.as_ref(), &request)
-            .await
-            .map_err(|e| if files_only { files_only_outdated(e) } else { e })?;
+        let created = call(transport.as_ref(), &request).await.map_err(|e| {
+            if files_only {
+                files_only_outdated(e)
+            } else {
+                e
+            }
+        })?;
         Self::open(transport, &created.workspace_id, limits).await
     }
 
@@ -501,14 +505,10 @@ impl Workspace {
                 limits.clone(),
             );
             let (epoch, floor) = (lazy.redaction_epoch, lazy.restore_floor);
-            return Ok(Self::with_tree(
-                transport,
-                workspace_id,
-                tree,
-                (epoch, floor),
-                limits,
-            )
-            .storing_files_only(lazy.files_only));
+            return Ok(
+                Self::with_tree(transport, workspace_id, tree, (epoch, floor), limits)
+                    .storing_files_only(lazy.files_only),
+            );
         }
         let base = Base::load(transport.as_ref(), workspace_id, None).await?;
         if let (Some(cache), Some(revision)) = (manifests, &base.revision) {

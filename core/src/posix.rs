@@ -218,7 +218,9 @@ impl FilesOnlyRefusal {
         let what = match self {
             FilesOnlyRefusal::Symlink => "a symbolic link".to_owned(),
             FilesOnlyRefusal::Directory => "a directory entry".to_owned(),
-            FilesOnlyRefusal::Mode(m) => format!("mode {m:#o} (only {:#o})", Kind::File.default_mode()),
+            FilesOnlyRefusal::Mode(m) => {
+                format!("mode {m:#o} (only {:#o})", Kind::File.default_mode())
+            }
         };
         format!("{path}: this workspace stores plain files only (files_only): {what} is not stored")
     }
@@ -327,7 +329,9 @@ mod tests {
             files_only_refusal(Kind::Directory, 0o755),
             Some(FilesOnlyRefusal::Directory)
         );
-        assert!(FilesOnlyRefusal::Mode(0o755).message("/a").contains("0o755"));
+        assert!(FilesOnlyRefusal::Mode(0o755)
+            .message("/a")
+            .contains("0o755"));
     }
 
     proptest! {

@@ -721,6 +721,18 @@ async fn every_rpc_refuses_every_identity_but_the_owner_and_a_valid_grant() {
                 .call(caller, "supabash_create_workspace", json!({}))
                 .await;
             tally.deny(&format!("{who} → supabash_create_workspace"), r, None);
+            let r = rest
+                .call(
+                    caller,
+                    "supabash_create_workspace",
+                    json!({ "files_only": true }),
+                )
+                .await;
+            tally.deny(
+                &format!("{who} → supabash_create_workspace files_only"),
+                r,
+                None,
+            );
         }
     }
     // An empty grant is a malformed argument.

@@ -30,7 +30,12 @@ async fn head(rest: &mut SqlRpc, who: &Caller, ws: &str) -> Value {
         .unwrap()
 }
 
-async fn commit(rest: &mut SqlRpc, who: &Caller, ws: &str, changes: Value) -> Result<Value, DbError> {
+async fn commit(
+    rest: &mut SqlRpc,
+    who: &Caller,
+    ws: &str,
+    changes: Value,
+) -> Result<Value, DbError> {
     let base = head(rest, who, ws).await["revision"].clone();
     rest.call(
         who,
@@ -95,7 +100,10 @@ async fn a_files_only_workspace_refuses_links_directories_and_modes_storing_noth
     let created = create(&mut rest, &alice, json!({ "files_only": true })).await;
     assert_eq!(created["filesOnly"], json!(true), "{created}");
     let ws = created["workspaceId"].as_str().unwrap().to_owned();
-    assert_eq!(listed(&mut rest, &alice, &ws).await["filesOnly"], json!(true));
+    assert_eq!(
+        listed(&mut rest, &alice, &ws).await["filesOnly"],
+        json!(true)
+    );
 
     // Plain files, an explicit 0o644 and times are stored.
     commit(
@@ -130,7 +138,11 @@ async fn a_files_only_workspace_refuses_links_directories_and_modes_storing_noth
             "{changes}"
         );
     }
-    assert_eq!(head(&mut rest, &alice, &ws).await, before, "nothing committed");
+    assert_eq!(
+        head(&mut rest, &alice, &ws).await,
+        before,
+        "nothing committed"
+    );
     assert_eq!(
         listed(&mut rest, &alice, &ws).await["storeBytes"],
         bytes,
@@ -184,7 +196,10 @@ async fn a_normal_workspace_is_unchanged() {
         let created = create(&mut rest, &alice, args.clone()).await;
         assert_eq!(created["filesOnly"], json!(false), "{args}");
         let ws = created["workspaceId"].as_str().unwrap().to_owned();
-        assert_eq!(listed(&mut rest, &alice, &ws).await["filesOnly"], json!(false));
+        assert_eq!(
+            listed(&mut rest, &alice, &ws).await["filesOnly"],
+            json!(false)
+        );
         commit(
             &mut rest,
             &alice,
@@ -254,7 +269,11 @@ async fn the_client_reports_and_refuses_before_sending() {
         ws.commit(CommitOptions::new("seed")).await.unwrap();
         let base = ws.base_revision();
 
-        for (what, path) in [("symlink", "/l"), ("directory", "/empty"), ("mode", "/a.md")] {
+        for (what, path) in [
+            ("symlink", "/l"),
+            ("directory", "/empty"),
+            ("mode", "/a.md"),
+        ] {
             match what {
                 "symlink" => fs.symlink("a.md", path).await.unwrap(),
                 "directory" => fs.mkdir(path, false).await.unwrap(),
@@ -264,10 +283,18 @@ async fn the_client_reports_and_refuses_before_sending() {
                 .commit(CommitOptions::new("refused"))
                 .await
                 .expect_err(what);
-            assert_eq!(e.code(), ErrorCode::UnsupportedContent, "{via:?} {what}: {e}");
+            assert_eq!(
+                e.code(),
+                ErrorCode::UnsupportedContent,
+                "{via:?} {what}: {e}"
+            );
             assert_eq!(e.path(), Some(path), "{via:?} {what}: {e}");
             assert!(e.message().contains("files_only"), "{via:?} {what}: {e}");
-            assert_eq!(ws.base_revision(), base, "{via:?} {what}: nothing committed");
+            assert_eq!(
+                ws.base_revision(),
+                base,
+                "{via:?} {what}: nothing committed"
+            );
             ws.discard().await.unwrap();
         }
 
@@ -330,7 +357,10 @@ async fn a_050_schema_refuses_the_option_with_the_upgrade_hint() {
     c.psql("postgres", &format!("CREATE DATABASE {db}"));
     c.psql(db, supabash_tests::cluster::BOOTSTRAP_SQL);
     c.psql(db, "CREATE EXTENSION supabash VERSION '0.5.0'");
-    let dsn = format!("host=127.0.0.1 port={} user=authenticator dbname={db}", c.port);
+    let dsn = format!(
+        "host=127.0.0.1 port={} user=authenticator dbname={db}",
+        c.port
+    );
     let user = new_user();
     let connect = || async {
         std::sync::Arc::new(

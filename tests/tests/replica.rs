@@ -188,6 +188,7 @@ async fn every_read_rpc_answers_on_a_streaming_replica_and_writes_are_refused() 
     // Writes on the replica: a clear read-only error, nothing else.
     let writes = [
         ("supabash_create_workspace", json!({})),
+        ("supabash_create_workspace", json!({ "files_only": true })),
         (
             "supabash_commit",
             json!({ "workspace_id": ws, "actor": "a", "base_revision": head,

@@ -92,6 +92,7 @@ fn every_rpc(f: &Fixture) -> Vec<(&'static str, Value)> {
     let ws = &f.ws;
     vec![
         ("supabash_create_workspace", json!({})),
+        ("supabash_create_workspace", json!({ "files_only": true })),
         ("supabash_load_manifest", json!({ "workspace_id": ws })),
         (
             "supabash_load_document",
