@@ -346,6 +346,7 @@ mod tests {
                 .collect(),
             redaction_epoch: 0,
             restore_floor: None,
+            files_only: false,
         }
     }
 
