@@ -1034,3 +1034,25 @@ async fn show_works_on_a_schema_without_notes() {
     assert!(!out.status.success(), "{}", stderr(&out));
     drop(rest);
 }
+
+/// `workspaces create --files-only`: the workspace stores plain files only, and the listing
+/// says so (JSON and lines).
+#[tokio::test]
+async fn workspaces_create_files_only() {
+    let c = Conn::new(Via::Postgres, &new_user());
+    let created = c.json(&["workspaces", "create", "--files-only", "--label", "plain"]);
+    assert_eq!(created["filesOnly"], true, "{created}");
+    let plain = c.json(&["workspaces", "create"]);
+    assert_eq!(plain["filesOnly"], false, "{plain}");
+    let listed = c.json(&["workspaces"]);
+    assert_eq!(listed[0]["filesOnly"], true, "{listed}");
+    assert_eq!(listed[1]["filesOnly"], false, "{listed}");
+    let lines = c.ok(&["workspaces"]);
+    let id = created["workspaceId"].as_str().unwrap();
+    assert!(
+        lines
+            .lines()
+            .any(|l| l.starts_with(id) && l.ends_with("files only")),
+        "{lines}"
+    );
+}
