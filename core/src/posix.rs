@@ -336,6 +336,15 @@ mod tests {
 
     proptest! {
         #[test]
+        fn files_only_stores_exactly_plain_files_with_the_default_mode(
+            kind in prop_oneof![Just(Kind::File), Just(Kind::Symlink), Just(Kind::Directory)],
+            mode in 0u32..=MODE_BITS,
+        ) {
+            let stored = files_only_refusal(kind, mode).is_none();
+            prop_assert_eq!(stored, kind == Kind::File && mode == 0o644);
+        }
+
+        #[test]
         fn a_mode_is_accepted_exactly_within_the_bits(mode in any::<i64>()) {
             let ok = check_mode(mode).is_ok();
             prop_assert_eq!(ok, (0..=0o7777).contains(&mode));

@@ -454,6 +454,41 @@ mod tests {
     }
 
     #[test]
+    fn a_files_only_workspace_refuses_what_the_wire_carries() {
+        use posix::FilesOnlyRefusal as R;
+        let cases = [
+            (json!({"op": "upsert", "path": "/a", "text": "x"}), None),
+            (
+                json!({"op": "upsert", "path": "/a", "text": "x", "mode": 420}),
+                None,
+            ),
+            (
+                json!({"op": "upsert", "path": "/a", "text": "x", "mode": 493}),
+                Some(R::Mode(0o755)),
+            ),
+            (
+                json!({"op": "upsert", "path": "/l", "text": "a", "kind": "symlink"}),
+                Some(R::Symlink),
+            ),
+            (
+                json!({"op": "upsert", "path": "/d", "kind": "directory"}),
+                Some(R::Directory),
+            ),
+            (json!({"op": "move", "from": "/a", "path": "/b"}), None),
+            (json!({"op": "delete", "path": "/a"}), None),
+            (json!({"op": "setattr", "path": "/a", "mtimeNs": 1}), None),
+            (
+                json!({"op": "setattr", "path": "/a", "mode": 384}),
+                Some(R::Mode(0o600)),
+            ),
+        ];
+        for (change, want) in cases {
+            let c: WireChange = serde_json::from_value(change.clone()).unwrap();
+            assert_eq!(c.files_only_refusal(), want, "{change}");
+        }
+    }
+
+    #[test]
     fn refuses_bad_shapes() {
         let bad = [
             json!({"op": "upsert"}),
