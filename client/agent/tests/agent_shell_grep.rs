@@ -179,8 +179,9 @@ async fn shell_grep_on_a_lazy_tree_answers_as_on_an_eager_one_and_reads_few_bodi
     assert!(searches >= SERVED.len() as u64 - 2, "{searches}");
     assert!(on_lazy.search_counters().reads_spared() > 100);
     let fetched = counting.bodies.load(Ordering::Relaxed);
+    // The files holding a match (and the one hidden file, never spared), not all 47.
     assert!(
-        fetched <= 20,
+        fetched * 2 < files.len() as u64,
         "{fetched} of {} bodies fetched",
         files.len()
     );

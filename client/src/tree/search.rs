@@ -66,13 +66,7 @@ impl Inner {
     fn holds_lazy_bodies(&self) -> bool {
         !self.unloaded.dirs.is_empty()
             || self.nodes.values().any(|n| {
-                matches!(
-                    n,
-                    Node::File {
-                        body: Body::Lazy(_),
-                        ..
-                    }
-                )
+                matches!(n, Node::File { body: Body::Lazy(l), .. } if !self.loaded.contains_key(l))
             })
     }
 

@@ -402,12 +402,12 @@ mod tests {
         /// A planned pattern matches exactly the literal text it was given.
         #[test]
         fn a_plan_matches_its_literals(text in "[a-zA-Z0-9 .*+?()|\\[\\]{}^$\\\\-]{1,12}") {
-            if let Some(plan) = p(Tool::Grep, &["-rF", &text]) {
+            if let Some(plan) = p(Tool::Grep, &["-rF", "--", &text]) {
                 let re = regex::Regex::new(&plan.pattern).unwrap();
                 let m = re.find(&text).unwrap();
                 prop_assert_eq!(m.as_str(), text.as_str());
             }
-            if let Some(plan) = p(Tool::Grep, &["-r", &text]) {
+            if let Some(plan) = p(Tool::Grep, &["-r", "--", &text]) {
                 prop_assert!(plain(&text));
                 prop_assert!(regex::Regex::new(&plan.pattern).unwrap().is_match(&text));
             }

@@ -167,6 +167,11 @@ impl Searched {
                 .map(|f| f.unwrap_or_else(|| dir.clone()));
             let mut keep: HashSet<String> = found.local.into_iter().collect();
             keep.extend(found.matches.into_iter().map(|m| m.path));
+            // The files the built-in will read, in a few requests (a first read would fetch
+            // its whole directory).
+            let mut wanted: Vec<String> = keep.iter().cloned().collect();
+            wanted.sort();
+            fs.prefetch(&wanted).await;
             mask.scopes.push(Scope {
                 dir,
                 keep,
