@@ -125,6 +125,7 @@ const SERVED: &[&str] = &[
     "rg -c needle src",
     "rg -i todo /",
     "rg --no-heading -n TODO /",
+    "grep -rn TODO / | head -3",
 ];
 
 /// Commands the built-in answers over every file.
@@ -134,6 +135,7 @@ const LOCAL: &[&str] = &[
     "grep -rv TODO src",
     "grep -rn 'TODO$' /",
     "cat /src/a/f0.rs | grep TODO",
+    "printf 'a TODO\\n' | grep -r TODO - src/a",
     "grep TODO src/a/f0.rs",
     "rg 'f[0-9]' src",
 ];

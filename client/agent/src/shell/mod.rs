@@ -212,7 +212,7 @@ impl Shell {
                 tool,
                 setup: setup.clone(),
             };
-            builder = builder.builtin(tool.name(), Box::new(searched));
+            builder = builder.command(tool.name(), searched);
         }
         if let Some(urls) = self.config.policy.url_allowlist() {
             let http = HttpLimits::default()

@@ -24,7 +24,10 @@ pub(crate) mod args;
 use super::fs::BashFs;
 use crate::AgentFs;
 use args::{Plan, Tool};
-use bashkit::{Bash, BuiltinContext, ExecOptions, ExecResult, ExecutionLimits, InMemoryFs};
+use bashkit::{
+    Bash, Command, CommandContext, CommandInput, CommandStatus, ExecOptions, ExecResult,
+    ExecutionLimits, InMemoryFs,
+};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -181,63 +184,74 @@ impl Searched {
         (!mask.scopes.is_empty()).then_some(mask)
     }
 
-    /// Runs the built-in in a shell of its own over the same filesystem.
+    /// Runs the built-in in a shell of its own over the same filesystem, with `stdin`.
     async fn builtin(
         &self,
-        ctx: &BuiltinContext<'_>,
+        args: &[String],
+        env: &std::collections::HashMap<String, String>,
         cwd: &str,
+        stdin: Vec<u8>,
     ) -> bashkit::Result<ExecResult> {
         let mut builder = Bash::builder()
             .fs(Arc::new(BashFs::new(self.setup.fs.clone())))
             .cwd(cwd)
             .limits(self.setup.limits.clone());
-        for (k, v) in ctx.env {
+        for (k, v) in env {
             builder = builder.env(k, v);
         }
         let mut bash = builder.build();
         if let Some(scratch) = &self.setup.scratch {
             bash.mount(super::SCRATCH_DIR, scratch.clone())?;
         }
-        let mut options = ExecOptions::new().positional(ctx.args.iter().cloned());
-        if let Some(stdin) = ctx.stdin {
-            options = options.stdin(stdin.clone());
-        }
+        let options = ExecOptions::new()
+            .positional(args.iter().cloned())
+            .stdin(stdin);
         let script = format!("{} \"$@\"", self.tool.name());
         bash.exec_with_options(&script, options).await
     }
 }
 
+/// All of standard input (piped input is collected before the built-in runs).
+async fn read_all(input: &CommandInput) -> bashkit::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = input.read_chunk().await? {
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
 #[async_trait::async_trait]
-impl bashkit::Builtin for Searched {
-    async fn execute(&self, ctx: BuiltinContext<'_>) -> bashkit::Result<ExecResult> {
-        let cwd = path_of(&ctx);
-        let plan = if ctx.stdin.is_none() {
-            args::plan(self.tool, ctx.args)
-        } else {
-            None
-        };
-        let plan = plan.filter(|_| {
+impl Command for Searched {
+    async fn execute(&self, ctx: CommandContext<'_>) -> bashkit::Result<CommandStatus> {
+        let cwd = absolute("/", &ctx.cwd.to_string_lossy());
+        let plan = args::plan(self.tool, ctx.args).filter(|_| {
             self.tool != Tool::Rg || !ctx.env.contains_key("RIPGREP_CONFIG_PATH")
         });
+        // A recursive search of directories reads no input; anything else may.
+        let stdin = match &plan {
+            Some(p) if !p.dirs.iter().any(|d| d == "-") => Vec::new(),
+            _ => read_all(&ctx.stdin).await?,
+        };
+        let plan = plan.filter(|_| stdin.is_empty());
         let mask = match &plan {
             Some(plan) => self.mask(plan, &cwd).await,
             None => None,
         };
-        match mask {
+        let run = self.builtin(ctx.args, ctx.env, &cwd, stdin);
+        let result = match mask {
             Some(mask) => {
                 self.setup
                     .counters
                     .server_searches
                     .fetch_add(1, Ordering::Relaxed);
-                MASK.scope(Arc::new(mask), self.builtin(&ctx, &cwd)).await
+                MASK.scope(Arc::new(mask), run).await?
             }
-            None => self.builtin(&ctx, &cwd).await,
-        }
+            None => run.await?,
+        };
+        ctx.stdout.write_all(result.stdout.as_bytes()).await?;
+        ctx.stderr.write_all(result.stderr.as_bytes()).await?;
+        Ok(CommandStatus::with_code(result.exit_code))
     }
-}
-
-fn path_of(ctx: &BuiltinContext<'_>) -> String {
-    absolute("/", &ctx.cwd.to_string_lossy())
 }
 
 #[cfg(test)]
