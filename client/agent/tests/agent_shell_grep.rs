@@ -231,7 +231,10 @@ async fn a_binary_base_file_keeps_the_built_in_reading_everything() {
     // The built-in reports the binary file; the server never names it, so nothing is spared.
     let served = run(&on_lazy, "grep -r TODO /").await;
     assert_eq!(served, run(&on_eager, "grep -r TODO /").await);
-    assert!(served.stderr.contains("bin.dat: binary file matches"), "{served:?}");
+    assert!(
+        served.stderr.contains("bin.dat: binary file matches"),
+        "{served:?}"
+    );
     assert_eq!(on_lazy.search_counters().server_searches(), 0);
     // `-I` skips binary files without a word: the server's silence is the same answer.
     let fresh = open(

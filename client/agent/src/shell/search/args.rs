@@ -53,7 +53,25 @@ fn plain(pattern: &str) -> bool {
     !pattern.is_empty()
         && pattern.chars().all(|c| {
             (c.is_alphanumeric() && c.is_ascii())
-                || matches!(c, ' ' | '_' | '-' | ':' | ';' | ',' | '/' | '=' | '<' | '>' | '@' | '%' | '&' | '~' | '\'' | '"' | '!')
+                || matches!(
+                    c,
+                    ' ' | '_'
+                        | '-'
+                        | ':'
+                        | ';'
+                        | ','
+                        | '/'
+                        | '='
+                        | '<'
+                        | '>'
+                        | '@'
+                        | '%'
+                        | '&'
+                        | '~'
+                        | '\''
+                        | '"'
+                        | '!'
+                )
         })
 }
 
@@ -65,7 +83,9 @@ fn literal(pattern: &str, syntax: Syntax) -> Option<String> {
     match syntax {
         Syntax::Fixed => Some(pattern.to_owned()),
         // `<`, `>` are special after a backslash only, which `plain` never lets through.
-        Syntax::Basic | Syntax::Extended | Syntax::Rust => plain(pattern).then(|| pattern.to_owned()),
+        Syntax::Basic | Syntax::Extended | Syntax::Rust => {
+            plain(pattern).then(|| pattern.to_owned())
+        }
     }
 }
 
@@ -355,7 +375,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn p(tool: Tool, args: &[&str]) -> Option<Plan> {
-        plan(tool, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        plan(
+            tool,
+            &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
     }
 
     #[test]
@@ -367,7 +390,11 @@ mod tests {
         let plan = p(Tool::Grep, &["-riIF", "-e", "a.b", "-e", "c(d", "-C2", "."]).unwrap();
         assert_eq!(plan.pattern, r"a\.b|c\(d");
         assert!(plan.ignore_case && plan.binary_silent);
-        let plan = p(Tool::Grep, &["--include=*.rs", "-r", "--context", "3", "x y"]).unwrap();
+        let plan = p(
+            Tool::Grep,
+            &["--include=*.rs", "-r", "--context", "3", "x y"],
+        )
+        .unwrap();
         assert!(plan.dirs.is_empty());
         assert_eq!(plan.pattern, "x y");
         assert!(p(Tool::Rg, &["-n", "fn main"]).unwrap().ignore_case);
@@ -393,7 +420,12 @@ mod tests {
         ] {
             assert_eq!(p(Tool::Grep, args), None, "{args:?}");
         }
-        for args in [&["a+b"][..], &["-v", "x"], &["--type", "rust", "x"], &["-f", "x"]] {
+        for args in [
+            &["a+b"][..],
+            &["-v", "x"],
+            &["--type", "rust", "x"],
+            &["-f", "x"],
+        ] {
             assert_eq!(p(Tool::Rg, args), None, "{args:?}");
         }
     }

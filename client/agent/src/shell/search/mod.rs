@@ -224,9 +224,8 @@ async fn read_all(input: &CommandInput) -> bashkit::Result<Vec<u8>> {
 impl Command for Searched {
     async fn execute(&self, ctx: CommandContext<'_>) -> bashkit::Result<CommandStatus> {
         let cwd = absolute("/", &ctx.cwd.to_string_lossy());
-        let plan = args::plan(self.tool, ctx.args).filter(|_| {
-            self.tool != Tool::Rg || !ctx.env.contains_key("RIPGREP_CONFIG_PATH")
-        });
+        let plan = args::plan(self.tool, ctx.args)
+            .filter(|_| self.tool != Tool::Rg || !ctx.env.contains_key("RIPGREP_CONFIG_PATH"));
         // A recursive search of directories reads no input; anything else may.
         let stdin = match &plan {
             Some(p) if !p.dirs.iter().any(|d| d == "-") => Vec::new(),
