@@ -3,7 +3,8 @@
 //! checked against the database. Python uses the PostgREST client of supabase-py at postrust's
 //! root; supabase-js adds `/rest/v1` to its project URL as Supabase's gateway serves it, so a
 //! small proxy here strips that prefix before postrust (which serves RPCs at the root).
-//! `scripts/setup.sh --examples` installs both clients.
+//! The transaction examples (`files_and_rows`) use a direct connection instead: psycopg 3 and
+//! node-postgres. `scripts/setup.sh --examples` installs every client.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -259,32 +260,68 @@ async fn javascript_example_runs_as_documented() {
     run_example(Lang::JavaScript, "examples-js").await;
 }
 
-/// docs/examples/python/files_and_rows.py commits a file and a `tasks` row in one transaction
-/// over a direct connection (psycopg 3): its rolled-back attempt leaves no revision, no row and
-/// no lock; the same transaction id then commits both.
+/// docs/examples/{python/files_and_rows.py, js/files_and_rows.mjs} commit a file and a `tasks`
+/// row in one transaction over a direct connection (psycopg 3, node-postgres): the rolled-back
+/// attempt leaves no revision, no row and no lock; the same transaction id then commits both.
 #[tokio::test(flavor = "multi_thread")]
 async fn python_commits_files_and_rows_in_one_transaction() {
+    files_and_rows(Lang::Python).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn javascript_commits_files_and_rows_in_one_transaction() {
+    files_and_rows(Lang::JavaScript).await;
+}
+
+/// The transaction example in `lang`, run and checked against the database.
+async fn files_and_rows(lang: Lang) {
     let db = admin(cluster()).await;
+    // One test at a time creates it (the two languages' tests run in parallel).
     db.batch_execute(
-        "CREATE TABLE IF NOT EXISTS public.tasks (
+        "BEGIN;
+         SELECT pg_advisory_xact_lock(hashtext('examples: public.tasks'));
+         CREATE TABLE IF NOT EXISTS public.tasks (
            id bigserial PRIMARY KEY, workspace_id uuid NOT NULL, revision uuid NOT NULL,
            title text NOT NULL);
          GRANT SELECT, INSERT ON public.tasks TO authenticated;
-         GRANT USAGE ON SEQUENCE public.tasks_id_seq TO authenticated;",
+         GRANT USAGE ON SEQUENCE public.tasks_id_seq TO authenticated;
+         COMMIT;",
     )
     .await
     .unwrap();
     let user = new_user();
     let ws = workspace_with(Via::Postgres, &user, &[("/task.md", "draft\n")]).await;
-    let python = repo_root().join(".venv-examples/bin/python");
-    assert!(
-        python.exists(),
-        "the Python example's client is missing: run scripts/setup.sh --examples"
-    );
-    let mut c = Command::new(python);
-    c.arg(examples_dir().join("python/files_and_rows.py"))
-        .arg(ws.id())
-        .env("SUPABASH_DB_URL", cluster().dsn("authenticator"))
+    // A postgres:// URL, which both drivers read.
+    let dsn = cluster().dsn("authenticator");
+    let port = dsn
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("port="))
+        .expect("the cluster's port");
+    let url = format!("postgres://authenticator@127.0.0.1:{port}/app");
+    let mut c = match lang {
+        Lang::Python => {
+            let python = repo_root().join(".venv-examples/bin/python");
+            assert!(
+                python.exists(),
+                "the Python example's client is missing: run scripts/setup.sh --examples"
+            );
+            let mut c = Command::new(python);
+            c.arg(examples_dir().join("python/files_and_rows.py"));
+            c
+        }
+        Lang::JavaScript => {
+            assert!(
+                examples_dir().join("js/node_modules/pg").exists(),
+                "the JavaScript example's client is missing: run scripts/setup.sh --examples"
+            );
+            let mut c = Command::new("node");
+            c.current_dir(examples_dir().join("js"));
+            c.arg("files_and_rows.mjs");
+            c
+        }
+    };
+    c.arg(ws.id())
+        .env("SUPABASH_DB_URL", url)
         .env("SUPABASH_USER_TOKEN", sign(&user_claims(&user)));
     let out = tokio::task::spawn_blocking(move || c.output())
         .await
@@ -293,7 +330,7 @@ async fn python_commits_files_and_rows_in_one_transaction() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "files_and_rows.py failed ({}):\n{stdout}\n{}",
+        "the transaction example failed ({}):\n{stdout}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
@@ -355,15 +392,20 @@ fn the_docs_show_the_code_that_runs() {
             "docs/examples.md must show {file} exactly as it is"
         );
     }
-    // The transaction example, in its own section.
+    // The transaction examples, in their own section.
     let section = doc
-        .find("## Python: files and application rows in one transaction")
+        .find("## Files and application rows in one transaction")
         .expect("the transaction section");
-    let code = std::fs::read_to_string(examples_dir().join("python/files_and_rows.py")).unwrap();
-    let start = section + doc[section..].find("```python\n").expect("a fenced block") + 10;
-    let end = start + doc[start..].find("\n```\n").expect("a closed block") + 1;
-    assert!(
-        doc[start..end] == code,
-        "docs/examples.md must show python/files_and_rows.py exactly as it is"
-    );
+    for (fence, file) in [
+        ("```python\n", "python/files_and_rows.py"),
+        ("```javascript\n", "js/files_and_rows.mjs"),
+    ] {
+        let code = std::fs::read_to_string(examples_dir().join(file)).unwrap();
+        let start = section + doc[section..].find(fence).expect("a fenced block") + fence.len();
+        let end = start + doc[start..].find("\n```\n").expect("a closed block") + 1;
+        assert!(
+            doc[start..end] == code,
+            "docs/examples.md must show {file} exactly as it is"
+        );
+    }
 }

@@ -9,7 +9,7 @@ in one transaction: both land or neither does. Run by tests/tests/examples.rs as
 against a real database: a first attempt is rolled back (no revision, no task row, and no lock
 left behind: another connection commits at once), then the same transaction id commits both.
 
-Environment: SUPABASH_DB_URL (a connection string for a login role that may become
+Environment: SUPABASH_DB_URL (a postgres:// URL for a login role that may become
 `authenticated`, like Supabase's `authenticator`), SUPABASH_USER_TOKEN (the user's access
 token: its claims are what the transaction runs as). The table, created by the application:
 
