@@ -126,18 +126,24 @@ const SERVED: &[&str] = &[
     "rg -i todo /",
     "rg --no-heading -n TODO /",
     "grep -rn TODO / | head -3",
+    "grep -rn 'TO.O' /",
+    "grep -rEn 'TODO|needle' /",
+    "grep -rn 'fn .*f0' src",
+    "grep -rc 'one.' /",
+    "grep -rn 'todo[^x]' /",
+    "grep -rEo 'nee(d)+le in [a-c]' /",
+    "rg 'f[0-9]' src",
 ];
 
 /// Commands the built-in answers over every file.
 const LOCAL: &[&str] = &[
-    "grep -rn 'TO.O' /",
-    "grep -rEn 'TODO|needle' /",
     "grep -rv TODO src",
     "grep -rn 'TODO$' /",
     "cat /src/a/f0.rs | grep TODO",
     "printf 'a TODO\\n' | grep -r TODO - src/a",
     "grep TODO src/a/f0.rs",
-    "rg 'f[0-9]' src",
+    "rg '^fn' src",
+    "grep -rn '^fn' /",
 ];
 
 async fn run(shell: &Shell, command: &str) -> ShellOutput {

@@ -75,18 +75,106 @@ fn plain(pattern: &str) -> bool {
         })
 }
 
-/// `pattern` as a literal under `syntax`, or `None` when it is not certainly one.
-fn literal(pattern: &str, syntax: Syntax) -> Option<String> {
+/// A bracket expression at the start of `rest` (after its `[`): its Rust form and the length it
+/// took, when it means the same in POSIX and in Rust (ASCII, no `]` first, no `[`, `\`, and
+/// none of Rust's set operators).
+fn bracket(rest: &str) -> Option<(String, usize)> {
+    let end = rest.find(']')?;
+    let body = &rest[..end];
+    let items = body.strip_prefix('^').unwrap_or(body);
+    if items.is_empty()
+        || !body.is_ascii()
+        || body.contains(['[', '\\'])
+        || ["&&", "--", "~~"].iter().any(|op| body.contains(op))
+    {
+        return None;
+    }
+    let class = format!("[{body}]");
+    // A negated class may match the `\r` the server strips from a line's end: let it match
+    // there at the end of the line too (a wider search only reads more).
+    let rust = if body.starts_with('^') {
+        format!("(?:{class}|$)")
+    } else {
+        class
+    };
+    Some((rust, end + 1))
+}
+
+/// A Rust regex that matches in a line (as the server cuts lines: at `\n`, one trailing `\r`
+/// dropped) at least where `pattern` under `syntax` matches as the built-in reads it; `None`
+/// when that is not certain. Literal text, `.`, `*`, bracket expressions and, outside BRE,
+/// `+ ? | ( )` are translated; anchors (the server's whole-body pre-check does not read them
+/// per line), back-references, intervals, escapes and POSIX classes are not.
+fn server_regex(pattern: &str, syntax: Syntax) -> Option<String> {
     if pattern.is_empty() || pattern.contains(['\n', '\r', '\0']) {
         return None;
     }
-    match syntax {
-        Syntax::Fixed => Some(pattern.to_owned()),
-        // `<`, `>` are special after a backslash only, which `plain` never lets through.
-        Syntax::Basic | Syntax::Extended | Syntax::Rust => {
-            plain(pattern).then(|| pattern.to_owned())
+    if syntax == Syntax::Fixed {
+        return Some(regex::escape(pattern));
+    }
+    let extended = syntax != Syntax::Basic;
+    let mut out = String::new();
+    // Whether the last thing written can take a quantifier, and the open groups.
+    let mut atom = false;
+    let mut depth = 0usize;
+    let mut rest = pattern;
+    while let Some(c) = rest.chars().next() {
+        rest = &rest[c.len_utf8()..];
+        match c {
+            '.' => {
+                // `.` may match the trailing `\r` the server strips.
+                out.push_str("(?:.|$)");
+                atom = true;
+            }
+            '[' => {
+                let (class, used) = bracket(rest)?;
+                out.push_str(&class);
+                rest = &rest[used..];
+                atom = true;
+            }
+            '*' if atom => {
+                out.push('*');
+                atom = false;
+            }
+            // BRE: a leading `*` is literal.
+            '*' if !extended && out.is_empty() => {
+                out.push_str(r"\*");
+                atom = true;
+            }
+            '+' | '?' if extended => {
+                if !atom {
+                    return None;
+                }
+                out.push(c);
+                atom = false;
+            }
+            '|' if extended => {
+                out.push('|');
+                atom = false;
+            }
+            '(' if extended => {
+                out.push_str("(?:");
+                depth += 1;
+                atom = false;
+            }
+            ')' if extended => {
+                depth = depth.checked_sub(1)?;
+                out.push(')');
+                atom = true;
+            }
+            // Literal in BRE.
+            '+' | '?' | '|' | '(' | ')' if !extended => {
+                out.push_str(&regex::escape(&c.to_string()));
+                atom = true;
+            }
+            c if plain(&c.to_string()) => {
+                out.push(c);
+                atom = true;
+            }
+            _ => return None,
         }
     }
+    (depth == 0).then_some(out)
 }
 
 /// Reads `grep` arguments (getopt_long style, as the built-in parses them).
@@ -339,20 +427,23 @@ fn finish(
     dirs: Vec<String>,
     binary_silent: bool,
 ) -> Option<Plan> {
-    let literals: Vec<String> = patterns
-        .iter()
-        .map(|p| literal(p, syntax))
-        .collect::<Option<_>>()?;
     // Case folding: the server's (Unicode simple folding) covers the built-in's for ASCII
     // text; other letters are left to the built-in.
-    if ignore_case && !literals.iter().all(|l| l.is_ascii()) {
+    if ignore_case && !patterns.iter().all(|p| p.is_ascii()) {
         return None;
     }
-    let pattern = literals
+    let regexes: Vec<String> = patterns
         .iter()
-        .map(|l| regex::escape(l))
-        .collect::<Vec<_>>()
-        .join("|");
+        .map(|p| server_regex(p, syntax))
+        .collect::<Option<_>>()?;
+    let pattern = match regexes.as_slice() {
+        [one] => one.clone(),
+        many => many
+            .iter()
+            .map(|r| format!("(?:{r})"))
+            .collect::<Vec<_>>()
+            .join("|"),
+    };
     Some(Plan {
         pattern,
         ignore_case,
@@ -388,7 +479,7 @@ mod tests {
         assert_eq!(plan.dirs, ["src", "docs"]);
         assert!(!plan.ignore_case && !plan.binary_silent);
         let plan = p(Tool::Grep, &["-riIF", "-e", "a.b", "-e", "c(d", "-C2", "."]).unwrap();
-        assert_eq!(plan.pattern, r"a\.b|c\(d");
+        assert_eq!(plan.pattern, r"(?:a\.b)|(?:c\(d)");
         assert!(plan.ignore_case && plan.binary_silent);
         let plan = p(
             Tool::Grep,
@@ -398,6 +489,16 @@ mod tests {
         assert!(plan.dirs.is_empty());
         assert_eq!(plan.pattern, "x y");
         assert!(p(Tool::Rg, &["-n", "fn main"]).unwrap().ignore_case);
+        // Regexes: `.` and negated classes may also end at a line's end (a stripped `\r`).
+        for (args, want) in [
+            (&["-r", "fn .*main"][..], "fn (?:.|$)*main"),
+            (&["-r", "a+b(c)|d"], r"a\+b\(c\)\|d"),
+            (&["-rE", "TODO|need(le)+"], "TODO|need(?:le)+"),
+            (&["-r", "*x[^ab]"], r"\*x(?:[^ab]|$)"),
+            (&["-rE", "[a-z]?"], "[a-z]?"),
+        ] {
+            assert_eq!(p(Tool::Grep, args).unwrap().pattern, want, "{args:?}");
+        }
     }
 
     #[test]
@@ -407,8 +508,15 @@ mod tests {
         for args in [
             &["TODO", "f"][..],
             &["-rv", "TODO"],
-            &["-r", "TO.O"],
-            &["-rE", "a|b"],
+            &["-r", "^TODO"],
+            &["-r", "TODO$"],
+            &["-rE", "a{2}"],
+            &["-r", r"a\|b"],
+            &["-r", "[[:alpha:]]x"],
+            &["-r", "[]a]"],
+            &["-rE", "(a"],
+            &["-rE", "*a"],
+            &["-r", "a**"],
             &["-r", "-f", "pats"],
             &["-ra", "x"],
             &["-rz", "x"],
@@ -421,7 +529,7 @@ mod tests {
             assert_eq!(p(Tool::Grep, args), None, "{args:?}");
         }
         for args in [
-            &["a+b"][..],
+            &["^a"][..],
             &["-v", "x"],
             &["--type", "rust", "x"],
             &["-f", "x"],
@@ -430,18 +538,58 @@ mod tests {
         }
     }
 
-    proptest! {
-        /// A planned pattern matches exactly the literal text it was given.
-        #[test]
-        fn a_plan_matches_its_literals(text in "[a-zA-Z0-9 .*+?()|\\[\\]{}^$\\\\-]{1,12}") {
-            if let Some(plan) = p(Tool::Grep, &["-rF", "--", &text]) {
-                let re = regex::Regex::new(&plan.pattern).unwrap();
-                let m = re.find(&text).unwrap();
-                prop_assert_eq!(m.as_str(), text.as_str());
+    /// Whether bashkit's `grep` (with `flag`) selects the one line of `body`, or `None` when it
+    /// refuses the pattern.
+    fn built_in_selects(flag: &str, pattern: &str, body: &str) -> Option<bool> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut bash = bashkit::Bash::builder().mount_text("/f", body).build();
+            let options = bashkit::ExecOptions::new().positional([flag, pattern]);
+            let out = bash
+                .exec_with_options("grep -c \"$1\" -e \"$2\" /f", options)
+                .await
+                .unwrap();
+            match out.exit_code {
+                0 | 1 => Some(out.stdout.as_bytes() == b"1\n"),
+                _ => None,
             }
-            if let Some(plan) = p(Tool::Grep, &["-r", "--", &text]) {
-                prop_assert!(plain(&text));
-                prop_assert!(regex::Regex::new(&plan.pattern).unwrap().is_match(&text));
+        })
+    }
+
+    #[test]
+    fn the_oracle_is_the_built_in() {
+        assert_eq!(built_in_selects("-G", "a.b", "axb\n"), Some(true));
+        assert_eq!(built_in_selects("-G", "a|b", "b\n"), Some(false));
+        assert_eq!(built_in_selects("-E", "a|b", "b\n"), Some(true));
+        // `\r` is data to the built-in: `.` matches it, `$` is after it.
+        assert_eq!(built_in_selects("-G", "a.", "a\r\n"), Some(true));
+        assert_eq!(built_in_selects("-G", "a$", "a\r\n"), Some(false));
+        assert_eq!(built_in_selects("-E", "(a", "a\n"), None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Wherever the built-in selects a line, the server's regex matches it as the server
+        /// cuts it (a trailing `\r` dropped), and matches the whole body (its pre-check).
+        #[test]
+        fn the_server_regex_covers_the_built_in(
+            pattern in "[ab.*+?|()\\[\\]^$-]{1,6}",
+            line in "[ab.*+?|()\\[\\]^ -]{0,8}",
+            cr in any::<bool>(),
+            flag in prop::sample::select(vec!["-G", "-E", "-F"]),
+        ) {
+            let args = ["-r", flag, "-e", pattern.as_str()];
+            if let Some(plan) = p(Tool::Grep, &args) {
+                let body = format!("{line}{}\n", if cr { "\r" } else { "" });
+                if built_in_selects(flag, &pattern, &body) == Some(true) {
+                    let re = regex::bytes::Regex::new(&plan.pattern).unwrap();
+                    prop_assert!(re.is_match(line.as_bytes()), "{:?} on {:?}", plan.pattern, line);
+                    prop_assert!(re.is_match(body.as_bytes()));
+                }
             }
         }
     }
