@@ -12,6 +12,7 @@ use std::sync::Arc;
 use supabash::transport::{RpcError, Transport};
 use supabash::{OpenMode, Workspace};
 use supabash_agent::shell::{Shell, ShellOutput};
+use supabash_agent::view::View;
 use supabash_tests::client::{new_user, transport, workspace_with, Via};
 
 /// A transport that counts the base bodies the client fetched.
@@ -146,6 +147,12 @@ const LOCAL: &[&str] = &[
     "grep -rn '^fn' /",
 ];
 
+/// A shell over `ws` that reads every body itself: a view of the whole tree never searches on
+/// the server.
+fn local_only(ws: &Workspace) -> Shell {
+    Shell::new(Arc::new(View::new(ws.fs().clone(), "/", &[]).unwrap()))
+}
+
 async fn run(shell: &Shell, command: &str) -> ShellOutput {
     shell.run(command).await.unwrap()
 }
@@ -173,7 +180,7 @@ async fn shell_grep_on_a_lazy_tree_answers_as_on_an_eager_one_and_reads_few_bodi
     stage(&lazy).await;
     stage(&eager).await;
     let on_lazy = Shell::new(lazy.fs().clone());
-    let on_eager = Shell::new(eager.fs().clone());
+    let on_eager = local_only(&eager);
     for command in SERVED {
         let served = run(&on_lazy, command).await;
         let local = run(&on_eager, command).await;
@@ -205,6 +212,7 @@ async fn shell_grep_on_a_lazy_tree_answers_as_on_an_eager_one_and_reads_few_bodi
     let again = run(&on_lazy, "grep -rn TODO /").await;
     assert_eq!(again, all);
     assert_eq!(on_lazy.search_counters().server_searches(), before);
+    assert_eq!(on_eager.search_counters().server_searches(), 0);
 }
 
 #[tokio::test]
@@ -233,7 +241,7 @@ async fn a_binary_base_file_keeps_the_built_in_reading_everything() {
     )
     .await;
     let on_lazy = Shell::new(lazy.fs().clone());
-    let on_eager = Shell::new(eager.fs().clone());
+    let on_eager = local_only(&eager);
     // The built-in reports the binary file; the server never names it, so nothing is spared.
     let served = run(&on_lazy, "grep -r TODO /").await;
     assert_eq!(served, run(&on_eager, "grep -r TODO /").await);
