@@ -3,7 +3,8 @@
 //! checked against the database. Python uses the PostgREST client of supabase-py at postrust's
 //! root; supabase-js adds `/rest/v1` to its project URL as Supabase's gateway serves it, so a
 //! small proxy here strips that prefix before postrust (which serves RPCs at the root).
-//! `scripts/setup.sh --examples` installs both clients.
+//! The transaction examples (`files_and_rows`) use a direct connection instead: psycopg 3 and
+//! node-postgres. `scripts/setup.sh --examples` installs every client.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -15,7 +16,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use supabash::capability::postgres::PostgresSigner;
 use supabash_core::capability::{Operation, OperationSet};
 use supabash_tests::capability::register;
-use supabash_tests::client::{cluster, new_user, postrust_url, sign, user_claims};
+use supabash_tests::client::{
+    cluster, new_user, postrust_url, sign, user_claims, workspace_with, Via,
+};
 use supabash_tests::cluster::repo_root;
 use supabash_tests::support::admin;
 
@@ -257,6 +260,122 @@ async fn javascript_example_runs_as_documented() {
     run_example(Lang::JavaScript, "examples-js").await;
 }
 
+/// docs/examples/{python/files_and_rows.py, js/files_and_rows.mjs} commit a file and a `tasks`
+/// row in one transaction over a direct connection (psycopg 3, node-postgres): the rolled-back
+/// attempt leaves no revision, no row and no lock; the same transaction id then commits both.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_commits_files_and_rows_in_one_transaction() {
+    files_and_rows(Lang::Python).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn javascript_commits_files_and_rows_in_one_transaction() {
+    files_and_rows(Lang::JavaScript).await;
+}
+
+/// The transaction example in `lang`, run and checked against the database.
+async fn files_and_rows(lang: Lang) {
+    let db = admin(cluster()).await;
+    // One test at a time creates it (the two languages' tests run in parallel).
+    db.batch_execute(
+        "BEGIN;
+         SELECT pg_advisory_xact_lock(hashtext('examples: public.tasks'));
+         CREATE TABLE IF NOT EXISTS public.tasks (
+           id bigserial PRIMARY KEY, workspace_id uuid NOT NULL, revision uuid NOT NULL,
+           title text NOT NULL);
+         GRANT SELECT, INSERT ON public.tasks TO authenticated;
+         GRANT USAGE ON SEQUENCE public.tasks_id_seq TO authenticated;
+         COMMIT;",
+    )
+    .await
+    .unwrap();
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/task.md", "draft\n")]).await;
+    // A postgres:// URL, which both drivers read.
+    let dsn = cluster().dsn("authenticator");
+    let port = dsn
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("port="))
+        .expect("the cluster's port");
+    let url = format!("postgres://authenticator@127.0.0.1:{port}/app");
+    let mut c = match lang {
+        Lang::Python => {
+            let python = repo_root().join(".venv-examples/bin/python");
+            assert!(
+                python.exists(),
+                "the Python example's client is missing: run scripts/setup.sh --examples"
+            );
+            let mut c = Command::new(python);
+            c.arg(examples_dir().join("python/files_and_rows.py"));
+            c
+        }
+        Lang::JavaScript => {
+            assert!(
+                examples_dir().join("js/node_modules/pg").exists(),
+                "the JavaScript example's client is missing: run scripts/setup.sh --examples"
+            );
+            let mut c = Command::new("node");
+            c.current_dir(examples_dir().join("js"));
+            c.arg("files_and_rows.mjs");
+            c
+        }
+    };
+    c.arg(ws.id())
+        .env("SUPABASH_DB_URL", url)
+        .env("SUPABASH_USER_TOKEN", sign(&user_claims(&user)));
+    let out = tokio::task::spawn_blocking(move || c.output())
+        .await
+        .unwrap()
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the transaction example failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let text = |k: &str| answer[k].as_str().unwrap().to_owned();
+    assert!(answer["locksDuring"].as_i64().unwrap() > 0, "{answer}");
+    assert_eq!(answer["locksAfterRollback"], 0, "{answer}");
+    // Neither rolled-back commit left a revision; the committed one is the head, with its
+    // transaction id, and the one task row names it.
+    for gone in [text("rolledBack"), text("otherCommit")] {
+        let n: i64 = db
+            .query_one(
+                "SELECT count(*) FROM supabash.revisions WHERE revision_id = $1::text::uuid",
+                &[&gone],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{gone} was rolled back");
+    }
+    let row = db
+        .query_one(
+            "SELECT w.head_revision::text, r.transaction_id::text
+               FROM supabash.workspaces w
+               JOIN supabash.revisions r ON r.revision_id = w.head_revision
+              WHERE w.id = $1::text::uuid",
+            &[&ws.id()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), text("committed"));
+    assert_eq!(row.get::<_, String>(1), text("transactionId"));
+    let tasks: Vec<String> = db
+        .query(
+            "SELECT revision::text FROM public.tasks WHERE workspace_id = $1::text::uuid",
+            &[&ws.id()],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(tasks, [text("committed")]);
+}
+
 /// docs/examples.md shows each example file whole, as it ran.
 #[test]
 fn the_docs_show_the_code_that_runs() {
@@ -267,6 +386,22 @@ fn the_docs_show_the_code_that_runs() {
     ] {
         let code = std::fs::read_to_string(examples_dir().join(file)).unwrap();
         let start = doc.find(fence).expect("a fenced block") + fence.len();
+        let end = start + doc[start..].find("\n```\n").expect("a closed block") + 1;
+        assert!(
+            doc[start..end] == code,
+            "docs/examples.md must show {file} exactly as it is"
+        );
+    }
+    // The transaction examples, in their own section.
+    let section = doc
+        .find("## Files and application rows in one transaction")
+        .expect("the transaction section");
+    for (fence, file) in [
+        ("```python\n", "python/files_and_rows.py"),
+        ("```javascript\n", "js/files_and_rows.mjs"),
+    ] {
+        let code = std::fs::read_to_string(examples_dir().join(file)).unwrap();
+        let start = section + doc[section..].find(fence).expect("a fenced block") + fence.len();
         let end = start + doc[start..].find("\n```\n").expect("a closed block") + 1;
         assert!(
             doc[start..end] == code,

@@ -59,6 +59,10 @@ pub trait AgentFs: Send + Sync {
     ) -> Option<supabash::Result<ServerSearch>> {
         None
     }
+    /// Fetches the bodies of `paths` ahead of their reads where this filesystem loads bodies
+    /// lazily (a lazily opened staged tree: [`StagedTree::prefetch_paths`]); the default does
+    /// nothing, and each read loads what it needs.
+    async fn prefetch(&self, _paths: &[String]) {}
 }
 
 #[async_trait::async_trait]
@@ -119,6 +123,10 @@ impl AgentFs for StagedTree {
         max: usize,
     ) -> Option<supabash::Result<ServerSearch>> {
         StagedTree::search_on_server(self, pattern, dir, ignore_case, max).await
+    }
+    async fn prefetch(&self, paths: &[String]) {
+        // A failed batch only means the reads load their bodies one by one.
+        let _ = StagedTree::prefetch_paths(self, paths).await;
     }
 }
 

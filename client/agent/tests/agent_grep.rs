@@ -5,6 +5,7 @@
 
 use supabash::{OpenMode, Workspace};
 use supabash_agent::tools::{self, GrepInput, GrepOutput, ToolOptions};
+use supabash_agent::view::View;
 use supabash_tests::client::{new_user, transport, workspace_with, Via};
 
 async fn open(user: &str, id: &str, mode: OpenMode) -> Workspace {
@@ -84,7 +85,14 @@ async fn grep_on_a_lazy_tree_searches_the_server_and_the_staged_files() {
         };
         assert!(lazy.fs().is_partially_loaded());
         let from_server = tools::grep(lazy.fs().as_ref(), input(), &o).await.unwrap();
-        let local = tools::grep(eager.fs().as_ref(), input(), &o).await.unwrap();
+        // A view of the whole tree never searches on the server: every body is read here.
+        let local = tools::grep(
+            &View::new(eager.fs().clone(), "/", &[]).unwrap(),
+            input(),
+            &o,
+        )
+        .await
+        .unwrap();
         assert_eq!(lines(&from_server), lines(&local), "{pattern} in {path}");
         assert_eq!(from_server.truncated, local.truncated);
         // The search left the tree lazy: no directory was listed, no base body read.
@@ -125,4 +133,25 @@ async fn grep_on_a_lazy_tree_searches_the_server_and_the_staged_files() {
     assert_eq!(capped.matches.len(), 4);
     assert!(capped.truncated);
     assert_eq!(lines(&capped), lines(&all)[..4].to_vec());
+    // Anchored patterns are searched here (the server checks a whole body first, where `^`
+    // and `$` are the body's ends): the same lines as over every body, whatever line they are.
+    for (pattern, path) in [("^// TODO", "/"), ("TODO in . 2$", "/src")] {
+        let input = || GrepInput {
+            pattern: pattern.into(),
+            path: path.into(),
+            glob: None,
+            case_insensitive: false,
+            max_results: None,
+        };
+        let searched = tools::grep(lazy.fs().as_ref(), input(), &o).await.unwrap();
+        let local = tools::grep(
+            &View::new(eager.fs().clone(), "/", &[]).unwrap(),
+            input(),
+            &o,
+        )
+        .await
+        .unwrap();
+        assert!(!lines(&local).is_empty(), "{pattern}");
+        assert_eq!(lines(&searched), lines(&local), "{pattern} in {path}");
+    }
 }

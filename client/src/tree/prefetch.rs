@@ -234,6 +234,51 @@ impl StagedTree {
 }
 
 impl StagedTree {
+    /// Fetches the bodies of the lazy files at `paths` (those the tree does not hold yet, up to
+    /// [`PREFETCH_MAX_FILE`] each) in bounded batches, and keeps them: a caller that knows which
+    /// files it will read (a search told it) gets them in a few requests, without the sibling
+    /// batches a first read of each directory would fetch. Answers how many bodies came from
+    /// the source; other paths are left to their reads.
+    pub async fn prefetch_paths(&self, paths: &[String]) -> Result<usize> {
+        let Some(source) = self.source.as_ref() else {
+            return Ok(0);
+        };
+        let lazies: Vec<Lazy> = {
+            let inner = self.lock();
+            paths
+                .iter()
+                .filter_map(|p| match inner.nodes.get(p) {
+                    Some(Node::File {
+                        body: Body::Lazy(l),
+                        ..
+                    }) if l.size <= PREFETCH_MAX_FILE && !inner.loaded.contains_key(l) => {
+                        Some(l.clone())
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut fetched = 0;
+        let mut batch: Vec<Lazy> = Vec::new();
+        let mut bytes = 0;
+        let mut pending = lazies.into_iter().peekable();
+        while let Some(l) = pending.next() {
+            bytes += l.size;
+            batch.push(l);
+            let full = batch.len() >= PREFETCH_BATCH_FILES || bytes >= PREFETCH_BATCH_BYTES;
+            let other_revision = pending
+                .peek()
+                .is_some_and(|next| next.revision != batch[0].revision);
+            if full || other_revision || pending.peek().is_none() {
+                fetched += self
+                    .fetch_batch(source.as_ref(), std::mem::take(&mut batch))
+                    .await?;
+                bytes = 0;
+            }
+        }
+        Ok(fetched)
+    }
+
     /// The bodies of the lazy files at `paths` that neither the tree nor the host cache holds,
     /// fetched in bounded batches, verified and kept in the host cache only (not in the tree:
     /// writing a whole tree out does not load it into memory): path → bytes. Without a host

@@ -37,6 +37,8 @@ pub struct ServerSearch {
     pub truncated: bool,
     /// Staged files under the directory: search them locally.
     pub local: Vec<String>,
+    /// Base files the server did not search because they are binary (hold a NUL byte).
+    pub binary_skipped: u64,
 }
 
 /// Whether `c` is special in a `supabash_grep` glob.
@@ -59,6 +61,15 @@ impl Inner {
             if l.path == p && l.revision == revision)
     }
 
+    /// Whether a base body is still on the server only: under a directory not listed yet, or
+    /// a listed file whose body was never read.
+    fn holds_lazy_bodies(&self) -> bool {
+        !self.unloaded.dirs.is_empty()
+            || self.nodes.values().any(|n| {
+                matches!(n, Node::File { body: Body::Lazy(l), .. } if !self.loaded.contains_key(l))
+            })
+    }
+
     /// The regular files under `dir` whose content is not the base's at their path.
     fn staged_files(&self, dir: &str, revision: &str) -> Vec<String> {
         let prefix = if dir == "/" {
@@ -78,8 +89,8 @@ impl Inner {
 impl StagedTree {
     /// Searches the files under `dir` for `pattern` (a regular expression): the base's on the
     /// server, up to `max` matching lines, and names the staged files the caller searches
-    /// itself. `None` when there is nothing to gain (every directory is listed, so the caller
-    /// reads bodies as it would anyway), the source cannot search, or `dir` is not plain.
+    /// itself. `None` when there is nothing to gain (every base body was read already), the
+    /// source cannot search, or `dir` is not plain.
     pub async fn search_on_server(
         &self,
         pattern: &str,
@@ -93,7 +104,7 @@ impl StagedTree {
         }
         let (revision, local) = {
             let inner = self.lock();
-            if inner.unloaded.dirs.is_empty() {
+            if !inner.holds_lazy_bodies() {
                 return None;
             }
             let revision = inner.base_revision.clone()?;
@@ -117,6 +128,7 @@ impl StagedTree {
                 Ok(page) => page,
                 Err(e) => return Some(Err(e)),
             };
+            found.binary_skipped += page.binary_skipped.max(0) as u64;
             {
                 let inner = self.lock();
                 found.matches.extend(

@@ -124,6 +124,9 @@ impl AgentFs for RecordingFs {
             .search_on_server(pattern, dir, ignore_case, max)
             .await
     }
+    async fn prefetch(&self, paths: &[String]) {
+        self.0.prefetch(paths).await
+    }
 }
 
 /// The audit queues tool calls are recorded in: one workspace served at `/`, or several, each

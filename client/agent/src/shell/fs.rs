@@ -113,6 +113,29 @@ fn metadata(stat: &Stat) -> Metadata {
     }
 }
 
+impl BashFs {
+    /// Whether the `grep`/`rg` being run may read `p` as empty: its mask says the server found
+    /// no match in it, and `p` is a regular file at its own canonical path (see
+    /// [`super::search`]).
+    async fn spared(&self, p: &str) -> bool {
+        let Ok(Some(mask)) = super::search::MASK.try_with(|m| m.blanks(p).then(|| m.clone()))
+        else {
+            return false;
+        };
+        let own = self.fs.realpath(p).await.is_ok_and(|r| r == p);
+        let file = own
+            && self
+                .fs
+                .lstat(p)
+                .await
+                .is_ok_and(|st| st.kind == FileKind::File);
+        if file {
+            mask.spare();
+        }
+        file
+    }
+}
+
 impl FileSystemExt for BashFs {
     fn backend_kind(&self) -> &'static str {
         "supabash"
@@ -122,7 +145,11 @@ impl FileSystemExt for BashFs {
 #[async_trait]
 impl FileSystem for BashFs {
     async fn read_file(&self, path: &Path) -> bashkit::Result<Vec<u8>> {
-        self.fs.read(&path_str(path)).await.map_err(to_bashkit)
+        let p = path_str(path);
+        if self.spared(&p).await {
+            return Ok(Vec::new());
+        }
+        self.fs.read(&p).await.map_err(to_bashkit)
     }
 
     async fn write_file(&self, path: &Path, content: &[u8]) -> bashkit::Result<()> {

@@ -18,14 +18,20 @@
 //! and time bounded ([`ShellConfig::max_response_bytes`], [`ShellConfig::http_timeout`]);
 //! every other network command stays denied. `jq` is built in. Hosts add their own commands
 //! with [`HostCommand`] ([`ShellConfig::with_command`]).
+//!
+//! `grep -r` and `rg` over a lazily opened workspace ask the server (`supabash_grep`) which
+//! base files can match and read only those (see the `search` module); their output is the
+//! built-ins' own either way ([`Shell::search_counters`] tells how often the server helped).
 
 mod fs;
 mod host;
 mod output;
+mod search;
 
 pub use fs::error_code;
 pub use host::{HostCommand, HostInvocation, HostOutput, PANIC_EXIT_CODE};
 pub use output::{as_text, cap, BINARY_NOTICE, TRUNCATED_MARKER};
+pub use search::SearchCounters;
 
 use crate::policy::CommandPolicy;
 use crate::redact::Redactor;
@@ -149,6 +155,8 @@ pub struct Shell {
     config: ShellConfig,
     /// `/tmp` when the filesystem has none of its own.
     scratch: Arc<InMemoryFs>,
+    /// What the server-side search of `grep`/`rg` spared.
+    counters: Arc<SearchCounters>,
 }
 
 impl Shell {
@@ -163,7 +171,13 @@ impl Shell {
             fs,
             config,
             scratch: Arc::new(InMemoryFs::new()),
+            counters: Arc::default(),
         }
+    }
+
+    /// How often `grep`/`rg` searched on the server, and how many body reads that spared.
+    pub fn search_counters(&self) -> &SearchCounters {
+        &self.counters
     }
 
     /// The configuration.
@@ -171,7 +185,8 @@ impl Shell {
         &self.config
     }
 
-    fn bash(&self, timeout: Duration) -> Bash {
+    /// A shell for one run; `scratch` is the in-memory `/tmp` it mounts, if any.
+    fn bash(&self, timeout: Duration, scratch: Option<Arc<InMemoryFs>>) -> Result<Bash> {
         let room = self
             .config
             .max_output_bytes
@@ -181,11 +196,24 @@ impl Shell {
             .max_input_bytes(self.config.policy.max_bytes())
             .max_stdout_bytes(room)
             .max_stderr_bytes(room);
+        let setup = search::Setup {
+            fs: self.fs.clone(),
+            limits: limits.clone(),
+            scratch: scratch.clone(),
+            counters: self.counters.clone(),
+        };
         let mut builder = Bash::builder()
             .fs(Arc::new(fs::BashFs::new(self.fs.clone())))
             .cwd("/")
             .env("HOME", "/")
             .limits(limits);
+        for tool in [search::args::Tool::Grep, search::args::Tool::Rg] {
+            let searched = search::Searched {
+                tool,
+                setup: setup.clone(),
+            };
+            builder = builder.command(tool.name(), searched);
+        }
         if let Some(urls) = self.config.policy.url_allowlist() {
             let http = HttpLimits::default()
                 .timeout(self.config.http_timeout.min(timeout))
@@ -200,7 +228,12 @@ impl Shell {
             };
             builder = builder.builtin(command.name(), Box::new(adapter));
         }
-        builder.build()
+        let bash = builder.build();
+        if let Some(scratch) = scratch {
+            bash.mount(SCRATCH_DIR, scratch)
+                .map_err(|e| SupabashError::new(ErrorCode::Backend, e.to_string()))?;
+        }
+        Ok(bash)
     }
 
     /// Runs `command`. A command the policy denies fails with `POLICY_DENIED` (the reason code
@@ -217,11 +250,11 @@ impl Shell {
             let message = self.config.redactor.redact(e.message());
             return Err(e.with_message(message));
         }
-        let mut bash = self.bash(timeout);
-        if self.fs.mkdir(SCRATCH_DIR, true).await.is_err() {
-            bash.mount(SCRATCH_DIR, self.scratch.clone())
-                .map_err(|e| SupabashError::new(ErrorCode::Backend, e.to_string()))?;
-        }
+        let scratch = match self.fs.mkdir(SCRATCH_DIR, true).await {
+            Ok(()) => None,
+            Err(_) => Some(self.scratch.clone()),
+        };
+        let mut bash = self.bash(timeout, scratch)?;
         let result = tokio::time::timeout(timeout, bash.exec(command)).await;
         match result {
             Err(_) => Ok(self.timed_out(timeout)),

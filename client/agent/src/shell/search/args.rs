@@ -1,0 +1,596 @@
+//! What a `grep` or `rg` invocation asks, read conservatively: only the options that change
+//! which lines match are interpreted; output options are recognised and left to the built-in.
+//! Anything not recognised, or a pattern the server cannot be trusted to match at least as
+//! often as the built-in, gives no [`Plan`], and the built-in reads every file as it would.
+
+/// What the server is asked, for one invocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// A Rust regex that matches, in a line, every line the built-in selects (and maybe more):
+    /// the literal patterns escaped and joined with `|`.
+    pub pattern: String,
+    /// Case-insensitive on the server: a superset of a case-sensitive search, so it is set
+    /// whenever the built-in might fold case.
+    pub ignore_case: bool,
+    /// The directories searched recursively, as written (empty: the working directory).
+    pub dirs: Vec<String>,
+    /// Binary files are skipped without a word (`grep -I`): the server's silence about them
+    /// is then the built-in's answer too.
+    pub binary_silent: bool,
+}
+
+/// Which built-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tool {
+    Grep,
+    Rg,
+}
+
+impl Tool {
+    /// The command name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Tool::Grep => "grep",
+            Tool::Rg => "rg",
+        }
+    }
+}
+
+/// Pattern syntax as the built-in reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Syntax {
+    /// grep's default BRE.
+    Basic,
+    Extended,
+    Fixed,
+    /// rg's default (Rust regex), or grep -P: no literal reading is safe beyond plain text.
+    Rust,
+}
+
+/// The characters after which a pattern is plain text in every dialect the built-ins speak:
+/// letters, digits, and punctuation that is special in none of BRE, ERE, PCRE or Rust regex.
+fn plain(pattern: &str) -> bool {
+    !pattern.is_empty()
+        && pattern.chars().all(|c| {
+            (c.is_alphanumeric() && c.is_ascii())
+                || matches!(
+                    c,
+                    ' ' | '_'
+                        | '-'
+                        | ':'
+                        | ';'
+                        | ','
+                        | '/'
+                        | '='
+                        | '<'
+                        | '>'
+                        | '@'
+                        | '%'
+                        | '&'
+                        | '~'
+                        | '\''
+                        | '"'
+                        | '!'
+                )
+        })
+}
+
+/// A bracket expression at the start of `rest` (after its `[`): its Rust form and the length it
+/// took, when it means the same in POSIX and in Rust (ASCII, no `]` first, no `[`, `\`, and
+/// none of Rust's set operators).
+fn bracket(rest: &str) -> Option<(String, usize)> {
+    let end = rest.find(']')?;
+    let body = &rest[..end];
+    let items = body.strip_prefix('^').unwrap_or(body);
+    if items.is_empty()
+        || !body.is_ascii()
+        || body.contains(['[', '\\'])
+        || ["&&", "--", "~~"].iter().any(|op| body.contains(op))
+    {
+        return None;
+    }
+    let class = format!("[{body}]");
+    // A negated class may match the `\r` the server strips from a line's end: let it match
+    // there at the end of the line too (a wider search only reads more).
+    let rust = if body.starts_with('^') {
+        format!("(?:{class}|$)")
+    } else {
+        class
+    };
+    Some((rust, end + 1))
+}
+
+/// A Rust regex that matches in a line (as the server cuts lines: at `\n`, one trailing `\r`
+/// dropped) at least where `pattern` under `syntax` matches as the built-in reads it; `None`
+/// when that is not certain. Literal text, `.`, `*`, bracket expressions and, outside BRE,
+/// `+ ? | ( )` are translated; anchors (the server's whole-body pre-check does not read them
+/// per line), back-references, intervals, escapes and POSIX classes are not.
+fn server_regex(pattern: &str, syntax: Syntax) -> Option<String> {
+    if pattern.is_empty() || pattern.contains(['\n', '\r', '\0']) {
+        return None;
+    }
+    if syntax == Syntax::Fixed {
+        return Some(regex::escape(pattern));
+    }
+    let extended = syntax != Syntax::Basic;
+    let mut out = String::new();
+    // Whether the last thing written can take a quantifier, and the open groups.
+    let mut atom = false;
+    let mut depth = 0usize;
+    let mut rest = pattern;
+    while let Some(c) = rest.chars().next() {
+        rest = &rest[c.len_utf8()..];
+        match c {
+            '.' => {
+                // `.` may match the trailing `\r` the server strips.
+                out.push_str("(?:.|$)");
+                atom = true;
+            }
+            '[' => {
+                let (class, used) = bracket(rest)?;
+                out.push_str(&class);
+                rest = &rest[used..];
+                atom = true;
+            }
+            '*' if atom => {
+                out.push('*');
+                atom = false;
+            }
+            // BRE: a leading `*` is literal.
+            '*' if !extended && out.is_empty() => {
+                out.push_str(r"\*");
+                atom = true;
+            }
+            '+' | '?' if extended => {
+                if !atom {
+                    return None;
+                }
+                out.push(c);
+                atom = false;
+            }
+            '|' if extended => {
+                out.push('|');
+                atom = false;
+            }
+            '(' if extended => {
+                out.push_str("(?:");
+                depth += 1;
+                atom = false;
+            }
+            ')' if extended => {
+                depth = depth.checked_sub(1)?;
+                out.push(')');
+                atom = true;
+            }
+            // Literal in BRE.
+            '+' | '?' | '|' | '(' | ')' if !extended => {
+                out.push_str(&regex::escape(&c.to_string()));
+                atom = true;
+            }
+            c if plain(&c.to_string()) => {
+                out.push(c);
+                atom = true;
+            }
+            _ => return None,
+        }
+    }
+    (depth == 0).then_some(out)
+}
+
+/// Reads `grep` arguments (getopt_long style, as the built-in parses them).
+fn grep(args: &[String]) -> Option<Plan> {
+    // Long options that take a value, and those that do not; only full names are accepted
+    // (a prefix the built-in would expand is left to it).
+    const VALUED: &[&str] = &[
+        "after-context",
+        "before-context",
+        "context",
+        "include",
+        "exclude",
+        "exclude-dir",
+        "max-count",
+        "regexp",
+        "group-separator",
+        "label",
+        "binary-files",
+        "directories",
+        "color",
+        "colour",
+    ];
+    const FLAGS: &[&str] = &[
+        "basic-regexp",
+        "extended-regexp",
+        "fixed-strings",
+        "ignore-case",
+        "no-ignore-case",
+        "word-regexp",
+        "line-regexp",
+        "line-number",
+        "with-filename",
+        "no-filename",
+        "count",
+        "files-with-matches",
+        "files-without-match",
+        "only-matching",
+        "quiet",
+        "silent",
+        "recursive",
+        "dereference-recursive",
+        "no-messages",
+        "byte-offset",
+        "initial-tab",
+        "null",
+        "no-group-separator",
+        "line-buffered",
+        "color",
+        "colour",
+    ];
+    let mut syntax = Syntax::Basic;
+    let mut ignore_case = false;
+    let mut recursive = false;
+    let mut binary_silent = false;
+    let mut patterns: Vec<String> = Vec::new();
+    let mut operands: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" {
+            operands.extend(args[i..].iter().cloned());
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_owned())),
+                None => (long, None),
+            };
+            let value = if VALUED.contains(&name) && !(matches!(name, "color" | "colour")) {
+                match inline {
+                    Some(v) => Some(v),
+                    None => {
+                        let v = args.get(i)?.clone();
+                        i += 1;
+                        Some(v)
+                    }
+                }
+            } else if FLAGS.contains(&name) {
+                if inline.is_some() && !matches!(name, "color" | "colour") {
+                    return None;
+                }
+                None
+            } else {
+                return None;
+            };
+            match (name, value.as_deref()) {
+                ("basic-regexp", _) => syntax = Syntax::Basic,
+                ("extended-regexp", _) => syntax = Syntax::Extended,
+                ("fixed-strings", _) => syntax = Syntax::Fixed,
+                ("ignore-case", _) => ignore_case = true,
+                ("no-ignore-case", _) => ignore_case = false,
+                ("recursive" | "dereference-recursive", _) => recursive = true,
+                ("regexp", Some(p)) => patterns.push(p.to_owned()),
+                ("directories", Some("recurse")) => recursive = true,
+                ("directories", Some(_)) => recursive = false,
+                ("binary-files", Some("without-match")) => binary_silent = true,
+                ("binary-files", Some("binary")) => binary_silent = false,
+                ("binary-files", _) => return None,
+                _ => {}
+            }
+            continue;
+        }
+        if arg.len() > 1 && arg.starts_with('-') {
+            let chars: Vec<char> = arg[1..].chars().collect();
+            let mut j = 0;
+            while j < chars.len() {
+                let c = chars[j];
+                j += 1;
+                if c.is_ascii_digit() {
+                    continue;
+                }
+                if matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'd') {
+                    let rest: String = chars[j..].iter().collect();
+                    let value = if rest.is_empty() {
+                        let v = args.get(i)?.clone();
+                        i += 1;
+                        v
+                    } else {
+                        rest
+                    };
+                    match c {
+                        'e' => patterns.push(value),
+                        'd' => recursive = value == "recurse",
+                        _ => {}
+                    }
+                    break;
+                }
+                match c {
+                    'i' | 'y' => ignore_case = true,
+                    'F' => syntax = Syntax::Fixed,
+                    'E' => syntax = Syntax::Extended,
+                    'G' => syntax = Syntax::Basic,
+                    'P' => syntax = Syntax::Rust,
+                    'r' | 'R' => recursive = true,
+                    'I' => binary_silent = true,
+                    // Output only: the built-in applies them to what it reads.
+                    'n' | 'c' | 'l' | 'L' | 'o' | 'w' | 'x' | 'q' | 'H' | 'h' | 'b' | 's' | 'Z'
+                    | 'T' | 'U' | 'u' => {}
+                    // -v, -a, -z, -f and anything else change which lines match or what is
+                    // read: the built-in alone answers.
+                    _ => return None,
+                }
+            }
+            continue;
+        }
+        operands.push(arg.clone());
+    }
+    if patterns.is_empty() {
+        if operands.is_empty() {
+            return None;
+        }
+        patterns.push(operands.remove(0));
+    }
+    if !recursive {
+        return None;
+    }
+    finish(&patterns, syntax, ignore_case, operands, binary_silent)
+}
+
+/// Reads `rg` arguments (recursive by default; patterns are Rust regexes unless `-F`).
+fn rg(args: &[String]) -> Option<Plan> {
+    let mut syntax = Syntax::Rust;
+    let mut patterns: Vec<String> = Vec::new();
+    let mut operands: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" {
+            operands.extend(args[i..].iter().cloned());
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_owned())),
+                None => (long, None),
+            };
+            match name {
+                "fixed-strings" => syntax = Syntax::Fixed,
+                "ignore-case" | "smart-case" | "case-sensitive" | "line-number"
+                | "no-line-number" | "count" | "files-with-matches" | "word-regexp"
+                | "no-filename" | "with-filename" | "no-heading" | "heading" | "quiet" => {
+                    if inline.is_some() {
+                        return None;
+                    }
+                }
+                "glob" | "max-count" | "context" | "after-context" | "before-context"
+                | "regexp" | "color" => {
+                    let value = match inline {
+                        Some(v) => v,
+                        None => {
+                            let v = args.get(i)?.clone();
+                            i += 1;
+                            v
+                        }
+                    };
+                    if name == "regexp" {
+                        patterns.push(value);
+                    }
+                }
+                _ => return None,
+            }
+            continue;
+        }
+        if arg.len() > 1 && arg.starts_with('-') {
+            let chars: Vec<char> = arg[1..].chars().collect();
+            let mut j = 0;
+            while j < chars.len() {
+                let c = chars[j];
+                j += 1;
+                if matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'g') {
+                    let rest: String = chars[j..].iter().collect();
+                    let value = if rest.is_empty() {
+                        let v = args.get(i)?.clone();
+                        i += 1;
+                        v
+                    } else {
+                        rest
+                    };
+                    if c == 'e' {
+                        patterns.push(value);
+                    }
+                    break;
+                }
+                match c {
+                    'F' => syntax = Syntax::Fixed,
+                    'i' | 's' | 'S' | 'n' | 'N' | 'c' | 'l' | 'w' | 'H' | 'I' | 'q' => {}
+                    _ => return None,
+                }
+            }
+            continue;
+        }
+        operands.push(arg.clone());
+    }
+    if patterns.is_empty() {
+        if operands.is_empty() {
+            return None;
+        }
+        patterns.push(operands.remove(0));
+    }
+    // rg skips binary files found while recursing without a word, unlike grep.
+    finish(&patterns, syntax, true, operands, false)
+}
+
+fn finish(
+    patterns: &[String],
+    syntax: Syntax,
+    ignore_case: bool,
+    dirs: Vec<String>,
+    binary_silent: bool,
+) -> Option<Plan> {
+    // Case folding: the server's (Unicode simple folding) covers the built-in's for ASCII
+    // text; other letters are left to the built-in.
+    if ignore_case && !patterns.iter().all(|p| p.is_ascii()) {
+        return None;
+    }
+    let regexes: Vec<String> = patterns
+        .iter()
+        .map(|p| server_regex(p, syntax))
+        .collect::<Option<_>>()?;
+    let pattern = match regexes.as_slice() {
+        [one] => one.clone(),
+        many => many
+            .iter()
+            .map(|r| format!("(?:{r})"))
+            .collect::<Vec<_>>()
+            .join("|"),
+    };
+    Some(Plan {
+        pattern,
+        ignore_case,
+        dirs,
+        binary_silent,
+    })
+}
+
+/// The plan for `tool` called with `args`, when the server can narrow what it reads.
+pub(crate) fn plan(tool: Tool, args: &[String]) -> Option<Plan> {
+    match tool {
+        Tool::Grep => grep(args),
+        Tool::Rg => rg(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn p(tool: Tool, args: &[&str]) -> Option<Plan> {
+        plan(
+            tool,
+            &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn literal_recursive_greps_have_a_plan() {
+        let plan = p(Tool::Grep, &["-rn", "TODO", "src", "docs"]).unwrap();
+        assert_eq!(plan.pattern, "TODO");
+        assert_eq!(plan.dirs, ["src", "docs"]);
+        assert!(!plan.ignore_case && !plan.binary_silent);
+        let plan = p(Tool::Grep, &["-riIF", "-e", "a.b", "-e", "c(d", "-C2", "."]).unwrap();
+        assert_eq!(plan.pattern, r"(?:a\.b)|(?:c\(d)");
+        assert!(plan.ignore_case && plan.binary_silent);
+        let plan = p(
+            Tool::Grep,
+            &["--include=*.rs", "-r", "--context", "3", "x y"],
+        )
+        .unwrap();
+        assert!(plan.dirs.is_empty());
+        assert_eq!(plan.pattern, "x y");
+        assert!(p(Tool::Rg, &["-n", "fn main"]).unwrap().ignore_case);
+        // Regexes: `.` and negated classes may also end at a line's end (a stripped `\r`).
+        for (args, want) in [
+            (&["-r", "fn .*main"][..], "fn (?:.|$)*main"),
+            (&["-r", "a+b(c)|d"], r"a\+b\(c\)\|d"),
+            (&["-rE", "TODO|need(le)+"], "TODO|need(?:le)+"),
+            (&["-r", "*x[^ab]"], r"\*x(?:[^ab]|$)"),
+            (&["-rE", "[a-z]?"], "[a-z]?"),
+        ] {
+            assert_eq!(p(Tool::Grep, args).unwrap().pattern, want, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_to_the_built_in() {
+        // Not recursive, inverted, a regex, a pattern file, text mode, an unknown option, a
+        // long-option prefix, no pattern, a non-ASCII pattern folded.
+        for args in [
+            &["TODO", "f"][..],
+            &["-rv", "TODO"],
+            &["-r", "^TODO"],
+            &["-r", "TODO$"],
+            &["-rE", "a{2}"],
+            &["-r", r"a\|b"],
+            &["-r", "[[:alpha:]]x"],
+            &["-r", "[]a]"],
+            &["-rE", "(a"],
+            &["-rE", "*a"],
+            &["-r", "a**"],
+            &["-r", "-f", "pats"],
+            &["-ra", "x"],
+            &["-rz", "x"],
+            &["-r", "--regex=x"],
+            &["-r", "--fixed", "x"],
+            &["-r"],
+            &["-ri", "é"],
+            &["-r", ""],
+        ] {
+            assert_eq!(p(Tool::Grep, args), None, "{args:?}");
+        }
+        for args in [
+            &["^a"][..],
+            &["-v", "x"],
+            &["--type", "rust", "x"],
+            &["-f", "x"],
+        ] {
+            assert_eq!(p(Tool::Rg, args), None, "{args:?}");
+        }
+    }
+
+    /// Whether bashkit's `grep` (with `flag`) selects the one line of `body`, or `None` when it
+    /// refuses the pattern.
+    fn built_in_selects(flag: &str, pattern: &str, body: &str) -> Option<bool> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut bash = bashkit::Bash::builder().mount_text("/f", body).build();
+            let options = bashkit::ExecOptions::new().positional([flag, pattern]);
+            let out = bash
+                .exec_with_options("grep -c \"$1\" -e \"$2\" /f", options)
+                .await
+                .unwrap();
+            match out.exit_code {
+                0 | 1 => Some(out.stdout.as_bytes() == b"1\n"),
+                _ => None,
+            }
+        })
+    }
+
+    #[test]
+    fn the_oracle_is_the_built_in() {
+        assert_eq!(built_in_selects("-G", "a.b", "axb\n"), Some(true));
+        assert_eq!(built_in_selects("-G", "a|b", "b\n"), Some(false));
+        assert_eq!(built_in_selects("-E", "a|b", "b\n"), Some(true));
+        // `\r` is data to the built-in: `.` matches it, `$` is after it.
+        assert_eq!(built_in_selects("-G", "a.", "a\r\n"), Some(true));
+        assert_eq!(built_in_selects("-G", "a$", "a\r\n"), Some(false));
+        assert_eq!(built_in_selects("-E", "(a", "a\n"), None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Wherever the built-in selects a line, the server's regex matches it as the server
+        /// cuts it (a trailing `\r` dropped), and matches the whole body (its pre-check).
+        #[test]
+        fn the_server_regex_covers_the_built_in(
+            pattern in "[ab.*+?|()\\[\\]^$-]{1,6}",
+            line in "[ab.*+?|()\\[\\]^ -]{0,8}",
+            cr in any::<bool>(),
+            flag in prop::sample::select(vec!["-G", "-E", "-F"]),
+        ) {
+            let args = ["-r", flag, "-e", pattern.as_str()];
+            if let Some(plan) = p(Tool::Grep, &args) {
+                let body = format!("{line}{}\n", if cr { "\r" } else { "" });
+                if built_in_selects(flag, &pattern, &body) == Some(true) {
+                    let re = regex::bytes::Regex::new(&plan.pattern).unwrap();
+                    prop_assert!(re.is_match(line.as_bytes()), "{:?} on {:?}", plan.pattern, line);
+                    prop_assert!(re.is_match(body.as_bytes()));
+                }
+            }
+        }
+    }
+}
