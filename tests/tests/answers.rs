@@ -435,6 +435,19 @@ async fn grep_searches_a_revision_on_the_server() {
             .unwrap();
         assert_eq!(hits(&page).len(), want, "fixed {fixed}: {page}");
     }
+    // Anchors hold at every line, not only at a body's ends.
+    for (pattern, want) in [
+        ("^TODO", vec![hit("/docs/guide.md", 3, 1)]),
+        ("axb$", vec![hit("/src/main.rs", 3, 11)]),
+        ("(?i)later$", vec![hit("/src/deep/lib.rs", 1, 9)]),
+        ("\\Apub fn", vec![hit("/src/deep/lib.rs", 2, 1)]),
+    ] {
+        let page = rest
+            .call(&owner, "supabash_grep", grep(json!({ "pattern": pattern })))
+            .await
+            .unwrap();
+        assert_eq!(hits(&page), want, "{pattern}");
+    }
     // Globs: a file name, a directory, a rooted path with **.
     for (globs, want) in [
         (json!(["*.md"]), vec![hit("/docs/guide.md", 3, 1)]),

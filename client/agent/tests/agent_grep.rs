@@ -133,8 +133,8 @@ async fn grep_on_a_lazy_tree_searches_the_server_and_the_staged_files() {
     assert_eq!(capped.matches.len(), 4);
     assert!(capped.truncated);
     assert_eq!(lines(&capped), lines(&all)[..4].to_vec());
-    // Anchored patterns are searched here (the server checks a whole body first, where `^`
-    // and `$` are the body's ends): the same lines as over every body, whatever line they are.
+    // Anchored patterns hold at every line on the server too: the same lines as over every
+    // body, whatever line they are on.
     for (pattern, path) in [("^// TODO", "/"), ("TODO in . 2$", "/src")] {
         let input = || GrepInput {
             pattern: pattern.into(),

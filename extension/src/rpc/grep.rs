@@ -42,7 +42,16 @@ fn resume(cursor: Option<&str>) -> Outcome<Option<Resume>> {
     Ok(Some(Resume { path, line }))
 }
 
-fn pattern(req: &Grep) -> Outcome<Regex> {
+/// A compiled pattern, and whether a body with no match anywhere may be skipped before its
+/// lines are split.
+struct Pattern {
+    re: Regex,
+    /// False for a pattern with a line or text anchor (`^`, `$`, `\A`, `\z`): on a whole body
+    /// those hold only at its ends, so the body test would miss a later line.
+    body_test: bool,
+}
+
+fn pattern(req: &Grep) -> Outcome<Pattern> {
     if req.pattern.is_empty() || req.pattern.len() > MAX_GREP_PATTERN_BYTES {
         return Err(Fail::new(
             Marker::Quota,
@@ -54,12 +63,18 @@ fn pattern(req: &Grep) -> Outcome<Regex> {
     } else {
         req.pattern.clone()
     };
-    RegexBuilder::new(&source)
+    let re = RegexBuilder::new(&source)
         .case_insensitive(req.ignore_case == Some(true))
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build()
-        .map_err(|e| invalid(format!("pattern does not compile: {e}")))
+        .map_err(|e| invalid(format!("pattern does not compile: {e}")))?;
+    // The regex compiled, so its syntax parses; an unexpected parse failure only costs the
+    // shortcut.
+    let body_test = regex_syntax::Parser::new()
+        .parse(&source)
+        .is_ok_and(|hir| !hir.properties().look_set().contains_anchor());
+    Ok(Pattern { re, body_test })
 }
 
 /// The globs of `paths`: `None` keeps every file. A glob without `/` matches file names; one
@@ -129,7 +144,7 @@ fn shown(line: &[u8]) -> String {
 
 /// The matching lines of one body after line `after`, at most `room` of them.
 fn search(
-    re: &Regex,
+    pattern: &Pattern,
     path: &str,
     body: &[u8],
     after: i64,
@@ -138,14 +153,16 @@ fn search(
 ) -> Vec<GrepMatch> {
     let mut found = Vec::new();
     // A body with no match anywhere has no matching line: most files end here.
-    if room == 0 || !re.is_match(body) {
+    if room == 0 || (pattern.body_test && !pattern.re.is_match(body)) {
         return found;
     }
     let body = body.strip_suffix(b"\n").unwrap_or(body);
     let lines: Vec<&[u8]> = body.split(|b| *b == b'\n').collect();
     for (i, line) in lines.iter().enumerate().skip(after.max(0) as usize) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(m) = re.find(line) else { continue };
+        let Some(m) = pattern.re.find(line) else {
+            continue;
+        };
         found.push(GrepMatch {
             path: path.to_owned(),
             line: i as i64 + 1,
@@ -170,7 +187,7 @@ fn search(
 /// `supabash_grep`: see docs/sql-contract.md. Reads only, so it works on a hot standby.
 pub fn grep(call: &Call, req: Grep) -> Outcome<GrepPage> {
     let ws = access::open(&req, &[Operation::Read])?;
-    let re = pattern(&req)?;
+    let pattern = pattern(&req)?;
     let globs = globs(req.paths.as_deref())?;
     let max = args::page_size(req.max_matches, DEFAULT_GREP_MATCHES, MAX_GREP_MATCHES)? as usize;
     let context = match req.context_lines {
@@ -251,7 +268,7 @@ pub fn grep(call: &Call, req: Grep) -> Outcome<GrepPage> {
                 _ => 0,
             };
             let room = max - page.matches.len();
-            let found = search(&re, &f.path, body, skip, context, room + 1);
+            let found = search(&pattern, &f.path, body, skip, context, room + 1);
             for m in found {
                 if page.matches.len() == max {
                     // One more exists: the page ends at its last match.

@@ -64,11 +64,6 @@ pub async fn glob(fs: &dyn AgentFs, input: GlobInput, o: &ToolOptions) -> Result
     Ok(GlobOutput { paths, truncated })
 }
 
-/// Whether `pattern` may hold an anchor (`^`, `$`, `\A`, `\z`): a conservative test.
-fn anchored(pattern: &str) -> bool {
-    pattern.contains(['^', '$']) || pattern.contains("\\A") || pattern.contains("\\z")
-}
-
 /// `grep` input.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct GrepInput {
@@ -127,10 +122,7 @@ pub async fn grep(fs: &dyn AgentFs, input: GrepInput, o: &ToolOptions) -> Result
     };
     let mut matches = Vec::new();
     // A lazily opened tree searches its base on the server; only its staged files are read.
-    // Anchors stay local: the server checks a whole body before its lines, where `^` and `$`
-    // are the body's ends, not each line's.
-    let server = if st.kind == FileKind::Directory && filter.is_none() && !anchored(&input.pattern)
-    {
+    let server = if st.kind == FileKind::Directory && filter.is_none() {
         fs.search_on_server(&input.pattern, &base, input.case_insensitive, cap)
             .await
             .transpose()?
