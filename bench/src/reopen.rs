@@ -94,6 +94,7 @@ pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
         }
     }
     let (server, cold, warm, lazy) = (stats(&server), stats(&cold), stats(&warm), stats(&lazy));
+    let (plpgsql, sql) = wrappers(cluster, rest, &ws).await;
     r.section("Reopen from the host's manifest cache");
     r.line(&format!(
         "A workspace of {FILES} small files in 100 directories (commits of {PER_COMMIT}), then \
@@ -118,6 +119,15 @@ pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
     ] {
         r.row(&[what.into(), s.n.to_string(), f2(s.median), f2(s.p90)]);
     }
+    r.line(&format!(
+        "\nThe manifest's wrapper, interleaved call by call on the same head ({ROUNDS} pairs \
+         after {WARMUP}): `supabash_load_manifest` as installed {} ms (p90 {}), the same call \
+         through a `LANGUAGE sql` copy of the wrapper (as 0.5.0 declared it) {} ms (p90 {}).",
+        f2(plpgsql.median),
+        f2(plpgsql.p90),
+        f2(sql.median),
+        f2(sql.p90)
+    ));
     r.summary(
         "Client open of 10,000 files, cold (manifest decoded into the tree)",
         format!("{} ms (p90 {})", f2(cold.median), f2(cold.p90)),
@@ -141,4 +151,45 @@ pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
         "≤ 20 ms".into(),
         Some(lazy.median <= 20.0),
     );
+}
+
+/// The manifest through the installed wrapper and through a `LANGUAGE sql` copy of it (the
+/// wrapper 0.5.0 declared, whose result row goes through a tuplestore), interleaved call by
+/// call: medians of each.
+async fn wrappers(
+    cluster: &Cluster,
+    rest: &mut SqlRpc,
+    ws: &Ws,
+) -> (crate::report::Stats, crate::report::Stats) {
+    cluster.psql(
+        "app",
+        "CREATE OR REPLACE FUNCTION public.bench_manifest_sql(workspace_id text,
+           revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+         RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+         SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
+           SELECT supabash._read('load_manifest', json_build_object('workspace_id', workspace_id,
+             'revision', revision, 'delegated_grant', delegated_grant))
+         $$;
+         GRANT EXECUTE ON FUNCTION public.bench_manifest_sql(text, text, text) TO authenticated",
+    );
+    let (mut installed, mut sql) = (Vec::new(), Vec::new());
+    for round in 0..WARMUP + ROUNDS {
+        for step in 0..2 {
+            let copy = (round + step) % 2 == 1;
+            let function = if copy {
+                "bench_manifest_sql"
+            } else {
+                "supabash_load_manifest"
+            };
+            let at = Instant::now();
+            let m = ws.read(rest, function, json!({})).await;
+            let took = ms(at);
+            assert_eq!(m["files"].as_array().map(Vec::len), Some(FILES));
+            if round >= WARMUP {
+                if copy { &mut sql } else { &mut installed }.push(took);
+            }
+        }
+    }
+    cluster.psql("app", "DROP FUNCTION public.bench_manifest_sql(text, text, text)");
+    (stats(&installed), stats(&sql))
 }

@@ -1,7 +1,8 @@
 //! Direct Postgres for trusted hosts. Each call does what PostgREST does per request, in one
-//! transaction: `set_config('request.jwt.claims', ...)`, `SET LOCAL ROLE <claims.role>`, then
-//! the function with named arguments whose types come from the catalog (as PostgREST's schema
-//! cache does). The claims must come from a token the host has verified.
+//! transaction: `set_config('request.jwt.claims', ...)` and `set_config('role', <claims.role>,
+//! true)` (`SET LOCAL ROLE`), then the function with named arguments whose types come from the
+//! catalog (as PostgREST's schema cache does). The claims must come from a token the host has
+//! verified.
 //!
 //! A connection made by [`PostgresTransport::connect`] is made again before the next call once
 //! it has died, so a commit whose answer was lost can be retried on the same transport. Only
@@ -235,13 +236,16 @@ impl Transport for PostgresTransport {
         // together, so the call costs one round trip after BEGIN. In order: a failed setting
         // aborts the transaction and the call is refused with it.
         let text = tokio_postgres::types::Type::TEXT;
+        let setting: [(&(dyn tokio_postgres::types::ToSql + Sync), _); 2] =
+            [(&claims, text.clone()), (&self.role, text)];
         let settings = tx.query_typed(
             "SELECT set_config('request.jwt.claims', $1, true), set_config('role', $2, true)",
-            &[(&claims, text.clone()), (&self.role, text)],
+            &setting,
         );
         let typed = call.typed_params();
         let answer = tx.query_typed(&call.sql, &typed);
-        let (settings, answer) = tokio::join!(settings, answer);
+        // Biased: polled first, the settings are sent first.
+        let (settings, answer) = tokio::join!(biased; settings, answer);
         settings.map_err(|e| postgres_error(e, Delivery::Unreached))?;
         let rows = answer.map_err(|e| postgres_error(e, Delivery::Unreached))?;
         let row = rows.first().ok_or_else(|| {
