@@ -115,7 +115,10 @@ pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
         ("server: `supabash_load_manifest` alone", &server),
         ("client, cold: whole manifest into the tree", &cold),
         ("client, reopen after a one-file commit (cache warm)", &warm),
-        ("client, 100,000 files: open (auto → lazy) + `readdir /`", &lazy),
+        (
+            "client, 100,000 files: open (auto → lazy) + `readdir /`",
+            &lazy,
+        ),
     ] {
         r.row(&[what.into(), s.n.to_string(), f2(s.median), f2(s.p90)]);
     }
@@ -190,6 +193,9 @@ async fn wrappers(
             }
         }
     }
-    cluster.psql("app", "DROP FUNCTION public.bench_manifest_sql(text, text, text)");
+    cluster.psql(
+        "app",
+        "DROP FUNCTION public.bench_manifest_sql(text, text, text)",
+    );
     (stats(&installed), stats(&sql))
 }
