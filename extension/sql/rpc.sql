@@ -70,10 +70,14 @@ SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
   SELECT supabash._read('list_workspaces', json_build_object('cursor', cursor, 'page_size', page_size))
 $$;
 
+-- PL/pgSQL like the whole-tree reads below: a SQL function copies its answer through a
+-- tuplestore (to a temporary file past work_mem); PL/pgSQL hands the datum back as it is.
 CREATE FUNCTION public.supabash_load_manifest(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
-RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._read('load_manifest', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant))
+BEGIN
+  RETURN supabash._read('load_manifest', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant));
+END
 $$;
 
 CREATE FUNCTION public.supabash_load_document(workspace_id text, path text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
@@ -119,10 +123,13 @@ $$;
 CREATE FUNCTION public.supabash_list_directory(
   workspace_id text, path text, revision text DEFAULT NULL, cursor text DEFAULT NULL,
   page_size integer DEFAULT NULL, totals boolean DEFAULT false, delegated_grant text DEFAULT NULL)
-RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._read('list_directory', json_build_object('workspace_id', workspace_id, 'path', path,
-    'revision', revision, 'cursor', cursor, 'page_size', page_size, 'totals', totals, 'delegated_grant', delegated_grant))
+BEGIN
+  RETURN supabash._read('list_directory', json_build_object('workspace_id', workspace_id, 'path', path,
+    'revision', revision, 'cursor', supabash_list_directory.cursor, 'page_size', page_size,
+    'totals', totals, 'delegated_grant', delegated_grant));
+END
 $$;
 
 CREATE FUNCTION public.supabash_commit(
@@ -380,10 +387,12 @@ $$;
 -- that keeps manifests patches the one it has; the cost follows what changed.
 CREATE FUNCTION public.supabash_manifest_changes(
   workspace_id text, since text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
-RETURNS json LANGUAGE sql STABLE SECURITY DEFINER
+RETURNS json LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
-  SELECT supabash._read('manifest_changes', json_build_object('workspace_id', workspace_id,
-    'since', since, 'revision', revision, 'delegated_grant', delegated_grant))
+BEGIN
+  RETURN supabash._read('manifest_changes', json_build_object('workspace_id', workspace_id,
+    'since', since, 'revision', revision, 'delegated_grant', delegated_grant));
+END
 $$;
 
 -- Delegated capabilities (docs/capabilities.md). The exchange is for service_role only; its

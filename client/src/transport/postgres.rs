@@ -1,7 +1,8 @@
 //! Direct Postgres for trusted hosts. Each call does what PostgREST does per request, in one
-//! transaction: `set_config('request.jwt.claims', ...)`, `SET LOCAL ROLE <claims.role>`, then
-//! the function with named arguments whose types come from the catalog (as PostgREST's schema
-//! cache does). The claims must come from a token the host has verified.
+//! transaction: `set_config('request.jwt.claims', ...)` and `set_config('role', <claims.role>,
+//! true)` (`SET LOCAL ROLE`), then the function with named arguments whose types come from the
+//! catalog (as PostgREST's schema cache does). The claims must come from a token the host has
+//! verified.
 //!
 //! A connection made by [`PostgresTransport::connect`] is made again before the next call once
 //! it has died, so a commit whose answer was lost can be retried on the same transport. Only
@@ -68,9 +69,18 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// The parameters as tokio-postgres takes them.
-    pub(crate) fn param_refs(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
-        self.params.iter().map(|p| p as _).collect()
+    /// The parameters with their type (every one is `json`; the statement casts where the
+    /// function takes `jsonb`), for a statement sent without preparing it first.
+    pub(crate) fn typed_params(
+        &self,
+    ) -> Vec<(
+        &(dyn tokio_postgres::types::ToSql + Sync),
+        tokio_postgres::types::Type,
+    )> {
+        self.params
+            .iter()
+            .map(|p| (p as _, tokio_postgres::types::Type::JSON))
+            .collect()
     }
 }
 
@@ -221,19 +231,26 @@ impl Transport for PostgresTransport {
             .transaction()
             .await
             .map_err(|e| postgres_error(e, Delivery::Unreached))?;
-        tx.execute(
-            "SELECT set_config('request.jwt.claims', $1, true)",
-            &[&claims],
-        )
-        .await
-        .map_err(|e| postgres_error(e, Delivery::Unreached))?;
-        tx.batch_execute(&format!("SET LOCAL ROLE {}", quote_ident(&self.role)))
-            .await
-            .map_err(|e| postgres_error(e, Delivery::Unreached))?;
-        let row = tx
-            .query_one(&call.sql, &call.param_refs())
-            .await
-            .map_err(|e| postgres_error(e, Delivery::Unreached))?;
+        // The claims and the role (`set_config('role', ..)` is `SET LOCAL ROLE`, as PostgREST
+        // sets it), then the call: typed statements (no round trip to prepare them) sent
+        // together, so the call costs one round trip after BEGIN. In order: a failed setting
+        // aborts the transaction and the call is refused with it.
+        let text = tokio_postgres::types::Type::TEXT;
+        let setting: [(&(dyn tokio_postgres::types::ToSql + Sync), _); 2] =
+            [(&claims, text.clone()), (&self.role, text)];
+        let settings = tx.query_typed(
+            "SELECT set_config('request.jwt.claims', $1, true), set_config('role', $2, true)",
+            &setting,
+        );
+        let typed = call.typed_params();
+        let answer = tx.query_typed(&call.sql, &typed);
+        // Biased: polled first, the settings are sent first.
+        let (settings, answer) = tokio::join!(biased; settings, answer);
+        settings.map_err(|e| postgres_error(e, Delivery::Unreached))?;
+        let rows = answer.map_err(|e| postgres_error(e, Delivery::Unreached))?;
+        let row = rows.first().ok_or_else(|| {
+            RpcError::transport(Delivery::Unreached, "the call answered no row".to_owned())
+        })?;
         let out: Option<String> = row.get(0);
         tx.commit()
             .await

@@ -734,12 +734,22 @@ impl Inner {
     }
 
     fn reset_to_base(&mut self) {
-        self.nodes.clear();
         let revision = self.base_revision.clone().unwrap_or_default();
+        // Built in one pass and collected at once (a sort of nearly sorted pairs and a bulk
+        // build), rather than inserted path by path: an open builds the whole base.
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut nodes: Vec<(String, Node)> = Vec::with_capacity(self.base.len());
         for (p, f) in &self.base {
-            insert_parents(&mut self.nodes, p);
-            self.nodes.insert(p.clone(), f.node(&revision, p));
+            // The parents the base implies: up to the first one met before (a base entry
+            // sorts before every path below it).
+            let mut dir = path::parent(p);
+            while dir != "/" && seen.insert(dir) && !self.base.contains_key(dir) {
+                nodes.push((dir.to_owned(), Node::dir()));
+                dir = path::parent(dir);
+            }
+            nodes.push((p.clone(), f.node(&revision, p)));
         }
+        self.nodes = nodes.into_iter().collect();
         for dir in &self.unloaded.dirs {
             insert_parents(&mut self.nodes, dir);
             self.nodes.entry(dir.clone()).or_insert_with(Node::dir);
