@@ -24,6 +24,9 @@
 # median over rounds of CPU ms per call and of the round's median latency, and per round the
 # ratio to the first label (median, min-max).
 #
+# CPU_PARALLEL=1 runs the labels of a workload at the same time (one client each) instead of
+# one after the other, so that every label sees the same load from the rest of the machine.
+#
 # Knobs: PG_CONFIG (default /opt/pg-perf/...), CPU_DIR=/tmp/commit-cpu, CPU_PORT=54987,
 # CPU_FILES=10000, CPU_ROUNDS=8, CPU_CALLS=300, CPU_WARM=30, CPU_WORKLOADS="overwrite new plain".
 # Run as root (the cluster runs as the postgres OS user).
@@ -181,6 +184,17 @@ print("".join(hashlib.md5(f"4242-{j}".encode()).hexdigest() for j in range(1, 12
       local order=("${labels[@]}")
       [ "$w" != plain ] || order=(plain)
       (( r % 2 )) || order=($(printf '%s\n' "${order[@]}" | tac))
+      if [ -n "${CPU_PARALLEL:-}" ]; then
+        # All labels at once: each sees the same load from the rest of the machine.
+        for l in "${order[@]}"; do once "$l" "$w" "$w.$l.$r" >"$DIR/pgb/res.$l" & done
+        wait
+        for l in "${order[@]}"; do
+          read -r cpu lat <"$DIR/pgb/res.$l"
+          printf '%s\t%d\t%s\t%s\t%s\n' "$w" "$r" "$l" "$cpu" "$lat" >>"$tsv"
+          log "round $r $w $l: cpu $cpu ms/call, median latency $lat ms"
+        done
+        continue
+      fi
       for l in "${order[@]}"; do
         read -r cpu lat < <(once "$l" "$w" "$w.$l.$r")
         printf '%s\t%d\t%s\t%s\t%s\n' "$w" "$r" "$l" "$cpu" "$lat" >>"$tsv"
