@@ -322,7 +322,7 @@ fn insert_rows(
     let kinds: Vec<&str> = versions.iter().map(|v| v.kind.as_str()).collect();
     let modes: Vec<i32> = versions.iter().map(|v| v.mode as i32).collect();
     let now = if versions.iter().any(|v| v.mtime_ns.is_none()) {
-        commit_time_ns()?
+        crate::pg::clock::now_ns()
     } else {
         0
     };
@@ -337,16 +337,6 @@ fn insert_rows(
         &[ws.into(), from.into(), until.into(), paths.to_vec().into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into(),
           kinds.into(), modes.into(), times.into()],
     )
-}
-
-/// The commit's time (the transaction's `now()`) in nanoseconds since the epoch: the time of
-/// a version written without one. Read from the backend, not a statement.
-fn commit_time_ns() -> Outcome<i64> {
-    /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
-    const PG_EPOCH_US: i64 = 946_684_800_000_000;
-    // SAFETY: reads the current transaction's start time, which every transaction has.
-    let since_2000_us = unsafe { pgrx::pg_sys::GetCurrentTransactionStartTimestamp() };
-    Ok((since_2000_us + PG_EPOCH_US) * 1000)
 }
 
 /// For each of `leaves` below which the head holds an entry (other than the `deleted` ones):
