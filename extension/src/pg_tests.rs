@@ -387,7 +387,7 @@ mod tests {
         Spi::run("SET LOCAL enable_sort = off").unwrap();
         Spi::run(&format!(
             "PREPARE replay_lookup (text, text, text) AS {}",
-            crate::store::revisions::spent_sql()
+            crate::store::revisions::SPENT_SQL
         ))
         .unwrap();
         let explained = Spi::get_one::<pgrx::Json>(&format!(
