@@ -47,8 +47,8 @@ SELECT id, owner_id, 3 FROM supabash.workspaces;
 INSERT INTO supabash.bodies (workspace_id, hash, size, body)
 SELECT w.id, sha256(convert_to(w.id::text || f, 'UTF8')), 1, '\x0078'::bytea
   FROM supabash.workspaces w, generate_series(1, 3) f;
-INSERT INTO supabash.entries (workspace_id, path, valid_from, body_hash, body_size)
-SELECT w.id, '/f' || f, 1, sha256(convert_to(w.id::text || f, 'UTF8')), 1
+INSERT INTO supabash.entries (workspace_id, path, valid_from, body_hash, body_size, mtime_ns)
+SELECT w.id, '/f' || f, 1, sha256(convert_to(w.id::text || f, 'UTF8')), 1, 0
   FROM supabash.workspaces w, generate_series(1, 3) f;
 INSERT INTO supabash.revisions (workspace_id, revision_id, position, transaction_id,
                                 request_hash, committed_at, actor, metadata, lines)
@@ -133,7 +133,7 @@ EOF
   sql -U authenticator -At -v claims='{"role":"service_role"}' >/dev/null <<EOF
 BEGIN; SELECT set_config('request.jwt.claims', :'claims', true) \\g /dev/null
 SET LOCAL ROLE service_role;
-SELECT supabash_spend_storage_nonce(nonce => 'plan-check-$i', keep_until => extract(epoch FROM now())::bigint + 600) IS NOT NULL;
+SELECT supabash_spend_storage_nonce(nonce => 'plan-check-nonce-$i', keep_until => extract(epoch FROM now())::bigint + 600) IS NOT NULL;
 COMMIT;
 EOF
 done
