@@ -140,20 +140,8 @@ pub fn add_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
     store_bytes(store, owner, bytes)
 }
 
-/// Adds `bytes` to the body store's usage row through kept plans: an UPDATE of the row every
-/// store gets with its first workspace ([`open_usage`]), or, for a store without one, an
-/// insert. (An `INSERT ... ON CONFLICT DO UPDATE` on every commit cost a speculative insert
-/// and a logged row lock besides the update.)
+/// Adds `bytes` to the body store's usage row (one statement, a kept plan).
 fn store_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
-    let updated = db::rows_kept(
-        "UPDATE supabash.usage SET body_bytes = greatest(body_bytes + $2, 0)
-          WHERE workspace_id = $1::uuid RETURNING true",
-        &[store.into(), bytes.into()],
-        |_| Ok(()),
-    )?;
-    if !updated.is_empty() {
-        return Ok(());
-    }
     db::exec_kept(
         "INSERT INTO supabash.usage AS u (workspace_id, owner_id, body_bytes)
          VALUES ($1::uuid, $2::uuid, greatest($3, 0))
