@@ -8,13 +8,18 @@
 # A throwaway cluster of that PostgreSQL copy (stock settings) with autovacuum off, so the
 # statistics stay as stale as they are made. The fixture, as a superuser in SQL: 100,000
 # workspaces of 50,000 owners, 3 files each (entries, bodies, usage rows), 2 revisions each,
-# leases, purged commits and redactions for some, then ANALYZE. Then a
-# workspace of 10,000 files of 4 KiB committed through the RPC in commits of 1,000 (not
-# analysed). Then, with auto_explain logging every nested statement (ANALYZE, BUFFERS):
-# single-file overwrite and new-file commits in the big workspace and in a small one,
-# manifest, document, snapshot of the small one, history. Prints every plan node that reads
-# a supabash table and how, and fails when one is a sequential scan or an index scan whose
-# condition leaves out the workspace key of a multi-tenant table.
+# leases, purged commits, redactions and revision notes for some, 100,000 Storage nonces,
+# then ANALYZE. Then a workspace of 10,000 files of 4 KiB committed through the RPC in commits
+# of 1,000 (not analysed). Then, with auto_explain logging every nested statement (ANALYZE,
+# BUFFERS), past the plan cache's first five custom plans: commits that overwrite a file and
+# add a new one (the tree-shape probes) in the big workspace and in a small one, a note on a
+# revision and the notes read, Storage nonces spent (service_role), then manifest, document,
+# snapshot of the small one, history (with its notes), the directory listing with totals (the
+# per-revision totals), the manifest changes since an older revision (its receipt range).
+# Prints every plan node that reads a supabash table and how, and fails when one is a
+# sequential scan, an index scan whose condition leaves out the workspace key of a
+# multi-tenant table, a scan that removes more than 100 rows by filter, or one that reads
+# more than 1,000 rows of a table outside the whole-tree reads (a scan of a whole workspace).
 set -euo pipefail
 PGC=${1:?pg_config}
 REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
@@ -42,8 +47,8 @@ SELECT id, owner_id, 3 FROM supabash.workspaces;
 INSERT INTO supabash.bodies (workspace_id, hash, size, body)
 SELECT w.id, sha256(convert_to(w.id::text || f, 'UTF8')), 1, '\x0078'::bytea
   FROM supabash.workspaces w, generate_series(1, 3) f;
-INSERT INTO supabash.entries (workspace_id, path, valid_from, body_hash, body_size)
-SELECT w.id, '/f' || f, 1, sha256(convert_to(w.id::text || f, 'UTF8')), 1
+INSERT INTO supabash.entries (workspace_id, path, valid_from, body_hash, body_size, mtime_ns)
+SELECT w.id, '/f' || f, 1, sha256(convert_to(w.id::text || f, 'UTF8')), 1, 0
   FROM supabash.workspaces w, generate_series(1, 3) f;
 INSERT INTO supabash.revisions (workspace_id, revision_id, position, transaction_id,
                                 request_hash, committed_at, actor, metadata, lines)
@@ -60,6 +65,12 @@ INSERT INTO supabash.redactions (workspace_id, redaction_id, boundary_position, 
                                  paths, hash_count, actor)
 SELECT id, gen_random_uuid(), 1, gen_random_uuid(), '{/f1}', 0, 'fixture'
   FROM supabash.workspaces TABLESAMPLE BERNOULLI (10);
+INSERT INTO supabash.revision_notes (workspace_id, revision_id, key, version, value, actor, noted_at)
+SELECT r.workspace_id, r.revision_id, 'k', 1, '{}', 'fixture', now()
+  FROM supabash.revisions r TABLESAMPLE BERNOULLI (20);
+INSERT INTO supabash.storage_nonces (nonce_hash, expires_at)
+SELECT sha256(convert_to('n' || i, 'UTF8')), now() + (i % 100 - 10) * interval '1 minute'
+  FROM generate_series(1, 100000) i;
 RESET session_replication_role;
 ANALYZE;
 EOF
@@ -88,6 +99,7 @@ SELECT supabash_commit(workspace_id => '$big', actor => 'seed', base_revision =>
 EOF
 )
 done
+since=$head
 shead=$(rpc $SMALL <<EOF
 SELECT supabash_commit(workspace_id => '$small', actor => 'seed',
   changes => (SELECT json_agg(json_build_object('op', 'upsert', 'path', format('/f%s.txt', i), 'text', $(content i))) FROM generate_series(1, 20) i))->'receipt'->>'revision';
@@ -110,9 +122,20 @@ EOF
 )
   shead=$(rpc $SMALL <<EOF
 SELECT supabash_commit(workspace_id => '$small', actor => 'b', base_revision => '$shead',
-  changes => json_build_array(json_build_object('op', 'upsert', 'path', '/f3.txt', 'text', $i || $(content 3))))->'receipt'->>'revision';
+  changes => json_build_array(json_build_object('op', 'upsert', 'path', '/f3.txt', 'text', $i || $(content 3)),
+                              json_build_object('op', 'upsert', 'path', '/n$i/f.txt', 'text', 'new $i')))->'receipt'->>'revision';
 EOF
 )
+  rpc $BIG >/dev/null <<EOF
+SELECT supabash_add_note(workspace_id => '$big', revision => '$head', key => 'review', value => '{"ok": $i}', actor => 'b') IS NOT NULL;
+SELECT supabash_notes(workspace_id => '$big', revision => '$head') IS NOT NULL;
+EOF
+  sql -U authenticator -At -v claims='{"role":"service_role"}' >/dev/null <<EOF
+BEGIN; SELECT set_config('request.jwt.claims', :'claims', true) \\g /dev/null
+SET LOCAL ROLE service_role;
+SELECT supabash_spend_storage_nonce(nonce => 'plan-check-nonce-$i', keep_until => extract(epoch FROM now())::bigint + 600) IS NOT NULL;
+COMMIT;
+EOF
 done
 rpc $SMALL >/dev/null <<EOF
 SELECT supabash_load_manifest(workspace_id => '$small') IS NOT NULL;
@@ -123,6 +146,9 @@ EOF
 rpc $BIG >/dev/null <<EOF
 SELECT supabash_load_manifest(workspace_id => '$big') IS NOT NULL;
 SELECT supabash_load_document(workspace_id => '$big', path => '/d/f4242.txt') IS NOT NULL;
+SELECT supabash_history(workspace_id => '$big', page_size => 5) IS NOT NULL;
+SELECT supabash_list_directory(workspace_id => '$big', path => '/', totals => true) IS NOT NULL;
+SELECT supabash_manifest_changes(workspace_id => '$big', since => '$since') IS NOT NULL;
 EOF
 tail -c +$((mark + 1)) "$TMP/server.log" >"$TMP/explained.log"
 cp "$TMP/explained.log" /tmp/plan-check.explained.log
@@ -132,7 +158,14 @@ text = open(sys.argv[1]).read()
 # auto_explain JSON blocks: "duration: ... ms  plan:\n{ ... }" up to the next log line.
 blocks = re.findall(r"plan:\n\t(\{.*?\n\t\})", text, re.S)
 tenant = {"bodies", "entries", "revisions", "usage", "leases", "purged_commits", "audit_records",
-          "redactions", "checkpoints"}
+          "redactions", "checkpoints", "revision_notes"}
+shared = {"workspaces", "storage_nonces"}
+# The reads that answer a whole tree (manifest, snapshot, listing, the commits' seed) may read
+# every row of a workspace; nothing else may read more than 1,000 rows of a table.
+WHOLE_TREE = re.compile(r"ORDER BY 1|supabash_load_manifest|supabash_load_snapshot|supabash_list_directory|json_agg")
+# The Storage nonce bound counts the live nonces up to its cap (100,000) on every spend: it reads
+# that many rows whatever the plan (listed, not failed).
+LIVE_COUNT = re.compile(r"SELECT count\(\*\) FROM \(SELECT 1 FROM supabash.storage_nonces")
 bad, seen = [], {}
 def walk(node, query):
     rel = node.get("Relation Name")
@@ -145,8 +178,11 @@ def walk(node, query):
         seen[key][1] = max(seen[key][1], node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0))
         if rel in tenant | {"workspaces"} and node.get("Rows Removed by Filter", 0) > 100:
             bad.append((query[:80], rel, kind + f" removing {node['Rows Removed by Filter']} rows by filter"))
-        if kind == "Seq Scan" and rel in tenant | {"workspaces"}:
+        if kind == "Seq Scan" and rel in tenant | shared and not LIVE_COUNT.search(query):
             bad.append((query[:80], rel, kind))
+        read = node.get("Actual Rows", 0) * node.get("Actual Loops", 1) + node.get("Rows Removed by Filter", 0)
+        if rel in tenant and read > 1000 and not WHOLE_TREE.search(query):
+            bad.append((query[:80], rel, kind + f" reading {read} rows (a whole workspace)"))
         if rel in tenant and kind in ("Index Scan", "Index Only Scan", "Bitmap Heap Scan") and "workspace_id" not in cond and "owner_id" not in cond:
             bad.append((query[:80], rel, kind + " on " + cond))
     for c in node.get("Plans", []):

@@ -132,6 +132,8 @@ BEGIN
 END
 $$;
 
+-- PL/pgSQL, not SQL: a SQL function (SECURITY DEFINER, never inlined) is parsed and planned
+-- again on every call; PL/pgSQL keeps the plan of its expression for the session.
 CREATE FUNCTION public.supabash_commit(
   workspace_id text, changes json, actor text DEFAULT NULL,
   base_revision text DEFAULT NULL, transaction_id text DEFAULT NULL,
@@ -139,15 +141,17 @@ CREATE FUNCTION public.supabash_commit(
   cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL,
   rebase boolean DEFAULT false, delegated_grant text DEFAULT NULL,
   lease text DEFAULT NULL, redaction_epoch bigint DEFAULT NULL, audit json DEFAULT NULL)
-RETURNS jsonb LANGUAGE sql VOLATILE SECURITY DEFINER
+RETURNS jsonb LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
-  SELECT supabash._write('commit', json_build_object(
+BEGIN
+  RETURN supabash._write('commit', json_build_object(
     'workspace_id', workspace_id, 'changes', changes, 'actor', actor,
     'base_revision', base_revision, 'transaction_id', transaction_id,
     'correlation_id', correlation_id, 'idempotency_key', idempotency_key,
     'cause', cause, 'metadata', metadata, 'source_revision', source_revision,
     'rebase', rebase, 'delegated_grant', delegated_grant,
-    'lease', lease, 'redaction_epoch', redaction_epoch, 'audit', audit))
+    'lease', lease, 'redaction_epoch', redaction_epoch, 'audit', audit));
+END
 $$;
 
 CREATE FUNCTION public.supabash_diff(

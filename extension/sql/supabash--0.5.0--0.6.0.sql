@@ -34,6 +34,28 @@ BEGIN
 END
 $$;
 
+-- The commit wrapper is PL/pgSQL (see rpc.sql): a SQL function was parsed and planned again
+-- on every call.
+CREATE OR REPLACE FUNCTION public.supabash_commit(
+  workspace_id text, changes json, actor text DEFAULT NULL,
+  base_revision text DEFAULT NULL, transaction_id text DEFAULT NULL,
+  correlation_id text DEFAULT NULL, idempotency_key text DEFAULT NULL,
+  cause text DEFAULT NULL, metadata jsonb DEFAULT NULL, source_revision text DEFAULT NULL,
+  rebase boolean DEFAULT false, delegated_grant text DEFAULT NULL,
+  lease text DEFAULT NULL, redaction_epoch bigint DEFAULT NULL, audit json DEFAULT NULL)
+RETURNS jsonb LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp SET row_security = on SET lock_timeout = '1s' AS $$
+BEGIN
+  RETURN supabash._write('commit', json_build_object(
+    'workspace_id', workspace_id, 'changes', changes, 'actor', actor,
+    'base_revision', base_revision, 'transaction_id', transaction_id,
+    'correlation_id', correlation_id, 'idempotency_key', idempotency_key,
+    'cause', cause, 'metadata', metadata, 'source_revision', source_revision,
+    'rebase', rebase, 'delegated_grant', delegated_grant,
+    'lease', lease, 'redaction_epoch', redaction_epoch, 'audit', audit));
+END
+$$;
+
 -- Hardening (issue 23).
 
 -- A live lease is re-acquired only with its token: the holder name is public.

@@ -387,7 +387,7 @@ mod tests {
         Spi::run("SET LOCAL enable_sort = off").unwrap();
         Spi::run(&format!(
             "PREPARE replay_lookup (text, text, text) AS {}",
-            crate::store::revisions::spent_sql()
+            crate::store::revisions::SPENT_SQL
         ))
         .unwrap();
         let explained = Spi::get_one::<pgrx::Json>(&format!(
@@ -411,6 +411,27 @@ mod tests {
             "{explained}"
         );
         Spi::run("DEALLOCATE replay_lookup").unwrap();
+    }
+
+    /// The receipt's time, formatted in Rust, reads as `supabash.utc_text` writes it, over
+    /// times spread across the years a commit can be made in, and the transaction's own.
+    #[pg_test]
+    fn utc_text_matches_sql() {
+        let step: i64 = 7_919_999_999_937; // about 92 days, odd microseconds
+        for i in -200..=200i64 {
+            let us = 1_796_342_400_000_000 + i * step;
+            let sql = Spi::get_one_with_args::<String>(
+                "SELECT supabash.utc_text(to_timestamp(0) + $1 * interval '1 microsecond')",
+                &[us.into()],
+            )
+            .unwrap()
+            .unwrap();
+            assert_eq!(crate::pg::clock::utc_text(us), sql, "{us}");
+        }
+        let now = Spi::get_one::<String>("SELECT supabash.utc_text(now())")
+            .unwrap()
+            .unwrap();
+        assert_eq!(crate::pg::clock::now_utc_text(), now);
     }
 
     #[pg_test(error = "SUPABASH_WORKSPACE_DENIED: workspace not found or not owned by the caller")]

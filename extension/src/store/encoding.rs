@@ -10,7 +10,7 @@
 use crate::pg::fail::{Fail, Outcome};
 use std::cell::RefCell;
 use supabash_core::Marker;
-use zstd::zstd_safe::{CCtx, CParameter, DCtx};
+use zstd::zstd_safe::{CCtx, CParameter, DCtx, ResetDirective};
 
 const PLAIN: u8 = 0;
 const ZSTD: u8 = 1;
@@ -40,16 +40,62 @@ fn corrupt() -> Fail {
     Fail::new(Marker::HistoryCorruption, "a stored body is unreadable")
 }
 
+thread_local! {
+    /// One zstd encoder per backend, reused by every body it stores: creating an encoder
+    /// context costs about as much as compressing a 4 KiB body.
+    static ENCODER: RefCell<Option<CCtx<'static>>> = const { RefCell::new(None) };
+}
+
+/// `prefix` with its lifetime extended, for a context of this module that forgets it before
+/// the function handing it over returns (see [`with_encoder`], [`delta_decode`]).
+///
+/// SAFETY (callers): the context is reset (which drops the reference) before `prefix` can go.
+unsafe fn extended(prefix: &[u8]) -> &'static [u8] {
+    std::slice::from_raw_parts(prefix.as_ptr(), prefix.len())
+}
+
+/// Runs `f` on the backend's encoder, reset before and after (no parameter or prefix of one
+/// use reaches the next).
+fn with_encoder<T>(f: impl FnOnce(&mut CCtx<'static>) -> Option<T>) -> Option<T> {
+    ENCODER.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = CCtx::try_create();
+        }
+        let cctx = cell.as_mut()?;
+        cctx.reset(ResetDirective::SessionAndParameters).ok()?;
+        let out = f(cctx);
+        let reset = cctx.reset(ResetDirective::SessionAndParameters);
+        if reset.is_err() {
+            // A context that cannot be reset is not used again.
+            *cell = None;
+            return None;
+        }
+        out
+    })
+}
+
+/// A zstd frame of `body` at level `LEVEL`.
+fn whole(body: &[u8]) -> Option<Vec<u8>> {
+    with_encoder(|cctx| {
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(body.len()));
+        cctx.compress(&mut out, body, LEVEL).ok()?;
+        Some(out)
+    })
+}
+
 /// A zstd frame of `body` compressed against `prefix` (zstd's "reference prefix": the frame
 /// may copy from it, and only a decoder given the same prefix can read it).
 fn delta_frame(body: &[u8], prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut cctx = CCtx::try_create()?;
-    cctx.set_parameter(CParameter::CompressionLevel(LEVEL))
-        .ok()?;
-    cctx.ref_prefix(prefix).ok()?;
-    let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(body.len()));
-    cctx.compress2(&mut out, body).ok()?;
-    Some(out)
+    with_encoder(|cctx| {
+        cctx.set_parameter(CParameter::CompressionLevel(LEVEL))
+            .ok()?;
+        // SAFETY: `with_encoder` resets the context before returning.
+        cctx.ref_prefix(unsafe { extended(prefix) }).ok()?;
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(body.len()));
+        cctx.compress2(&mut out, body).ok()?;
+        Some(out)
+    })
 }
 
 /// The stored form of `body`, and whether it is a delta against `base` (the plain bytes of
@@ -58,8 +104,8 @@ pub fn encode(body: &[u8], base: Option<&[u8]>) -> (Vec<u8>, bool) {
     if body.len() < MIN_COMPRESSED {
         return (framed(PLAIN, body), false);
     }
-    let mut best = match zstd::bulk::compress(body, LEVEL) {
-        Ok(frame) if frame.len() < body.len() => framed(ZSTD, &frame),
+    let mut best = match whole(body) {
+        Some(frame) if frame.len() < body.len() => framed(ZSTD, &frame),
         _ => framed(PLAIN, body),
     };
     if let Some(frame) = base.and_then(|base| delta_frame(body, base)) {
@@ -86,19 +132,51 @@ pub fn decode(stored: &[u8], base: Option<&[u8]>) -> Outcome<Vec<u8>> {
                 Ok(Some(n)) if n as usize <= MAX_BODY => n as usize,
                 _ => return Err(corrupt()),
             };
-            let mut dctx = DCtx::try_create().ok_or_else(corrupt)?;
-            dctx.ref_prefix(base).map_err(|_| corrupt())?;
-            let mut out = Vec::with_capacity(size);
-            dctx.decompress(&mut out, frame).map_err(|_| corrupt())?;
-            Ok(out)
+            delta_decode(frame, base, size)
         }
         _ => Err(corrupt()),
     }
 }
 
+/// The plain bytes (`size` of them, as the frame declares) of a delta frame against `base`,
+/// on the backend's decoder, reset before and after so the base is forgotten.
+fn delta_decode(frame: &[u8], base: &[u8], size: usize) -> Outcome<Vec<u8>> {
+    with_decoder(|dctx| {
+        dctx.reset(ResetDirective::SessionAndParameters)
+            .map_err(|_| corrupt())?;
+        let mut out = Vec::with_capacity(size);
+        // SAFETY: the context is reset below, before `base` can go.
+        let done = dctx
+            .ref_prefix(unsafe { extended(base) })
+            .and_then(|_| dctx.decompress(&mut out, frame));
+        dctx.reset(ResetDirective::SessionAndParameters)
+            .map_err(|_| corrupt())?;
+        done.map_err(|_| corrupt())?;
+        Ok(out)
+    })
+}
+
+/// Runs `f` on the backend's decoder (created the first time).
+fn with_decoder<T>(f: impl FnOnce(&mut DCtx<'static>) -> Outcome<T>) -> Outcome<T> {
+    DECODER.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = DCtx::try_create();
+        }
+        let out = f(cell.as_mut().ok_or_else(corrupt)?);
+        if out.is_err() {
+            // After a failure the context is not trusted again (a reset that failed could
+            // leave a base referenced).
+            *cell = None;
+        }
+        out
+    })
+}
+
 thread_local! {
-    /// One zstd decoder per backend, reused by every whole frame it decodes (a snapshot decodes
-    /// thousands): creating a decoder context costs more than decoding a small body.
+    /// One zstd decoder per backend, reused by every frame it decodes (a snapshot decodes
+    /// thousands, a commit the chain under an edited file): creating a decoder context costs
+    /// more than decoding a small body.
     static DECODER: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
 }
 
@@ -111,15 +189,9 @@ fn whole_frame(frame: &[u8]) -> Outcome<Vec<u8>> {
         _ => return Err(corrupt()),
     };
     let mut out = Vec::with_capacity(size);
-    DECODER.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        if cell.is_none() {
-            *cell = DCtx::try_create();
-        }
-        let dctx = cell.as_mut().ok_or_else(corrupt)?;
-        // ZSTD_decompressDCtx starts every frame afresh, whatever the previous one left.
-        dctx.decompress(&mut out, frame).map_err(|_| corrupt())
-    })?;
+    // ZSTD_decompressDCtx starts every frame afresh, whatever the previous one left (a delta's
+    // base is forgotten by the reset after it).
+    with_decoder(|dctx| dctx.decompress(&mut out, frame).map_err(|_| corrupt()))?;
     if out.len() != size {
         return Err(corrupt());
     }

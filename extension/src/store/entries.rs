@@ -211,11 +211,28 @@ pub fn version(r: FileRow) -> (String, Version) {
     (r.path, v)
 }
 
+/// The statement closing the open rows of workspace `$1` for the paths in array `$<paths>` at
+/// position `$2`, answering their paths. The rows are found by the open index's full key, one
+/// LATERAL lookup per path, and updated by row id: a kept generic plan that cannot turn into
+/// a scan of the workspace whatever the statistics say.
+fn close_sql(paths: usize) -> String {
+    format!(
+        "UPDATE supabash.entries SET valid_until = $2
+          WHERE ctid = ANY (ARRAY(
+                  SELECT o.ctid FROM unnest(${paths}::text[]) p (path)
+                   CROSS JOIN LATERAL (SELECT x.ctid FROM supabash.entries x
+                                        WHERE x.workspace_id = $1::uuid AND x.valid_until IS NULL
+                                          AND x.path = p.path LIMIT 1) o))
+          RETURNING path"
+    )
+}
+
 /// Closes the open interval of every path in `close` and opens one for each of `paths` with
-/// its version from `position` on, set-based. In a fork, a closed path that was still
-/// inherited first gets its copy row (see `lineage`): the inherited row as it is, tombstone or
-/// not, valid from the fork's first position to this one. A version without a time gets the
-/// commit's (the transaction's `now()`).
+/// its version from `position` on, set-based: one statement for a workspace without fork
+/// ancestry. In a fork, a closed path that was still inherited first gets its copy row (see
+/// `lineage`): the inherited row as it is, tombstone or not, valid from the fork's first
+/// position to this one. A version without a time gets the commit's (the transaction's
+/// `now()`).
 pub fn write(
     schema: Schema,
     ws: &Workspace,
@@ -224,18 +241,12 @@ pub fn write(
     paths: &[String],
     versions: &[Version],
 ) -> Outcome<()> {
+    if ws.sources.is_empty() {
+        return open_rows(schema, &ws.id, position, paths, versions, close);
+    }
     if !close.is_empty() {
         let closed: HashSet<String> = db::rows_kept(
-            // The rows are found by the open index's full key, one LATERAL lookup per path, and
-            // updated by row id: a kept generic plan that cannot turn into a scan of the
-            // workspace whatever the statistics say.
-            "UPDATE supabash.entries SET valid_until = $2
-              WHERE ctid = ANY (ARRAY(
-                      SELECT o.ctid FROM unnest($3::text[]) p (path)
-                       CROSS JOIN LATERAL (SELECT x.ctid FROM supabash.entries x
-                                            WHERE x.workspace_id = $1::uuid AND x.valid_until IS NULL
-                                              AND x.path = p.path LIMIT 1) o))
-              RETURNING path",
+            &close_sql(3),
             &[
                 ws.id.as_str().into(),
                 position.into(),
@@ -278,18 +289,22 @@ pub fn write(
             )?;
         }
     }
-    insert_rows(schema, &ws.id, position, paths, versions)
+    open_rows(schema, &ws.id, position, paths, versions, &[])
 }
 
-/// Inserts open entry rows of `ws` (valid from position `from` on), set-based.
-fn insert_rows(
+/// Inserts open entry rows of `ws` (valid from position `from` on), set-based, after closing
+/// the open rows of `close` at `from` in the same statement (its INSERT reads a count of the
+/// closed rows, so the close has run to its end before the first row goes in: the open index
+/// is unique).
+fn open_rows(
     schema: Schema,
     ws: &str,
     from: i64,
     paths: &[String],
     versions: &[Version],
+    close: &[String],
 ) -> Outcome<()> {
-    if paths.is_empty() {
+    if paths.is_empty() && close.is_empty() {
         return Ok(());
     }
     let until: Option<i64> = None;
@@ -309,44 +324,45 @@ fn insert_rows(
         .iter()
         .map(|v| (!plain(v)).then(|| pgrx::JsonB(v.metadata.clone())))
         .collect();
+    let after_close = |insert: &str, mut args: Vec<DatumWithOid>| -> Outcome<()> {
+        if close.is_empty() {
+            return db::exec_kept(insert, &args);
+        }
+        let sql = format!(
+            "WITH closed AS ({}) {insert} FROM (SELECT count(*) FROM closed) c",
+            close_sql(args.len() + 1)
+        );
+        args.push(close.to_vec().into());
+        db::exec_kept(&sql, &args)
+    };
     if !schema.posix_entries {
         // 0.5.0: regular files only (commit refused anything else before writing).
-        return db::exec_kept(
+        return after_close(
             "INSERT INTO supabash.entries
                     (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata)
              SELECT $1::uuid, unnest($4::text[]), $2, $3, unnest($5::bytea[]), unnest($6::bigint[]),
                     unnest($7::bytea[]), unnest($8::bigint[]), unnest($9::jsonb[])",
-            &[ws.into(), from.into(), until.into(), paths.to_vec().into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
+            vec![ws.into(), from.into(), until.into(), paths.to_vec().into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into()],
         );
     }
     let kinds: Vec<&str> = versions.iter().map(|v| v.kind.as_str()).collect();
     let modes: Vec<i32> = versions.iter().map(|v| v.mode as i32).collect();
     let now = if versions.iter().any(|v| v.mtime_ns.is_none()) {
-        commit_time_ns()?
+        crate::pg::clock::now_ns()
     } else {
         0
     };
     let times: Vec<i64> = versions.iter().map(|v| v.mtime_ns.unwrap_or(now)).collect();
-    db::exec_kept(
+    after_close(
         "INSERT INTO supabash.entries
                 (workspace_id, path, valid_from, valid_until, body_hash, body_size, content_hash, content_size, metadata,
                  kind, mode, mtime_ns)
          SELECT $1::uuid, unnest($4::text[]), $2, $3, unnest($5::bytea[]), unnest($6::bigint[]),
                 unnest($7::bytea[]), unnest($8::bigint[]), unnest($9::jsonb[]),
                 unnest($10::text[]), unnest($11::integer[]), unnest($12::bigint[])",
-        &[ws.into(), from.into(), until.into(), paths.to_vec().into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into(),
+        vec![ws.into(), from.into(), until.into(), paths.to_vec().into(), bh.into(), bs.into(), ch.into(), cs.into(), md.into(),
           kinds.into(), modes.into(), times.into()],
     )
-}
-
-/// The commit's time (the transaction's `now()`) in nanoseconds since the epoch: the time of
-/// a version written without one. Read from the backend, not a statement.
-fn commit_time_ns() -> Outcome<i64> {
-    /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
-    const PG_EPOCH_US: i64 = 946_684_800_000_000;
-    // SAFETY: reads the current transaction's start time, which every transaction has.
-    let since_2000_us = unsafe { pgrx::pg_sys::GetCurrentTransactionStartTimestamp() };
-    Ok((since_2000_us + PG_EPOCH_US) * 1000)
 }
 
 /// For each of `leaves` below which the head holds an entry (other than the `deleted` ones):

@@ -101,56 +101,64 @@ pub enum Spent {
     Purged(String),
 }
 
-/// The revisions a transaction id (`$2`) and an idempotency key (`$3`) committed in workspace
-/// `$1`, at most one each (see [`spent`]).
-pub(crate) fn spent_sql() -> String {
-    format!(
-        "SELECT * FROM (SELECT {COLUMNS} FROM supabash.revisions r
-                         WHERE workspace_id = $1::uuid AND transaction_id >= $2::uuid
-                         ORDER BY r.transaction_id LIMIT 1) x
-          WHERE x.transaction_id::uuid = $2::uuid
-         UNION ALL
-         SELECT * FROM (SELECT {COLUMNS} FROM supabash.revisions r
-                         WHERE workspace_id = $1::uuid AND idempotency_key >= $3
-                         ORDER BY r.idempotency_key LIMIT 1) y
-          WHERE y.idempotency_key = $3"
-    )
-}
+/// What a transaction id (`$2`) and an idempotency key (`$3`) did in workspace `$1`, one
+/// statement (see [`spent`]): the position of the revision each committed (at most one each),
+/// then the revision each committed that purge removed. Only these narrow columns: the stored
+/// receipt is read when a revision matches, which only a replay or a conflict pays for.
+pub(crate) const SPENT_SQL: &str = "
+SELECT x.position, NULL::text FROM (SELECT r.position, r.transaction_id FROM supabash.revisions r
+                                     WHERE r.workspace_id = $1::uuid AND r.transaction_id >= $2::uuid
+                                     ORDER BY r.transaction_id LIMIT 1) x
+ WHERE x.transaction_id = $2::uuid
+UNION ALL
+SELECT y.position, NULL FROM (SELECT r.position, r.idempotency_key FROM supabash.revisions r
+                               WHERE r.workspace_id = $1::uuid AND r.idempotency_key >= $3
+                               ORDER BY r.idempotency_key LIMIT 1) y
+ WHERE y.idempotency_key = $3
+UNION ALL
+SELECT NULL, p.revision_id::text FROM supabash.purged_commits p
+ WHERE p.workspace_id = $1::uuid AND p.transaction_id = $2::uuid
+UNION ALL
+SELECT NULL, p.revision_id::text FROM supabash.purged_commits p
+ WHERE p.workspace_id = $1::uuid AND p.idempotency_key = $3";
 
-/// What transaction id `transaction_id` or idempotency key `key` already did in `ws`. Each
-/// lookup goes by its unique index, a branch per key (never an OR, which a generic plan turns
-/// into a walk of the workspace's revisions in position order), through kept generic plans;
-/// the purged commits are looked at only when no revision matches. Each key is found as the
+/// What transaction id `transaction_id` or idempotency key `key` already did in `ws`, in one
+/// statement ([`SPENT_SQL`]) through a kept generic plan. Each lookup goes by its unique
+/// index, a branch per key (never an OR, which a generic plan turns into a walk of the
+/// workspace's revisions in position order). Each key is found among the revisions as the
 /// first at or above it in the workspace (`>=`, `ORDER BY`, `LIMIT 1`), kept when equal, and
 /// the plan is made with sorts disabled: the unique index is then the only plan without a
 /// sort, whatever the statistics say. (With an equality, or with sorts allowed, statistics
 /// taken when the workspace had one revision make every index on `workspace_id` cost the
 /// same, and a kept plan could walk all the workspace's revisions by
 /// `revisions_committed_idx` with the key as a filter, on every commit.) When both keys
-/// match, the earlier revision is what they spent.
+/// match, the earlier revision is what they spent; a purged one counts only when no retained
+/// revision matches.
 pub fn spent(ws: &str, transaction_id: &str, key: Option<&str>) -> Outcome<Spent> {
     let args = [ws.into(), transaction_id.into(), key.into()];
-    let committed = {
+    let found = {
         let _no_sort = db::Setting::set(c"enable_sort", c"off");
-        db::query_generic(&spent_sql(), &args, stored)?
+        db::query_generic(SPENT_SQL, &args, |r| {
+            Ok((db::opt::<i64>(r, 1)?, db::opt::<String>(r, 2)?))
+        })?
     };
-    if let Some(found) = committed
+    if let Some(position) = found.iter().filter_map(|(p, _)| *p).min() {
+        let stored = rows(
+            &format!(
+                "SELECT {COLUMNS} FROM supabash.revisions
+                  WHERE workspace_id = $1::uuid AND position = $2"
+            ),
+            &[ws.into(), position.into()],
+        )?
         .into_iter()
-        .min_by_key(|found| found.receipt.position)
-    {
-        return Ok(Spent::Committed(Box::new(found)));
+        .next()
+        .ok_or_else(|| corrupt("a spent revision vanished"))?;
+        return Ok(Spent::Committed(Box::new(stored)));
     }
-    let purged = db::query_row_generic(
-        "SELECT revision_id::text FROM supabash.purged_commits
-          WHERE workspace_id = $1::uuid AND transaction_id = $2::uuid
-         UNION ALL
-         SELECT revision_id::text FROM supabash.purged_commits
-          WHERE workspace_id = $1::uuid AND idempotency_key = $3
-         LIMIT 1",
-        &args,
-        |r| db::get::<String>(r, 1),
-    )?;
-    Ok(purged.map_or(Spent::No, Spent::Purged))
+    Ok(found
+        .into_iter()
+        .find_map(|(_, purged)| purged)
+        .map_or(Spent::No, Spent::Purged))
 }
 
 /// The position of revision `revision` of `ws` when it lies below position `below`.
@@ -187,7 +195,8 @@ pub struct Totals<'a> {
 
 /// Stores the receipt of a new revision, committed now (the transaction's start), with its
 /// tree totals when the schema has them (0.6.0); answers that time as UTC text, the receipt's
-/// `committed_at`.
+/// `committed_at` (formatted here as `supabash.utc_text` does, not by a SQL function called
+/// from the statement: one that is not inlined is parsed and planned on every call).
 pub fn insert(
     schema: Schema,
     receipt: &Receipt,
@@ -244,14 +253,10 @@ pub fn insert(
                      metadata, source_revision, lines, delegation_key_id,
                      forked_from_workspace, forked_from_revision, rebased_from{columns})
              SELECT $1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, $7, now(), $8, $9, $10, $11,
-                     $12::uuid, $13, $14, $15::uuid, $16::uuid, $17::uuid{values}
-             RETURNING supabash.utc_text(committed_at)"
+                     $12::uuid, $13, $14, $15::uuid, $16::uuid, $17::uuid{values}"
     );
-    let at = db::rows_kept(&sql, &args, |r| db::get::<String>(r, 1))?;
-    Ok(at
-        .into_iter()
-        .next()
-        .expect("an INSERT ... RETURNING of one row"))
+    db::exec_kept(&sql, &args)?;
+    Ok(crate::pg::clock::now_utc_text())
 }
 
 /// The stored tree totals of revision `revision` of `ws`: `None` when the schema predates

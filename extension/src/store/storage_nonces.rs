@@ -16,13 +16,16 @@ fn hash(nonce: &str) -> Vec<u8> {
     Sha256::digest(format!("supabash storage nonce\0{nonce}")).to_vec()
 }
 
-/// Forgets up to a batch of expired nonces, skipping rows a concurrent spend holds.
+/// Forgets up to a batch of expired nonces, skipping rows a concurrent spend holds. In expiry
+/// order, so the plan is a range scan of the expiry index over expired rows only (without the
+/// order, statistics that show many expired rows made it a sequential scan, which reads every
+/// live nonce when few have expired).
 pub fn forget_expired() -> Outcome<()> {
     db::exec(
         "DELETE FROM supabash.storage_nonces WHERE nonce_hash IN (
            SELECT nonce_hash FROM supabash.storage_nonces
             WHERE expires_at <= clock_timestamp()
-            LIMIT $1 FOR UPDATE SKIP LOCKED)",
+            ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)",
         &[CLEANUP_BATCH.into()],
     )
 }
