@@ -37,15 +37,8 @@ pub fn load_documents(call: &Call, req: rq::LoadDocuments) -> Outcome<Documents>
         Vec::new()
     } else {
         let paths: Vec<String> = wanted.iter().cloned().collect();
-        entries::visible_files(
-            call.schema,
-            &ws,
-            position,
-            "e.path = ANY($5)",
-            "",
-            vec![paths.into()],
-            false,
-        )?
+        let at = position.filter(|p| Some(*p) != ws.head_position);
+        entries::files_at_paths(call.schema, &ws, at, paths)?
     };
     attach_bodies(&ws.store, &mut rows)?;
     let found: BTreeSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();

@@ -55,15 +55,8 @@ pub fn manifest_changes(call: &Call, req: ManifestChangesSince) -> Outcome<Manif
         }
     }
     let paths: Vec<String> = paths.into_iter().collect();
-    let mut rows = entries::visible_files(
-        call.schema,
-        &ws,
-        position,
-        "e.path = ANY($5::text[])",
-        "",
-        vec![paths.clone().into()],
-        false,
-    )?;
+    let at = Some(to).filter(|p| Some(*p) != ws.head_position);
+    let mut rows = entries::files_at_paths(call.schema, &ws, at, paths.clone())?;
     read::with_link_targets(&ws, &mut rows)?;
     let present: BTreeSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();
     answer.removed = paths

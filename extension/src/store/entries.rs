@@ -171,11 +171,26 @@ pub fn versions(
     at: Option<i64>,
     paths: Vec<String>,
 ) -> Outcome<BTreeMap<String, Version>> {
+    Ok(files_at_paths(schema, ws, at, paths)?
+        .into_iter()
+        .map(version)
+        .collect())
+}
+
+/// The files among `paths` that the workspace sees at position `at` (`None`: the head), in
+/// path order: each path looked up by key, so the cost follows `paths`, never the tree.
+pub fn files_at_paths(
+    schema: Schema,
+    ws: &Workspace,
+    at: Option<i64>,
+    paths: Vec<String>,
+) -> Outcome<Vec<FileRow>> {
     let columns = file_columns(schema);
-    let rows = if ws.sources.is_empty() && at.is_none() {
+    let mut rows = if ws.sources.is_empty() && at.is_none() {
         // What every commit runs: a kept, generic plan that looks each path up by the open
         // index's full key (a LATERAL subquery with LIMIT 1 is never flattened), whatever the
-        // statistics say about the workspace's size.
+        // statistics say about the workspace's size. (`path = ANY(...)` on a workspace never
+        // analysed was planned as a scan of all its open rows.)
         db::query_generic(
             &format!(
                 "SELECT e.* FROM unnest($2::text[]) p (path)
@@ -193,7 +208,8 @@ pub fn versions(
         // Planned for its arguments (a custom plan sees the array's length).
         file_rows(&sql, &args)?
     };
-    Ok(rows.into_iter().map(version).collect())
+    rows.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(rows)
 }
 
 /// A stored file row as a path and its version.
