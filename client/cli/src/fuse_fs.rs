@@ -220,6 +220,21 @@ impl MountFs {
         self.readers().snapshots.get(&fh).cloned()
     }
 
+    /// Gives `ino`'s snapshot handles `data`, what the file holds now (a buffer that reached
+    /// the tree, or went with its last handle), so one that outlives its path reads that. Their
+    /// generation stays: while the mount is changed they read the file as it is.
+    fn refresh_snapshots(&self, ino: u64, data: &Arc<Vec<u8>>) {
+        for snapshot in self.readers().snapshots.values_mut() {
+            if snapshot.ino == ino {
+                *snapshot = Arc::new(Snapshot {
+                    ino,
+                    data: data.clone(),
+                    generation: snapshot.generation,
+                });
+            }
+        }
+    }
+
     /// Whether the kernel may keep `ino`'s page cache when it is opened with `data`: always on
     /// a read-only mount, and on a writable one when the file holds the same buffer as at its
     /// previous open (nothing changed it meanwhile; writes through the mount update the page
@@ -305,6 +320,7 @@ impl MountFs {
             f.dirty = false;
             return Ok(());
         };
+        let data = f.data.clone();
         let bytes = f.data.as_ref().clone();
         let written = f.written;
         let size = bytes.len() as u64;
@@ -313,6 +329,7 @@ impl MountFs {
         if let Some(f) = st.files.get_mut(&ino) {
             f.dirty = false;
         }
+        self.refresh_snapshots(ino, &data);
         st.summary.wrote(&p, size);
         Ok(())
     }
@@ -754,7 +771,9 @@ impl MountFs {
         });
         if last {
             // A buffer the tree refused (its close already failed) goes with its last handle.
-            st.files.remove(&ino);
+            if let Some(f) = st.files.remove(&ino) {
+                self.refresh_snapshots(ino, &f.data);
+            }
         }
         result
     }
