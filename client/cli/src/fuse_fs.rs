@@ -285,17 +285,38 @@ impl MountFs {
         let open = st.files.get(&ino);
         let Some(p) = st.inodes.path(ino) else {
             // Unlinked while open: what the handles still see.
-            let f = open.ok_or(Errno::ENOENT)?;
+            let size = match open {
+                Some(f) => f.data.len(),
+                None => {
+                    let readers = self.readers();
+                    let mut held = readers.snapshots.values().filter(|s| s.ino == ino);
+                    held.next().ok_or(Errno::ENOENT)?.data.len()
+                }
+            };
             let now = SystemTime::now();
-            return Ok(self.attr_of(ino, FileType::RegularFile, f.data.len() as u64, 0o644, now));
+            return Ok(self.attr_of(ino, FileType::RegularFile, size as u64, 0o644, now));
         };
         let stat = self.lstat(p).await?;
+        Ok(self.attr_from(st, ino, stat))
+    }
+
+    /// The attributes of `ino`, whose path the staged tree gives `stat`.
+    fn attr_from(&self, st: &State, ino: u64, stat: Stat) -> FileAttr {
+        let open = st.files.get(&ino);
         let size = open.map_or(stat.size, |f| f.data.len() as u64);
         let mtime = match open {
             Some(f) if f.dirty => f.written,
             _ => stat.mtime,
         };
-        Ok(self.attr_of(ino, file_type(stat.kind), size, stat.mode, mtime))
+        self.attr_of(ino, file_type(stat.kind), size, stat.mode, mtime)
+    }
+
+    /// Lists the directories that lead to `p` when the tree was opened lazily and has not yet
+    /// (a round trip each), before the caller takes the state lock.
+    async fn reach(&self, p: &str) {
+        if self.tree.is_partially_loaded() {
+            let _ = self.tree.lstat(p).await;
+        }
     }
 
     async fn exists(&self, p: &str) -> bool {
@@ -351,15 +372,13 @@ impl MountFs {
     /// `lookup`.
     pub async fn lookup(&self, parent: u64, name: &std::ffi::OsStr) -> Result<FileAttr, Errno> {
         let p = existing(&self.state.lock().await.path(parent)?, name)?;
-        // Lists the parent if the lazy tree has not yet (a round trip), with no lock held.
-        let _ = self.tree.lstat(&p).await;
+        // Lists the parent if the lazy tree has not yet, with no lock held.
+        self.reach(&p).await;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
-        if !self.exists(&p).await {
-            return Err(Errno::ENOENT);
-        }
+        let stat = self.lstat(&p).await?;
         let ino = st.inodes.ino(&p);
-        self.attr(&st, ino).await
+        Ok(self.attr_from(&st, ino, stat))
     }
 
     /// `getattr`.
@@ -367,7 +386,7 @@ impl MountFs {
         let p = self.state.lock().await.inodes.path(ino).map(str::to_owned);
         if let Some(p) = p {
             // See `lookup`: any listing it needs happens before the lock.
-            let _ = self.tree.lstat(&p).await;
+            self.reach(&p).await;
         }
         let st = self.state.lock().await;
         self.attr(&st, ino).await
