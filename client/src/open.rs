@@ -42,6 +42,10 @@ pub enum OpenMode {
     Eager,
     /// The root's listing; every other directory the first time something in it is touched.
     Lazy,
+    /// As [`OpenMode::Auto`], with a threshold of its own: a tree of at most this many files
+    /// loads whole (a mount uses its file limit, so a tree it could hold is listed in one
+    /// request rather than a directory at a time).
+    EagerUpTo(u64),
 }
 
 /// The largest tree [`OpenMode::Auto`] loads whole.
@@ -51,8 +55,8 @@ impl OpenMode {
     /// `Auto` with the environment's override applied.
     fn resolved(self) -> OpenMode {
         match (self, std::env::var("SUPABASH_OPEN_MODE").as_deref()) {
-            (OpenMode::Auto, Ok("eager")) => OpenMode::Eager,
-            (OpenMode::Auto, Ok("lazy")) => OpenMode::Lazy,
+            (OpenMode::Auto | OpenMode::EagerUpTo(_), Ok("eager")) => OpenMode::Eager,
+            (OpenMode::Auto | OpenMode::EagerUpTo(_), Ok("lazy")) => OpenMode::Lazy,
             (mode, _) => mode,
         }
     }
@@ -135,7 +139,11 @@ impl RemoteDirectories {
         let bytes = first.tree_bytes.unwrap_or(0);
         // A root page holding the whole tree is as good as the manifest.
         let whole = first.directories.is_empty() && first.next_cursor.is_none();
-        if mode == OpenMode::Auto && !whole && files <= EAGER_MAX_FILES {
+        let most = match mode {
+            OpenMode::EagerUpTo(n) => i64::try_from(n).unwrap_or(i64::MAX),
+            _ => EAGER_MAX_FILES,
+        };
+        if mode != OpenMode::Lazy && !whole && files <= most {
             return Ok(None);
         }
         let (redaction_epoch, restore_floor) = (first.redaction_epoch, first.restore_floor);

@@ -11,7 +11,7 @@ use crate::mount_control::{self, Control};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use supabash::workspace::CommitOptions;
-use supabash::{Limits, Workspace};
+use supabash::{Limits, OpenMode, Workspace};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -151,9 +151,18 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
         .with_max_files(args.max_files)
         .with_max_staged_bytes(args.max_staged_mib << 20);
     let (transport, id) = args.target.open().await?;
+    // A tree the mount could hold (within its file limit) is listed whole, in one request,
+    // as `run` does: afterwards no lookup waits on a directory listing. A larger one (a
+    // read-only mount of a huge workspace) opens lazily. A revision mount serves the
+    // revision's manifest (`tree_at`), never the head's tree: that one opens lazily.
+    let mode = match &args.revision {
+        Some(_) => OpenMode::Lazy,
+        None => OpenMode::EagerUpTo(args.max_files as u64),
+    };
     let ws = Arc::new(
         Workspace::builder(transport)
             .limits(limits)
+            .open_mode(mode)
             .open(&id)
             .await?,
     );

@@ -2,14 +2,18 @@
 //! a write-back buffer per open file (shared by every handle of that file, written to the tree
 //! at flush, fsync, release and before a commit). Symbolic links, modes and times are the
 //! staged tree's, committed with it. Requests run concurrently; the mount's state is behind one
-//! lock that is never held while a body or a listing loads over the network.
+//! lock that is never held while a body or a listing loads over the network. A file opened for
+//! reading while no handle holds a buffer of it gets a handle of its own (a [`Snapshot`]) whose
+//! reads, flush and release never take that lock: until the mount changes anything, what it
+//! read at open is the file's content.
 
 use crate::fuse_inodes::{child, Inodes};
 use crate::fuse_summary::Summary;
 use fuser::{Errno, FileAttr, FileType};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 use supabash::tree::{FileKind, Stat};
 use supabash::workspace::CommitOptions;
@@ -38,6 +42,35 @@ struct OpenFile {
     handles: usize,
 }
 
+/// A read-only handle opened while no handle held a buffer of its file: the content it read
+/// at open, valid while the mount's change count is still `generation`.
+#[derive(Debug)]
+struct Snapshot {
+    ino: u64,
+    data: Arc<Vec<u8>>,
+    generation: u64,
+}
+
+/// What the lock-free read path keeps (behind a lock of its own, held for a map operation).
+#[derive(Debug, Default)]
+struct Readers {
+    /// Snapshot handles by file handle.
+    snapshots: HashMap<u64, Arc<Snapshot>>,
+    /// The buffer each inode held at its last open (see `open`: the kernel keeps its page
+    /// cache while it is the same).
+    opened: HashMap<u64, Weak<Vec<u8>>>,
+}
+
+/// Counts a change of the mount when dropped, that is once the change is done: a snapshot
+/// taken before it (or while it ran) no longer serves reads.
+struct Changing<'a>(&'a AtomicU64);
+
+impl Drop for Changing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// One entry of a directory listing taken at opendir.
 #[derive(Debug, Clone)]
 pub struct Listed {
@@ -55,19 +88,10 @@ struct State {
     handles: HashMap<u64, u64>,
     /// Directory handle → the listing taken at opendir.
     dirs: HashMap<u64, Vec<Listed>>,
-    next_fh: u64,
-    /// The buffer each inode held at its last open (see `open`: the kernel keeps its page
-    /// cache while it is the same).
-    opened: HashMap<u64, std::sync::Weak<Vec<u8>>>,
     summary: Summary,
 }
 
 impl State {
-    fn handle(&mut self) -> u64 {
-        self.next_fh += 1;
-        self.next_fh
-    }
-
     fn path(&self, ino: u64) -> Result<String, Errno> {
         self.inodes
             .path(ino)
@@ -138,6 +162,11 @@ pub struct MountFs {
     state: Mutex<State>,
     /// Directories whose files were prefetched once already.
     prefetched: std::sync::Mutex<std::collections::HashSet<String>>,
+    readers: std::sync::Mutex<Readers>,
+    /// The last file or directory handle handed out.
+    next_fh: AtomicU64,
+    /// How many changes the mount made (see [`Changing`]).
+    generation: AtomicU64,
     read_only: bool,
     owner: (u32, u32),
 }
@@ -150,6 +179,9 @@ impl MountFs {
             tree,
             state: Mutex::new(State::default()),
             prefetched: Default::default(),
+            readers: Default::default(),
+            next_fh: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
             read_only,
             owner,
         }
@@ -166,6 +198,55 @@ impl MountFs {
         } else {
             Ok(())
         }
+    }
+
+    /// Checks that the mount is writable and counts the change the caller makes (see
+    /// [`Changing`]).
+    fn change(&self) -> Result<Changing<'_>, Errno> {
+        self.writable()?;
+        Ok(Changing(&self.generation))
+    }
+
+    /// A new file or directory handle.
+    fn handle(&self) -> u64 {
+        self.next_fh.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    fn readers(&self) -> std::sync::MutexGuard<'_, Readers> {
+        self.readers.lock().expect("readers lock")
+    }
+
+    fn snapshot(&self, fh: u64) -> Option<Arc<Snapshot>> {
+        self.readers().snapshots.get(&fh).cloned()
+    }
+
+    /// Gives `ino`'s snapshot handles `data`, what the file holds now (a buffer that reached
+    /// the tree, or went with its last handle), so one that outlives its path reads that. Their
+    /// generation stays: while the mount is changed they read the file as it is.
+    fn refresh_snapshots(&self, ino: u64, data: &Arc<Vec<u8>>) {
+        for snapshot in self.readers().snapshots.values_mut() {
+            if snapshot.ino == ino {
+                *snapshot = Arc::new(Snapshot {
+                    ino,
+                    data: data.clone(),
+                    generation: snapshot.generation,
+                });
+            }
+        }
+    }
+
+    /// Whether the kernel may keep `ino`'s page cache when it is opened with `data`: always on
+    /// a read-only mount, and on a writable one when the file holds the same buffer as at its
+    /// previous open (nothing changed it meanwhile; writes through the mount update the page
+    /// cache themselves). Records `data` as the buffer of this open.
+    fn keeps_cache(&self, readers: &mut Readers, ino: u64, data: &Arc<Vec<u8>>) -> bool {
+        let same = readers
+            .opened
+            .get(&ino)
+            .and_then(Weak::upgrade)
+            .is_some_and(|before| Arc::ptr_eq(&before, data));
+        readers.opened.insert(ino, Arc::downgrade(data));
+        self.read_only || same
     }
 
     fn attr_of(
@@ -204,17 +285,38 @@ impl MountFs {
         let open = st.files.get(&ino);
         let Some(p) = st.inodes.path(ino) else {
             // Unlinked while open: what the handles still see.
-            let f = open.ok_or(Errno::ENOENT)?;
+            let size = match open {
+                Some(f) => f.data.len(),
+                None => {
+                    let readers = self.readers();
+                    let mut held = readers.snapshots.values().filter(|s| s.ino == ino);
+                    held.next().ok_or(Errno::ENOENT)?.data.len()
+                }
+            };
             let now = SystemTime::now();
-            return Ok(self.attr_of(ino, FileType::RegularFile, f.data.len() as u64, 0o644, now));
+            return Ok(self.attr_of(ino, FileType::RegularFile, size as u64, 0o644, now));
         };
         let stat = self.lstat(p).await?;
+        Ok(self.attr_from(st, ino, stat))
+    }
+
+    /// The attributes of `ino`, whose path the staged tree gives `stat`.
+    fn attr_from(&self, st: &State, ino: u64, stat: Stat) -> FileAttr {
+        let open = st.files.get(&ino);
         let size = open.map_or(stat.size, |f| f.data.len() as u64);
         let mtime = match open {
             Some(f) if f.dirty => f.written,
             _ => stat.mtime,
         };
-        Ok(self.attr_of(ino, file_type(stat.kind), size, stat.mode, mtime))
+        self.attr_of(ino, file_type(stat.kind), size, stat.mode, mtime)
+    }
+
+    /// Lists the directories that lead to `p` when the tree was opened lazily and has not yet
+    /// (a round trip each), before the caller takes the state lock.
+    async fn reach(&self, p: &str) {
+        if self.tree.is_partially_loaded() {
+            let _ = self.tree.lstat(p).await;
+        }
     }
 
     async fn exists(&self, p: &str) -> bool {
@@ -239,6 +341,7 @@ impl MountFs {
             f.dirty = false;
             return Ok(());
         };
+        let data = f.data.clone();
         let bytes = f.data.as_ref().clone();
         let written = f.written;
         let size = bytes.len() as u64;
@@ -247,6 +350,7 @@ impl MountFs {
         if let Some(f) = st.files.get_mut(&ino) {
             f.dirty = false;
         }
+        self.refresh_snapshots(ino, &data);
         st.summary.wrote(&p, size);
         Ok(())
     }
@@ -268,15 +372,13 @@ impl MountFs {
     /// `lookup`.
     pub async fn lookup(&self, parent: u64, name: &std::ffi::OsStr) -> Result<FileAttr, Errno> {
         let p = existing(&self.state.lock().await.path(parent)?, name)?;
-        // Lists the parent if the lazy tree has not yet (a round trip), with no lock held.
-        let _ = self.tree.lstat(&p).await;
+        // Lists the parent if the lazy tree has not yet, with no lock held.
+        self.reach(&p).await;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
-        if !self.exists(&p).await {
-            return Err(Errno::ENOENT);
-        }
+        let stat = self.lstat(&p).await?;
         let ino = st.inodes.ino(&p);
-        self.attr(&st, ino).await
+        Ok(self.attr_from(&st, ino, stat))
     }
 
     /// `getattr`.
@@ -284,7 +386,7 @@ impl MountFs {
         let p = self.state.lock().await.inodes.path(ino).map(str::to_owned);
         if let Some(p) = p {
             // See `lookup`: any listing it needs happens before the lock.
-            let _ = self.tree.lstat(&p).await;
+            self.reach(&p).await;
         }
         let st = self.state.lock().await;
         self.attr(&st, ino).await
@@ -300,9 +402,11 @@ impl MountFs {
         mtime: Option<SystemTime>,
     ) -> Result<FileAttr, Errno> {
         let mut st = self.state.lock().await;
-        if mode.is_some() || size.is_some() || mtime.is_some() {
-            self.writable()?;
-        }
+        let _changing = if mode.is_some() || size.is_some() || mtime.is_some() {
+            Some(self.change()?)
+        } else {
+            None
+        };
         let p = st.inodes.path(ino).map(str::to_owned);
         if let Some(size) = size {
             self.tree
@@ -360,7 +464,7 @@ impl MountFs {
         name: &std::ffi::OsStr,
         mode: u32,
     ) -> Result<FileAttr, Errno> {
-        self.writable()?;
+        let _changing = self.change()?;
         let mut st = self.state.lock().await;
         let p = creatable(&st.path(parent)?, name)?;
         self.tree.mkdir(&p, false).await.map_err(|e| errno(&e))?;
@@ -372,7 +476,7 @@ impl MountFs {
 
     /// `unlink` (files and links; directories answer `EISDIR`).
     pub async fn unlink(&self, parent: u64, name: &std::ffi::OsStr) -> Result<(), Errno> {
-        self.writable()?;
+        let _changing = self.change()?;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
         if self.lstat(&p).await?.kind == FileKind::Directory {
@@ -391,7 +495,7 @@ impl MountFs {
 
     /// `rmdir`.
     pub async fn rmdir(&self, parent: u64, name: &std::ffi::OsStr) -> Result<(), Errno> {
-        self.writable()?;
+        let _changing = self.change()?;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
         if self.lstat(&p).await?.kind != FileKind::Directory {
@@ -409,7 +513,7 @@ impl MountFs {
         name: &std::ffi::OsStr,
         target: &std::path::Path,
     ) -> Result<FileAttr, Errno> {
-        self.writable()?;
+        let _changing = self.change()?;
         let mut st = self.state.lock().await;
         let dir = st.path(parent)?;
         let p = creatable(&dir, name)?;
@@ -438,7 +542,7 @@ impl MountFs {
         new_name: &std::ffi::OsStr,
         noreplace: bool,
     ) -> Result<(), Errno> {
-        self.writable()?;
+        let _changing = self.change()?;
         let mut st = self.state.lock().await;
         let from = existing(&st.path(parent)?, name)?;
         let to = creatable(&st.path(new_parent)?, new_name)?;
@@ -456,13 +560,19 @@ impl MountFs {
     }
 
     /// `open`: loads (and verifies) the body when no handle holds it yet, with no lock held
-    /// while it loads; `truncate` empties it. Answers the handle and whether the kernel may
-    /// keep its page cache: always on a read-only mount, and on a writable one when the file
-    /// holds the same buffer as at its previous open (nothing changed it meanwhile; writes
-    /// through the mount update the page cache themselves).
+    /// while it loads; `truncate` empties it. A read-only open of a file no handle holds a
+    /// buffer of gets a [`Snapshot`] handle. Answers the handle and whether the kernel may
+    /// keep its page cache (see `keeps_cache`).
     pub async fn open(&self, ino: u64, write: bool, truncate: bool) -> Result<(u64, bool), Errno> {
-        if write || truncate {
-            self.writable()?;
+        let _changing = if write || truncate {
+            Some(self.change()?)
+        } else {
+            None
+        };
+        if !write && !truncate {
+            if let Some(opened) = self.open_snapshot(ino).await? {
+                return Ok(opened);
+            }
         }
         loop {
             let (p, held) = {
@@ -484,14 +594,7 @@ impl MountFs {
                         // Its last handle went while we looked: load it again.
                         (false, None) => continue,
                     };
-                    let keep = !truncate
-                        && (self.read_only
-                            || st
-                                .opened
-                                .get(&ino)
-                                .and_then(std::sync::Weak::upgrade)
-                                .is_some_and(|before| Arc::ptr_eq(&before, &data)));
-                    st.opened.insert(ino, Arc::downgrade(&data));
+                    let keep = self.keeps_cache(&mut self.readers(), ino, &data) && !truncate;
                     slot.insert(OpenFile {
                         data,
                         dirty: truncate,
@@ -511,9 +614,57 @@ impl MountFs {
                     !truncate
                 }
             };
-            let fh = st.handle();
+            let fh = self.handle();
             st.handles.insert(fh, ino);
             return Ok((fh, keep));
+        }
+    }
+
+    /// A [`Snapshot`] handle of `ino` when no handle holds a buffer of it (`None`: one does,
+    /// share it). The state lock is taken once, to find the path; the body loads without it.
+    async fn open_snapshot(&self, ino: u64) -> Result<Option<(u64, bool)>, Errno> {
+        let generation = self.generation.load(Ordering::SeqCst);
+        let p = {
+            let st = self.state.lock().await;
+            if st.files.contains_key(&ino) {
+                return Ok(None);
+            }
+            st.path(ino)?
+        };
+        let data = self.tree.read_shared(&p).await.map_err(|e| errno(&e))?;
+        let fh = self.handle();
+        let mut readers = self.readers();
+        let keep = self.keeps_cache(&mut readers, ino, &data);
+        let snapshot = Snapshot {
+            ino,
+            data,
+            generation,
+        };
+        readers.snapshots.insert(fh, Arc::new(snapshot));
+        Ok(Some((fh, keep)))
+    }
+
+    /// What a snapshot handle reads: its content while the mount changed nothing since it was
+    /// opened, otherwise the file's as it is now (an open buffer's or the tree's), or, when
+    /// its path is gone (removed or replaced while open), still the content it opened.
+    async fn snapshot_data(&self, snapshot: &Snapshot) -> Result<Arc<Vec<u8>>, Errno> {
+        if self.generation.load(Ordering::SeqCst) == snapshot.generation {
+            return Ok(snapshot.data.clone());
+        }
+        let p = {
+            let st = self.state.lock().await;
+            if let Some(f) = st.files.get(&snapshot.ino) {
+                return Ok(f.data.clone());
+            }
+            st.inodes.path(snapshot.ino).map(str::to_owned)
+        };
+        let Some(p) = p else {
+            return Ok(snapshot.data.clone());
+        };
+        match self.tree.read_shared(&p).await {
+            Ok(data) => Ok(data),
+            Err(e) if errno(&e) == Errno::ENOENT => Ok(snapshot.data.clone()),
+            Err(e) => Err(errno(&e)),
         }
     }
 
@@ -525,7 +676,7 @@ impl MountFs {
         mode: u32,
         exclusive: bool,
     ) -> Result<(FileAttr, u64), Errno> {
-        self.writable()?;
+        let _changing = self.change()?;
         let ino = {
             let mut st = self.state.lock().await;
             let p = creatable(&st.path(parent)?, name)?;
@@ -549,9 +700,12 @@ impl MountFs {
         Ok((self.attr(&st, ino).await?, fh))
     }
 
-    /// `read`: copies from the handle's buffer after the lock is let go.
+    /// `read`: copies from the handle's buffer after the lock is let go (a snapshot handle
+    /// takes no lock while the mount is unchanged).
     pub async fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
-        let data = {
+        let data = if let Some(snapshot) = self.snapshot(fh) {
+            self.snapshot_data(&snapshot).await?
+        } else {
             let st = self.state.lock().await;
             let ino = st.handles.get(&fh).ok_or(Errno::EBADF)?;
             st.files.get(ino).ok_or(Errno::EBADF)?.data.clone()
@@ -563,7 +717,7 @@ impl MountFs {
 
     /// `write` into the handle's buffer.
     pub async fn write(&self, fh: u64, offset: u64, bytes: &[u8]) -> Result<u32, Errno> {
-        self.writable()?;
+        let _changing = self.change()?;
         let mut st = self.state.lock().await;
         let ino = *st.handles.get(&fh).ok_or(Errno::EBADF)?;
         let end = (offset as usize)
@@ -591,7 +745,7 @@ impl MountFs {
         length: u64,
         mode: i32,
     ) -> Result<(), Errno> {
-        self.writable()?;
+        let _changing = self.change()?;
         if mode != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -610,15 +764,23 @@ impl MountFs {
         Ok(())
     }
 
-    /// `flush` and `fsync`: the handle's buffer reaches the staged tree.
+    /// `flush` and `fsync`: the handle's buffer reaches the staged tree (a snapshot handle has
+    /// none).
     pub async fn flush(&self, fh: u64) -> Result<(), Errno> {
+        if self.readers().snapshots.contains_key(&fh) {
+            return Ok(());
+        }
         let mut st = self.state.lock().await;
         let ino = *st.handles.get(&fh).ok_or(Errno::EBADF)?;
         self.persist(&mut st, ino).await
     }
 
-    /// `release`: writes the buffer back and drops it with its last handle.
+    /// `release`: writes the buffer back and drops it with its last handle (a snapshot handle
+    /// just goes).
     pub async fn release(&self, fh: u64) -> Result<(), Errno> {
+        if self.readers().snapshots.remove(&fh).is_some() {
+            return Ok(());
+        }
         let mut st = self.state.lock().await;
         let ino = st.handles.remove(&fh).ok_or(Errno::EBADF)?;
         let result = self.persist(&mut st, ino).await;
@@ -628,7 +790,9 @@ impl MountFs {
         });
         if last {
             // A buffer the tree refused (its close already failed) goes with its last handle.
-            st.files.remove(&ino);
+            if let Some(f) = st.files.remove(&ino) {
+                self.refresh_snapshots(ino, &f.data);
+            }
         }
         result
     }
@@ -658,7 +822,7 @@ impl MountFs {
             let ino = st.inodes.ino(&child(&p, &name));
             listing.push(Listed { ino, kind, name });
         }
-        let fh = st.handle();
+        let fh = self.handle();
         st.dirs.insert(fh, listing);
         Ok(fh)
     }

@@ -190,9 +190,21 @@ impl fuser::Filesystem for Kernel {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let truncate = flags.0 & libc::O_TRUNC != 0;
-        match self.run(self.fs.open(ino.0, writes(flags), truncate)) {
-            Ok((fh, true)) => reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE),
-            Ok((fh, false)) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+        let write = writes(flags);
+        // A handle that cannot write has nothing of its own to flush (a buffer another handle
+        // wrote reaches the tree at that handle's flush): `close` of it sends no request.
+        let mut open_flags = if write || truncate {
+            FopenFlags::empty()
+        } else {
+            FopenFlags::FOPEN_NOFLUSH
+        };
+        match self.run(self.fs.open(ino.0, write, truncate)) {
+            Ok((fh, keep)) => {
+                if keep {
+                    open_flags |= FopenFlags::FOPEN_KEEP_CACHE;
+                }
+                reply.opened(FileHandle(fh), open_flags)
+            }
             Err(e) => reply.error(e),
         }
     }

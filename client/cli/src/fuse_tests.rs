@@ -144,3 +144,44 @@ async fn a_read_only_mount_refuses_writes() {
     assert!(m.tree.changes().unwrap().is_empty());
     m.unmount().await;
 }
+
+/// A read-only handle opened while no buffer of its file is held is a snapshot: it reads what
+/// it opened until the mount changes something, then what the file holds now (a writer's
+/// buffer), and still what it opened once the file is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_handle_sees_later_writes_and_outlives_unlink() {
+    use crate::fuse_inodes::ROOT;
+    let tree = Arc::new(StagedTree::empty(Limits::default()));
+    tree.write("/f.txt", b"old".to_vec()).await.unwrap();
+    let fs = MountFs::new(tree.clone(), false, (0, 0));
+    let name = std::ffi::OsStr::new("f.txt");
+    let ino = fs.lookup(ROOT, name).await.unwrap().ino.0;
+    let (reader, keep) = fs.open(ino, false, false).await.unwrap();
+    assert!(
+        !keep,
+        "a first open on a writable mount drops the page cache"
+    );
+    assert_eq!(fs.read(reader, 0, 100).await.unwrap(), b"old");
+    let (again, keep) = fs.open(ino, false, false).await.unwrap();
+    assert!(keep, "an unchanged file keeps its page cache");
+    fs.release(again).await.unwrap();
+    let (writer, _) = fs.open(ino, true, false).await.unwrap();
+    fs.write(writer, 0, b"new").await.unwrap();
+    assert_eq!(
+        fs.read(reader, 0, 100).await.unwrap(),
+        b"new",
+        "the writer's buffer"
+    );
+    fs.release(writer).await.unwrap();
+    assert_eq!(tree.read("/f.txt").await.unwrap(), b"new");
+    assert_eq!(fs.read(reader, 0, 100).await.unwrap(), b"new", "the tree's");
+    fs.flush(reader).await.unwrap();
+    fs.unlink(ROOT, name).await.unwrap();
+    assert_eq!(
+        fs.read(reader, 0, 100).await.unwrap(),
+        b"new",
+        "what it opened"
+    );
+    fs.release(reader).await.unwrap();
+    assert_eq!(fs.read(reader, 0, 1).await, Err(fuser::Errno::EBADF));
+}
