@@ -109,32 +109,22 @@ pub fn children_at_head(
 ) -> Outcome<Vec<FileRow>> {
     let columns = file_columns(schema);
     let op = if after { ">" } else { ">=" };
-    // Where the walk goes on after a row: past a subdirectory (its own entry, or a path below
-    // it) at the first path after all its contents, else just after the row's path (`chr(1)`
-    // is the least character). It is computed in the select list and carried with the row:
-    // row-level security lets only leakproof conditions use an index ahead of its policies,
-    // and a bare comparison with the carried column is one, where these functions are not.
-    let next = "(CASE WHEN e.kind = 'directory' OR strpos(substr(e.path, $5), '/') > 0
-                      THEN $4 || split_part(substr(e.path, $5), '/', 1) || '0'
-                      ELSE e.path || chr(1) END) COLLATE \"C\"";
-    let next = if schema.posix_entries {
-        next.to_owned()
-    } else {
-        next.replace("e.kind = 'directory' OR ", "")
-    };
     let sql = format!(
-        "WITH RECURSIVE walk ({FILE_COLUMN_NAMES}, resume) AS (
-           (SELECT {columns}, {next} FROM supabash.entries e
+        "WITH RECURSIVE walk ({FILE_COLUMN_NAMES}) AS (
+           (SELECT {columns} FROM supabash.entries e
              WHERE e.workspace_id = $1::uuid AND e.valid_until IS NULL
                AND e.path {op} $2 AND e.path < $3
              ORDER BY e.path LIMIT 1)
            UNION ALL
            SELECT n.* FROM walk w CROSS JOIN LATERAL (
-             SELECT {columns}, {next} FROM supabash.entries e
-              WHERE e.workspace_id = $1::uuid AND e.valid_until IS NULL
-                AND e.path >= w.resume AND e.path < $3
+             SELECT {columns} FROM supabash.entries e
+              WHERE e.workspace_id = $1::uuid AND e.valid_until IS NULL AND e.path < $3
+                AND e.path >= (CASE
+                      WHEN w.kind = 'directory' OR strpos(substr(w.path, $5), '/') > 0
+                      THEN $4 || split_part(substr(w.path, $5), '/', 1) || '0'
+                      ELSE w.path || chr(1) END) COLLATE \"C\"
               ORDER BY e.path LIMIT 1) n)
-         SELECT {FILE_COLUMN_NAMES} FROM walk LIMIT $6"
+         SELECT * FROM walk LIMIT $6"
     );
     // `substr` counts characters: the name starts one past the prefix's length in them.
     let name_at = prefix.chars().count() as i32 + 1;
