@@ -1,9 +1,8 @@
 //! `supabash_list_directory`: a directory's direct children at a revision, paged. The scan
 //! walks the tree's path index in order and jumps over every subdirectory's contents (a loose
-//! index scan: one index descent per subdirectory, one row per file), so a listing costs what
-//! the directory holds, not what the tree holds. At the head of a workspace without fork
-//! sources the walk is one recursive statement (`entries::children_at_head`); elsewhere it is
-//! one `entries::visible_files` probe per subdirectory, so a fork lists its sources' files too.
+//! index scan: one probe per subdirectory, one row per file), so a listing costs what the
+//! directory holds, not what the tree holds. It reads what `entries::visible_files` makes
+//! visible, so a fork lists its sources' files too.
 
 use super::Call;
 use crate::pg::args;
@@ -60,67 +59,26 @@ fn resume_at(prefix: &str, cursor: Option<&str>) -> Outcome<Resume> {
     }
 }
 
-/// How a listing reads the tree: at the head of a workspace without fork sources, by
-/// [`entries::children_at_head`], which jumps over subdirectories itself; anywhere else by
-/// [`entries::visible_files`] probes, restarted past each subdirectory.
-struct Scan<'a> {
-    schema: Schema,
-    ws: &'a Workspace,
-    position: Option<i64>,
-    prefix: &'a str,
-    upper: &'a str,
-    /// Whether a probe's rows already skip subdirectories' contents.
-    skips: bool,
-}
-
-impl Scan<'_> {
-    /// The next at most `limit` visible rows below the directory from `at`, in path order.
-    fn probe(&self, at: &Resume, limit: i64) -> Outcome<Vec<FileRow>> {
-        let (after, from) = match at {
-            Resume::After(p) => (true, p),
-            Resume::From(p) => (false, p),
-        };
-        if self.skips {
-            return entries::children_at_head(
-                self.schema,
-                self.ws,
-                self.prefix,
-                from,
-                after,
-                self.upper,
-                limit,
-            );
-        }
-        probe(
-            self.schema,
-            self.ws,
-            self.position,
-            after,
-            from,
-            self.upper,
-            limit,
-        )
-    }
-}
-
-/// The next at most `limit` visible rows below the directory from `from`, in path order.
+/// The next at most `limit` visible rows below the directory from `at`, in path order.
 fn probe(
     schema: Schema,
     ws: &Workspace,
     position: Option<i64>,
-    after: bool,
-    from: &str,
+    at: &Resume,
     upper: &str,
     limit: i64,
 ) -> Outcome<Vec<FileRow>> {
-    let op = if after { ">" } else { ">=" };
+    let (op, from) = match at {
+        Resume::After(p) => (">", p),
+        Resume::From(p) => (">=", p),
+    };
     entries::visible_files(
         schema,
         ws,
         position,
         &format!("e.path {op} $5 AND e.path < $6"),
         "LIMIT $7",
-        vec![from.into(), upper.into(), limit.into()],
+        vec![from.as_str().into(), upper.into(), limit.into()],
         true,
     )
 }
@@ -157,20 +115,11 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     let mut explicit = Vec::new();
     let mut next_cursor = None;
     let want = page_size as usize;
-    let scan = Scan {
-        schema: call.schema,
-        ws: &ws,
-        position,
-        prefix: &prefix,
-        upper: &upper,
-        skips: ws.sources.is_empty() && (position.is_none() || position == ws.head_position),
-    };
-    // Probes that skip subdirectories read the page (and one more row) at once. Others start
-    // small (a directory of directories needs one row each) and grow while they meet only
-    // files.
-    let mut limit = if scan.skips { page_size + 1 } else { 1 };
+    // Probes start small (a directory of directories needs one row each) and grow while they
+    // meet only files.
+    let mut limit = 1;
     'scan: while revision.is_some() {
-        let rows = scan.probe(&at, limit)?;
+        let rows = probe(call.schema, &ws, position, &at, &upper, limit)?;
         let full = rows.len() as i64 == limit;
         for row in rows {
             if files.len() + directories.len() == want {
@@ -192,9 +141,6 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
                 }
                 at = Resume::From(format!("{prefix}{name}0"));
                 directories.push(name);
-                if scan.skips {
-                    continue;
-                }
                 limit = 1;
                 continue 'scan;
             }
@@ -204,9 +150,7 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
         if !full {
             break;
         }
-        if !scan.skips {
-            limit = (limit * 4).min(MAX_PROBE);
-        }
+        limit = (limit * 4).min(MAX_PROBE);
     }
     read::with_link_targets(&ws, &mut files)?;
     let files = files.into_iter().map(read::file).collect();
