@@ -4,11 +4,14 @@
 # rounds of 20 listings as PostgREST calls them, alternated build by build; prints medians.
 #
 #   bench/listing-ab.sh PG_CONFIG_A PG_CONFIG_B     (run as root; the clusters run as postgres)
+#
+# LIST_PATH picks the directory listed (default `/`, 100 subdirectories; `/d5` is 1,000 files).
 set -euo pipefail
 PGC_A=${1:?pg_config of build A}
 PGC_B=${2:?pg_config of build B}
 REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 TIMES=$(mktemp /tmp/listing-ab.XXXXXX)
+LIST_PATH=${LIST_PATH:-/}
 PSQL=/usr/lib/postgresql/15/bin/psql
 declare -A PORTS DIRS
 for b in A B; do
@@ -56,7 +59,7 @@ run() { # build -> prints ms of 20 listings
   { echo "BEGIN; SELECT set_config('request.jwt.claims', '{\"sub\":\"$U\",\"role\":\"authenticated\"}', true) \\g /dev/null"
     echo "SET LOCAL ROLE authenticated;"
     echo "\\timing on"
-    for i in $(seq 20); do echo "SELECT json_array_length(supabash_list_directory(workspace_id => '$ws', path => '/')->'directories');"; done
+    for i in $(seq 20); do echo "SELECT length(supabash_list_directory(workspace_id => '$ws', path => '$LIST_PATH', page_size => 1000)::text);"; done
     echo "COMMIT;"; } | rpc $p | grep '^Time' | awk '{print $2}'
 }
 for r in 1 2 3 4 5 6; do
