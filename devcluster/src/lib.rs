@@ -379,7 +379,20 @@ impl Cluster {
 
     /// A libpq connection string for `user` on database `app`.
     pub fn dsn(&self, user: &str) -> String {
-        format!("host=127.0.0.1 port={} user={user} dbname=app", self.port)
+        self.dsn_on(user, "app")
+    }
+
+    /// A libpq connection string for `user` on database `db`.
+    pub fn dsn_on(&self, user: &str, db: &str) -> String {
+        format!("host=127.0.0.1 port={} user={user} dbname={db}", self.port)
+    }
+
+    /// Makes `name` a new database (dropping the one of that name) with the Supabase roles,
+    /// default privileges and claim helpers of [`BOOTSTRAP_SQL`], and no extension yet.
+    pub fn fresh_database(&self, name: &str) {
+        self.psql("postgres", &format!("DROP DATABASE IF EXISTS {name}"));
+        self.psql("postgres", &format!("CREATE DATABASE {name}"));
+        self.psql(name, BOOTSTRAP_SQL);
     }
 
     /// Runs SQL through psql as the superuser; panics (failing the test) on error.

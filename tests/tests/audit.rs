@@ -327,15 +327,9 @@ async fn no_api_role_can_change_or_remove_a_record() {
             "CREATE ROLE {role} LOGIN NOSUPERUSER BYPASSRLS; GRANT pg_read_all_data TO {role}"
         ),
     );
-    let (pglike, conn) = tokio_postgres::connect(
-        &format!(
-            "host=127.0.0.1 port={} user={role} dbname=app",
-            cluster.port
-        ),
-        tokio_postgres::NoTls,
-    )
-    .await
-    .unwrap();
+    let (pglike, conn) = tokio_postgres::connect(&cluster.dsn(&role), tokio_postgres::NoTls)
+        .await
+        .unwrap();
     tokio::spawn(conn);
     let n: i64 = pglike
         .query_one(

@@ -1001,14 +1001,9 @@ async fn notes_show_in_show_and_log_and_log_follows() {
 async fn show_works_on_a_schema_without_notes() {
     let c = cluster();
     let db = "cli_schema_050";
-    c.psql("postgres", &format!("DROP DATABASE IF EXISTS {db}"));
-    c.psql("postgres", &format!("CREATE DATABASE {db}"));
-    c.psql(db, supabash_tests::cluster::BOOTSTRAP_SQL);
+    c.fresh_database(db);
     c.psql(db, "CREATE EXTENSION supabash VERSION '0.5.0'");
-    let dsn = format!(
-        "host=127.0.0.1 port={} user=authenticator dbname={db}",
-        c.port
-    );
+    let dsn = c.dsn_on("authenticator", db);
     let mut rest = supabash_tests::SqlRpc::connect(&dsn).await;
     let user = new_user();
     let owner = supabash_tests::Caller::User(user.clone());

@@ -353,14 +353,9 @@ async fn the_server_refusal_reaches_the_client_typed() {
 async fn a_050_schema_refuses_the_option_with_the_upgrade_hint() {
     let c = cluster();
     let db = "files_only_schema_050";
-    c.psql("postgres", &format!("DROP DATABASE IF EXISTS {db}"));
-    c.psql("postgres", &format!("CREATE DATABASE {db}"));
-    c.psql(db, supabash_tests::cluster::BOOTSTRAP_SQL);
+    c.fresh_database(db);
     c.psql(db, "CREATE EXTENSION supabash VERSION '0.5.0'");
-    let dsn = format!(
-        "host=127.0.0.1 port={} user=authenticator dbname={db}",
-        c.port
-    );
+    let dsn = c.dsn_on("authenticator", db);
     let user = new_user();
     let connect = || async {
         std::sync::Arc::new(

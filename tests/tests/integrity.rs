@@ -11,7 +11,6 @@ use supabash_cli::connect::ConnectArgs;
 use supabash_cli::doctor::{self, DoctorArgs, Report, Status};
 use supabash_core::capability::{Operation, OperationSet};
 use supabash_core::hash::sha256;
-use supabash_tests::cluster::BOOTSTRAP_SQL;
 use supabash_tests::support::{admin, expect_err};
 use supabash_tests::{Caller, Cluster, DbError, SqlRpc};
 use tokio_postgres::Client;
@@ -825,19 +824,11 @@ async fn garbage_reports_orphans_and_idle_workspaces_and_applies_to_orphans_only
 // --- supabash doctor ---------------------------------------------------------------------
 
 /// A libpq connection string for `user` on database `db` of the shared cluster.
-fn dsn(user: &str, db: &str) -> String {
-    format!(
-        "host=127.0.0.1 port={} user={user} dbname={db}",
-        Cluster::shared().port
-    )
-}
-
 /// A fresh database `name` with the Supabase roles and, unless `version` is `None`, the
 /// extension at that version (`Some("")`: the current one).
 fn database(name: &str, version: Option<&str>) {
     let c = Cluster::shared();
-    c.psql("postgres", &format!("CREATE DATABASE {name}"));
-    c.psql(name, BOOTSTRAP_SQL);
+    c.fresh_database(name);
     match version {
         Some("") => {
             c.psql(name, "CREATE EXTENSION supabash");
@@ -887,7 +878,10 @@ fn detail<'a>(report: &'a Report, name: &str) -> &'a str {
 
 #[tokio::test]
 async fn doctor_passes_on_a_good_install() {
-    let report = doctor::run(&doctor_args(Some(dsn("postgres", "app")))).await;
+    let report = doctor::run(&doctor_args(Some(
+        Cluster::shared().dsn_on("postgres", "app"),
+    )))
+    .await;
     assert!(report.ok(), "{}", report.render());
     for name in [
         "connectivity",
@@ -986,7 +980,10 @@ async fn doctor_over_postgrest_and_unreachable() {
 #[tokio::test]
 async fn doctor_fails_without_the_extension_and_with_an_upgrade_pending() {
     database("doctor_bare", None);
-    let report = doctor::run(&doctor_args(Some(dsn("postgres", "doctor_bare")))).await;
+    let report = doctor::run(&doctor_args(Some(
+        Cluster::shared().dsn_on("postgres", "doctor_bare"),
+    )))
+    .await;
     assert_eq!(
         status(&report, "extension"),
         Status::Fail,
@@ -998,7 +995,10 @@ async fn doctor_fails_without_the_extension_and_with_an_upgrade_pending() {
     assert!(!report.ok());
 
     database("doctor_old", Some("0.4.0"));
-    let report = doctor::run(&doctor_args(Some(dsn("postgres", "doctor_old")))).await;
+    let report = doctor::run(&doctor_args(Some(
+        Cluster::shared().dsn_on("postgres", "doctor_old"),
+    )))
+    .await;
     assert_eq!(
         status(&report, "extension"),
         Status::Fail,
@@ -1010,7 +1010,10 @@ async fn doctor_fails_without_the_extension_and_with_an_upgrade_pending() {
     assert!(detail(&report, "upgrade").contains("ALTER EXTENSION supabash UPDATE"));
 
     Cluster::shared().psql("doctor_old", "ALTER EXTENSION supabash UPDATE");
-    let report = doctor::run(&doctor_args(Some(dsn("postgres", "doctor_old")))).await;
+    let report = doctor::run(&doctor_args(Some(
+        Cluster::shared().dsn_on("postgres", "doctor_old"),
+    )))
+    .await;
     assert_eq!(
         status(&report, "extension"),
         Status::Ok,
@@ -1029,7 +1032,7 @@ async fn doctor_fails_without_the_extension_and_with_an_upgrade_pending() {
 async fn doctor_fails_on_a_wrong_privilege_and_on_row_security_off() {
     database("doctor_privs", Some(""));
     let c = Cluster::shared();
-    let args = doctor_args(Some(dsn("postgres", "doctor_privs")));
+    let args = doctor_args(Some(Cluster::shared().dsn_on("postgres", "doctor_privs")));
     assert!(doctor::run(&args).await.ok());
     c.psql(
         "doctor_privs",
@@ -1074,7 +1077,7 @@ async fn doctor_checks_the_storage_policies_when_storage_is_configured() {
     database("doctor_storage", Some(""));
     let c = Cluster::shared();
     c.psql("doctor_storage", include_str!("../../sql/storage.sql"));
-    let mut args = doctor_args(Some(dsn("postgres", "doctor_storage")));
+    let mut args = doctor_args(Some(Cluster::shared().dsn_on("postgres", "doctor_storage")));
     args.storage_url = Some("http://127.0.0.1:9/storage/v1".into());
     let report = doctor::run(&args).await;
     assert_eq!(
@@ -1100,7 +1103,7 @@ async fn doctor_checks_the_storage_policies_when_storage_is_configured() {
 
 #[tokio::test]
 async fn doctor_measures_clock_skew() {
-    let mut args = doctor_args(Some(dsn("postgres", "app")));
+    let mut args = doctor_args(Some(Cluster::shared().dsn_on("postgres", "app")));
     args.clock_offset_seconds = 3600;
     let report = doctor::run(&args).await;
     assert_eq!(

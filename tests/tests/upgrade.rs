@@ -61,26 +61,12 @@ fn frozen_versions(dir: &Path) -> Vec<String> {
     versions
 }
 
-fn dsn(cluster: &Cluster, user: &str, db: &str) -> String {
-    format!(
-        "host=127.0.0.1 port={} user={user} dbname={db}",
-        cluster.port
-    )
-}
-
 async fn connect(cluster: &Cluster, user: &str, db: &str) -> Client {
-    let (client, conn) = tokio_postgres::connect(&dsn(cluster, user, db), NoTls)
+    let (client, conn) = tokio_postgres::connect(&cluster.dsn_on(user, db), NoTls)
         .await
         .unwrap_or_else(|e| panic!("connect as {user} to {db}: {e}"));
     tokio::spawn(conn);
     client
-}
-
-/// A new database with the Supabase roles, default privileges and claim helpers.
-fn fresh_database(cluster: &Cluster, name: &str) {
-    cluster.psql("postgres", &format!("DROP DATABASE IF EXISTS {name}"));
-    cluster.psql("postgres", &format!("CREATE DATABASE {name}"));
-    cluster.psql(name, supabash_tests::cluster::BOOTSTRAP_SQL);
 }
 
 async fn one_text(db: &Client, sql: &str) -> String {
@@ -693,7 +679,7 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
     let cluster = Cluster::shared();
 
     // The reference: a fresh install of the current version.
-    fresh_database(cluster, "upgrade_fresh");
+    cluster.fresh_database("upgrade_fresh");
     let fresh = connect(cluster, "postgres", "upgrade_fresh").await;
     fresh
         .batch_execute("CREATE EXTENSION supabash")
@@ -723,7 +709,7 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
     for version in older {
         println!("upgrading from {version} to {CURRENT}");
         let name = format!("upgrade_from_{}", version.replace('.', "_"));
-        fresh_database(cluster, &name);
+        cluster.fresh_database(&name);
         let admin = connect(cluster, "postgres", &name).await;
         admin
             .batch_execute(&format!("CREATE EXTENSION supabash VERSION '{version}'"))
@@ -731,7 +717,7 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             .unwrap_or_else(|e| {
                 panic!("CREATE EXTENSION supabash VERSION '{version}' (is it installed? `just install`): {e}")
             });
-        let mut rest = SqlRpc::connect(&dsn(cluster, "authenticator", &name)).await;
+        let mut rest = SqlRpc::connect(&cluster.dsn_on("authenticator", &name)).await;
         if !SERVED_SCHEMAS.contains(&version.as_str()) {
             // Older than the support window: every RPC is refused with the upgrade hint, and the
             // data is written once the schema is the oldest one served (the chain of upgrade
@@ -805,7 +791,7 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
             before.len()
         );
         // (b) Every read answers as before, on a new connection (no cached plan helps).
-        let mut rest = SqlRpc::connect(&dsn(cluster, "authenticator", &name)).await;
+        let mut rest = SqlRpc::connect(&cluster.dsn_on("authenticator", &name)).await;
         let after = reads(&mut rest, &filled).await;
         assert_eq!(before.len(), after.len());
         for ((what, b), (_, a)) in before.iter().zip(&after) {

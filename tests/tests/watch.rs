@@ -195,17 +195,10 @@ async fn visible(db: &tokio_postgres::Client, claims: &Value, role: &str, topic:
 async fn with_realtime_the_database_broadcasts_to_a_private_topic_only_the_owner_joins() {
     let cluster = Cluster::shared();
     let db = "realtime_stand_in";
-    cluster.psql("postgres", &format!("DROP DATABASE IF EXISTS {db}"));
-    cluster.psql("postgres", &format!("CREATE DATABASE {db}"));
-    cluster.psql(db, supabash_tests::cluster::BOOTSTRAP_SQL);
+    cluster.fresh_database(db);
     cluster.psql(db, REALTIME_STAND_IN);
     cluster.psql(db, "CREATE EXTENSION supabash");
-    let dsn = |user: &str| {
-        format!(
-            "host=127.0.0.1 port={} user={user} dbname={db}",
-            cluster.port
-        )
-    };
+    let dsn = |user: &str| cluster.dsn_on(user, db);
     let (su, conn) = tokio_postgres::connect(&dsn("postgres"), tokio_postgres::NoTls)
         .await
         .unwrap();

@@ -177,6 +177,90 @@ fn server_regex(pattern: &str, syntax: Syntax) -> Option<String> {
     (depth == 0).then_some(out)
 }
 
+/// One argument as getopt_long reads it.
+enum Arg<'a> {
+    /// `--name` or `--name=value`.
+    Long(&'a str, Option<&'a str>),
+    /// A cluster of short options (`-in5`), without its dash.
+    Short(&'a str),
+    /// An operand: `-`, anything not starting with a dash, and every argument after `--`.
+    Operand(&'a str),
+}
+
+/// Walks a command's arguments, taking options' values from the next argument as getopt does.
+struct Walk<'a> {
+    args: &'a [String],
+    next: usize,
+    /// `--` was seen: the rest are operands.
+    operands_only: bool,
+}
+
+impl<'a> Walk<'a> {
+    fn new(args: &'a [String]) -> Self {
+        Walk {
+            args,
+            next: 0,
+            operands_only: false,
+        }
+    }
+
+    fn take(&mut self) -> Option<&'a str> {
+        let arg = self.args.get(self.next)?;
+        self.next += 1;
+        Some(arg)
+    }
+
+    fn next(&mut self) -> Option<Arg<'a>> {
+        let arg = self.take()?;
+        if self.operands_only {
+            return Some(Arg::Operand(arg));
+        }
+        if arg == "--" {
+            self.operands_only = true;
+            return self.next();
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            return Some(match long.split_once('=') {
+                Some((name, value)) => Arg::Long(name, Some(value)),
+                None => Arg::Long(long, None),
+            });
+        }
+        match arg.strip_prefix('-') {
+            Some(cluster) if !cluster.is_empty() => Some(Arg::Short(cluster)),
+            _ => Some(Arg::Operand(arg)),
+        }
+    }
+
+    /// An option's value: the one written inline, else the next argument (`None` when there
+    /// is none: the invocation is left to the built-in).
+    fn value(&mut self, inline: Option<&str>) -> Option<String> {
+        match inline {
+            Some(value) => Some(value.to_owned()),
+            None => self.take().map(str::to_owned),
+        }
+    }
+
+    /// The options of a short cluster in order; the first one `valued` says takes a value gets
+    /// the rest of the cluster, or the next argument, and ends the cluster.
+    fn shorts(
+        &mut self,
+        cluster: &str,
+        valued: impl Fn(char) -> bool,
+    ) -> Option<Vec<(char, Option<String>)>> {
+        let mut out = Vec::new();
+        for (at, c) in cluster.char_indices() {
+            if valued(c) {
+                let rest = &cluster[at + c.len_utf8()..];
+                let value = self.value((!rest.is_empty()).then_some(rest))?;
+                out.push((c, Some(value)));
+                return Some(out);
+            }
+            out.push((c, None));
+        }
+        Some(out)
+    }
+}
+
 /// Reads `grep` arguments (getopt_long style, as the built-in parses them).
 fn grep(args: &[String]) -> Option<Plan> {
     // Long options that take a value, and those that do not; only full names are accepted
@@ -231,97 +315,63 @@ fn grep(args: &[String]) -> Option<Plan> {
     let mut binary_silent = false;
     let mut patterns: Vec<String> = Vec::new();
     let mut operands: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        if arg == "--" {
-            operands.extend(args[i..].iter().cloned());
-            break;
-        }
-        if let Some(long) = arg.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
-                None => (long, None),
-            };
-            let value = if VALUED.contains(&name) && !(matches!(name, "color" | "colour")) {
-                match inline {
-                    Some(v) => Some(v),
-                    None => {
-                        let v = args.get(i)?.clone();
-                        i += 1;
-                        Some(v)
+    let mut walk = Walk::new(args);
+    while let Some(arg) = walk.next() {
+        match arg {
+            Arg::Operand(operand) => operands.push(operand.to_owned()),
+            Arg::Long(name, inline) => {
+                let color = matches!(name, "color" | "colour");
+                let value = if VALUED.contains(&name) && !color {
+                    Some(walk.value(inline)?)
+                } else if FLAGS.contains(&name) {
+                    if inline.is_some() && !color {
+                        return None;
                     }
-                }
-            } else if FLAGS.contains(&name) {
-                if inline.is_some() && !matches!(name, "color" | "colour") {
+                    None
+                } else {
                     return None;
+                };
+                match (name, value.as_deref()) {
+                    ("basic-regexp", _) => syntax = Syntax::Basic,
+                    ("extended-regexp", _) => syntax = Syntax::Extended,
+                    ("fixed-strings", _) => syntax = Syntax::Fixed,
+                    ("ignore-case", _) => ignore_case = true,
+                    ("no-ignore-case", _) => ignore_case = false,
+                    ("recursive" | "dereference-recursive", _) => recursive = true,
+                    ("regexp", Some(p)) => patterns.push(p.to_owned()),
+                    ("directories", Some("recurse")) => recursive = true,
+                    ("directories", Some(_)) => recursive = false,
+                    ("binary-files", Some("without-match")) => binary_silent = true,
+                    ("binary-files", Some("binary")) => binary_silent = false,
+                    ("binary-files", _) => return None,
+                    _ => {}
                 }
-                None
-            } else {
-                return None;
-            };
-            match (name, value.as_deref()) {
-                ("basic-regexp", _) => syntax = Syntax::Basic,
-                ("extended-regexp", _) => syntax = Syntax::Extended,
-                ("fixed-strings", _) => syntax = Syntax::Fixed,
-                ("ignore-case", _) => ignore_case = true,
-                ("no-ignore-case", _) => ignore_case = false,
-                ("recursive" | "dereference-recursive", _) => recursive = true,
-                ("regexp", Some(p)) => patterns.push(p.to_owned()),
-                ("directories", Some("recurse")) => recursive = true,
-                ("directories", Some(_)) => recursive = false,
-                ("binary-files", Some("without-match")) => binary_silent = true,
-                ("binary-files", Some("binary")) => binary_silent = false,
-                ("binary-files", _) => return None,
-                _ => {}
             }
-            continue;
-        }
-        if arg.len() > 1 && arg.starts_with('-') {
-            let chars: Vec<char> = arg[1..].chars().collect();
-            let mut j = 0;
-            while j < chars.len() {
-                let c = chars[j];
-                j += 1;
-                if c.is_ascii_digit() {
-                    continue;
-                }
-                if matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'd') {
-                    let rest: String = chars[j..].iter().collect();
-                    let value = if rest.is_empty() {
-                        let v = args.get(i)?.clone();
-                        i += 1;
-                        v
-                    } else {
-                        rest
-                    };
+            Arg::Short(cluster) => {
+                let valued = |c| matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'd');
+                for (c, value) in walk.shorts(cluster, valued)? {
                     match c {
-                        'e' => patterns.push(value),
-                        'd' => recursive = value == "recurse",
-                        _ => {}
+                        'e' => patterns.extend(value),
+                        'd' => recursive = value.as_deref() == Some("recurse"),
+                        // A context length (`-5`) or a value read above.
+                        '0'..='9' | 'A' | 'B' | 'C' | 'm' => {}
+                        'i' | 'y' => ignore_case = true,
+                        'F' => syntax = Syntax::Fixed,
+                        'E' => syntax = Syntax::Extended,
+                        'G' => syntax = Syntax::Basic,
+                        'P' => syntax = Syntax::Rust,
+                        'r' | 'R' => recursive = true,
+                        'I' => binary_silent = true,
+                        // Output only: the built-in applies them to what it reads.
+                        'n' | 'c' | 'l' | 'L' | 'o' | 'w' | 'x' | 'q' | 'H' | 'h' | 'b' | 's'
+                        | 'Z' | 'T' | 'U' | 'u' => {}
+                        // -v, -a, -z, -f and anything else change which lines match or what
+                        // is read: the built-in alone answers.
+                        _ => return None,
                     }
-                    break;
-                }
-                match c {
-                    'i' | 'y' => ignore_case = true,
-                    'F' => syntax = Syntax::Fixed,
-                    'E' => syntax = Syntax::Extended,
-                    'G' => syntax = Syntax::Basic,
-                    'P' => syntax = Syntax::Rust,
-                    'r' | 'R' => recursive = true,
-                    'I' => binary_silent = true,
-                    // Output only: the built-in applies them to what it reads.
-                    'n' | 'c' | 'l' | 'L' | 'o' | 'w' | 'x' | 'q' | 'H' | 'h' | 'b' | 's' | 'Z'
-                    | 'T' | 'U' | 'u' => {}
-                    // -v, -a, -z, -f and anything else change which lines match or what is
-                    // read: the built-in alone answers.
-                    _ => return None,
                 }
             }
-            continue;
         }
-        operands.push(arg.clone());
     }
     if patterns.is_empty() {
         if operands.is_empty() {
@@ -340,20 +390,11 @@ fn rg(args: &[String]) -> Option<Plan> {
     let mut syntax = Syntax::Rust;
     let mut patterns: Vec<String> = Vec::new();
     let mut operands: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        if arg == "--" {
-            operands.extend(args[i..].iter().cloned());
-            break;
-        }
-        if let Some(long) = arg.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
-                None => (long, None),
-            };
-            match name {
+    let mut walk = Walk::new(args);
+    while let Some(arg) = walk.next() {
+        match arg {
+            Arg::Operand(operand) => operands.push(operand.to_owned()),
+            Arg::Long(name, inline) => match name {
                 "fixed-strings" => syntax = Syntax::Fixed,
                 "ignore-case" | "smart-case" | "case-sensitive" | "line-number"
                 | "no-line-number" | "count" | "files-with-matches" | "word-regexp"
@@ -364,51 +405,26 @@ fn rg(args: &[String]) -> Option<Plan> {
                 }
                 "glob" | "max-count" | "context" | "after-context" | "before-context"
                 | "regexp" | "color" => {
-                    let value = match inline {
-                        Some(v) => v,
-                        None => {
-                            let v = args.get(i)?.clone();
-                            i += 1;
-                            v
-                        }
-                    };
+                    let value = walk.value(inline)?;
                     if name == "regexp" {
                         patterns.push(value);
                     }
                 }
                 _ => return None,
-            }
-            continue;
-        }
-        if arg.len() > 1 && arg.starts_with('-') {
-            let chars: Vec<char> = arg[1..].chars().collect();
-            let mut j = 0;
-            while j < chars.len() {
-                let c = chars[j];
-                j += 1;
-                if matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'g') {
-                    let rest: String = chars[j..].iter().collect();
-                    let value = if rest.is_empty() {
-                        let v = args.get(i)?.clone();
-                        i += 1;
-                        v
-                    } else {
-                        rest
-                    };
-                    if c == 'e' {
-                        patterns.push(value);
+            },
+            Arg::Short(cluster) => {
+                let valued = |c| matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'g');
+                for (c, value) in walk.shorts(cluster, valued)? {
+                    match c {
+                        'e' => patterns.extend(value),
+                        'F' => syntax = Syntax::Fixed,
+                        'A' | 'B' | 'C' | 'm' | 'g' => {}
+                        'i' | 's' | 'S' | 'n' | 'N' | 'c' | 'l' | 'w' | 'H' | 'I' | 'q' => {}
+                        _ => return None,
                     }
-                    break;
-                }
-                match c {
-                    'F' => syntax = Syntax::Fixed,
-                    'i' | 's' | 'S' | 'n' | 'N' | 'c' | 'l' | 'w' | 'H' | 'I' | 'q' => {}
-                    _ => return None,
                 }
             }
-            continue;
         }
-        operands.push(arg.clone());
     }
     if patterns.is_empty() {
         if operands.is_empty() {
