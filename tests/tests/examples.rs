@@ -42,32 +42,42 @@ fn examples_dir() -> PathBuf {
     repo_root().join("docs/examples")
 }
 
+/// A command running the example `script` in `lang` with the client scripts/setup.sh
+/// --examples installs (the test fails saying so when it is missing).
+fn example_command(lang: Lang, script: &str) -> Command {
+    match lang {
+        Lang::Python => {
+            let python = repo_root().join(".venv-examples/bin/python");
+            assert!(
+                python.exists(),
+                "the Python example's client is missing: run scripts/setup.sh --examples"
+            );
+            let mut c = Command::new(python);
+            c.arg(examples_dir().join("python").join(script));
+            c
+        }
+        Lang::JavaScript => {
+            let js = examples_dir().join("js");
+            assert!(
+                js.join("node_modules/@supabase/supabase-js").exists()
+                    && js.join("node_modules/pg").exists(),
+                "the JavaScript example's client is missing: run scripts/setup.sh --examples"
+            );
+            let mut c = Command::new("node");
+            c.current_dir(js);
+            c.arg(script);
+            c
+        }
+    }
+}
+
 impl Example {
     fn command(&self) -> Command {
-        match self.lang {
-            Lang::Python => {
-                let python = repo_root().join(".venv-examples/bin/python");
-                assert!(
-                    python.exists(),
-                    "the Python example's client is missing: run scripts/setup.sh --examples"
-                );
-                let mut c = Command::new(python);
-                c.arg(examples_dir().join("python/supabash_example.py"));
-                c
-            }
-            Lang::JavaScript => {
-                assert!(
-                    examples_dir()
-                        .join("js/node_modules/@supabase/supabase-js")
-                        .exists(),
-                    "the JavaScript example's client is missing: run scripts/setup.sh --examples"
-                );
-                let mut c = Command::new("node");
-                c.current_dir(examples_dir().join("js"));
-                c.arg("supabash_example.mjs");
-                c
-            }
-        }
+        let script = match self.lang {
+            Lang::Python => "supabash_example.py",
+            Lang::JavaScript => "supabash_example.mjs",
+        };
+        example_command(self.lang, script)
     }
 
     /// Runs one step and parses the JSON object it prints; fails the test with its stderr.
@@ -298,28 +308,11 @@ async fn files_and_rows(lang: Lang) {
         .find_map(|kv| kv.strip_prefix("port="))
         .expect("the cluster's port");
     let url = format!("postgres://authenticator@127.0.0.1:{port}/app");
-    let mut c = match lang {
-        Lang::Python => {
-            let python = repo_root().join(".venv-examples/bin/python");
-            assert!(
-                python.exists(),
-                "the Python example's client is missing: run scripts/setup.sh --examples"
-            );
-            let mut c = Command::new(python);
-            c.arg(examples_dir().join("python/files_and_rows.py"));
-            c
-        }
-        Lang::JavaScript => {
-            assert!(
-                examples_dir().join("js/node_modules/pg").exists(),
-                "the JavaScript example's client is missing: run scripts/setup.sh --examples"
-            );
-            let mut c = Command::new("node");
-            c.current_dir(examples_dir().join("js"));
-            c.arg("files_and_rows.mjs");
-            c
-        }
+    let script = match lang {
+        Lang::Python => "files_and_rows.py",
+        Lang::JavaScript => "files_and_rows.mjs",
     };
+    let mut c = example_command(lang, script);
     c.arg(ws.id())
         .env("SUPABASH_DB_URL", url)
         .env("SUPABASH_USER_TOKEN", sign(&user_claims(&user)));
