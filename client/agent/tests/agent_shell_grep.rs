@@ -134,17 +134,23 @@ const SERVED: &[&str] = &[
     "grep -rn 'todo[^x]' /",
     "grep -rEo 'nee(d)+le in [a-c]' /",
     "rg 'f[0-9]' src",
+    // Anchors: on lines of files with `\r\n` ends too (`$` is after the `\r` for the built-in).
+    "grep -rn '^// TODO' src",
+    "grep -rEn '^(needle|TODOS)' /",
+    "rg -n 'end$' src",
+    "grep -rn 'TODO$' /",
+    "grep -rn 'todo$' /",
+    "grep -rn '^fn f0' /",
+    "rg '^fn one' src",
 ];
 
 /// Commands the built-in answers over every file.
 const LOCAL: &[&str] = &[
     "grep -rv TODO src",
-    "grep -rn 'TODO$' /",
     "cat /src/a/f0.rs | grep TODO",
     "printf 'a TODO\\n' | grep -r TODO - src/a",
     "grep TODO src/a/f0.rs",
-    "rg '^fn' src",
-    "grep -rn '^fn' /",
+    "grep -rEn 'a^b' /",
 ];
 
 /// A shell over `ws` that reads every body itself: a view of the whole tree never searches on

@@ -102,9 +102,10 @@ fn bracket(rest: &str) -> Option<(String, usize)> {
 
 /// A Rust regex that matches in a line (as the server cuts lines: at `\n`, one trailing `\r`
 /// dropped) at least where `pattern` under `syntax` matches as the built-in reads it; `None`
-/// when that is not certain. Literal text, `.`, `*`, bracket expressions and, outside BRE,
-/// `+ ? | ( )` are translated; anchors (the server's whole-body pre-check does not read them
-/// per line), back-references, intervals, escapes and POSIX classes are not.
+/// when that is not certain. Literal text, `.`, `*`, bracket expressions, the anchors `^` and
+/// `$` where every dialect reads them as anchors (BRE: first and last; elsewhere: also next to
+/// `(` and `|`; the server matches anchored patterns line by line) and, outside BRE,
+/// `+ ? | ( )` are translated; back-references, intervals, escapes and POSIX classes are not.
 fn server_regex(pattern: &str, syntax: Syntax) -> Option<String> {
     if pattern.is_empty() || pattern.contains(['\n', '\r', '\0']) {
         return None;
@@ -160,6 +161,22 @@ fn server_regex(pattern: &str, syntax: Syntax) -> Option<String> {
             ')' if extended => {
                 depth = depth.checked_sub(1)?;
                 out.push(')');
+                atom = true;
+            }
+            // An anchor at the pattern's (or, outside BRE, a branch's) start.
+            '^' if out.is_empty() || (extended && (out.ends_with('|') || out.ends_with("(?:"))) => {
+                out.push('^');
+                atom = false;
+            }
+            // An anchor at the pattern's (or, outside BRE, a branch's) end.
+            '$' if rest.is_empty() || (extended && rest.starts_with([')', '|'])) => {
+                out.push('$');
+                atom = false;
+            }
+            // Literal in BRE elsewhere; not certain in the other dialects.
+            '^' | '$' if !extended => {
+                out.push('\\');
+                out.push(c);
                 atom = true;
             }
             // Literal in BRE.
@@ -512,6 +529,11 @@ mod tests {
             (&["-rE", "TODO|need(le)+"], "TODO|need(?:le)+"),
             (&["-r", "*x[^ab]"], r"\*x(?:[^ab]|$)"),
             (&["-rE", "[a-z]?"], "[a-z]?"),
+            // Anchors; in BRE `^` and `$` inside the pattern are literal.
+            (&["-r", "^TODO"], "^TODO"),
+            (&["-r", "TODO$"], "TODO$"),
+            (&["-r", "a^b$c"], r"a\^b\$c"),
+            (&["-rE", "^(a|^b$)$"], "^(?:a|^b$)$"),
         ] {
             assert_eq!(p(Tool::Grep, args).unwrap().pattern, want, "{args:?}");
         }
@@ -524,8 +546,8 @@ mod tests {
         for args in [
             &["TODO", "f"][..],
             &["-rv", "TODO"],
-            &["-r", "^TODO"],
-            &["-r", "TODO$"],
+            &["-rE", "a^b"],
+            &["-rE", "a$b"],
             &["-rE", "a{2}"],
             &["-r", r"a\|b"],
             &["-r", "[[:alpha:]]x"],
@@ -544,8 +566,9 @@ mod tests {
         ] {
             assert_eq!(p(Tool::Grep, args), None, "{args:?}");
         }
+        assert_eq!(p(Tool::Rg, &["^a$"]).unwrap().pattern, "^a$");
         for args in [
-            &["^a"][..],
+            &["a^"][..],
             &["-v", "x"],
             &["--type", "rust", "x"],
             &["-f", "x"],
@@ -590,11 +613,12 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(1000))]
 
         /// Wherever the built-in selects a line, the server's regex matches it as the server
-        /// cuts it (a trailing `\r` dropped), and matches the whole body (its pre-check).
+        /// cuts it (a trailing `\r` dropped), and, unless it has an anchor, matches the whole
+        /// body (the server's pre-check, which it skips for anchored patterns).
         #[test]
         fn the_server_regex_covers_the_built_in(
             pattern in "[ab.*+?|()\\[\\]^$-]{1,6}",
-            line in "[ab.*+?|()\\[\\]^ -]{0,8}",
+            line in "[ab.*+?|()\\[\\]^$ -]{0,8}",
             cr in any::<bool>(),
             flag in prop::sample::select(vec!["-G", "-E", "-F"]),
         ) {
@@ -604,7 +628,13 @@ mod tests {
                 if built_in_selects(flag, &pattern, &body) == Some(true) {
                     let re = regex::bytes::Regex::new(&plan.pattern).unwrap();
                     prop_assert!(re.is_match(line.as_bytes()), "{:?} on {:?}", plan.pattern, line);
-                    prop_assert!(re.is_match(body.as_bytes()));
+                    let anchored = regex_syntax::Parser::new()
+                        .parse(&plan.pattern)
+                        .unwrap()
+                        .properties()
+                        .look_set()
+                        .contains_anchor();
+                    prop_assert!(anchored || re.is_match(body.as_bytes()));
                 }
             }
         }
