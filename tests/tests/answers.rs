@@ -400,6 +400,8 @@ async fn grep_searches_a_revision_on_the_server() {
         vec![hit("/docs/guide.md", 3, 1), hit("/src/main.rs", 3, 5)]
     );
     assert_eq!(page["binarySkipped"], json!(1));
+    // It is named as matching (grep's "Binary file ... matches"), and only where it does.
+    assert_eq!(page["binaryMatches"], json!(["/data/tool"]));
     assert_eq!(page["filesSearched"], json!(4));
     assert_eq!(page["revision"], json!(r1));
     assert_eq!(page["matches"][1]["text"], json!("    TODO: axb"));
@@ -434,6 +436,8 @@ async fn grep_searches_a_revision_on_the_server() {
             .await
             .unwrap();
         assert_eq!(hits(&page).len(), want, "fixed {fixed}: {page}");
+        assert_eq!(page["binarySkipped"], json!(1));
+        assert_eq!(page["binaryMatches"], json!([]));
     }
     // Anchors hold at every line, not only at a body's ends.
     for (pattern, want) in [

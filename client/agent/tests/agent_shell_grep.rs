@@ -2,9 +2,9 @@
 //! (`supabash_grep`) and read only the base files that can match, plus the staged ones: with
 //! edits, a delete, a move and a new file staged, every command of the table answers byte for
 //! byte what it answers over an eagerly opened tree with the same changes (every body read
-//! locally), and far fewer bodies travel. Commands the server cannot answer faithfully (a
-//! regex, `-v`, piped input, a tree holding a binary file) run the built-in over every file,
-//! with the same answer.
+//! locally), and far fewer bodies travel. Binary files are read only where the server says the
+//! pattern matches them. Commands the server cannot answer faithfully (a regex it cannot
+//! widen, `-v`, piped input) run the built-in over every file, with the same answer.
 
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -222,22 +222,17 @@ async fn shell_grep_on_a_lazy_tree_answers_as_on_an_eager_one_and_reads_few_bodi
 }
 
 #[tokio::test]
-async fn a_binary_base_file_keeps_the_built_in_reading_everything() {
+async fn binary_base_files_are_read_only_where_the_server_says_they_match() {
     let user = new_user();
     let seeded = workspace_with(
         Via::Postgres,
         &user,
         &[
             ("/bin.dat", "TODO\0binary"),
+            ("/other.bin", "\0nothing here\nat all"),
             ("/a.rs", "// TODO a\n"),
             ("/b.rs", "fn b() {}\n"),
         ],
-    )
-    .await;
-    let lazy = open(
-        transport(Via::Postgres, &user).await,
-        seeded.id(),
-        OpenMode::Lazy,
     )
     .await;
     let eager = open(
@@ -246,25 +241,29 @@ async fn a_binary_base_file_keeps_the_built_in_reading_everything() {
         OpenMode::Eager,
     )
     .await;
-    let on_lazy = Shell::new(lazy.fs().clone());
     let on_eager = local_only(&eager);
-    // The built-in reports the binary file; the server never names it, so nothing is spared.
-    let served = run(&on_lazy, "grep -r TODO /").await;
-    assert_eq!(served, run(&on_eager, "grep -r TODO /").await);
-    assert!(
-        served.stderr.contains("bin.dat: binary file matches"),
-        "{served:?}"
-    );
-    assert_eq!(on_lazy.search_counters().server_searches(), 0);
-    // `-I` skips binary files without a word: the server's silence is the same answer.
-    let fresh = open(
-        transport(Via::Postgres, &user).await,
-        seeded.id(),
-        OpenMode::Lazy,
-    )
-    .await;
-    let on_fresh = Shell::new(fresh.fs().clone());
-    let quiet = run(&on_fresh, "grep -rI TODO /").await;
-    assert_eq!(quiet, run(&on_eager, "grep -rI TODO /").await);
-    assert_eq!(on_fresh.search_counters().server_searches(), 1);
+    for (command, reported, spared) in [
+        // The built-in reports the matching binary file; the other one and b.rs are spared.
+        ("grep -r TODO /", "bin.dat: binary file matches", 2),
+        ("grep -rn '^at all' /", "other.bin: binary file matches", 3),
+        // `-I` skips binary files without a word: none is read.
+        ("grep -rI TODO /", "", 3),
+    ] {
+        let lazy = open(
+            transport(Via::Postgres, &user).await,
+            seeded.id(),
+            OpenMode::Lazy,
+        )
+        .await;
+        let on_lazy = Shell::new(lazy.fs().clone());
+        let served = run(&on_lazy, command).await;
+        assert_eq!(served, run(&on_eager, command).await, "{command}");
+        assert!(served.stderr.contains(reported), "{command}: {served:?}");
+        assert_eq!(on_lazy.search_counters().server_searches(), 1, "{command}");
+        assert_eq!(
+            on_lazy.search_counters().reads_spared(),
+            spared,
+            "{command}"
+        );
+    }
 }

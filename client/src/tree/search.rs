@@ -39,6 +39,8 @@ pub struct ServerSearch {
     pub local: Vec<String>,
     /// Base files the server did not search because they are binary (hold a NUL byte).
     pub binary_skipped: u64,
+    /// Those of them, still unchanged in the tree, in which the pattern matches a line.
+    pub binary_matches: Vec<String>,
 }
 
 /// Whether `c` is special in a `supabash_grep` glob.
@@ -131,6 +133,11 @@ impl StagedTree {
             found.binary_skipped += page.binary_skipped.max(0) as u64;
             {
                 let inner = self.lock();
+                found.binary_matches.extend(
+                    page.binary_matches
+                        .into_iter()
+                        .filter(|p| inner.unchanged(p, &revision)),
+                );
                 found.matches.extend(
                     page.matches
                         .into_iter()

@@ -73,6 +73,10 @@ pub struct GrepPage {
     pub files_searched: i64,
     pub binary_skipped: i64,
     pub bytes_searched: i64,
+    /// The skipped binary files of this page in which the pattern matches a line (as `grep`
+    /// without `-I` reports them: "Binary file ... matches"), in path order.
+    #[serde(default)]
+    pub binary_matches: Vec<String>,
     /// Present when more may follow (the page is full, or the decode budget ran out): pass it
     /// back as `cursor`, with the same `revision`.
     pub next_cursor: Option<String>,

@@ -210,6 +210,7 @@ pub fn grep(call: &Call, req: Grep) -> Outcome<GrepPage> {
         files_searched: 0,
         binary_skipped: 0,
         bytes_searched: 0,
+        binary_matches: Vec::new(),
         next_cursor: None,
     };
     if revision.is_none() {
@@ -259,6 +260,9 @@ pub fn grep(call: &Call, req: Grep) -> Outcome<GrepPage> {
             let body = &body.bytes;
             if body.contains(&0) {
                 page.binary_skipped += 1;
+                if !search(&pattern, &f.path, body, 0, 0, 1).is_empty() {
+                    page.binary_matches.push(f.path.clone());
+                }
                 continue;
             }
             page.files_searched += 1;

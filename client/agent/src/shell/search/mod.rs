@@ -13,8 +13,9 @@
 //! Nothing is masked, and the built-in reads every file as it would, when: the invocation is
 //! not a recursive search for literal text with options the plan knows (`-v`, `-a`, `-z`, `-f`,
 //! regex patterns, ... are left alone), input comes from a pipe, the tree is not lazily opened
-//! or has read every base body, the server fails, a path is reached through a symbolic link,
-//! or a binary base file was met that the built-in would report and the server does not name.
+//! or has read every base body, the server fails, or a path is reached through a symbolic link.
+//! Binary base files (the server skips them) are masked unless the server says the pattern
+//! matches a line of theirs: the built-in then reads them and reports them as it would.
 //! Hidden paths (a segment starting with `.`, where ignore files live) are never masked.
 //!
 //! [`StagedTree::search_on_server`]: supabash::tree::StagedTree::search_on_server
@@ -161,14 +162,15 @@ impl Searched {
                 .search_on_server(&plan.pattern, &dir, plan.ignore_case, MAX_SERVER_LINES)
                 .await?
                 .ok()?;
-            if found.binary_skipped > 0 && !plan.binary_silent {
-                return None;
-            }
             let frontier = found
                 .truncated
                 .then(|| found.matches.last().map(|m| m.path.clone()))
                 .map(|f| f.unwrap_or_else(|| dir.clone()));
             let mut keep: HashSet<String> = found.local.into_iter().collect();
+            // The built-in reports a binary file only when it matches (`-I`: never).
+            if !plan.binary_silent {
+                keep.extend(found.binary_matches);
+            }
             keep.extend(found.matches.into_iter().map(|m| m.path));
             // The files the built-in will read, in a few requests (a first read would fetch
             // its whole directory).
