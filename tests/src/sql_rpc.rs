@@ -212,6 +212,19 @@ impl SqlRpc {
             .to_owned()
     }
 
+    /// `workspace`'s entry in `supabash_list_workspaces` as `who` sees it (which must hold it).
+    pub async fn listed_workspace(&mut self, who: &Caller, workspace: &str) -> Value {
+        let page = self
+            .call(who, "supabash_list_workspaces", json!({}))
+            .await
+            .expect("list workspaces");
+        page["workspaces"]
+            .as_array()
+            .and_then(|all| all.iter().find(|w| w["workspaceId"] == workspace))
+            .cloned()
+            .unwrap_or_else(|| panic!("{workspace} in {page}"))
+    }
+
     /// True when the connection still answers (the backend did not crash).
     pub async fn alive(&self) -> bool {
         self.client.simple_query("SELECT 1").await.is_ok()

@@ -46,21 +46,6 @@ async fn commit(
     .await
 }
 
-/// The listing's entry of `ws`.
-async fn listed(rest: &mut SqlRpc, who: &Caller, ws: &str) -> Value {
-    let page = rest
-        .call(who, "supabash_list_workspaces", json!({}))
-        .await
-        .unwrap();
-    page["workspaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["workspaceId"] == ws)
-        .cloned()
-        .unwrap_or_else(|| panic!("{ws} in {page}"))
-}
-
 /// What each kind of refusal sends, with a plain file beside it (the whole commit goes).
 fn refused_commits() -> Vec<(Value, &'static str, &'static str)> {
     let plain = json!({"op": "upsert", "path": "/ok.md", "text": "kept only if all is"});
@@ -101,7 +86,7 @@ async fn a_files_only_workspace_refuses_links_directories_and_modes_storing_noth
     assert_eq!(created["filesOnly"], json!(true), "{created}");
     let ws = created["workspaceId"].as_str().unwrap().to_owned();
     assert_eq!(
-        listed(&mut rest, &alice, &ws).await["filesOnly"],
+        rest.listed_workspace(&alice, &ws).await["filesOnly"],
         json!(true)
     );
 
@@ -119,7 +104,7 @@ async fn a_files_only_workspace_refuses_links_directories_and_modes_storing_noth
     .unwrap();
     let before = head(&mut rest, &alice, &ws).await;
     assert_eq!(before["filesOnly"], json!(true), "the open answer says it");
-    let bytes = listed(&mut rest, &alice, &ws).await["storeBytes"].clone();
+    let bytes = rest.listed_workspace(&alice, &ws).await["storeBytes"].clone();
 
     for (changes, path, what) in refused_commits() {
         let e = commit(&mut rest, &alice, &ws, changes.clone())
@@ -144,7 +129,7 @@ async fn a_files_only_workspace_refuses_links_directories_and_modes_storing_noth
         "nothing committed"
     );
     assert_eq!(
-        listed(&mut rest, &alice, &ws).await["storeBytes"],
+        rest.listed_workspace(&alice, &ws).await["storeBytes"],
         bytes,
         "no body stored"
     );
@@ -197,7 +182,7 @@ async fn a_normal_workspace_is_unchanged() {
         assert_eq!(created["filesOnly"], json!(false), "{args}");
         let ws = created["workspaceId"].as_str().unwrap().to_owned();
         assert_eq!(
-            listed(&mut rest, &alice, &ws).await["filesOnly"],
+            rest.listed_workspace(&alice, &ws).await["filesOnly"],
             json!(false)
         );
         commit(
@@ -243,7 +228,7 @@ async fn a_fork_inherits_files_only() {
             .unwrap();
         let fork = fork["workspaceId"].as_str().unwrap().to_owned();
         assert_eq!(
-            listed(&mut rest, &alice, &fork).await["filesOnly"],
+            rest.listed_workspace(&alice, &fork).await["filesOnly"],
             json!(files_only)
         );
         let link = json!([{"op": "upsert", "path": "/l", "text": "a.md", "kind": "symlink"}]);

@@ -50,21 +50,6 @@ fn file<'a>(tree: &'a Value, path: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{path} in {tree}"))
 }
 
-async fn store_bytes(rest: &mut SqlRpc, who: &Caller, ws: &str) -> i64 {
-    let page = rest
-        .call(who, "supabash_list_workspaces", json!({}))
-        .await
-        .unwrap();
-    page["workspaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["workspaceId"] == ws)
-        .unwrap()["storeBytes"]
-        .as_i64()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn kinds_modes_and_times_are_stored_and_shown() {
     let mut rest = connect().await;
@@ -181,7 +166,9 @@ async fn a_mode_or_time_change_stores_no_body_and_diffs_as_a_mode_change() {
     .await
     .unwrap();
     let first = manifest(&mut rest, &alice, &ws).await;
-    let bytes = store_bytes(&mut rest, &alice, &ws).await;
+    let bytes = rest.listed_workspace(&alice, &ws).await["storeBytes"]
+        .as_i64()
+        .unwrap();
 
     // The same content again without a time: nothing changes.
     let same = commit(
@@ -211,7 +198,12 @@ async fn a_mode_or_time_change_stores_no_body_and_diffs_as_a_mode_change() {
         (&json!(0o644), &json!(EXEC))
     );
     assert_eq!(line["beforeHash"], line["afterHash"]);
-    assert_eq!(store_bytes(&mut rest, &alice, &ws).await, bytes);
+    assert_eq!(
+        rest.listed_workspace(&alice, &ws).await["storeBytes"]
+            .as_i64()
+            .unwrap(),
+        bytes
+    );
     let m = manifest(&mut rest, &alice, &ws).await;
     let s = file(&m, "/s.sh");
     assert_eq!((&s["mode"], &s["mtimeNs"]), (&json!(EXEC), &json!(TIME)));
@@ -225,7 +217,12 @@ async fn a_mode_or_time_change_stores_no_body_and_diffs_as_a_mode_change() {
     )
     .await
     .unwrap();
-    assert_eq!(store_bytes(&mut rest, &alice, &ws).await, bytes);
+    assert_eq!(
+        rest.listed_workspace(&alice, &ws).await["storeBytes"]
+            .as_i64()
+            .unwrap(),
+        bytes
+    );
     assert_eq!(
         file(&manifest(&mut rest, &alice, &ws).await, "/s.sh")["mtimeNs"],
         json!(TIME + 1)
