@@ -4,17 +4,18 @@
 //! call) and patches it. A redaction since (the answer's epoch differs), a purged receipt in
 //! between, or too many changes make the open load the whole manifest, as without a cache.
 
-use crate::tree::BaseEntry;
-use std::collections::{BTreeSet, HashMap};
+use crate::tree::{BaseEntry, BaseMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-/// A manifest as loaded: its revision, the redaction epoch it was read at, and its entries in
-/// path order.
+/// A manifest as loaded: its revision, the redaction epoch it was read at, and its entries by
+/// path, built once: the trees opened on it share them (a reopen neither copies nor rebuilds
+/// the base).
 #[derive(Debug, Clone)]
 pub(crate) struct CachedManifest {
     pub revision: String,
     pub redaction_epoch: i64,
-    pub entries: Arc<Vec<BaseEntry>>,
+    pub base: BaseMap,
 }
 
 /// The manifests of revisions a host has seen, one per workspace (the latest loaded). Cheap
@@ -32,9 +33,10 @@ impl ManifestCache {
         Self::default()
     }
 
-    /// The cached manifest of `workspace_id`.
-    pub(crate) fn get(&self, workspace_id: &str) -> Option<CachedManifest> {
-        self.lock().get(workspace_id).cloned()
+    /// Takes the cached manifest of `workspace_id` out of the cache (to patch it in place when
+    /// no tree shares it any more; [`Self::put`] it back).
+    pub(crate) fn take(&self, workspace_id: &str) -> Option<CachedManifest> {
+        self.lock().remove(workspace_id)
     }
 
     /// Keeps `manifest` as the one of `workspace_id`.
@@ -60,28 +62,20 @@ impl ManifestCache {
     }
 }
 
-/// `base` (in path order) with the entries of `changed` (in path order) put in and the paths
-/// of `removed` taken out: one merge.
+/// Puts the entries of `changed` into `base` and takes the paths of `removed` out: a lookup
+/// per change, whatever the size of the base.
 pub(crate) fn patch(
-    base: &[BaseEntry],
+    base: &mut BTreeMap<String, crate::tree::BaseFile>,
     changed: Vec<BaseEntry>,
     removed: &[String],
-) -> Vec<BaseEntry> {
-    let gone: BTreeSet<&str> = removed.iter().map(String::as_str).collect();
-    let mut out = Vec::with_capacity(base.len() + changed.len());
-    let mut changed = changed.into_iter().peekable();
-    for entry in base {
-        while let Some(c) = changed.next_if(|c| c.path < entry.path) {
-            out.push(c);
-        }
-        if let Some(c) = changed.next_if(|c| c.path == entry.path) {
-            out.push(c);
-        } else if !gone.contains(entry.path.as_str()) {
-            out.push(entry.clone());
-        }
+) {
+    for p in removed {
+        base.remove(p);
     }
-    out.extend(changed);
-    out
+    for c in changed {
+        let (p, file) = c.base_file();
+        base.insert(p, file);
+    }
 }
 
 #[cfg(test)]
@@ -116,16 +110,17 @@ mod tests {
                 .into_iter()
                 .filter(|p| base.contains_key(p) && !changed.contains_key(p))
                 .collect();
-            let base_entries: Vec<BaseEntry> = base.iter().map(|(p, h)| entry(p, h)).collect();
+            let mut got: BTreeMap<String, crate::tree::BaseFile> =
+                base.iter().map(|(p, h)| entry(p, h).base_file()).collect();
             let changed_entries: Vec<BaseEntry> = changed.iter().map(|(p, h)| entry(p, h)).collect();
-            let got = patch(&base_entries, changed_entries, &removed);
+            patch(&mut got, changed_entries, &removed);
             let mut want: BTreeMap<String, String> = base.clone();
             for p in &removed {
                 want.remove(p);
             }
             want.extend(changed.clone());
             let got: Vec<(String, String)> =
-                got.into_iter().map(|e| (e.path, e.content_hash)).collect();
+                got.into_iter().map(|(p, f)| (p, f.content_hash)).collect();
             prop_assert_eq!(got, want.into_iter().collect::<Vec<_>>());
         }
     }

@@ -11,7 +11,7 @@ use crate::manifests::{CachedManifest, ManifestCache};
 use crate::observe::{OperationCounts, OperationObserver, Timed};
 use crate::open::{OpenMode, RemoteDirectories};
 use crate::transport::{call, Transport};
-use crate::tree::{BaseEntry, BodySource, ServerGrep, StagedChange, StagedTree};
+use crate::tree::{BaseEntry, BaseMap, BodySource, ServerGrep, StagedChange, StagedTree};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -356,7 +356,8 @@ impl Drop for InFlight<'_> {
 /// The head manifest a staged tree is based on.
 struct Base {
     revision: Option<String>,
-    entries: Vec<BaseEntry>,
+    /// Its entries by path (shared with the host's manifest cache, when one keeps it).
+    entries: BaseMap,
     redaction_epoch: i64,
     restore_floor: Option<i64>,
     /// The workspace stores plain files only.
@@ -376,7 +377,12 @@ impl Base {
             delegated_grant: None,
         };
         let manifest = call(transport, &request).await?;
-        let entries = base_entries(manifest.files)?;
+        let entries = Arc::new(
+            base_entries(manifest.files)?
+                .into_iter()
+                .map(BaseEntry::base_file)
+                .collect(),
+        );
         Ok(Base {
             revision: manifest.revision,
             entries,
@@ -391,13 +397,15 @@ impl Base {
     /// The head's tree from the manifest `manifests` keeps for `workspace_id` and the changes
     /// since its revision (one `supabash_manifest_changes` call), kept in turn; `None` when
     /// there is none, or the changes cannot be told (see [`ManifestChanges::complete`]) or a
-    /// redaction came since: load the manifest.
+    /// redaction came since: load the manifest. The cached entries are patched in place when no
+    /// tree opened before still shares them (else copied once), and shared with the new tree.
     async fn reopen(
         transport: &dyn Transport,
         workspace_id: &str,
         manifests: Option<&ManifestCache>,
     ) -> Result<Option<Self>> {
-        let Some((cache, cached)) = manifests.and_then(|c| Some((c, c.get(workspace_id)?))) else {
+        let Some((cache, mut cached)) = manifests.and_then(|c| Some((c, c.take(workspace_id)?)))
+        else {
             return Ok(None);
         };
         let request = ManifestChangesSince {
@@ -406,36 +414,40 @@ impl Base {
             revision: None,
             delegated_grant: None,
         };
-        let changes: ManifestChanges = call(transport, &request).await?;
+        let changes: ManifestChanges = match call(transport, &request).await {
+            Ok(changes) => changes,
+            Err(e) => {
+                // Nothing was learnt: the cached manifest stays for the next open.
+                if cache.revision(workspace_id).is_none() {
+                    cache.put(workspace_id, cached);
+                }
+                return Err(e);
+            }
+        };
+        // Not put back: the changes cannot be told, or a redaction came since.
         let Some(revision) = changes.revision.filter(|_| changes.complete) else {
-            cache.forget(workspace_id);
             return Ok(None);
         };
         if changes.redaction_epoch != cached.redaction_epoch {
-            cache.forget(workspace_id);
             return Ok(None);
         }
-        let entries = if changes.files.is_empty() && changes.removed.is_empty() {
-            cached.entries
-        } else {
+        if !(changes.files.is_empty() && changes.removed.is_empty()) {
             let changed = base_entries(changes.files)?;
-            Arc::new(crate::manifests::patch(
-                &cached.entries,
-                changed,
-                &changes.removed,
-            ))
-        };
+            let base = Arc::make_mut(&mut cached.base);
+            crate::manifests::patch(base, changed, &changes.removed);
+        }
+        let entries = cached.base.clone();
         cache.put(
             workspace_id,
             CachedManifest {
                 revision: revision.clone(),
                 redaction_epoch: changes.redaction_epoch,
-                entries: entries.clone(),
+                base: cached.base,
             },
         );
         Ok(Some(Base {
             revision: Some(revision),
-            entries: Arc::unwrap_or_clone(entries),
+            entries,
             redaction_epoch: changes.redaction_epoch,
             restore_floor: changes.restore_floor,
             files_only: changes.files_only,
@@ -517,7 +529,7 @@ impl Workspace {
                 CachedManifest {
                     revision: revision.clone(),
                     redaction_epoch: base.redaction_epoch,
-                    entries: Arc::new(base.entries.clone()),
+                    base: base.entries.clone(),
                 },
             );
         }
@@ -535,7 +547,8 @@ impl Workspace {
             transport: transport.clone(),
             workspace_id: workspace_id.to_owned(),
         });
-        let tree = StagedTree::from_base(base.revision, base.entries, Some(source), limits.clone());
+        let tree =
+            StagedTree::from_base_map(base.revision, base.entries, Some(source), limits.clone());
         let fences = (base.redaction_epoch, base.restore_floor);
         Self::with_tree(transport, workspace_id, tree, fences, limits)
             .storing_files_only(base.files_only)
@@ -1044,7 +1057,7 @@ impl Workspace {
             transport: self.transport.clone(),
             workspace_id: self.id.clone(),
         });
-        let tree = StagedTree::from_base(
+        let tree = StagedTree::from_base_map(
             base.revision,
             base.entries,
             Some(source),
@@ -1199,7 +1212,7 @@ impl Workspace {
         let before: BTreeMap<&str, &str> = at_fork
             .entries
             .iter()
-            .map(|e| (e.path.as_str(), e.content_hash.as_str()))
+            .map(|(p, e)| (p.as_str(), e.content_hash.as_str()))
             .collect();
         let source = RemoteSource {
             transport: self.transport.clone(),
@@ -1207,18 +1220,16 @@ impl Workspace {
         };
         let head_revision = head.revision.clone().unwrap_or_default();
         let mut files = Vec::new();
-        for e in &head.entries {
-            if before.get(e.path.as_str()) != Some(&e.content_hash.as_str()) {
-                let stored = source.load(&head_revision, &e.path).await?;
+        for (p, e) in head.entries.iter() {
+            if before.get(p.as_str()) != Some(&e.content_hash.as_str()) {
+                let stored = source.load(&head_revision, p).await?;
                 let bytes = stored.verified(Some((&e.content_hash, e.size)))?;
-                files.push((e.path.clone(), bytes));
+                files.push((p.clone(), bytes));
             }
         }
-        let kept: std::collections::BTreeSet<&str> =
-            head.entries.iter().map(|e| e.path.as_str()).collect();
         let removed: Vec<String> = before
             .keys()
-            .filter(|p| !kept.contains(*p))
+            .filter(|p| !head.entries.contains_key(**p))
             .map(|p| p.to_string())
             .collect();
         // The source's tree at the fork point is the base the change applies to.

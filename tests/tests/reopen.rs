@@ -327,6 +327,7 @@ async fn a_manifest_cache_reopens_from_the_changes_and_reloads_after_redaction_o
     let first = open_cached(&user, &id, &cache).await;
     let seen = first.fs().base_revision().unwrap();
     assert_eq!(cache.revision(&id), Some(seen.clone()));
+    let first_tree = snapshot(&first).await;
 
     // Commits elsewhere: an edit, a delete, a move, a new file.
     fs.write("/src/f00.md", "edited").await.unwrap();
@@ -347,6 +348,11 @@ async fn a_manifest_cache_reopens_from_the_changes_and_reloads_after_redaction_o
         snapshot(&reopened).await,
         snapshot(&open_plain(&user, &id).await).await
     );
+    // The tree opened before shared the cached base: the reopen patched a copy, so that tree
+    // still shows its own revision, with nothing staged.
+    assert_eq!(first.fs().base_revision(), Some(seen.clone()));
+    assert_eq!(snapshot(&first).await, first_tree);
+    assert!(first.changes().unwrap().is_empty());
     // A reopened tree commits like any other.
     reopened.fs().write("/from-reopened.md", "x").await.unwrap();
     reopened

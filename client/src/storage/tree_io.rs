@@ -133,7 +133,7 @@ fn put(tree: &StagedTree, revision: &str, manifest: &Manifest, as_base: bool) ->
         inner.nodes.insert(p.clone(), node);
     }
     if as_base {
-        inner.base = base;
+        inner.base = std::sync::Arc::new(base);
         inner.base_revision = (revision != UNPUBLISHED).then(|| revision.to_owned());
     }
     Ok(())

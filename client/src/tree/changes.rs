@@ -164,7 +164,7 @@ impl StagedTree {
 
     fn plan(&self) -> Result<Vec<Planned>> {
         let staged = self.staged()?;
-        let mut base = self.lock().base.clone();
+        let mut base = BTreeMap::clone(&self.lock().base);
         base.retain(|p, _| !self.is_local_only(p));
         let mut candidates = Vec::new();
         let mut setattrs = Vec::new();

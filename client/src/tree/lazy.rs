@@ -9,6 +9,7 @@
 use super::{insert_parents, BaseEntry, Inner, Node, StagedTree};
 use crate::error::{Result, SupabashError};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use supabash_core::path;
 use supabash_core::ErrorCode;
 
@@ -72,7 +73,7 @@ impl Inner {
             self.nodes
                 .entry(p.clone())
                 .or_insert_with(|| file.node(&revision, &p));
-            self.base.insert(p, file);
+            Arc::make_mut(&mut self.base).insert(p, file);
         }
         for name in listing.directories {
             let sub = child(dir, &name);
@@ -86,7 +87,7 @@ impl Inner {
             if let Some(node) = self.nodes.get_mut(&p) {
                 *node = file.node(&revision, &p);
             }
-            self.base.insert(p, file);
+            Arc::make_mut(&mut self.base).insert(p, file);
         }
     }
 

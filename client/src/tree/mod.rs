@@ -138,6 +138,10 @@ impl Node {
     }
 }
 
+/// What a base revision holds, by path: built once and shared between the trees opened on it
+/// and the host's manifest cache.
+pub(crate) type BaseMap = Arc<BTreeMap<String, BaseFile>>;
+
 /// What the base revision holds at a path: rendered content hash and size, kind, mode, time
 /// (nanoseconds; 0 when the database kept none), and a link's target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,7 +201,9 @@ pub fn to_ns(t: SystemTime) -> i64 {
 pub(crate) struct Inner {
     /// Every path but the root, canonical.
     pub nodes: BTreeMap<String, Node>,
-    pub base: BTreeMap<String, BaseFile>,
+    /// The base revision's entries, shared with the host's manifest cache (see
+    /// [`crate::ManifestCache`]) until something changes them (`Arc::make_mut`).
+    pub base: BaseMap,
     pub base_revision: Option<String>,
     /// Verified lazy bodies.
     pub loaded: HashMap<Lazy, Arc<Vec<u8>>>,
@@ -271,7 +277,7 @@ impl BaseEntry {
         })
     }
 
-    fn base_file(self) -> (String, BaseFile) {
+    pub(crate) fn base_file(self) -> (String, BaseFile) {
         let file = BaseFile {
             content_hash: self.content_hash,
             size: self.size,
@@ -318,15 +324,26 @@ impl StagedTree {
         source: Option<Arc<dyn BodySource>>,
         limits: Limits,
     ) -> Self {
+        let base = Arc::new(entries.into_iter().map(BaseEntry::base_file).collect());
+        Self::from_base_map(revision, base, source, limits)
+    }
+
+    /// [`Self::from_base`] over a base already built (shared, not copied).
+    pub(crate) fn from_base_map(
+        revision: Option<String>,
+        base: BaseMap,
+        source: Option<Arc<dyn BodySource>>,
+        limits: Limits,
+    ) -> Self {
         let mut inner = Inner {
             nodes: BTreeMap::new(),
-            base: BTreeMap::new(),
+            base: BaseMap::default(),
             base_revision: None,
             loaded: HashMap::new(),
             committing: false,
             unloaded: lazy::Unloaded::default(),
         };
-        inner.rebase(revision, entries);
+        inner.rebase(revision, base);
         StagedTree {
             inner: Mutex::new(inner),
             in_flight: Mutex::default(),
@@ -439,14 +456,10 @@ impl StagedTree {
 
     /// Makes the tree the base `revision` holding `entries` again, forgetting every staged
     /// edit and every cached body (after a redaction, whose removed bytes must not linger).
-    pub(crate) fn reset_base(
-        &self,
-        revision: Option<String>,
-        entries: Vec<BaseEntry>,
-    ) -> Result<()> {
+    pub(crate) fn reset_base(&self, revision: Option<String>, base: BaseMap) -> Result<()> {
         let mut inner = self.lock();
         Self::check_idle(&inner)?;
-        inner.rebase(revision, entries);
+        inner.rebase(revision, base);
         Ok(())
     }
 
@@ -491,12 +504,12 @@ impl StagedTree {
             }
         }
         // What the revision holds at paths kept out of commits is what it held before.
-        for (p, f) in &inner.base {
+        for (p, f) in inner.base.iter() {
             if self.is_local_only(p) {
                 base.insert(p.clone(), f.clone());
             }
         }
-        inner.base = base;
+        inner.base = Arc::new(base);
         inner.loaded = loaded;
         inner.base_revision = Some(revision);
     }
@@ -505,7 +518,7 @@ impl StagedTree {
     /// rebased commit: the head also holds what others committed). The tree becomes that base;
     /// bytes already in memory for the same path and content stay loaded, shell-owned paths
     /// stay, and nothing else of the old tree survives.
-    pub(crate) fn end_commit_at(&self, revision: String, entries: Vec<BaseEntry>) {
+    pub(crate) fn end_commit_at(&self, revision: String, entries: BaseMap) {
         let mut inner = self.lock();
         inner.committing = false;
         let mut held: HashMap<(String, String), Arc<Vec<u8>>> = HashMap::new();
@@ -523,25 +536,23 @@ impl StagedTree {
         }
         inner.nodes.retain(|p, _| !committable(p));
         inner.loaded.clear();
-        inner.base.clear();
         // `entries` is the whole tree: nothing stays unlisted.
         inner.unloaded = lazy::Unloaded::default();
-        for e in entries {
+        for (p, e) in entries.iter() {
             if let Some(bytes) = held
-                .remove(&(e.path.clone(), e.content_hash.clone()))
+                .remove(&(p.clone(), e.content_hash.clone()))
                 .filter(|_| e.kind == Kind::File)
             {
                 let lazy = Lazy {
                     revision: revision.clone(),
-                    path: e.path.clone(),
+                    path: p.clone(),
                     content_hash: e.content_hash.clone(),
                     size: e.size,
                 };
                 inner.loaded.insert(lazy, bytes);
             }
-            let (p, file) = e.base_file();
-            inner.base.insert(p, file);
         }
+        inner.base = entries;
         inner.base_revision = Some(revision);
         let shell_owned = std::mem::take(&mut inner.nodes);
         inner.reset_to_base();
@@ -725,8 +736,8 @@ impl StagedTree {
 
 impl Inner {
     /// Replaces the base and drops staged edits and cached bodies.
-    fn rebase(&mut self, revision: Option<String>, entries: Vec<BaseEntry>) {
-        self.base = entries.into_iter().map(BaseEntry::base_file).collect();
+    fn rebase(&mut self, revision: Option<String>, base: BaseMap) {
+        self.base = base;
         self.base_revision = revision;
         self.loaded.clear();
         self.unloaded = lazy::Unloaded::default();
@@ -739,7 +750,7 @@ impl Inner {
         // build), rather than inserted path by path: an open builds the whole base.
         let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         let mut nodes: Vec<(String, Node)> = Vec::with_capacity(self.base.len());
-        for (p, f) in &self.base {
+        for (p, f) in self.base.iter() {
             // The parents the base implies: up to the first one met before (a base entry
             // sorts before every path below it).
             let mut dir = path::parent(p);

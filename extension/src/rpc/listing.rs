@@ -1,8 +1,12 @@
 //! `supabash_list_directory`: a directory's direct children at a revision, paged. The scan
 //! walks the tree's path index in order and jumps over every subdirectory's contents (a loose
 //! index scan: one probe per subdirectory, one row per file), so a listing costs what the
-//! directory holds, not what the tree holds. It reads what `entries::visible_files` makes
-//! visible, so a fork lists its sources' files too.
+//! directory holds, not what the tree holds. Probes read index ranges of what
+//! `entries::visible_files` makes visible (a fork lists its sources' files too); at the head of
+//! a workspace without fork sources, once a subdirectory is met, the rest of the page is one
+//! recursive statement (`entries::children_at_head`) that jumps over each subdirectory inside
+//! the executor instead of one statement per subdirectory. A directory of files never
+//! switches: a range reads many files at once where the recursive walk descends once a row.
 
 use super::Call;
 use crate::pg::args;
@@ -116,10 +120,21 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     let mut next_cursor = None;
     let want = page_size as usize;
     // Probes start small (a directory of directories needs one row each) and grow while they
-    // meet only files.
+    // meet only files; from the first subdirectory on, where the walk can skip (`skips`), the
+    // rest of the page and one more row are walked at once.
     let mut limit = 1;
+    let skips = ws.sources.is_empty() && (position.is_none() || position == ws.head_position);
+    let mut skipping = false;
     'scan: while revision.is_some() {
-        let rows = probe(call.schema, &ws, position, &at, &upper, limit)?;
+        let rows = if skipping {
+            let (after, from) = match &at {
+                Resume::After(p) => (true, p),
+                Resume::From(p) => (false, p),
+            };
+            entries::children_at_head(call.schema, &ws, &prefix, from, after, &upper, limit)?
+        } else {
+            probe(call.schema, &ws, position, &at, &upper, limit)?
+        };
         let full = rows.len() as i64 == limit;
         for row in rows {
             if files.len() + directories.len() == want {
@@ -141,13 +156,21 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
                 }
                 at = Resume::From(format!("{prefix}{name}0"));
                 directories.push(name);
-                limit = 1;
+                if skipping {
+                    continue;
+                }
+                if skips {
+                    skipping = true;
+                    limit = (want - files.len() - directories.len()) as i64 + 1;
+                } else {
+                    limit = 1;
+                }
                 continue 'scan;
             }
             at = Resume::After(row.path.clone());
             files.push(row);
         }
-        if !full {
+        if !full || skipping {
             break;
         }
         limit = (limit * 4).min(MAX_PROBE);
@@ -166,7 +189,7 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     };
     Ok(DirectoryPage {
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
-        files_only: crate::store::workspaces::files_only(call.schema, &ws.id)?,
+        files_only: ws.files_only,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,

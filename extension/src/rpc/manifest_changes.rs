@@ -24,7 +24,7 @@ pub fn manifest_changes(call: &Call, req: ManifestChangesSince) -> Outcome<Manif
     let (revision, position) = read::pinned(&ws, at.as_deref())?;
     let mut answer = ManifestChanges {
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
-        files_only: crate::store::workspaces::files_only(call.schema, &ws.id)?,
+        files_only: ws.files_only,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id.clone(),
         revision,

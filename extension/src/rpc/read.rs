@@ -145,7 +145,7 @@ pub fn load_manifest(call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
     Ok(Tree {
         files: files(files_at(call.schema, &ws, position, None, false)?),
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
-        files_only: crate::store::workspaces::files_only(call.schema, &ws.id)?,
+        files_only: ws.files_only,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,
@@ -187,7 +187,7 @@ pub fn load_snapshot(call: &Call, req: rq::LoadSnapshot) -> Outcome<Tree> {
     };
     Ok(Tree {
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
-        files_only: crate::store::workspaces::files_only(call.schema, &ws.id)?,
+        files_only: ws.files_only,
         redaction_epoch: ws.redaction_epoch,
         workspace_id: ws.id,
         revision,

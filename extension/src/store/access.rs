@@ -29,6 +29,9 @@ pub struct Workspace {
     pub redaction_epoch: i64,
     /// Set when the caller is a job holding a delegated grant.
     pub delegation: Option<Delegation>,
+    /// The workspace stores plain files only (issue 24's `workspaces.files_only`; false on a
+    /// 0.5.0 schema, which has no such column).
+    pub files_only: bool,
 }
 
 fn denied(message: &str) -> Fail {
@@ -169,22 +172,33 @@ pub fn by_id(id: &str) -> Outcome<Option<Workspace>> {
 }
 
 fn read_head(id: &str, delegation: Option<Delegation>, lock: bool) -> Outcome<Option<Workspace>> {
+    // `files_only` is read from the row as a whole (`to_jsonb`), so one statement serves both
+    // schemas of the support window: a 0.5.0 row has no such key and reads as false. The
+    // answers of the open path carry it, and this saves each of them a second lookup.
     const HEAD: &str = "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
-                fork_of IS NOT NULL, redaction_epoch
-           FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL";
+                fork_of IS NOT NULL, redaction_epoch,
+                coalesce((to_jsonb(w) ->> 'files_only')::boolean, false)
+           FROM supabash.workspaces w WHERE id = $1::uuid AND deleted_at IS NULL";
     const LOCKED: &str =
         "SELECT head_revision::text, head_position, owner_id::text, store_id::text,
-                fork_of IS NOT NULL, redaction_epoch
-           FROM supabash.workspaces WHERE id = $1::uuid AND deleted_at IS NULL
+                fork_of IS NOT NULL, redaction_epoch,
+                coalesce((to_jsonb(w) ->> 'files_only')::boolean, false)
+           FROM supabash.workspaces w WHERE id = $1::uuid AND deleted_at IS NULL
            FOR NO KEY UPDATE";
-    type Head = ((Option<String>, Option<i64>), String, String, bool, i64);
+    type Head = (
+        (Option<String>, Option<i64>),
+        String,
+        String,
+        bool,
+        (i64, bool),
+    );
     let head = |r: &db::Row| -> Outcome<Head> {
         Ok((
             (db::opt::<String>(r, 1)?, db::opt::<i64>(r, 2)?),
             db::get::<String>(r, 3)?,
             db::get::<String>(r, 4)?,
             db::get::<bool>(r, 5)?,
-            db::get::<i64>(r, 6)?,
+            (db::get::<i64>(r, 6)?, db::get::<bool>(r, 7)?),
         ))
     };
     let found = if lock {
@@ -194,7 +208,8 @@ fn read_head(id: &str, delegation: Option<Delegation>, lock: bool) -> Outcome<Op
     }
     .into_iter()
     .next();
-    let Some(((head, head_position), owner, store, forked, redaction_epoch)) = found else {
+    let Some(((head, head_position), owner, store, forked, (redaction_epoch, files_only))) = found
+    else {
         return Ok(None);
     };
     if delegation.is_some() {
@@ -210,6 +225,7 @@ fn read_head(id: &str, delegation: Option<Delegation>, lock: bool) -> Outcome<Op
         sources,
         redaction_epoch,
         delegation,
+        files_only,
     }))
 }
 

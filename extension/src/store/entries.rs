@@ -92,6 +92,68 @@ pub fn visible_files(
     }
 }
 
+/// A directory's children at a workspace's head (no fork sources): from `from` (after it when
+/// `after`, else at it) up to `upper`, the next at most `limit` rows below `prefix` in path
+/// order, where each subdirectory gives only its first row (its own entry, or the first path
+/// below it) and the walk then jumps past it. One statement, one index descent per row (a
+/// loose index scan in a recursive query), so a directory of subdirectories costs one probe
+/// each inside the executor instead of one statement each. A run of files costs a descent
+/// each too, where an index range reads them at once: `supabash_list_directory` walks this way
+/// only from the first subdirectory it meets.
+pub fn children_at_head(
+    schema: Schema,
+    ws: &Workspace,
+    prefix: &str,
+    from: &str,
+    after: bool,
+    upper: &str,
+    limit: i64,
+) -> Outcome<Vec<FileRow>> {
+    let columns = file_columns(schema);
+    let op = if after { ">" } else { ">=" };
+    // Where the walk goes on after a row: past a subdirectory (its own entry, or a path below
+    // it) at the first path after all its contents, else just after the row's path (`chr(1)`
+    // is the least character). It is computed in the select list and carried with the row:
+    // row-level security lets only leakproof conditions use an index ahead of its policies,
+    // and a bare comparison with the carried column is one, where these functions are not.
+    let next = "(CASE WHEN e.kind = 'directory' OR strpos(substr(e.path, $5), '/') > 0
+                      THEN $4 || split_part(substr(e.path, $5), '/', 1) || '0'
+                      ELSE e.path || chr(1) END) COLLATE \"C\"";
+    let next = if schema.posix_entries {
+        next.to_owned()
+    } else {
+        next.replace("e.kind = 'directory' OR ", "")
+    };
+    let sql = format!(
+        "WITH RECURSIVE walk ({FILE_COLUMN_NAMES}, resume) AS (
+           (SELECT {columns}, {next} FROM supabash.entries e
+             WHERE e.workspace_id = $1::uuid AND e.valid_until IS NULL
+               AND e.path {op} $2 AND e.path < $3
+             ORDER BY e.path LIMIT 1)
+           UNION ALL
+           SELECT n.* FROM walk w CROSS JOIN LATERAL (
+             SELECT {columns}, {next} FROM supabash.entries e
+              WHERE e.workspace_id = $1::uuid AND e.valid_until IS NULL
+                AND e.path >= w.resume AND e.path < $3
+              ORDER BY e.path LIMIT 1) n)
+         SELECT {FILE_COLUMN_NAMES} FROM walk LIMIT $6"
+    );
+    // `substr` counts characters: the name starts one past the prefix's length in them.
+    let name_at = prefix.chars().count() as i32 + 1;
+    db::query_kept(
+        &sql,
+        &[
+            ws.id.as_str().into(),
+            from.into(),
+            upper.into(),
+            prefix.into(),
+            name_at.into(),
+            limit.into(),
+        ],
+        file_row,
+    )
+}
+
 /// One row of a [`file_rows`] query.
 pub fn file_row(row: &Row) -> Outcome<FileRow> {
     let body_hash: Vec<u8> = db::get(row, 2)?;
