@@ -111,6 +111,37 @@ pub(crate) fn start(
     Ok(done_rx)
 }
 
+/// Lists every directory of the mount at `dir` once, in the background, right after it
+/// starts (a tree listed whole only, so no listing waits on the network): with `READDIRPLUS`
+/// the kernel then holds every entry with its attributes, and the first program that walks
+/// the tree (`git status` after a remount) finds them without a `lookup` each. The walk goes
+/// in path order, as git looks at its index, and prefetches no bodies.
+fn warm(fs: Arc<MountFs>, dir: PathBuf) {
+    let walk = move || {
+        #[allow(unsafe_code)]
+        // SAFETY: gettid(2) only answers the calling thread's id.
+        let tid = unsafe { libc::gettid() };
+        fs.set_walker(u32::try_from(tid).unwrap_or(0));
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            let mut dirs: Vec<PathBuf> = entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect();
+            dirs.sort_unstable_by(|a, b| b.cmp(a));
+            stack.extend(dirs);
+        }
+        fs.set_walker(0);
+    };
+    let _ = std::thread::Builder::new()
+        .name("supabash-warm".into())
+        .spawn(walk);
+}
+
 /// Unmounts `dir` (as `fusermount3 -u` does; a busy mount stays and can be retried).
 pub(crate) fn unmount(dir: &Path) -> Result<(), String> {
     let out = std::process::Command::new("fusermount3")
@@ -187,6 +218,9 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
         runtime: tokio::runtime::Handle::current(),
     };
     let mut done = start(kernel, &dir, read_only)?;
+    if fs.fully_listed() {
+        warm(fs.clone(), dir.clone());
+    }
     let session = mount_control::Session {
         read_only,
         actor: args.actor.clone(),

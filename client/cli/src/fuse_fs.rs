@@ -12,7 +12,7 @@ use crate::fuse_summary::Summary;
 use fuser::{Errno, FileAttr, FileType};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 use supabash::tree::{FileKind, Stat};
@@ -167,6 +167,8 @@ pub struct MountFs {
     next_fh: AtomicU64,
     /// How many changes the mount made (see [`Changing`]).
     generation: AtomicU64,
+    /// The thread id of the mount's own walk of its directories, while it runs (0: none).
+    walker: AtomicU32,
     read_only: bool,
     owner: (u32, u32),
 }
@@ -182,6 +184,7 @@ impl MountFs {
             readers: Default::default(),
             next_fh: AtomicU64::new(0),
             generation: AtomicU64::new(0),
+            walker: AtomicU32::new(0),
             read_only,
             owner,
         }
@@ -190,6 +193,24 @@ impl MountFs {
     /// How long the kernel may cache entries and attributes of this mount.
     pub fn ttl(&self) -> Duration {
         TTL
+    }
+
+    /// Whether the mount refuses every change (a revision or `--read-only` mount): its files
+    /// are then opened without a handle (see `fuse_ops` `open`) and read by inode.
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Whether the whole tree is listed (it was opened eagerly): listing its directories
+    /// costs no network request.
+    pub fn fully_listed(&self) -> bool {
+        !self.tree.is_partially_loaded()
+    }
+
+    /// Marks the thread `tid` as the mount's own walk of its directories (see `fuse::warm`):
+    /// its listings prefetch no bodies. 0: no walk.
+    pub fn set_walker(&self, tid: u32) {
+        self.walker.store(tid, Ordering::SeqCst);
     }
 
     fn writable(&self) -> Result<(), Errno> {
@@ -710,9 +731,15 @@ impl MountFs {
             let ino = st.handles.get(&fh).ok_or(Errno::EBADF)?;
             st.files.get(ino).ok_or(Errno::EBADF)?.data.clone()
         };
-        let start = (offset as usize).min(data.len());
-        let end = start.saturating_add(size as usize).min(data.len());
-        Ok(data[start..end].to_vec())
+        Ok(range(&data, offset, size))
+    }
+
+    /// `read` without a handle: a read-only mount answers no `open` (see `fuse_ops` `open`),
+    /// so the kernel reads its files by inode. Its tree never changes.
+    pub async fn read_inode(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+        let p = self.state.lock().await.path(ino)?;
+        let data = self.tree.read_shared(&p).await.map_err(|e| errno(&e))?;
+        Ok(range(&data, offset, size))
     }
 
     /// `write` into the handle's buffer.
@@ -764,10 +791,10 @@ impl MountFs {
         Ok(())
     }
 
-    /// `flush` and `fsync`: the handle's buffer reaches the staged tree (a snapshot handle has
-    /// none).
+    /// `flush` and `fsync`: the handle's buffer reaches the staged tree (a snapshot handle, or
+    /// a file opened without a handle, has none).
     pub async fn flush(&self, fh: u64) -> Result<(), Errno> {
-        if self.readers().snapshots.contains_key(&fh) {
+        if fh == NO_HANDLE || self.readers().snapshots.contains_key(&fh) {
             return Ok(());
         }
         let mut st = self.state.lock().await;
@@ -797,12 +824,15 @@ impl MountFs {
         result
     }
 
-    /// `opendir`: takes the listing the following `readdir` calls page through.
-    pub async fn opendir(&self, ino: u64) -> Result<u64, Errno> {
+    /// `opendir` by the thread `tid`: takes the listing the following `readdir` calls page
+    /// through (and prefetches the directory's bodies, unless the mount's own walk lists it).
+    pub async fn opendir(&self, ino: u64, tid: u32) -> Result<u64, Errno> {
         let p = self.state.lock().await.path(ino)?;
         // Listing may fetch the directory (a lazy tree): no lock is held meanwhile.
         let entries = self.tree.readdir(&p).await.map_err(|e| errno(&e))?;
-        self.prefetch(&p);
+        if tid == 0 || tid != self.walker.load(Ordering::SeqCst) {
+            self.prefetch(&p);
+        }
         let mut st = self.state.lock().await;
         let parent_ino = st.inodes.ino(path::parent(&p));
         let mut listing = vec![
@@ -853,6 +883,26 @@ impl MountFs {
         let st = self.state.lock().await;
         let listing = st.dirs.get(&fh).ok_or(Errno::EBADF)?;
         Ok(listing.iter().skip(offset as usize).cloned().collect())
+    }
+
+    /// The entries of a directory handle from `offset` on, at most [`PLUS_BATCH`], each with
+    /// its position in the listing and its attributes (`READDIRPLUS`: the kernel caches them
+    /// as if each had been looked up). An entry gone since opendir is left out.
+    pub async fn readdirplus(
+        &self,
+        fh: u64,
+        offset: u64,
+    ) -> Result<Vec<(u64, Listed, FileAttr)>, Errno> {
+        let st = self.state.lock().await;
+        let listing = st.dirs.get(&fh).ok_or(Errno::EBADF)?;
+        let mut out = Vec::new();
+        let from = offset as usize;
+        for (at, e) in listing.iter().enumerate().skip(from).take(PLUS_BATCH) {
+            if let Ok(attr) = self.attr(&st, e.ino).await {
+                out.push((at as u64, e.clone(), attr));
+            }
+        }
+        Ok(out)
     }
 
     /// `releasedir`.
@@ -928,6 +978,21 @@ impl MountFs {
     pub async fn summary(&self) -> Summary {
         self.state.lock().await.summary.clone()
     }
+}
+
+/// The file handle of a file opened without one (see [`MountFs::read_inode`]); handles
+/// handed out start at 1.
+pub const NO_HANDLE: u64 = 0;
+
+/// How many entries one `readdirplus` answer looks at (the kernel's buffer holds a few dozen;
+/// it asks again from the next offset).
+pub const PLUS_BATCH: usize = 128;
+
+/// Bytes `offset..offset + size` of `data` (fewer at its end).
+fn range(data: &[u8], offset: u64, size: u32) -> Vec<u8> {
+    let start = (offset as usize).min(data.len());
+    let end = start.saturating_add(size as usize).min(data.len());
+    data[start..end].to_vec()
 }
 
 fn buffer_error(e: Errno) -> supabash::SupabashError {

@@ -3,11 +3,12 @@
 //! Hard links are refused with `EPERM` (tools copy instead); extended attributes, locks and
 //! special files are not supported.
 
-use crate::fuse_fs::MountFs;
+use crate::fuse_fs::{MountFs, NO_HANDLE};
 use fuser::{
-    AccessFlags, Errno, FileHandle, FopenFlags, Generation, INodeNo, LockOwner, OpenAccMode,
-    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    AccessFlags, Errno, FileHandle, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
+    LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::path::Path;
@@ -48,6 +49,14 @@ impl Kernel {
 }
 
 impl fuser::Filesystem for Kernel {
+    /// Asks the kernel for `READDIRPLUS`: a listing carries every entry's attributes, so a
+    /// program that lists a directory and then looks at its entries (`git status`, `ls -l`,
+    /// `find`) sends no `lookup` for them. A kernel without it lists as before.
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS);
+        Ok(())
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         entry(
             reply,
@@ -189,6 +198,12 @@ impl fuser::Filesystem for Kernel {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        // A mount that cannot change needs no handle per open: `ENOSYS` makes the kernel open
+        // every file of the mount without asking from then on (no `open`, no `release`; its
+        // page cache is kept) and read by inode (`MountFs::read_inode`).
+        if self.fs.read_only() {
+            return reply.error(Errno::ENOSYS);
+        }
         let truncate = flags.0 & libc::O_TRUNC != 0;
         let write = writes(flags);
         // A handle that cannot write has nothing of its own to flush (a buffer another handle
@@ -212,7 +227,7 @@ impl fuser::Filesystem for Kernel {
     fn read(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         size: u32,
@@ -220,7 +235,12 @@ impl fuser::Filesystem for Kernel {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match self.run(self.fs.read(fh.0, offset, size)) {
+        let read = if fh.0 == NO_HANDLE {
+            self.run(self.fs.read_inode(ino.0, offset, size))
+        } else {
+            self.run(self.fs.read(fh.0, offset, size))
+        };
+        match read {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(e),
         }
@@ -252,6 +272,11 @@ impl fuser::Filesystem for Kernel {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
+        // Files of a read-only mount are opened without a handle and have nothing to flush:
+        // `ENOSYS` makes the kernel stop sending `flush` at every `close`.
+        if self.fs.read_only() {
+            return reply.error(Errno::ENOSYS);
+        }
         empty(reply, self.run(self.fs.flush(fh.0)));
     }
 
@@ -279,8 +304,8 @@ impl fuser::Filesystem for Kernel {
         empty(reply, self.run(self.fs.flush(fh.0)));
     }
 
-    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.run(self.fs.opendir(ino.0)) {
+    fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.run(self.fs.opendir(ino.0, req.pid())) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
@@ -299,6 +324,28 @@ impl fuser::Filesystem for Kernel {
                 for (i, e) in entries.into_iter().enumerate() {
                     let next = offset + i as u64 + 1;
                     if reply.add(INodeNo(e.ino), next, e.kind, &e.name) {
+                        break;
+                    }
+                }
+                reply.ok();
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        match self.run(self.fs.readdirplus(fh.0, offset)) {
+            Ok(entries) => {
+                let ttl = self.fs.ttl();
+                for (at, e, attr) in entries {
+                    if reply.add(INodeNo(e.ino), at + 1, &e.name, &ttl, &attr, GENERATION) {
                         break;
                     }
                 }
