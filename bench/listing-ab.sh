@@ -5,13 +5,13 @@
 #
 #   bench/listing-ab.sh PG_CONFIG_A PG_CONFIG_B     (run as root; the clusters run as postgres)
 #
-# LIST_PATH picks the directory listed (default `/`, 100 subdirectories; `/d5` is 1,000 files).
+# Three directories are listed, each reported on its own: `/` (100 subdirectories and `/m`),
+# `/d5` (1,000 files) and `/m` (one subdirectory, `.a`, sorting before 1,000 files).
 set -euo pipefail
 PGC_A=${1:?pg_config of build A}
 PGC_B=${2:?pg_config of build B}
 REPO=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 TIMES=$(mktemp /tmp/listing-ab.XXXXXX)
-LIST_PATH=${LIST_PATH:-/}
 PSQL=/usr/lib/postgresql/15/bin/psql
 declare -A PORTS DIRS
 for b in A B; do
@@ -51,21 +51,31 @@ SQL
 )
     head="'$h'"
   done
+  rpc $p >/dev/null <<SQL
+BEGIN; SELECT set_config('request.jwt.claims', '{"sub":"$U","role":"authenticated"}', true) \g /dev/null
+SET LOCAL ROLE authenticated;
+SELECT supabash_commit(workspace_id => '$ws', actor => 'seed', base_revision => $head,
+  changes => (SELECT json_agg(json_build_object('op', 'upsert', 'path', p, 'text', 'x'))
+              FROM (SELECT '/m/.a/x.txt' p UNION ALL SELECT format('/m/f%s.txt', i) FROM generate_series(1, 1000) i) s));
+COMMIT;
+SQL
   echo "$b seeded $ws" >&2
   eval "WS_$b=$ws"
 done
-run() { # build -> prints ms of 20 listings
-  local b=$1 p=${PORTS[$1]} ws; eval "ws=\$WS_$b"
+run() { # build path -> prints ms of 20 listings
+  local b=$1 p=${PORTS[$1]} ws LIST_PATH=$2; eval "ws=\$WS_$b"
   { echo "BEGIN; SELECT set_config('request.jwt.claims', '{\"sub\":\"$U\",\"role\":\"authenticated\"}', true) \\g /dev/null"
     echo "SET LOCAL ROLE authenticated;"
     echo "\\timing on"
     for i in $(seq 20); do echo "SELECT length(supabash_list_directory(workspace_id => '$ws', path => '$LIST_PATH', page_size => 1000)::text);"; done
     echo "COMMIT;"; } | rpc $p | grep '^Time' | awk '{print $2}'
 }
-for r in 1 2 3 4 5 6; do
-  for b in A B; do run $b | sed "s/^/$b /"; done
-done > "$TIMES"
-python3 - "$TIMES" <<'PY'
+for path in / /d5 /m; do
+  for r in 1 2 3 4 5 6; do
+    for b in A B; do run $b $path | sed "s/^/$b /"; done
+  done > "$TIMES"
+  echo "== $path"
+  python3 - "$TIMES" <<'PY'
 import statistics as s, sys
 t={'A':[],'B':[]}
 for l in open(sys.argv[1]):
@@ -73,3 +83,4 @@ for l in open(sys.argv[1]):
 for b in 'AB': print(b, 'n', len(t[b]), 'median %.3f ms' % s.median(t[b]), 'p10 %.3f' % sorted(t[b])[len(t[b])//10])
 print('B/A median ratio %.3f' % (s.median(t['B'])/s.median(t['A'])))
 PY
+done

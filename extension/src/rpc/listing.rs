@@ -3,10 +3,10 @@
 //! index scan: one probe per subdirectory, one row per file), so a listing costs what the
 //! directory holds, not what the tree holds. Probes read index ranges of what
 //! `entries::visible_files` makes visible (a fork lists its sources' files too); at the head of
-//! a workspace without fork sources, once a subdirectory is met, the rest of the page is one
-//! recursive statement (`entries::children_at_head`) that jumps over each subdirectory inside
-//! the executor instead of one statement per subdirectory. A directory of files never
-//! switches: a range reads many files at once where the recursive walk descends once a row.
+//! a workspace without fork sources, a subdirectory switches to batches of one recursive
+//! statement (`entries::children_at_head`) that jumps over each subdirectory inside the
+//! executor instead of one statement per subdirectory; a batch that met mostly files goes back
+//! to ranges, which read many files at once where the walk descends once a row.
 
 use super::Call;
 use crate::pg::args;
@@ -101,6 +101,15 @@ fn totals(
     }
 }
 
+/// Rows a walk batch asks for first: a few, since a directory whose first subdirectory is
+/// followed by files goes back to ranges after one batch.
+const FIRST_WALK: i64 = 8;
+
+/// Rows still wanted for the page, and one more to know whether another page follows.
+fn remaining(want: usize, listed: usize) -> i64 {
+    (want - listed) as i64 + 1
+}
+
 /// `supabash_list_directory`.
 pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage> {
     let ws = access::open(&req, &[Operation::Read])?;
@@ -119,14 +128,16 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     let mut explicit = Vec::new();
     let mut next_cursor = None;
     let want = page_size as usize;
-    // Probes start small (a directory of directories needs one row each) and grow while they
-    // meet only files; from the first subdirectory on, where the walk can skip (`skips`), the
-    // rest of the page and one more row are walked at once.
+    // Probes read index ranges: they start small (a directory of directories needs one row
+    // each) and grow while they meet only files. Where the walk can skip (`walks`), a
+    // subdirectory switches to the recursive walk, which jumps over each subdirectory inside
+    // one statement; a walk batch that met more files than subdirectories switches back to
+    // ranges, so a run of files never costs a descent each.
     let mut limit = 1;
-    let skips = ws.sources.is_empty() && (position.is_none() || position == ws.head_position);
-    let mut skipping = false;
+    let walks = ws.sources.is_empty() && (position.is_none() || position == ws.head_position);
+    let mut walking = false;
     'scan: while revision.is_some() {
-        let rows = if skipping {
+        let rows = if walking {
             let (after, from) = match &at {
                 Resume::After(p) => (true, p),
                 Resume::From(p) => (false, p),
@@ -136,6 +147,7 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
             probe(call.schema, &ws, position, &at, &upper, limit)?
         };
         let full = rows.len() as i64 == limit;
+        let (mut met_files, mut met_directories) = (0, 0);
         for row in rows {
             if files.len() + directories.len() == want {
                 next_cursor = Some(match &at {
@@ -156,12 +168,13 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
                 }
                 at = Resume::From(format!("{prefix}{name}0"));
                 directories.push(name);
-                if skipping {
+                met_directories += 1;
+                if walking {
                     continue;
                 }
-                if skips {
-                    skipping = true;
-                    limit = (want - files.len() - directories.len()) as i64 + 1;
+                if walks {
+                    walking = true;
+                    limit = FIRST_WALK.min(remaining(want, files.len() + directories.len()));
                 } else {
                     limit = 1;
                 }
@@ -169,11 +182,19 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
             }
             at = Resume::After(row.path.clone());
             files.push(row);
+            met_files += 1;
         }
-        if !full || skipping {
+        if !full {
             break;
         }
-        limit = (limit * 4).min(MAX_PROBE);
+        if walking && met_files > met_directories {
+            walking = false;
+            limit = 4;
+        } else if walking {
+            limit = (limit * 4).min(remaining(want, files.len() + directories.len()));
+        } else {
+            limit = (limit * 4).min(MAX_PROBE);
+        }
     }
     read::with_link_targets(&ws, &mut files)?;
     let files = files.into_iter().map(read::file).collect();
