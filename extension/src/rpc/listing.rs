@@ -3,7 +3,7 @@
 //! index scan: one probe per subdirectory, one row per file), so a listing costs what the
 //! directory holds, not what the tree holds. Probes read index ranges of what
 //! `entries::visible_files` makes visible (a fork lists its sources' files too); at the head of
-//! a workspace without fork sources, a subdirectory switches to batches of one recursive
+//! a workspace without fork sources, two subdirectories in a row switch to batches of one recursive
 //! statement (`entries::children_at_head`) that jumps over each subdirectory inside the
 //! executor instead of one statement per subdirectory; a batch that met mostly files goes back
 //! to ranges, which read many files at once where the walk descends once a row.
@@ -101,8 +101,8 @@ fn totals(
     }
 }
 
-/// Rows a walk batch asks for first: a few, since a directory whose first subdirectory is
-/// followed by files goes back to ranges after one batch.
+/// Rows a walk batch asks for first: a few, since a walk that meets mostly files goes back to
+/// ranges after one batch.
 const FIRST_WALK: i64 = 8;
 
 /// Rows still wanted for the page, and one more to know whether another page follows.
@@ -129,13 +129,15 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     let mut next_cursor = None;
     let want = page_size as usize;
     // Probes read index ranges: they start small (a directory of directories needs one row
-    // each) and grow while they meet only files. Where the walk can skip (`walks`), a
-    // subdirectory switches to the recursive walk, which jumps over each subdirectory inside
-    // one statement; a walk batch that met more files than subdirectories switches back to
+    // each) and grow while they meet only files. Where the walk can skip (`walks`), two
+    // subdirectories in a row switch to the recursive walk, which jumps over each subdirectory
+    // inside one statement; a walk batch that met more files than subdirectories switches back to
     // ranges, so a run of files never costs a descent each.
     let mut limit = 1;
     let walks = ws.sources.is_empty() && (position.is_none() || position == ws.head_position);
     let mut walking = false;
+    // The last row met was a subdirectory: a second one in a row starts a walk.
+    let mut after_directory = false;
     'scan: while revision.is_some() {
         let rows = if walking {
             let (after, from) = match &at {
@@ -169,10 +171,11 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
                 at = Resume::From(format!("{prefix}{name}0"));
                 directories.push(name);
                 met_directories += 1;
+                let second = std::mem::replace(&mut after_directory, true);
                 if walking {
                     continue;
                 }
-                if walks {
+                if walks && second {
                     walking = true;
                     limit = FIRST_WALK.min(remaining(want, files.len() + directories.len()));
                 } else {
@@ -183,6 +186,7 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
             at = Resume::After(row.path.clone());
             files.push(row);
             met_files += 1;
+            after_directory = false;
         }
         if !full {
             break;
