@@ -69,6 +69,7 @@ fn expected(manifest: &Value, dir: &str) -> (BTreeSet<String>, BTreeSet<String>)
         };
         match rest.split_once('/') {
             Some((name, _)) => dirs.insert(name.to_owned()),
+            None if f["kind"] == "directory" => dirs.insert(rest.to_owned()),
             None => files.insert(p.to_owned()),
         };
     }
@@ -80,7 +81,8 @@ fn upsert(path: &str, text: &str) -> Value {
 }
 
 /// Paths that sort awkwardly around `/`: a directory `b` next to files `b!`, `b0` and `b.md`
-/// (`!` and `.` sort before `/`, `0` right after it), non-ASCII names, deep paths.
+/// (`!` and `.` sort before `/`, `0` right after it), non-ASCII names, deep paths, runs of
+/// subdirectories.
 fn awkward_tree() -> Vec<Value> {
     let mut changes = vec![
         upsert("/d/b!", "bang"),
@@ -101,6 +103,14 @@ fn awkward_tree() -> Vec<Value> {
     for i in 0..23 {
         changes.push(upsert(&format!("/d/f{i:02}.md"), &format!("file {i}")));
     }
+    // Subdirectories in a row (where the listing walks instead of probing), one of them an
+    // explicit empty directory, then a file; and the same at the root.
+    for i in 0..12 {
+        changes.push(upsert(&format!("/d/g{i:02}/x.md"), "g"));
+        changes.push(upsert(&format!("/e{i:02}/x.md"), "e"));
+    }
+    changes.push(json!({ "op": "upsert", "path": "/d/g05e", "kind": "directory" }));
+    changes.push(upsert("/d/h.md", "h"));
     changes
 }
 
