@@ -305,6 +305,44 @@ async fn a_compile_and_an_atomic_python_rename_work() {
     );
 }
 
+/// Directories stay in the kernel's cache across opens: every change made through the mount
+/// (create, mkdir, rename within and across directories, unlink, rmdir, symlink) shows in the
+/// next listing of each directory it touched.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_listing_shows_the_changes_made_before_it() {
+    if fuse_missing() {
+        return;
+    }
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let id = ws.id().to_owned();
+    let (ok, stderr) = blocking(move || {
+        let m = Mount::start(&user, &id, &[]);
+        m.sh("mkdir -p a b && touch a/one");
+        // Each step lists both directories (cached from then on), changes them, lists again.
+        let steps = [
+            ("touch a/two", "one two", ""),
+            ("mv a/one b/one", "two", "one"),
+            ("mv b/one b/uno", "two", "uno"),
+            ("mkdir a/sub && echo x > a/sub/f", "sub two", "uno"),
+            ("rm a/two", "sub", "uno"),
+            ("mv a/sub b/sub", "", "sub uno"),
+            ("rm -r b/sub", "", "uno"),
+            ("ln -s uno b/link", "", "link uno"),
+        ];
+        for (script, a, b) in steps {
+            m.sh("ls a b > /dev/null");
+            m.sh(script);
+            let listed = |d: &str| m.sh(&format!("ls -A {d} | tr '\\n' ' '"));
+            assert_eq!(listed("a").trim_end(), a, "a after {script}");
+            assert_eq!(listed("b").trim_end(), b, "b after {script}");
+        }
+        m.stop()
+    })
+    .await;
+    assert!(ok, "{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rsync_round_trips_a_thousand_files() {
     if fuse_missing() {
