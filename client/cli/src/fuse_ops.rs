@@ -307,7 +307,7 @@ impl fuser::Filesystem for Kernel {
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         // The kernel keeps what it read of a directory (`FOPEN_CACHE_DIR`) across opens
         // (`FOPEN_KEEP_CACHE`): a directory changes only through this mount, and every such
-        // change (create, mkdir, unlink, rmdir, rename, link) makes the kernel drop its copy.
+        // change (create, mkdir, unlink, rmdir, rename, symlink) makes the kernel drop its copy.
         let cached = FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE;
         match self.run(self.fs.opendir(ino.0, req.pid())) {
             Ok(fh) => reply.opened(FileHandle(fh), cached),

@@ -3,10 +3,10 @@
 //! index scan: one probe per subdirectory, one row per file), so a listing costs what the
 //! directory holds, not what the tree holds. Probes read index ranges of what
 //! `entries::visible_files` makes visible (a fork lists its sources' files too); at the head of
-//! a workspace without fork sources, two subdirectories in a row switch to batches of one recursive
-//! statement (`entries::children_at_head`) that jumps over each subdirectory inside the
-//! executor instead of one statement per subdirectory; a batch that met mostly files goes back
-//! to ranges, which read many files at once where the walk descends once a row.
+//! a workspace without fork sources, two subdirectories in a row switch to batches of one
+//! recursive statement (`entries::children_at_head`) that jumps over each subdirectory inside
+//! the executor instead of one statement per subdirectory; a batch that met mostly files goes
+//! back to ranges, which read many files at once where the walk descends once a row.
 
 use super::Call;
 use crate::pg::args;
@@ -131,8 +131,8 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
     // Probes read index ranges: they start small (a directory of directories needs one row
     // each) and grow while they meet only files. Where the walk can skip (`walks`), two
     // subdirectories in a row switch to the recursive walk, which jumps over each subdirectory
-    // inside one statement; a walk batch that met more files than subdirectories switches back to
-    // ranges, so a run of files never costs a descent each.
+    // inside one statement; a walk batch that met more files than subdirectories switches back
+    // to ranges, so a run of files never costs a descent each.
     let mut limit = 1;
     let walks = ws.sources.is_empty() && (position.is_none() || position == ws.head_position);
     let mut walking = false;
