@@ -199,6 +199,22 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.unwrap()
 }
 
+/// Starts a mount of a new user's seeded workspace, runs `body` on it (with the user's id),
+/// ends the session without committing, asserts it ended cleanly and answers its stderr.
+async fn on_a_seeded_mount(body: impl FnOnce(&Mount, &str) + Send + 'static) -> String {
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let id = ws.id().to_owned();
+    let (ok, stderr) = blocking(move || {
+        let m = Mount::start(&user, &id, &[]);
+        body(&m, &user);
+        m.stop()
+    })
+    .await;
+    assert!(ok, "{stderr}");
+    stderr
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn git_runs_and_nothing_is_committed_until_asked() {
     if fuse_missing() {
@@ -265,11 +281,7 @@ async fn a_compile_and_an_atomic_python_rename_work() {
     if fuse_missing() {
         return;
     }
-    let user = new_user();
-    let ws = seeded(&user).await;
-    let id = ws.id().to_owned();
-    let (ok, stderr) = blocking(move || {
-        let m = Mount::start(&user, &id, &[]);
+    let stderr = on_a_seeded_mount(|m, user| {
         m.sh("printf 'fn main() { println!(\"hi from a mount\"); }\\n' > hello.rs");
         m.sh("rustc -C debuginfo=0 hello.rs -o hello");
         assert_eq!(m.sh("./hello"), "hi from a mount\n");
@@ -285,7 +297,7 @@ async fn a_compile_and_an_atomic_python_rename_work() {
         std::fs::write(m.dir.join("atomic.py"), script).unwrap();
         assert_eq!(m.sh("python3 atomic.py"), "['out0.json', 'out1.json']\n");
         assert_eq!(m.sh("cat data/out7.json"), "{\"i\": 7}");
-        let changes = m.changes(&user);
+        let changes = m.changes(user);
         let paths: Vec<&str> = changes
             .iter()
             .map(|c| c["path"].as_str().unwrap())
@@ -295,10 +307,8 @@ async fn a_compile_and_an_atomic_python_rename_work() {
             "{paths:?}"
         );
         assert!(!paths.iter().any(|p| p.ends_with(".tmp")), "{paths:?}");
-        m.stop()
     })
     .await;
-    assert!(ok, "{stderr}");
     assert!(
         stderr.contains("not committed and are discarded"),
         "{stderr}"
@@ -313,11 +323,7 @@ async fn every_listing_shows_the_changes_made_before_it() {
     if fuse_missing() {
         return;
     }
-    let user = new_user();
-    let ws = seeded(&user).await;
-    let id = ws.id().to_owned();
-    let (ok, stderr) = blocking(move || {
-        let m = Mount::start(&user, &id, &[]);
+    on_a_seeded_mount(|m, _| {
         m.sh("mkdir -p a b && touch a/one");
         // Each step lists both directories (cached from then on), changes them, lists again.
         let steps = [
@@ -337,10 +343,8 @@ async fn every_listing_shows_the_changes_made_before_it() {
             assert_eq!(listed("a").trim_end(), a, "a after {script}");
             assert_eq!(listed("b").trim_end(), b, "b after {script}");
         }
-        m.stop()
     })
     .await;
-    assert!(ok, "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
