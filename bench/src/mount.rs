@@ -274,9 +274,10 @@ pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
     sh(&root, "cp -a local copy");
     let local_copy_status = timed(&copy, GIT_STATUS);
     let local_status = stats(&times[0].0).median;
-    // `supabash run -- git status`: one run fills the cache, then three with it warm, their
-    // scratch directory alternately in the default temporary directory and on tmpfs (where
-    // creating and deleting 10,000 files costs no journal or discard of the disk).
+    // `supabash run -- git status`: a first run, then three more (the mount's reads above
+    // filled the cache for all of them), their scratch directory alternately in the default
+    // temporary directory and on tmpfs (where creating and deleting 10,000 files costs no
+    // journal or discard of the disk).
     let scratch = root.join("scratch");
     std::fs::create_dir_all(&scratch).unwrap();
     let disk_tmp = std::env::temp_dir();
@@ -359,8 +360,9 @@ pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
          line) and the first `git status` took {} ms, against {} ms for the first `git status` in a \
          copy of the local repository (`cp -a`, which re-reads the same way) and {} ms for \
          the local median above. `supabash run -- git status` on the workspace (a fresh \
-         directory, every file written out, git run, nothing to stage) took {} ms with an \
-         empty cache and {} ms with it warm (median of 3).",
+         directory, every file written out, git run, nothing to stage) took {} ms the first \
+         time and {} ms in the next three (median), the host cache warm for all of them from \
+         the mount's reads above.",
         f2(remount_start),
         f2(remount_status),
         f2(local_copy_status),
