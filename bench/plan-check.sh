@@ -10,7 +10,8 @@
 # workspaces of 50,000 owners, 3 files each (entries, bodies, usage rows), 2 revisions each,
 # leases, purged commits, redactions and revision notes for some, 100,000 Storage nonces,
 # then ANALYZE. Then a workspace of 10,000 files of 4 KiB committed through the RPC in commits
-# of 1,000 (not analysed). Then, with auto_explain logging every nested statement (ANALYZE,
+# of 1,000 (not analysed), 20 of them in subdirectories of the root beside `/d`, so the root's
+# listing walks (`entries::children_at_head`). Then, with auto_explain logging every nested statement (ANALYZE,
 # BUFFERS), past the plan cache's first five custom plans: commits that overwrite a file and
 # add a new one (the tree-shape probes) in the big workspace and in a small one, a note on a
 # revision and the notes read, Storage nonces spent (service_role), then manifest, document,
@@ -95,7 +96,7 @@ for ((lo = 0; lo < 10000; lo += 1000)); do
   base=NULL; [ -z "$head" ] || base="'$head'"
   head=$(rpc $BIG <<EOF
 SELECT supabash_commit(workspace_id => '$big', actor => 'seed', base_revision => $base,
-  changes => (SELECT json_agg(json_build_object('op', 'upsert', 'path', format('/d/f%s.txt', i), 'text', $(content i))) FROM generate_series($lo, $lo + 999) i))->'receipt'->>'revision';
+  changes => (SELECT json_agg(json_build_object('op', 'upsert', 'path', CASE WHEN i < 20 THEN format('/s%s/f%s.txt', i, i) ELSE format('/d/f%s.txt', i) END, 'text', $(content i))) FROM generate_series($lo, $lo + 999) i))->'receipt'->>'revision';
 EOF
 )
 done
