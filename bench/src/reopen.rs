@@ -60,8 +60,8 @@ pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
         assert!(opened.fs().is_partially_loaded());
         assert_eq!(opened.fs().readdir("/").await.unwrap().len(), WIDE.0);
     };
-    let (mut server, mut cold, mut warm, mut lazy) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut server, mut compact, mut cold, mut warm, mut lazy) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..WARMUP + ROUNDS {
         ws.commit(
             rest,
@@ -76,6 +76,12 @@ pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
         let server_ms = ms(at);
         assert_eq!(m["files"].as_array().map(Vec::len), Some(FILES));
         let at = Instant::now();
+        let m = ws
+            .read(rest, "supabash_load_manifest", json!({"compact": true}))
+            .await;
+        let compact_ms = ms(at);
+        assert_eq!(m["files"].as_array().map(Vec::len), Some(FILES));
+        let at = Instant::now();
         let c = open(None).await;
         let cold_ms = ms(at);
         let at = Instant::now();
@@ -88,19 +94,22 @@ pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
         let lazy_ms = ms(at);
         if round >= WARMUP {
             server.push(server_ms);
+            compact.push(compact_ms);
             cold.push(cold_ms);
             warm.push(warm_ms);
             lazy.push(lazy_ms);
         }
     }
-    let (server, cold, warm, lazy) = (stats(&server), stats(&cold), stats(&warm), stats(&lazy));
+    let (server, compact) = (stats(&server), stats(&compact));
+    let (cold, warm, lazy) = (stats(&cold), stats(&warm), stats(&lazy));
     let (plpgsql, sql) = wrappers(cluster, rest, &ws).await;
     r.section("Reopen from the host's manifest cache");
     r.line(&format!(
         "A workspace of {FILES} small files in 100 directories (commits of {PER_COMMIT}), then \
          `VACUUM ANALYZE`. Each round commits a one-file edit, then, in this order: the server's \
          `supabash_load_manifest` answer alone (PostgREST-shaped transaction, decoded into \
-         JSON); the client opening the workspace cold (`OpenMode::Eager`, no cache: the whole \
+         JSON), in the full form and in the compact one (`compact => true`, which the client \
+         asks for); the client opening the workspace cold (`OpenMode::Eager`, no cache: the whole \
          manifest decoded into the staged tree) plus `readdir /`; the client opening it with a \
          `ManifestCache` that holds the previous round's manifest (one \
          `supabash_manifest_changes` call, the cached manifest patched into the tree) plus \
@@ -113,6 +122,7 @@ pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
     r.table(&["open", "N", "median ms", "p90 ms"]);
     for (what, s) in [
         ("server: `supabash_load_manifest` alone", &server),
+        ("server: the same, `compact => true`", &compact),
         ("client, cold: whole manifest into the tree", &cold),
         ("client, reopen after a one-file commit (cache warm)", &warm),
         (

@@ -21,7 +21,7 @@ use supabash_core::limits::MAX_AUDIT_ACTIONS;
 use supabash_core::rpc::audit as wire;
 use supabash_core::rpc::manifest_changes::{ManifestChanges, ManifestChangesSince};
 use supabash_core::rpc::requests as rq;
-use supabash_core::rpc::{CommitResult, File, Receipt, WireChange};
+use supabash_core::rpc::{CommitResult, File, Receipt, Tree, WireChange};
 use supabash_core::ErrorCode;
 use tracing::Instrument;
 
@@ -371,12 +371,7 @@ impl Base {
         workspace_id: &str,
         revision: Option<&str>,
     ) -> Result<Self> {
-        let request = rq::LoadManifest {
-            workspace_id: workspace_id.to_owned(),
-            revision: revision.map(str::to_owned),
-            delegated_grant: None,
-        };
-        let manifest = call(transport, &request).await?;
+        let manifest = load_manifest(transport, workspace_id, revision).await?;
         let entries = Arc::new(
             base_entries(manifest.files)?
                 .into_iter()
@@ -1452,15 +1447,52 @@ fn lease_seconds(ttl: Duration) -> Result<i32> {
     i32::try_from(ttl.as_secs()).map_err(|_| lease_field(rq::LeaseFieldError::Ttl(i32::MAX)))
 }
 
+/// Whether `e` says the RPC was not found with the arguments sent (PostgREST's `PGRST202`,
+/// PostgreSQL's `42883`): the database's schema predates a parameter that was sent.
+fn function_missing(e: &SupabashError) -> bool {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<crate::rpc_error::RpcError>())
+        .and_then(|r| r.code.as_deref())
+        .is_some_and(|c| matches!(c, "PGRST202" | "42883"))
+}
+
+/// The tree of `workspace_id` at `revision` (default: the head) without bodies, asked in the
+/// compact form (about half the bytes), in the full one from a database whose schema predates
+/// it (0.5.0).
+pub async fn load_manifest(
+    transport: &dyn Transport,
+    workspace_id: &str,
+    revision: Option<&str>,
+) -> Result<Tree> {
+    let mut request = rq::LoadManifest {
+        workspace_id: workspace_id.to_owned(),
+        revision: revision.map(str::to_owned),
+        delegated_grant: None,
+        compact: Some(true),
+    };
+    let manifest = match call(transport, &request).await {
+        Err(e) if function_missing(&e) => {
+            request.compact = None;
+            call(transport, &request).await?
+        }
+        answer => answer?,
+    };
+    Ok(Tree {
+        workspace_id: manifest.workspace_id,
+        revision: manifest.revision,
+        position: manifest.position,
+        files: manifest.files.into_iter().map(File::from).collect(),
+        redaction_epoch: manifest.redaction_epoch,
+        restore_floor: manifest.restore_floor,
+        files_only: manifest.files_only,
+    })
+}
+
 /// A 0.5.0 database has no `files_only` parameter (its `supabash_create_workspace` takes a
 /// label alone): the "function not found" it answers becomes the upgrade hint the extension
 /// gives for features of a newer schema.
 fn files_only_outdated(e: SupabashError) -> SupabashError {
-    let missing = std::error::Error::source(&e)
-        .and_then(|s| s.downcast_ref::<crate::rpc_error::RpcError>())
-        .and_then(|r| r.code.as_deref())
-        .is_some_and(|c| matches!(c, "PGRST202" | "42883"));
-    if !missing {
+    if !function_missing(&e) {
         return e;
     }
     SupabashError::new(

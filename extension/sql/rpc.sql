@@ -72,11 +72,13 @@ $$;
 
 -- PL/pgSQL like the whole-tree reads below: a SQL function copies its answer through a
 -- tuplestore (to a temporary file past work_mem); PL/pgSQL hands the datum back as it is.
-CREATE FUNCTION public.supabash_load_manifest(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL)
+CREATE FUNCTION public.supabash_load_manifest(workspace_id text, revision text DEFAULT NULL, delegated_grant text DEFAULT NULL,
+  compact boolean DEFAULT false)
 RETURNS json LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET row_security = on AS $$
 BEGIN
-  RETURN supabash._read('load_manifest', json_build_object('workspace_id', workspace_id, 'revision', revision, 'delegated_grant', delegated_grant));
+  RETURN supabash._read('load_manifest', json_build_object('workspace_id', workspace_id, 'revision', revision,
+    'delegated_grant', delegated_grant, 'compact', compact));
 END
 $$;
 

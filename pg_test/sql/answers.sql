@@ -74,4 +74,16 @@ SELECT pgt.show(supabash_grep(workspace_id => pgt.id('ws'), pattern => 'todo', i
 SELECT pgt.show(supabash_grep(workspace_id => pgt.id('ws'), pattern => 'one', paths => ARRAY['*.txt'])::jsonb -> 'matches');
 SELECT supabash_grep(workspace_id => pgt.id('ws'), pattern => '(');
 ROLLBACK;
+
+-- The compact manifest (compact => true): each file leaves out what holds its default (a body
+-- stored whole, no metadata, a plain file, the kind's mode); the rest is as in the full form.
+BEGIN;
+SET LOCAL request.jwt.claims = :'alice';
+SET LOCAL ROLE authenticated;
+SELECT pgt.keep('r4', supabash_commit(workspace_id => pgt.id('ws'), actor => 'alice', base_revision => pgt.id('r3'),
+  changes => '[{"op": "upsert", "path": "/run.sh", "text": "#!/bin/sh\n", "mode": 493, "metadata": {"title": "Run"}},
+               {"op": "upsert", "path": "/link", "text": "b.md", "kind": "symlink"},
+               {"op": "upsert", "path": "/empty", "kind": "directory"}]'), 'receipt', 'revision') IS NOT NULL AS r4;
+SELECT pgt.show(supabash_load_manifest(workspace_id => pgt.id('ws'), compact => true)::jsonb -> 'files');
+ROLLBACK;
 \set VERBOSITY default

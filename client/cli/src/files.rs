@@ -49,12 +49,7 @@ async fn manifest(
         Some(r) => Some(resolve(transport, ws, r).await?.id),
         None => None,
     };
-    let request = rq::LoadManifest {
-        workspace_id: ws.to_owned(),
-        revision,
-        delegated_grant: None,
-    };
-    Ok(call(transport, &request).await?)
+    Ok(supabash::workspace::load_manifest(transport, ws, revision.as_deref()).await?)
 }
 
 /// `path` as the manifest spells paths: absolute, no trailing slash (the root is `/`).

@@ -77,12 +77,15 @@ request! {
 }
 
 request! {
-    "supabash_load_manifest", mutates = false, answers::Tree, workspace;
+    "supabash_load_manifest", mutates = false, answers::Tree<answers::ManifestFile>, workspace;
     /// `supabash_load_manifest`: the tree without bodies at a revision (default: the head).
     pub struct LoadManifest {
         pub workspace_id: String,
         pub revision: Option<String>,
         pub delegated_grant: Option<String>,
+        /// `true`: each file in the compact form (see [`answers::ManifestFile`]), about half
+        /// the bytes of a manifest. Default `false`.
+        pub compact: Option<bool>,
     }
 }
 

@@ -10,38 +10,97 @@
 use crate::pg::fail::{Fail, Outcome};
 use pgrx::datum::{DatumWithOid, FromDatum, IntoDatum};
 use pgrx::prelude::*;
-use pgrx::spi::{OwnedPreparedStatement, SpiHeapTupleData};
-use pgrx::{JsonB, PgOid};
+use pgrx::spi::{OwnedPreparedStatement, SpiTupleTable};
+use pgrx::{pg_sys, JsonB, PgOid};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use supabash_core::Marker;
 
-/// One result row.
-pub type Row<'a> = SpiHeapTupleData<'a>;
+/// One result row, its columns taken apart once (`heap_deform_tuple`). pgrx's row reads each
+/// column with `SPI_getbinval`, which walks the tuple from its start for every column after a
+/// variable-width one: the largest per-row cost of a 10,000-file manifest after the JSON.
+pub struct Row<'a> {
+    values: &'a [pg_sys::Datum],
+    nulls: &'a [bool],
+    types: &'a [pg_sys::Oid],
+}
+
+impl Row<'_> {
+    /// Column `i` (1-based) as `T`, NULL as `None`; a column of another type is an error.
+    pub fn get<T: IntoDatum + FromDatum>(&self, i: usize) -> Outcome<Option<T>> {
+        let at = i.wrapping_sub(1);
+        let (Some(&datum), Some(&null), Some(&oid)) =
+            (self.values.get(at), self.nulls.get(at), self.types.get(at))
+        else {
+            return Err(Fail::new(
+                Marker::Internal,
+                format!("SPI failure: no column {i}"),
+            ));
+        };
+        // SAFETY: the datum, its null flag and its type come from one deformed tuple of the
+        // statement's result, which lives until SPI is left; `try_from_datum` checks that `T`
+        // reads that type before it reads the datum.
+        unsafe { T::try_from_datum(datum, null, oid) }
+            .map_err(|e| Fail::new(Marker::Internal, format!("SPI failure: column {i}: {e}")))
+    }
+}
+
+/// Maps every row of `table`, the result of the statement SPI ran last (which `SPI_tuptable`
+/// names until the next one runs).
+fn map_rows<T>(table: SpiTupleTable, mut map: impl FnMut(&Row) -> Outcome<T>) -> Outcome<Vec<T>> {
+    // SAFETY: `table` wraps `SPI_tuptable` (pgrx reads it right after running the statement,
+    // and nothing has run since), whose `numvals` tuples share `tupdesc` and live until SPI is
+    // left, after this returns. `heap_deform_tuple` fills one slot per attribute.
+    unsafe {
+        let tuptable = pg_sys::SPI_tuptable;
+        // A statement that returns no rows (an UPDATE without RETURNING) leaves none.
+        if tuptable.is_null() || table.is_empty() {
+            return Ok(Vec::new());
+        }
+        if (*tuptable).numvals as usize != table.len() {
+            return Err(Fail::new(
+                Marker::Internal,
+                "SPI failure: a stale tuple table",
+            ));
+        }
+        let desc = (*tuptable).tupdesc;
+        let natts = (*desc).natts as usize;
+        let types: Vec<pg_sys::Oid> = (0..natts)
+            .map(|i| (*(*desc).attrs.as_ptr().add(i)).atttypid)
+            .collect();
+        let mut values = vec![pg_sys::Datum::from(0); natts];
+        let mut nulls = vec![true; natts];
+        let tuples = std::slice::from_raw_parts((*tuptable).vals, table.len());
+        let mut out = Vec::with_capacity(tuples.len());
+        for &tuple in tuples {
+            pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+            out.push(map(&Row {
+                values: &values,
+                nulls: &nulls,
+                types: &types,
+            })?);
+        }
+        Ok(out)
+    }
+}
 
 /// Runs a statement (it may write) and maps every row it returns.
 pub fn rows<T>(
     sql: &str,
     args: &[DatumWithOid],
-    mut map: impl FnMut(&Row) -> Outcome<T>,
+    map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
-    Spi::connect_mut(|c| {
-        let table = c.update(sql, None, args)?;
-        Ok::<_, pgrx::spi::Error>(table.map(|row| map(&row)).collect())
-    })?
+    Spi::connect_mut(|c| map_rows(c.update(sql, None, args)?, map))
 }
 
 /// Runs a read-only query and maps every row.
 pub fn query<T>(
     sql: &str,
     args: &[DatumWithOid],
-    mut map: impl FnMut(&Row) -> Outcome<T>,
+    map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
-    Spi::connect(|c| {
-        let table = c.select(sql, None, args)?;
-        Ok::<_, pgrx::spi::Error>(table.map(|row| map(&row)).collect())
-    })?
+    Spi::connect(|c| map_rows(c.select(sql, None, args)?, map))
 }
 
 /// Runs a read-only query and maps its first row, if any.
@@ -80,7 +139,7 @@ pub fn get<T: IntoDatum + FromDatum>(row: &Row, i: usize) -> Outcome<T> {
 
 /// Column `i` (1-based), NULL as `None`.
 pub fn opt<T: IntoDatum + FromDatum>(row: &Row, i: usize) -> Outcome<Option<T>> {
-    Ok(row.get::<T>(i)?)
+    row.get::<T>(i)
 }
 
 /// A jsonb column as JSON (NULL as `None`).
@@ -167,7 +226,7 @@ fn kept<T>(
     sql: &str,
     how: Kept,
     args: &[DatumWithOid],
-    mut map: impl FnMut(&Row) -> Outcome<T>,
+    map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
     let mutating = how == Kept::Write;
     let _generic = (how != Kept::Read).then(generic_plans);
@@ -192,9 +251,9 @@ fn kept<T>(
             } else {
                 c.select(plan, None, args)?
             };
-            Ok::<_, Fail>(table.map(|row| map(&row)).collect::<Outcome<Vec<T>>>())
+            map_rows(table, map)
         })
-    })?
+    })
 }
 
 /// [`query`] through a plan prepared the first time its text is seen, for a statement one

@@ -15,7 +15,7 @@ use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
 use supabash_core::posix::Kind;
 use supabash_core::rpc::requests as rq;
-use supabash_core::rpc::{Document, File, HistoryPage, Receipt, RevisionTree, Tree};
+use supabash_core::rpc::{Document, File, HistoryPage, ManifestFile, Receipt, RevisionTree, Tree};
 use supabash_core::Marker;
 
 /// Lowercase hex of `bytes`, as `hex::encode` writes it, from a table of digits: a manifest
@@ -138,12 +138,16 @@ pub(crate) fn pinned(
 }
 
 /// `supabash_load_manifest`: the tree without bodies at a pinned revision (default: head).
-pub fn load_manifest(call: &Call, req: rq::LoadManifest) -> Outcome<Tree> {
+pub fn load_manifest(call: &Call, req: rq::LoadManifest) -> Outcome<Tree<ManifestFile>> {
     let ws = access::open(&req, &[Operation::Read])?;
     let at = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
     let (revision, position) = pinned(&ws, at.as_deref())?;
+    let compact = req.compact.unwrap_or(false);
     Ok(Tree {
-        files: files(files_at(call.schema, &ws, position, None, false)?),
+        files: files_at(call.schema, &ws, position, None, false)?
+            .into_iter()
+            .map(|row| ManifestFile::new(file(row), compact))
+            .collect(),
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
         files_only: ws.files_only,
         redaction_epoch: ws.redaction_epoch,
