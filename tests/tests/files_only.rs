@@ -362,6 +362,16 @@ async fn a_050_schema_refuses_the_option_with_the_upgrade_hint() {
     );
     let plain = Workspace::builder(connect().await).create().await.unwrap();
     assert_eq!(plain.capabilities(), Capabilities::posix("postgres"));
+    // An open asks for the compact manifest, which 0.5.0 does not have: it falls back to the
+    // full one.
+    plain.fs().write("/a.md", "a").await.unwrap();
+    plain.commit(CommitOptions::new("seed")).await.unwrap();
+    let opened = Workspace::builder(connect().await)
+        .open_mode(OpenMode::Eager)
+        .open(plain.id())
+        .await
+        .unwrap();
+    assert_eq!(opened.fs().read("/a.md").await.unwrap(), b"a");
 
     // The handler itself refuses it: a wrapper as 0.6.0's passes the option, called as the
     // user PostgREST would call it.
