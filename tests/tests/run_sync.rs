@@ -911,3 +911,49 @@ async fn the_sandbox_hides_the_machine_from_the_command() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("bubblewrap"), "{}", stderr(&out));
 }
+
+/// The scratch directory: `--scratch-dir` when given, `$TMPDIR` when set, else `/dev/shm` on a
+/// machine where it is a tmpfs with room (as here: the tree is a few bytes), else `/tmp`. It is
+/// removed when the run ends.
+#[tokio::test]
+async fn the_scratch_directory_goes_where_asked_else_to_ram() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/a.txt", "a\n")]).await;
+    let work_dir = |extra: &[&str], tmpdir: Option<&Path>| {
+        let mut args = vec!["run", "--workspace", ws.id()];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "pwd"]);
+        let mut cmd = Command::new(supabash_tests::binary::supabash());
+        cmd.args(&args)
+            .env("SUPABASH_DSN", cluster().dsn("authenticator"))
+            .env("SUPABASH_SUB", &user)
+            .env_remove("TMPDIR");
+        if let Some(t) = tmpdir {
+            cmd.env("TMPDIR", t);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let dir = PathBuf::from(
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        );
+        assert!(!dir.exists(), "removed after the run: {}", dir.display());
+        dir
+    };
+    let chosen = Scratch::new();
+    let asked = work_dir(&["--scratch-dir", chosen.0.to_str().unwrap()], None);
+    assert!(asked.starts_with(&chosen.0), "{}", asked.display());
+    let tmp = Scratch::new();
+    let from_env = work_dir(&[], Some(&tmp.0));
+    assert!(from_env.starts_with(&tmp.0), "{}", from_env.display());
+    let shm_is_tmpfs = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(1) == Some("/dev/shm") && l.split(' ').nth(2) == Some("tmpfs"));
+    let default = work_dir(&[], None);
+    let expected = if shm_is_tmpfs { "/dev/shm" } else { "/tmp" };
+    assert!(default.starts_with(expected), "{}", default.display());
+}

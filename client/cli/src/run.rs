@@ -65,6 +65,11 @@ pub struct RunArgs {
     /// With `--sandbox`: keep the network.
     #[arg(long, requires = "sandbox")]
     pub network: bool,
+    /// Make the scratch directory (the work tree and the command's home) under this directory.
+    /// Default: `$TMPDIR` when set, else `/dev/shm` when it is a tmpfs that lets programs run
+    /// and has room for twice the tree plus 256 MiB, else `/tmp` (see docs/run.md).
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
     /// Most committable files the staged tree may hold.
     #[arg(long, default_value_t = supabash::Limits::default().max_files)]
     pub max_files: usize,
@@ -221,12 +226,12 @@ fn refused_name(name: &str) -> Option<&'static str> {
     None
 }
 
-/// The environment the command gets: PATH, HOME (`home`), LANG, LC_ALL, TERM, USER, and the
-/// `--env` names, each refused when it looks like a credential (the agent redaction rules,
-/// with the connection's secrets as literals) or a connection string.
+/// The environment the command gets besides HOME (its private home, set once the scratch
+/// directory exists): PATH, LANG, LC_ALL, TERM, USER, and the `--env` names, each refused when
+/// it looks like a credential (the agent redaction rules, with the connection's secrets as
+/// literals) or a connection string.
 pub fn child_env(
     passed: &[String],
-    home: &Path,
     secrets: &[&String],
 ) -> Result<Vec<(String, OsString)>, BoxError> {
     let inherited = |name: &str| std::env::var_os(name);
@@ -235,7 +240,6 @@ pub fn child_env(
             "PATH".to_owned(),
             inherited("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
         ),
-        ("HOME".to_owned(), home.as_os_str().to_owned()),
         (
             "LANG".to_owned(),
             inherited("LANG").unwrap_or_else(|| "C.UTF-8".into()),
@@ -417,7 +421,12 @@ pub struct PrivateDir(PathBuf);
 impl PrivateDir {
     /// Creates `$TMPDIR/supabash-<what>-<random>`.
     pub fn new(what: &str) -> std::io::Result<Self> {
-        let dir = std::env::temp_dir().join(format!("supabash-{what}-{}", uuid::Uuid::new_v4()));
+        Self::new_in(&std::env::temp_dir(), what)
+    }
+
+    /// Creates `<parent>/supabash-<what>-<random>`.
+    pub fn new_in(parent: &Path, what: &str) -> std::io::Result<Self> {
+        let dir = parent.join(format!("supabash-{what}-{}", uuid::Uuid::new_v4()));
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         Ok(PrivateDir(dir))
     }
@@ -432,6 +441,58 @@ impl Drop for PrivateDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Headroom `/dev/shm` must keep beyond twice the tree for `run` to use it.
+const RAM_SCRATCH_SPARE: u64 = 256 << 20;
+
+/// Where `run` makes its scratch directory: `chosen` (`--scratch-dir`), else `$TMPDIR` when
+/// set, else `/dev/shm` when it is a tmpfs mounted without `noexec` with room for twice the
+/// tree's `tree_bytes` plus [`RAM_SCRATCH_SPARE`], else the system's temporary directory.
+/// Writing out and deleting thousands of files costs a disk file system its journal (and,
+/// mounted with `discard`, a trim per deleted extent); tmpfs costs neither.
+fn scratch_parent(chosen: Option<&Path>, tree_bytes: u64) -> PathBuf {
+    if let Some(dir) = chosen {
+        return dir.to_path_buf();
+    }
+    if std::env::var_os("TMPDIR").is_some_and(|t| !t.is_empty()) {
+        return std::env::temp_dir();
+    }
+    let shm = Path::new("/dev/shm");
+    let needed = tree_bytes
+        .saturating_mul(2)
+        .saturating_add(RAM_SCRATCH_SPARE);
+    if ram_room(shm).is_some_and(|free| free >= needed) {
+        return shm.to_path_buf();
+    }
+    std::env::temp_dir()
+}
+
+/// The bytes free for this user under `dir` when it is a writable tmpfs that lets programs
+/// run (`None` otherwise, or when it cannot be told).
+#[allow(unsafe_code)]
+fn ram_room(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    const TMPFS_MAGIC: libc::c_long = 0x0102_1994;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `statfs` and `statvfs` fill the zeroed structs for a NUL-terminated path;
+    // `access` only reads the path.
+    let (fs, vfs) = unsafe {
+        let mut fs: libc::statfs = std::mem::zeroed();
+        let mut vfs: libc::statvfs = std::mem::zeroed();
+        if libc::statfs(path.as_ptr(), &mut fs) != 0
+            || libc::statvfs(path.as_ptr(), &mut vfs) != 0
+            || libc::access(path.as_ptr(), libc::W_OK) != 0
+        {
+            return None;
+        }
+        (fs, vfs)
+    };
+    let noexec = vfs.f_flag & libc::ST_NOEXEC != 0;
+    if fs.f_type as libc::c_long != TMPFS_MAGIC || noexec {
+        return None;
+    }
+    Some((vfs.f_bavail as u64).saturating_mul(vfs.f_frsize as u64))
 }
 
 /// Sends SIGKILL to the process group `pgid` (the command and everything it started that
@@ -562,10 +623,7 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     check_command_line(&args.target.connect)?;
     let owned_secrets: Vec<String> = args.target.connect.secrets().collect();
     let secrets: Vec<&String> = owned_secrets.iter().collect();
-    let scratch = PrivateDir::new("run")?;
-    let (work, home) = (scratch.path().join("work"), scratch.path().join("home"));
-    std::fs::DirBuilder::new().mode(0o700).create(&home)?;
-    let env = child_env(&args.env, &home, &secrets)?;
+    let mut env = child_env(&args.env, &secrets)?;
     let (transport, id) = args.target.open().await?;
     // The whole manifest in one request: every file is written out anyway.
     let ws = Workspace::builder(transport)
@@ -573,6 +631,11 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
         .open_mode(supabash::OpenMode::Eager)
         .open(&id)
         .await?;
+    let parent = scratch_parent(args.scratch_dir.as_deref(), ws.fs().file_bytes());
+    let scratch = PrivateDir::new_in(&parent, "run")?;
+    let (work, home) = (scratch.path().join("work"), scratch.path().join("home"));
+    std::fs::DirBuilder::new().mode(0o700).create(&home)?;
+    env.push(("HOME".to_owned(), home.as_os_str().to_owned()));
     crate::body_cache::attach(&ws);
     let options = match &args.revision {
         Some(r) => MaterialiseOptions::default().with_revision(r.clone()),
@@ -663,7 +726,6 @@ mod tests {
 
     #[test]
     fn refused_names() {
-        let home = Path::new("/h");
         for name in [
             "SUPABASH_DSN",
             "supabash_token",
@@ -672,18 +734,34 @@ mod tests {
             "DATABASE_URL",
             "PGPASSWORD",
         ] {
-            assert!(child_env(&[name.to_owned()], home, &[]).is_err(), "{name}");
+            assert!(child_env(&[name.to_owned()], &[]).is_err(), "{name}");
         }
-        assert!(child_env(&["A=B".to_owned()], home, &[]).is_err());
+        assert!(child_env(&["A=B".to_owned()], &[]).is_err());
+    }
+
+    #[test]
+    fn ram_room_is_for_a_tmpfs_only() {
+        assert_eq!(ram_room(Path::new("/proc")), None);
+        assert_eq!(ram_room(Path::new("/no/such/dir")), None);
+        let shm_is_tmpfs = std::fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .lines()
+            .any(|l| {
+                l.split(' ').nth(1) == Some("/dev/shm") && l.split(' ').nth(2) == Some("tmpfs")
+            });
+        assert_eq!(ram_room(Path::new("/dev/shm")).is_some(), shm_is_tmpfs);
+        assert_eq!(
+            scratch_parent(Some(Path::new("/chosen")), u64::MAX),
+            Path::new("/chosen")
+        );
     }
 
     #[test]
     fn base_environment_only() {
-        let env = child_env(&[], Path::new("/h"), &[]).unwrap();
+        let env = child_env(&[], &[]).unwrap();
         let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
         assert!(names
             .iter()
-            .all(|n| ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER"].contains(n)));
-        assert!(env.contains(&("HOME".to_owned(), "/h".into())));
+            .all(|n| ["PATH", "LANG", "LC_ALL", "TERM", "USER"].contains(n)));
     }
 }

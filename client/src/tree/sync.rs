@@ -52,6 +52,21 @@ impl StagedTree {
             .collect()
     }
 
+    /// The bytes of every committable file the tree holds as loaded (a lazily opened tree
+    /// counts only what it has listed): what writing it out to a directory takes.
+    pub fn file_bytes(&self) -> u64 {
+        let inner = self.lock();
+        inner
+            .nodes
+            .iter()
+            .filter(|(p, _)| committable(p))
+            .map(|(_, node)| match node {
+                Node::File { body, .. } => body.size(),
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// The bytes of the file at the canonical path `p`, verified, without keeping a lazy body
     /// in the tree (so writing a whole tree out does not load it all into memory); the host
     /// cache, when the tree has one, is read first and keeps what is fetched.
