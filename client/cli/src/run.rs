@@ -492,7 +492,7 @@ fn ram_room(dir: &Path) -> Option<u64> {
     if fs.f_type as libc::c_long != TMPFS_MAGIC || noexec {
         return None;
     }
-    Some((vfs.f_bavail as u64).saturating_mul(vfs.f_frsize as u64))
+    Some(vfs.f_bavail.saturating_mul(vfs.f_frsize))
 }
 
 /// Sends SIGKILL to the process group `pgid` (the command and everything it started that
