@@ -89,6 +89,12 @@ async function basics() {
   assert.equal(byPath["/latest"].kind, "symlink");
   assert.equal(byPath["/latest"].text, "notes/hello.md");
   assert.equal(byPath["/cache"].kind, "directory");
+  // The compact form (compact => true, about half the bytes) leaves out what holds its
+  // default; filled back in, it is the same tree.
+  const compact = await call(db, "supabash_load_manifest", { workspace_id: workspace, compact: true }, {
+    read: true,
+  });
+  assert.deepEqual(compact.files.map(fullFile), tree.files);
   assert.ok(doc.text.endsWith("hello again\n"));
 
   // History, oldest first, one receipt per page: follow nextCursor until it is null.
@@ -170,6 +176,21 @@ async function basics() {
       conflictHead: head,
     }),
   );
+}
+
+const DEFAULT_MODE = { file: 0o644, symlink: 0o777, directory: 0o755 };
+
+/** A file of a compact manifest with the fields it left out filled in (docs/sql-contract.md). */
+function fullFile(f) {
+  const kind = f.kind ?? "file";
+  return {
+    ...f,
+    bodyHash: f.bodyHash ?? f.contentHash,
+    bodySize: f.bodySize ?? f.size,
+    metadata: f.metadata ?? {},
+    kind,
+    mode: f.mode ?? DEFAULT_MODE[kind],
+  };
 }
 
 async function retry(workspace) {
