@@ -19,7 +19,7 @@ use supabash_core::Marker;
 
 /// One result row, its columns taken apart once (`heap_deform_tuple`). pgrx's row reads each
 /// column with `SPI_getbinval`, which walks the tuple from its start for every column after a
-/// variable-width one: the largest per-row cost of a 10,000-file manifest after the JSON.
+/// variable-width one (4 % of a 10,000-file manifest's server time, bench/ANALYSIS.md).
 pub struct Row<'a> {
     values: &'a [pg_sys::Datum],
     nulls: &'a [bool],
