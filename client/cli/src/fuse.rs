@@ -221,6 +221,9 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
     if fs.fully_listed() {
         warm(fs.clone(), dir.clone());
     }
+    if !read_only {
+        tokio::spawn(crate::fuse_fs::write_behind(Arc::downgrade(&fs)));
+    }
     let session = mount_control::Session {
         read_only,
         actor: args.actor.clone(),

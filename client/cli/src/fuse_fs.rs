@@ -1,21 +1,23 @@
-//! The filesystem a mount serves: the workspace's staged tree seen through inode numbers, with
-//! a write-back buffer per open file (shared by every handle of that file, written to the tree
-//! at flush, fsync, release and before a commit). Symbolic links, modes and times are the
-//! staged tree's, committed with it. Requests run concurrently; the mount's state is behind one
-//! lock that is never held while a body or a listing loads over the network. A file opened for
-//! reading while no handle holds a buffer of it gets a handle of its own (a [`Snapshot`]) whose
-//! reads, flush and release never take that lock: until the mount changes anything, what it
-//! read at open is the file's content.
+//! The filesystem a mount serves: the workspace's staged tree seen through inode numbers.
+//!
+//! Files are opened without handles (`fuse_ops` answers `open` with `ENOSYS`): the kernel then
+//! sends no `open`, `flush` or `release`, keeps each file's page cache, and reads and writes by
+//! inode. What programs write goes to a buffer per inode, which reaches the staged tree once it
+//! has been left alone for [`WRITE_BEHIND`] (see [`write_behind`]), at `fsync`, at a
+//! `truncate`, and before a commit or a change list. A file removed or replaced while a program
+//! may still hold it open keeps its content under its inode until the kernel forgets the inode.
+//! Symbolic links, modes and times are the staged tree's, committed with it. Requests run
+//! concurrently; the mount's state is behind one lock that is never held while a body or a
+//! listing loads over the network.
 
 use crate::fuse_inodes::{child, Inodes};
 use crate::fuse_summary::Summary;
 use fuser::{Errno, FileAttr, FileType};
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime};
-use supabash::tree::{FileKind, Stat};
+use std::time::{Duration, Instant, SystemTime};
+use supabash::tree::{Detached, FileKind, Stat};
 use supabash::workspace::CommitOptions;
 use supabash::{FsError, StagedTree, Workspace};
 use supabash_core::path::{self, PathError};
@@ -27,48 +29,62 @@ use tokio::sync::Mutex;
 /// mount cannot change; on a writable one every change goes through this mount, which the
 /// kernel sees (it drops what it cached of a file it writes, creates, renames or removes), and
 /// a written file's time is the time of its last write from the first answer on (see
-/// `OpenFile::written`), so nothing the kernel cached goes stale. Without this the kernel
-/// asks again for every file each time `git status` looks at it.
+/// `Buffer::written`), so nothing the kernel cached goes stale. Without this the kernel asks
+/// again for every file each time `git status` looks at it.
 pub const TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// The bytes of an open file, shared by its handles.
-#[derive(Debug)]
-struct OpenFile {
+/// How long a buffer is left alone before [`write_behind`] writes it to the staged tree.
+pub const WRITE_BEHIND: Duration = Duration::from_millis(100);
+
+/// Most buffers one round of [`write_behind`] writes before it lets other requests in.
+const WRITE_BEHIND_BATCH: usize = 256;
+
+/// A file's bytes as programs wrote them through the mount, not yet in the staged tree.
+#[derive(Debug, Clone)]
+struct Buffer {
     data: Arc<Vec<u8>>,
-    dirty: bool,
-    /// When the buffer last changed (while dirty): the modification time it shows and the one
-    /// it reaches the staged tree with, so the kernel never sees it move at flush.
+    /// When it last changed: the modification time it shows and reaches the tree with, so the
+    /// kernel never sees the time move when it does.
     written: SystemTime,
-    handles: usize,
+    /// When it was last changed, for [`write_behind`].
+    touched: Instant,
+    /// Why the staged tree refused it last (a limit): it stays until written again, and
+    /// `fsync`, a change list and a commit report it.
+    refused: Option<Errno>,
 }
 
-/// A read-only handle opened while no handle held a buffer of its file: the content it read
-/// at open, valid while the mount's change count is still `generation`.
-#[derive(Debug)]
-struct Snapshot {
-    ino: u64,
-    data: Arc<Vec<u8>>,
-    generation: u64,
-}
-
-/// What the lock-free read path keeps (behind a lock of its own, held for a map operation).
-#[derive(Debug, Default)]
-struct Readers {
-    /// Snapshot handles by file handle.
-    snapshots: HashMap<u64, Arc<Snapshot>>,
-    /// The buffer each inode held at its last open (see `open`: the kernel keeps its page
-    /// cache while it is the same).
-    opened: HashMap<u64, Weak<Vec<u8>>>,
-}
-
-/// Counts a change of the mount when dropped, that is once the change is done: a snapshot
-/// taken before it (or while it ran) no longer serves reads.
-struct Changing<'a>(&'a AtomicU64);
-
-impl Drop for Changing<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
+impl Buffer {
+    fn new(data: Arc<Vec<u8>>) -> Self {
+        Buffer {
+            data,
+            written: SystemTime::now(),
+            touched: Instant::now(),
+            refused: None,
+        }
     }
+
+    /// Marks a change made now.
+    fn changed(&mut self) {
+        self.written = SystemTime::now();
+        self.touched = Instant::now();
+        self.refused = None;
+    }
+}
+
+/// A file whose path was removed or replaced while a program may still hold it open: its
+/// content, until the kernel forgets the inode.
+#[derive(Debug)]
+enum Orphan {
+    Written(Buffer),
+    Stored(Detached),
+}
+
+/// Where a file's bytes are now.
+#[derive(Debug)]
+enum Source {
+    Buffer(Arc<Vec<u8>>),
+    Tree(String),
+    Orphan(Detached),
 }
 
 /// One entry of a directory listing taken at opendir.
@@ -82,10 +98,10 @@ pub struct Listed {
 #[derive(Debug, Default)]
 struct State {
     inodes: Inodes,
-    /// Open files by inode number.
-    files: HashMap<u64, OpenFile>,
-    /// File handle → inode number.
-    handles: HashMap<u64, u64>,
+    /// Files written through the mount and not yet in the tree, by inode number.
+    buffers: HashMap<u64, Buffer>,
+    /// Files whose path went while they may be open, by inode number (until `forget`).
+    orphans: HashMap<u64, Orphan>,
     /// Directory handle → the listing taken at opendir.
     dirs: HashMap<u64, Vec<Listed>>,
     summary: Summary,
@@ -97,6 +113,45 @@ impl State {
             .path(ino)
             .map(str::to_owned)
             .ok_or(Errno::ENOENT)
+    }
+
+    /// Where `ino`'s bytes are now.
+    fn source(&self, ino: u64) -> Result<Source, Errno> {
+        if let Some(b) = self.buffers.get(&ino) {
+            return Ok(Source::Buffer(b.data.clone()));
+        }
+        match self.orphans.get(&ino) {
+            Some(Orphan::Written(b)) => Ok(Source::Buffer(b.data.clone())),
+            Some(Orphan::Stored(content)) => Ok(Source::Orphan(content.clone())),
+            None => self.path(ino).map(Source::Tree),
+        }
+    }
+
+    /// Whether `ino`'s bytes are still where `source` said (nothing buffered, moved or
+    /// removed it meanwhile).
+    fn still(&self, ino: u64, source: &Source) -> bool {
+        match (source, self.source(ino)) {
+            (Source::Buffer(a), Ok(Source::Buffer(b))) => Arc::ptr_eq(a, &b),
+            (Source::Tree(a), Ok(Source::Tree(b))) => *a == b,
+            (Source::Orphan(_), Ok(Source::Orphan(_))) => true,
+            _ => false,
+        }
+    }
+
+    /// `ino`'s buffer, when it has one (a live file's or an orphan's).
+    fn buffer_mut(&mut self, ino: u64) -> Option<&mut Buffer> {
+        if let Some(b) = self.buffers.get_mut(&ino) {
+            return Some(b);
+        }
+        match self.orphans.get_mut(&ino) {
+            Some(Orphan::Written(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Bytes held in the buffers of live files.
+    fn buffered_bytes(&self) -> usize {
+        self.buffers.values().map(|b| b.data.len()).sum()
     }
 }
 
@@ -162,11 +217,8 @@ pub struct MountFs {
     state: Mutex<State>,
     /// Directories whose files were prefetched once already.
     prefetched: std::sync::Mutex<std::collections::HashSet<String>>,
-    readers: std::sync::Mutex<Readers>,
-    /// The last file or directory handle handed out.
+    /// The last directory handle handed out.
     next_fh: AtomicU64,
-    /// How many changes the mount made (see [`Changing`]).
-    generation: AtomicU64,
     /// The thread id of the mount's own walk of its directories, while it runs (0: none).
     walker: AtomicU32,
     read_only: bool,
@@ -181,9 +233,7 @@ impl MountFs {
             tree,
             state: Mutex::new(State::default()),
             prefetched: Default::default(),
-            readers: Default::default(),
             next_fh: AtomicU64::new(0),
-            generation: AtomicU64::new(0),
             walker: AtomicU32::new(0),
             read_only,
             owner,
@@ -195,8 +245,7 @@ impl MountFs {
         TTL
     }
 
-    /// Whether the mount refuses every change (a revision or `--read-only` mount): its files
-    /// are then opened without a handle (see `fuse_ops` `open`) and read by inode.
+    /// Whether the mount refuses every change (a revision or `--read-only` mount).
     pub fn read_only(&self) -> bool {
         self.read_only
     }
@@ -221,53 +270,9 @@ impl MountFs {
         }
     }
 
-    /// Checks that the mount is writable and counts the change the caller makes (see
-    /// [`Changing`]).
-    fn change(&self) -> Result<Changing<'_>, Errno> {
-        self.writable()?;
-        Ok(Changing(&self.generation))
-    }
-
-    /// A new file or directory handle.
+    /// A new directory handle.
     fn handle(&self) -> u64 {
         self.next_fh.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    fn readers(&self) -> std::sync::MutexGuard<'_, Readers> {
-        self.readers.lock().expect("readers lock")
-    }
-
-    fn snapshot(&self, fh: u64) -> Option<Arc<Snapshot>> {
-        self.readers().snapshots.get(&fh).cloned()
-    }
-
-    /// Gives `ino`'s snapshot handles `data`, what the file holds now (a buffer that reached
-    /// the tree, or went with its last handle), so one that outlives its path reads that. Their
-    /// generation stays: while the mount is changed they read the file as it is.
-    fn refresh_snapshots(&self, ino: u64, data: &Arc<Vec<u8>>) {
-        for snapshot in self.readers().snapshots.values_mut() {
-            if snapshot.ino == ino {
-                *snapshot = Arc::new(Snapshot {
-                    ino,
-                    data: data.clone(),
-                    generation: snapshot.generation,
-                });
-            }
-        }
-    }
-
-    /// Whether the kernel may keep `ino`'s page cache when it is opened with `data`: always on
-    /// a read-only mount, and on a writable one when the file holds the same buffer as at its
-    /// previous open (nothing changed it meanwhile; writes through the mount update the page
-    /// cache themselves). Records `data` as the buffer of this open.
-    fn keeps_cache(&self, readers: &mut Readers, ino: u64, data: &Arc<Vec<u8>>) -> bool {
-        let same = readers
-            .opened
-            .get(&ino)
-            .and_then(Weak::upgrade)
-            .is_some_and(|before| Arc::ptr_eq(&before, data));
-        readers.opened.insert(ino, Arc::downgrade(data));
-        self.read_only || same
     }
 
     fn attr_of(
@@ -301,21 +306,14 @@ impl MountFs {
         self.tree.lstat(p).await.map_err(|e| errno(&e))
     }
 
-    /// The attributes of `ino` (at `p`, when it still names a path).
+    /// The attributes of `ino` (at its path, or an orphan's).
     async fn attr(&self, st: &State, ino: u64) -> Result<FileAttr, Errno> {
-        let open = st.files.get(&ino);
         let Some(p) = st.inodes.path(ino) else {
-            // Unlinked while open: what the handles still see.
-            let size = match open {
-                Some(f) => f.data.len(),
-                None => {
-                    let readers = self.readers();
-                    let mut held = readers.snapshots.values().filter(|s| s.ino == ino);
-                    held.next().ok_or(Errno::ENOENT)?.data.len()
-                }
+            let (size, mtime) = match st.orphans.get(&ino).ok_or(Errno::ENOENT)? {
+                Orphan::Written(b) => (b.data.len() as u64, b.written),
+                Orphan::Stored(content) => (content.size(), SystemTime::now()),
             };
-            let now = SystemTime::now();
-            return Ok(self.attr_of(ino, FileType::RegularFile, size as u64, 0o644, now));
+            return Ok(self.attr_of(ino, FileType::RegularFile, size, 0o644, mtime));
         };
         let stat = self.lstat(p).await?;
         Ok(self.attr_from(st, ino, stat))
@@ -323,11 +321,9 @@ impl MountFs {
 
     /// The attributes of `ino`, whose path the staged tree gives `stat`.
     fn attr_from(&self, st: &State, ino: u64, stat: Stat) -> FileAttr {
-        let open = st.files.get(&ino);
-        let size = open.map_or(stat.size, |f| f.data.len() as u64);
-        let mtime = match open {
-            Some(f) if f.dirty => f.written,
-            _ => stat.mtime,
+        let (size, mtime) = match st.buffers.get(&ino) {
+            Some(b) => (b.data.len() as u64, b.written),
+            None => (stat.size, stat.mtime),
         };
         self.attr_of(ino, file_type(stat.kind), size, stat.mode, mtime)
     }
@@ -352,42 +348,115 @@ impl MountFs {
         }
     }
 
-    /// Writes `ino`'s buffer to the tree if it changed since.
-    async fn persist(&self, st: &mut State, ino: u64) -> Result<(), Errno> {
-        let path = st.inodes.path(ino).map(str::to_owned);
-        let Some(f) = st.files.get_mut(&ino).filter(|f| f.dirty) else {
-            return Ok(());
-        };
-        let Some(p) = path else {
-            f.dirty = false;
-            return Ok(());
-        };
-        let data = f.data.clone();
-        let bytes = f.data.as_ref().clone();
-        let written = f.written;
-        let size = bytes.len() as u64;
-        self.tree.write(&p, bytes).await.map_err(|e| errno(&e))?;
-        self.tree.utimes(&p, written).await.map_err(|e| errno(&e))?;
-        if let Some(f) = st.files.get_mut(&ino) {
-            f.dirty = false;
+    /// The bytes `source` names (loaded over the network when the tree has not yet).
+    async fn load(&self, source: Source) -> Result<Arc<Vec<u8>>, Errno> {
+        match source {
+            Source::Buffer(data) => Ok(data),
+            Source::Tree(p) => self.tree.read_shared(&p).await.map_err(|e| errno(&e)),
+            Source::Orphan(content) => self
+                .tree
+                .read_detached(&content)
+                .await
+                .map_err(|e| errno(&e)),
         }
-        self.refresh_snapshots(ino, &data);
+    }
+
+    /// Runs `change` on `ino`'s buffer, made from its current bytes first when it has none
+    /// (loaded with no lock held).
+    async fn with_buffer<T>(
+        &self,
+        ino: u64,
+        change: impl FnOnce(&mut Buffer, usize) -> Result<T, Errno>,
+    ) -> Result<T, Errno> {
+        let mut st = loop {
+            let source = {
+                let mut st = self.state.lock().await;
+                if st.buffer_mut(ino).is_some() {
+                    break st;
+                }
+                st.source(ino)?
+            };
+            let before = match &source {
+                Source::Buffer(data) => Some(data.clone()),
+                _ => None,
+            };
+            let data = self.load(source).await?;
+            let mut st = self.state.lock().await;
+            let source = match before {
+                Some(data) => Source::Buffer(data),
+                None => st.source(ino)?,
+            };
+            // Moved, removed or buffered while it loaded: look again.
+            if !st.still(ino, &source) || st.buffer_mut(ino).is_some() {
+                continue;
+            }
+            let buffer = Buffer::new(data);
+            match st.orphans.get_mut(&ino) {
+                Some(orphan) => *orphan = Orphan::Written(buffer),
+                None => {
+                    st.buffers.insert(ino, buffer);
+                }
+            }
+            break st;
+        };
+        let others = st.buffered_bytes();
+        let b = st.buffer_mut(ino).ok_or(Errno::ENOENT)?;
+        let others = others.saturating_sub(b.data.len());
+        change(b, others)
+    }
+
+    /// Writes `ino`'s buffer to the staged tree (an orphan's stays with it).
+    async fn persist(&self, st: &mut State, ino: u64) -> Result<(), Errno> {
+        let (Some(b), Some(p)) = (st.buffers.get(&ino), st.inodes.path(ino)) else {
+            return Ok(());
+        };
+        let p = p.to_owned();
+        let (bytes, written) = (b.data.as_ref().clone(), b.written);
+        let size = bytes.len() as u64;
+        let stored = match self.tree.write(&p, bytes).await {
+            Ok(()) => self.tree.utimes(&p, written).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = stored {
+            let code = errno(&e);
+            if let Some(b) = st.buffers.get_mut(&ino) {
+                if b.refused.is_none() {
+                    eprintln!("supabash mount: {p} could not be written to the staged tree ({e}); it stays in the mount until written again, and a commit fails until then");
+                }
+                b.refused = Some(code);
+            }
+            return Err(code);
+        }
+        st.buffers.remove(&ino);
         st.summary.wrote(&p, size);
         Ok(())
     }
 
-    /// Writes every changed buffer to the tree.
-    async fn persist_all(&self, st: &mut State) -> Result<(), Errno> {
-        let dirty: Vec<u64> = st
-            .files
-            .iter()
-            .filter(|(_, f)| f.dirty)
-            .map(|(ino, _)| *ino)
-            .collect();
-        for ino in dirty {
-            self.persist(st, ino).await?;
+    /// Writes every buffer to the staged tree (a refusal names the file's path).
+    async fn persist_all(&self, st: &mut State) -> Result<(), (String, Errno)> {
+        let inos: Vec<u64> = st.buffers.keys().copied().collect();
+        for ino in inos {
+            if let Err(e) = self.persist(st, ino).await {
+                return Err((st.path(ino).unwrap_or_default(), e));
+            }
         }
         Ok(())
+    }
+
+    /// Writes the buffers left alone for `idle` to the staged tree, at most
+    /// [`WRITE_BEHIND_BATCH`] of them; a refused one waits for its next write.
+    pub async fn persist_idle(&self, idle: Duration) {
+        let mut st = self.state.lock().await;
+        let due: Vec<u64> = st
+            .buffers
+            .iter()
+            .filter(|(_, b)| b.refused.is_none() && b.touched.elapsed() >= idle)
+            .map(|(ino, _)| *ino)
+            .take(WRITE_BEHIND_BATCH)
+            .collect();
+        for ino in due {
+            let _ = self.persist(&mut st, ino).await;
+        }
     }
 
     /// `lookup`.
@@ -413,8 +482,9 @@ impl MountFs {
         self.attr(&st, ino).await
     }
 
-    /// `setattr`: size (truncate), mode and modification time; owners are accepted and
-    /// ignored (one owner serves every file).
+    /// `setattr`: size (truncate, after which the file reaches the tree), mode and
+    /// modification time; owners are accepted and ignored (one owner serves every file). An
+    /// orphan takes a new size only.
     pub async fn setattr(
         &self,
         ino: u64,
@@ -422,50 +492,37 @@ impl MountFs {
         size: Option<u64>,
         mtime: Option<SystemTime>,
     ) -> Result<FileAttr, Errno> {
-        let mut st = self.state.lock().await;
-        let _changing = if mode.is_some() || size.is_some() || mtime.is_some() {
-            Some(self.change()?)
-        } else {
-            None
-        };
-        let p = st.inodes.path(ino).map(str::to_owned);
+        if mode.is_some() || size.is_some() || mtime.is_some() {
+            self.writable()?;
+        }
         if let Some(size) = size {
+            let p = self.state.lock().await.inodes.path(ino).map(str::to_owned);
             self.tree
                 .limits()
                 .check_file(p.as_deref().unwrap_or("/"), size as usize)
                 .map_err(|_| Errno::EFBIG)?;
-            if let Entry::Vacant(slot) = st.files.entry(ino) {
-                let p = p.as_deref().ok_or(Errno::ENOENT)?;
-                let data = self.tree.read_shared(p).await.map_err(|e| errno(&e))?;
-                slot.insert(OpenFile {
-                    data,
-                    dirty: false,
-                    written: SystemTime::now(),
-                    handles: 0,
-                });
-            }
-            if let Some(f) = st.files.get_mut(&ino) {
-                Arc::make_mut(&mut f.data).resize(size as usize, 0);
-                f.dirty = true;
-                f.written = mtime.unwrap_or_else(SystemTime::now);
-            }
-            let result = self.persist(&mut st, ino).await;
-            if st.files.get(&ino).is_some_and(|f| f.handles == 0) {
-                st.files.remove(&ino);
-            }
-            result?;
-        } else {
-            self.persist(&mut st, ino).await?;
+            self.with_buffer(ino, |b, _| {
+                Arc::make_mut(&mut b.data).resize(size as usize, 0);
+                b.changed();
+                if let Some(t) = mtime {
+                    b.written = t;
+                }
+                Ok(())
+            })
+            .await?;
         }
-        if let Some(p) = p.as_deref() {
+        let mut st = self.state.lock().await;
+        // Written first, so the mode and time set here are not undone when it is.
+        self.persist(&mut st, ino).await?;
+        if let Some(p) = st.inodes.path(ino).map(str::to_owned) {
             if let Some(mode) = mode {
-                self.tree.chmod(p, mode).await.map_err(|e| errno(&e))?;
+                self.tree.chmod(&p, mode).await.map_err(|e| errno(&e))?;
             }
             if let Some(t) = mtime {
-                self.tree.utimes(p, t).await.map_err(|e| errno(&e))?;
+                self.tree.utimes(&p, t).await.map_err(|e| errno(&e))?;
             }
             if mode.is_some() || mtime.is_some() {
-                st.summary.touched(p);
+                st.summary.touched(&p);
             }
         }
         self.attr(&st, ino).await
@@ -485,7 +542,7 @@ impl MountFs {
         name: &std::ffi::OsStr,
         mode: u32,
     ) -> Result<FileAttr, Errno> {
-        let _changing = self.change()?;
+        self.writable()?;
         let mut st = self.state.lock().await;
         let p = creatable(&st.path(parent)?, name)?;
         self.tree.mkdir(&p, false).await.map_err(|e| errno(&e))?;
@@ -497,13 +554,38 @@ impl MountFs {
 
     /// `unlink` (files and links; directories answer `EISDIR`).
     pub async fn unlink(&self, parent: u64, name: &std::ffi::OsStr) -> Result<(), Errno> {
-        let _changing = self.change()?;
+        self.writable()?;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
-        if self.lstat(&p).await?.kind == FileKind::Directory {
+        let kind = self.lstat(&p).await?.kind;
+        if kind == FileKind::Directory {
             return Err(Errno::EISDIR);
         }
-        self.remove(&mut st, &p).await
+        let orphan = self.orphan(&mut st, &p, kind)?;
+        self.remove(&mut st, &p).await?;
+        if let Some((ino, orphan)) = orphan {
+            st.orphans.insert(ino, orphan);
+        }
+        Ok(())
+    }
+
+    /// What the file at `p` (of `kind`) leaves behind for programs that hold it open when its
+    /// path goes: its buffer (taken from the live files) or its stored content.
+    fn orphan(
+        &self,
+        st: &mut State,
+        p: &str,
+        kind: FileKind,
+    ) -> Result<Option<(u64, Orphan)>, Errno> {
+        if kind != FileKind::File {
+            return Ok(None);
+        }
+        let ino = st.inodes.ino(p);
+        let orphan = match st.buffers.remove(&ino) {
+            Some(b) => Orphan::Written(b),
+            None => Orphan::Stored(self.tree.detach(p).map_err(|e| errno(&e))?),
+        };
+        Ok(Some((ino, orphan)))
     }
 
     /// Removes `p` (a file or an empty directory) from the staged tree and forgets its inode.
@@ -516,7 +598,7 @@ impl MountFs {
 
     /// `rmdir`.
     pub async fn rmdir(&self, parent: u64, name: &std::ffi::OsStr) -> Result<(), Errno> {
-        let _changing = self.change()?;
+        self.writable()?;
         let mut st = self.state.lock().await;
         let p = existing(&st.path(parent)?, name)?;
         if self.lstat(&p).await?.kind != FileKind::Directory {
@@ -534,7 +616,7 @@ impl MountFs {
         name: &std::ffi::OsStr,
         target: &std::path::Path,
     ) -> Result<FileAttr, Errno> {
-        let _changing = self.change()?;
+        self.writable()?;
         let mut st = self.state.lock().await;
         let dir = st.path(parent)?;
         let p = creatable(&dir, name)?;
@@ -554,7 +636,8 @@ impl MountFs {
     }
 
     /// `rename`: `noreplace` refuses an existing target (`EEXIST`), otherwise a file replaces
-    /// a file and a directory an empty directory, as rename(2) does.
+    /// a file (which programs holding it open still read) and a directory an empty
+    /// directory, as rename(2) does.
     pub async fn rename(
         &self,
         parent: u64,
@@ -563,265 +646,135 @@ impl MountFs {
         new_name: &std::ffi::OsStr,
         noreplace: bool,
     ) -> Result<(), Errno> {
-        let _changing = self.change()?;
+        self.writable()?;
         let mut st = self.state.lock().await;
         let from = existing(&st.path(parent)?, name)?;
         let to = creatable(&st.path(new_parent)?, new_name)?;
         if from == to {
             return Ok(());
         }
-        if noreplace && self.exists(&to).await {
+        let replaced = self.tree.lstat(&to).await.ok().map(|s| s.kind);
+        if noreplace && replaced.is_some() {
             return Err(Errno::EEXIST);
         }
-        self.tree.mv(&from, &to).await.map_err(|e| errno(&e))?;
+        // Taken before the move (which may still refuse), kept only once it is done.
+        let orphan = match replaced {
+            Some(kind) => self.orphan(&mut st, &to, kind)?,
+            None => None,
+        };
+        if let Err(e) = self.tree.mv(&from, &to).await {
+            if let Some((ino, Orphan::Written(b))) = orphan {
+                st.buffers.insert(ino, b);
+            }
+            return Err(errno(&e));
+        }
+        if let Some((ino, orphan)) = orphan {
+            st.orphans.insert(ino, orphan);
+        }
         st.inodes.rename(&from, &to);
         st.summary.touched(&from);
         st.summary.touched(&to);
         Ok(())
     }
 
-    /// `open`: loads (and verifies) the body when no handle holds it yet, with no lock held
-    /// while it loads; `truncate` empties it. A read-only open of a file no handle holds a
-    /// buffer of gets a [`Snapshot`] handle. Answers the handle and whether the kernel may
-    /// keep its page cache (see `keeps_cache`).
-    pub async fn open(&self, ino: u64, write: bool, truncate: bool) -> Result<(u64, bool), Errno> {
-        let _changing = if write || truncate {
-            Some(self.change()?)
-        } else {
-            None
-        };
-        if !write && !truncate {
-            if let Some(opened) = self.open_snapshot(ino).await? {
-                return Ok(opened);
-            }
-        }
-        loop {
-            let (p, held) = {
-                let st = self.state.lock().await;
-                (st.path(ino)?, st.files.contains_key(&ino))
-            };
-            let loaded = if truncate || held {
-                None
-            } else {
-                Some(self.tree.read_shared(&p).await.map_err(|e| errno(&e))?)
-            };
-            let mut guard = self.state.lock().await;
-            let st = &mut *guard;
-            let keep = match st.files.entry(ino) {
-                Entry::Vacant(slot) => {
-                    let data = match (truncate, loaded) {
-                        (true, _) => Arc::new(Vec::new()),
-                        (false, Some(data)) => data,
-                        // Its last handle went while we looked: load it again.
-                        (false, None) => continue,
-                    };
-                    let keep = self.keeps_cache(&mut self.readers(), ino, &data) && !truncate;
-                    slot.insert(OpenFile {
-                        data,
-                        dirty: truncate,
-                        written: SystemTime::now(),
-                        handles: 1,
-                    });
-                    keep
-                }
-                Entry::Occupied(mut slot) => {
-                    let f = slot.get_mut();
-                    if truncate {
-                        f.data = Arc::new(Vec::new());
-                        f.dirty = true;
-                        f.written = SystemTime::now();
-                    }
-                    f.handles += 1;
-                    !truncate
-                }
-            };
-            let fh = self.handle();
-            st.handles.insert(fh, ino);
-            return Ok((fh, keep));
-        }
-    }
-
-    /// A [`Snapshot`] handle of `ino` when no handle holds a buffer of it (`None`: one does,
-    /// share it). The state lock is taken once, to find the path; the body loads without it.
-    async fn open_snapshot(&self, ino: u64) -> Result<Option<(u64, bool)>, Errno> {
-        let generation = self.generation.load(Ordering::SeqCst);
-        let p = {
-            let st = self.state.lock().await;
-            if st.files.contains_key(&ino) {
-                return Ok(None);
-            }
-            st.path(ino)?
-        };
-        let data = self.tree.read_shared(&p).await.map_err(|e| errno(&e))?;
-        let fh = self.handle();
-        let mut readers = self.readers();
-        let keep = self.keeps_cache(&mut readers, ino, &data);
-        let snapshot = Snapshot {
-            ino,
-            data,
-            generation,
-        };
-        readers.snapshots.insert(fh, Arc::new(snapshot));
-        Ok(Some((fh, keep)))
-    }
-
-    /// What a snapshot handle reads: its content while the mount changed nothing since it was
-    /// opened, otherwise the file's as it is now (an open buffer's or the tree's), or, when
-    /// its path is gone (removed or replaced while open), still the content it opened.
-    async fn snapshot_data(&self, snapshot: &Snapshot) -> Result<Arc<Vec<u8>>, Errno> {
-        if self.generation.load(Ordering::SeqCst) == snapshot.generation {
-            return Ok(snapshot.data.clone());
-        }
-        let p = {
-            let st = self.state.lock().await;
-            if let Some(f) = st.files.get(&snapshot.ino) {
-                return Ok(f.data.clone());
-            }
-            st.inodes.path(snapshot.ino).map(str::to_owned)
-        };
-        let Some(p) = p else {
-            return Ok(snapshot.data.clone());
-        };
-        match self.tree.read_shared(&p).await {
-            Ok(data) => Ok(data),
-            Err(e) if errno(&e) == Errno::ENOENT => Ok(snapshot.data.clone()),
-            Err(e) => Err(errno(&e)),
-        }
-    }
-
-    /// `create`: a new empty file (or an existing one, opened), with a handle.
+    /// `create`: a new empty file (or an existing one). Files have no handles: the kernel is
+    /// answered handle 0 and uses the inode.
     pub async fn create(
         &self,
         parent: u64,
         name: &std::ffi::OsStr,
         mode: u32,
         exclusive: bool,
-    ) -> Result<(FileAttr, u64), Errno> {
-        let _changing = self.change()?;
-        let ino = {
-            let mut st = self.state.lock().await;
-            let p = creatable(&st.path(parent)?, name)?;
-            match self.tree.lstat(&p).await {
-                Ok(_) if exclusive => return Err(Errno::EEXIST),
-                Ok(s) if s.kind == FileKind::Directory => return Err(Errno::EISDIR),
-                Ok(_) => {}
-                Err(_) => {
-                    self.tree
-                        .write(&p, Vec::new())
-                        .await
-                        .map_err(|e| errno(&e))?;
-                    self.tree.chmod(&p, mode).await.map_err(|e| errno(&e))?;
-                    st.summary.touched(&p);
-                }
-            }
-            st.inodes.ino(&p)
-        };
-        let (fh, _) = self.open(ino, true, false).await?;
-        let st = self.state.lock().await;
-        Ok((self.attr(&st, ino).await?, fh))
-    }
-
-    /// `read`: copies from the handle's buffer after the lock is let go (a snapshot handle
-    /// takes no lock while the mount is unchanged).
-    pub async fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
-        let data = if let Some(snapshot) = self.snapshot(fh) {
-            self.snapshot_data(&snapshot).await?
-        } else {
-            let st = self.state.lock().await;
-            let ino = st.handles.get(&fh).ok_or(Errno::EBADF)?;
-            st.files.get(ino).ok_or(Errno::EBADF)?.data.clone()
-        };
-        Ok(range(&data, offset, size))
-    }
-
-    /// `read` without a handle: a read-only mount answers no `open` (see `fuse_ops` `open`),
-    /// so the kernel reads its files by inode. Its tree never changes.
-    pub async fn read_inode(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
-        let p = self.state.lock().await.path(ino)?;
-        let data = self.tree.read_shared(&p).await.map_err(|e| errno(&e))?;
-        Ok(range(&data, offset, size))
-    }
-
-    /// `write` into the handle's buffer.
-    pub async fn write(&self, fh: u64, offset: u64, bytes: &[u8]) -> Result<u32, Errno> {
-        let _changing = self.change()?;
+    ) -> Result<FileAttr, Errno> {
+        self.writable()?;
         let mut st = self.state.lock().await;
-        let ino = *st.handles.get(&fh).ok_or(Errno::EBADF)?;
+        let p = creatable(&st.path(parent)?, name)?;
+        match self.tree.lstat(&p).await {
+            Ok(_) if exclusive => return Err(Errno::EEXIST),
+            Ok(s) if s.kind == FileKind::Directory => return Err(Errno::EISDIR),
+            Ok(_) => {}
+            Err(_) => {
+                self.tree
+                    .write(&p, Vec::new())
+                    .await
+                    .map_err(|e| errno(&e))?;
+                self.tree.chmod(&p, mode).await.map_err(|e| errno(&e))?;
+                st.summary.touched(&p);
+            }
+        }
+        let ino = st.inodes.ino(&p);
+        self.attr(&st, ino).await
+    }
+
+    /// `read` of `ino`: from its buffer, or its bytes in the tree (loaded with no lock held).
+    pub async fn read(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+        let source = self.state.lock().await.source(ino)?;
+        let data = self.load(source).await?;
+        Ok(range(&data, offset, size))
+    }
+
+    /// `write` into `ino`'s buffer. A write that would take the buffers of the mount's files
+    /// past the staged-bytes limit is refused with `ENOSPC` (the staged tree's own limits are
+    /// checked when a buffer reaches it).
+    pub async fn write(&self, ino: u64, offset: u64, bytes: &[u8]) -> Result<u32, Errno> {
+        self.writable()?;
         let end = (offset as usize)
             .checked_add(bytes.len())
             .ok_or(Errno::EFBIG)?;
-        if end > self.tree.limits().max_file_bytes {
+        let limits = self.tree.limits();
+        if end > limits.max_file_bytes {
             return Err(Errno::EFBIG);
         }
-        let f = st.files.get_mut(&ino).ok_or(Errno::EBADF)?;
-        let data = Arc::make_mut(&mut f.data);
-        if data.len() < end {
-            data.resize(end, 0);
-        }
-        data[offset as usize..end].copy_from_slice(bytes);
-        f.dirty = true;
-        f.written = SystemTime::now();
-        Ok(bytes.len() as u32)
+        self.with_buffer(ino, |b, others| {
+            if others + end.max(b.data.len()) > limits.max_staged_bytes {
+                return Err(Errno::ENOSPC);
+            }
+            let data = Arc::make_mut(&mut b.data);
+            if data.len() < end {
+                data.resize(end, 0);
+            }
+            data[offset as usize..end].copy_from_slice(bytes);
+            b.changed();
+            Ok(bytes.len() as u32)
+        })
+        .await
     }
 
     /// `fallocate` (mode 0 only: makes room, never shrinks).
     pub async fn fallocate(
         &self,
-        fh: u64,
+        ino: u64,
         offset: u64,
         length: u64,
         mode: i32,
     ) -> Result<(), Errno> {
-        let _changing = self.change()?;
+        self.writable()?;
         if mode != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
-        let mut st = self.state.lock().await;
-        let ino = *st.handles.get(&fh).ok_or(Errno::EBADF)?;
         let end = offset.checked_add(length).ok_or(Errno::EFBIG)? as usize;
         if end > self.tree.limits().max_file_bytes {
             return Err(Errno::EFBIG);
         }
-        let f = st.files.get_mut(&ino).ok_or(Errno::EBADF)?;
-        if f.data.len() < end {
-            Arc::make_mut(&mut f.data).resize(end, 0);
-            f.dirty = true;
-            f.written = SystemTime::now();
-        }
-        Ok(())
+        self.with_buffer(ino, |b, _| {
+            if b.data.len() < end {
+                Arc::make_mut(&mut b.data).resize(end, 0);
+                b.changed();
+            }
+            Ok(())
+        })
+        .await
     }
 
-    /// `flush` and `fsync`: the handle's buffer reaches the staged tree (a snapshot handle, or
-    /// a file opened without a handle, has none).
-    pub async fn flush(&self, fh: u64) -> Result<(), Errno> {
-        if fh == NO_HANDLE || self.readers().snapshots.contains_key(&fh) {
-            return Ok(());
-        }
+    /// `fsync`: `ino`'s buffer reaches the staged tree now (the error says why it could not).
+    pub async fn fsync(&self, ino: u64) -> Result<(), Errno> {
         let mut st = self.state.lock().await;
-        let ino = *st.handles.get(&fh).ok_or(Errno::EBADF)?;
         self.persist(&mut st, ino).await
     }
 
-    /// `release`: writes the buffer back and drops it with its last handle (a snapshot handle
-    /// just goes).
-    pub async fn release(&self, fh: u64) -> Result<(), Errno> {
-        if self.readers().snapshots.remove(&fh).is_some() {
-            return Ok(());
-        }
-        let mut st = self.state.lock().await;
-        let ino = st.handles.remove(&fh).ok_or(Errno::EBADF)?;
-        let result = self.persist(&mut st, ino).await;
-        let last = st.files.get_mut(&ino).is_some_and(|f| {
-            f.handles = f.handles.saturating_sub(1);
-            f.handles == 0
-        });
-        if last {
-            // A buffer the tree refused (its close already failed) goes with its last handle.
-            if let Some(f) = st.files.remove(&ino) {
-                self.refresh_snapshots(ino, &f.data);
-            }
-        }
-        result
+    /// `forget`: the kernel holds `ino` no more; an orphan's content goes.
+    pub async fn forget(&self, ino: u64) {
+        self.state.lock().await.orphans.remove(&ino);
     }
 
     /// `opendir` by the thread `tid`: takes the listing the following `readdir` calls page
@@ -918,7 +871,7 @@ impl MountFs {
         self.getattr(ino).await.map(|_| ())
     }
 
-    /// The staged changes, after every open buffer reached the tree.
+    /// The staged changes, after every buffer reached the tree.
     pub async fn changes(
         &self,
         ws: &Workspace,
@@ -928,7 +881,7 @@ impl MountFs {
         ws.changes()
     }
 
-    /// Commits the staged tree as one revision, with every open buffer written first; no
+    /// Commits the staged tree as one revision, with every buffer written first; no
     /// request runs meanwhile. `record_session`: the
     /// session's audit action goes with it (not when sending again a commit whose outcome is
     /// unknown: that one carries the action already).
@@ -971,7 +924,10 @@ impl MountFs {
     /// The audit record of what the session did since its previous record (see
     /// `Summary::take_action`).
     pub async fn take_session_action(&self) -> supabash::audit::Action {
-        self.state.lock().await.summary.take_action(self.read_only)
+        let mut st = self.state.lock().await;
+        // What a refused buffer held is not counted as written.
+        let _ = self.persist_all(&mut st).await;
+        st.summary.take_action(self.read_only)
     }
 
     /// What the session did so far.
@@ -979,10 +935,6 @@ impl MountFs {
         self.state.lock().await.summary.clone()
     }
 }
-
-/// The file handle of a file opened without one (see [`MountFs::read_inode`]); handles
-/// handed out start at 1.
-pub const NO_HANDLE: u64 = 0;
 
 /// How many entries one `readdirplus` answer looks at (the kernel's buffer holds a few dozen;
 /// it asks again from the next offset).
@@ -995,12 +947,23 @@ fn range(data: &[u8], offset: u64, size: u32) -> Vec<u8> {
     data[start..end].to_vec()
 }
 
-fn buffer_error(e: Errno) -> supabash::SupabashError {
+fn buffer_error((p, e): (String, Errno)) -> supabash::SupabashError {
     supabash::SupabashError::new(
         ErrorCode::QuotaExceeded,
         format!(
-            "an open file could not be written to the staged tree (errno {})",
+            "{p}, written through the mount, could not be written to the staged tree (errno {}); it stays in the mount until written again",
             e.code()
         ),
     )
+    .with_path(&p)
+}
+
+/// Writes the buffers of `fs` left alone for [`WRITE_BEHIND`] to its staged tree, every
+/// [`WRITE_BEHIND`], until the mount goes.
+pub async fn write_behind(fs: Weak<MountFs>) {
+    loop {
+        tokio::time::sleep(WRITE_BEHIND).await;
+        let Some(fs) = fs.upgrade() else { return };
+        fs.persist_idle(WRITE_BEHIND).await;
+    }
 }

@@ -3,12 +3,12 @@
 //! Hard links are refused with `EPERM` (tools copy instead); extended attributes, locks and
 //! special files are not supported.
 
-use crate::fuse_fs::{MountFs, NO_HANDLE};
+use crate::fuse_fs::MountFs;
 use fuser::{
     AccessFlags, Errno, FileHandle, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
-    LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
-    Request, TimeOrNow, WriteFlags,
+    LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
+    TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::path::Path;
@@ -23,10 +23,6 @@ pub struct Kernel {
 }
 
 const GENERATION: Generation = Generation(0);
-
-fn writes(flags: OpenFlags) -> bool {
-    !matches!(flags.acc_mode(), OpenAccMode::O_RDONLY)
-}
 
 fn empty(reply: ReplyEmpty, result: Result<(), Errno>) {
     match result {
@@ -197,50 +193,26 @@ impl fuser::Filesystem for Kernel {
         reply.error(Errno::EPERM);
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        // A mount that cannot change needs no handle per open: `ENOSYS` makes the kernel open
-        // every file of the mount without asking from then on (no `open`, no `release`; its
-        // page cache is kept) and read by inode (`MountFs::read_inode`).
-        if self.fs.read_only() {
-            return reply.error(Errno::ENOSYS);
-        }
-        let truncate = flags.0 & libc::O_TRUNC != 0;
-        let write = writes(flags);
-        // A handle that cannot write has nothing of its own to flush (a buffer another handle
-        // wrote reaches the tree at that handle's flush): `close` of it sends no request.
-        let mut open_flags = if write || truncate {
-            FopenFlags::empty()
-        } else {
-            FopenFlags::FOPEN_NOFLUSH
-        };
-        match self.run(self.fs.open(ino.0, write, truncate)) {
-            Ok((fh, keep)) => {
-                if keep {
-                    open_flags |= FopenFlags::FOPEN_KEEP_CACHE;
-                }
-                reply.opened(FileHandle(fh), open_flags)
-            }
-            Err(e) => reply.error(e),
-        }
+    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // Files need no handle: `ENOSYS` makes the kernel open every file of the mount without
+        // asking from then on (no `open`, `flush` or `release`; its page cache is kept, which
+        // holds because every change of the files goes through the mount) and read and write
+        // by inode. `O_TRUNC` still arrives, as a `setattr` of size 0.
+        reply.error(Errno::ENOSYS);
     }
 
     fn read(
         &self,
         _req: &Request,
         ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let read = if fh.0 == NO_HANDLE {
-            self.run(self.fs.read_inode(ino.0, offset, size))
-        } else {
-            self.run(self.fs.read(fh.0, offset, size))
-        };
-        match read {
+        match self.run(self.fs.read(ino.0, offset, size)) {
             Ok(bytes) => reply.data(&bytes),
             Err(e) => reply.error(e),
         }
@@ -249,8 +221,8 @@ impl fuser::Filesystem for Kernel {
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
+        ino: INodeNo,
+        _fh: FileHandle,
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
@@ -258,7 +230,7 @@ impl fuser::Filesystem for Kernel {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.run(self.fs.write(fh.0, offset, data)) {
+        match self.run(self.fs.write(ino.0, offset, data)) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(e),
         }
@@ -268,40 +240,42 @@ impl fuser::Filesystem for Kernel {
         &self,
         _req: &Request,
         _ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Files of a read-only mount are opened without a handle and have nothing to flush:
-        // `ENOSYS` makes the kernel stop sending `flush` at every `close`.
-        if self.fs.read_only() {
-            return reply.error(Errno::ENOSYS);
-        }
-        empty(reply, self.run(self.fs.flush(fh.0)));
+        // Nothing is tied to a `close` (buffers reach the tree on their own, see `fuse_fs`):
+        // `ENOSYS` makes the kernel stop sending `flush`. Only a file created before the first
+        // `open` of the session gets one.
+        reply.error(Errno::ENOSYS);
     }
 
     fn release(
         &self,
         _req: &Request,
         _ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        empty(reply, self.run(self.fs.release(fh.0)));
+        reply.ok();
     }
 
     fn fsync(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
+        ino: INodeNo,
+        _fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        empty(reply, self.run(self.fs.flush(fh.0)));
+        empty(reply, self.run(self.fs.fsync(ino.0)));
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, _nlookup: u64) {
+        self.run(self.fs.forget(ino.0));
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -404,11 +378,11 @@ impl fuser::Filesystem for Kernel {
     ) {
         let exclusive = flags & libc::O_EXCL != 0;
         match self.run(self.fs.create(parent.0, name, mode & !umask, exclusive)) {
-            Ok((attr, fh)) => reply.created(
+            Ok(attr) => reply.created(
                 &self.fs.ttl(),
                 &attr,
                 GENERATION,
-                FileHandle(fh),
+                FileHandle(0),
                 FopenFlags::FOPEN_KEEP_CACHE,
             ),
             Err(e) => reply.error(e),
@@ -418,8 +392,8 @@ impl fuser::Filesystem for Kernel {
     fn fallocate(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
+        ino: INodeNo,
+        _fh: FileHandle,
         offset: u64,
         length: u64,
         mode: i32,
@@ -427,7 +401,7 @@ impl fuser::Filesystem for Kernel {
     ) {
         empty(
             reply,
-            self.run(self.fs.fallocate(fh.0, offset, length, mode)),
+            self.run(self.fs.fallocate(ino.0, offset, length, mode)),
         );
     }
 }

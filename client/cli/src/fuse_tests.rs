@@ -25,6 +25,7 @@ impl Mounted {
         std::fs::create_dir_all(&dir).unwrap();
         let tree = Arc::new(StagedTree::empty(Limits::default().with_max_files(50_000)));
         let fs = Arc::new(MountFs::new(tree.clone(), read_only, (0, 0)));
+        tokio::spawn(crate::fuse_fs::write_behind(Arc::downgrade(&fs)));
         let kernel = Kernel {
             fs,
             runtime: tokio::runtime::Handle::current(),
@@ -105,10 +106,25 @@ async fn tools_work_and_every_change_reaches_the_tree() {
         m.sh("rmdir a/b && mkdir c && rm -r c");
         m.sh("python3 -c \"import os\nopen('t.tmp','w').write('x'*100000)\nos.replace('t.tmp','t.txt')\"");
         m.sh("git init -q && git add -A && git -c user.email=a@b -c user.name=n commit -qm x && git status --porcelain");
+        // Files have no handles: O_TRUNC comes as a size change, and a file removed or
+        // replaced while open still reads (and takes writes) through its descriptor.
+        m.sh("printf 'a longer line' > o.txt && printf short > o.txt && test \"$(cat o.txt)\" = short");
+        m.sh("printf kept > u.txt && exec 3< u.txt && rm u.txt && test \"$(cat <&3)\" = kept");
+        m.sh("printf old > r.txt && exec 4< r.txt && printf new > r2.txt && mv r2.txt r.txt && test \"$(cat <&4)\" = old && test \"$(cat r.txt)\" = new");
+        m.sh("python3 -c \"import os\nf=open('w.txt','w+')\nos.unlink('w.txt')\nf.write('x'*10)\nf.flush()\nf.seek(0)\nassert f.read()=='x'*10\"");
         m
     })
     .await
     .unwrap();
+    // What the shell wrote reaches the tree on its own once left alone.
+    let mut waited = 0;
+    while m.tree.read("/o.txt").await.ok().as_deref() != Some(&b"short"[..]) {
+        waited += 1;
+        assert!(waited < 100, "the buffers did not reach the tree");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(m.tree.read("/r.txt").await.unwrap(), b"new");
+    assert!(!m.tree.exists("/u.txt").await && !m.tree.exists("/w.txt").await);
     assert_eq!(m.tree.read("/a/g.txt").await.unwrap(), b"hello");
     assert_eq!(m.tree.read("/t.txt").await.unwrap().len(), 100_000);
     assert!(!m.tree.exists("/t.tmp").await);
@@ -145,43 +161,91 @@ async fn a_read_only_mount_refuses_writes() {
     m.unmount().await;
 }
 
-/// A read-only handle opened while no buffer of its file is held is a snapshot: it reads what
-/// it opened until the mount changes something, then what the file holds now (a writer's
-/// buffer), and still what it opened once the file is gone.
+/// Files have no handles: reads and writes go by inode, a write reaches the tree once left
+/// alone or at `fsync`, and a file removed or replaced while it may be open keeps its content
+/// (and takes writes) until the kernel forgets it, without ever reaching the tree again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_snapshot_handle_sees_later_writes_and_outlives_unlink() {
+async fn writes_reach_the_tree_when_left_alone_and_removed_files_live_until_forgotten() {
     use crate::fuse_inodes::ROOT;
+    use std::ffi::OsStr;
+    use std::time::Duration;
     let tree = Arc::new(StagedTree::empty(Limits::default()));
     tree.write("/f.txt", b"old".to_vec()).await.unwrap();
     let fs = MountFs::new(tree.clone(), false, (0, 0));
-    let name = std::ffi::OsStr::new("f.txt");
+    let name = OsStr::new("f.txt");
     let ino = fs.lookup(ROOT, name).await.unwrap().ino.0;
-    let (reader, keep) = fs.open(ino, false, false).await.unwrap();
-    assert!(
-        !keep,
-        "a first open on a writable mount drops the page cache"
-    );
-    assert_eq!(fs.read(reader, 0, 100).await.unwrap(), b"old");
-    let (again, keep) = fs.open(ino, false, false).await.unwrap();
-    assert!(keep, "an unchanged file keeps its page cache");
-    fs.release(again).await.unwrap();
-    let (writer, _) = fs.open(ino, true, false).await.unwrap();
-    fs.write(writer, 0, b"new").await.unwrap();
+    assert_eq!(fs.read(ino, 0, 100).await.unwrap(), b"old");
+    fs.write(ino, 0, b"new!").await.unwrap();
+    assert_eq!(fs.read(ino, 0, 100).await.unwrap(), b"new!", "the buffer");
+    assert_eq!(fs.getattr(ino).await.unwrap().size, 4);
+    fs.persist_idle(Duration::from_secs(60)).await;
     assert_eq!(
-        fs.read(reader, 0, 100).await.unwrap(),
-        b"new",
-        "the writer's buffer"
+        tree.read("/f.txt").await.unwrap(),
+        b"old",
+        "written just now"
     );
-    fs.release(writer).await.unwrap();
-    assert_eq!(tree.read("/f.txt").await.unwrap(), b"new");
-    assert_eq!(fs.read(reader, 0, 100).await.unwrap(), b"new", "the tree's");
-    fs.flush(reader).await.unwrap();
+    fs.persist_idle(Duration::ZERO).await;
+    assert_eq!(tree.read("/f.txt").await.unwrap(), b"new!", "left alone");
+    fs.write(ino, 4, b"?").await.unwrap();
+    fs.fsync(ino).await.unwrap();
+    assert_eq!(tree.read("/f.txt").await.unwrap(), b"new!?", "fsync");
+
+    fs.write(ino, 0, b"N").await.unwrap();
     fs.unlink(ROOT, name).await.unwrap();
-    assert_eq!(
-        fs.read(reader, 0, 100).await.unwrap(),
-        b"new",
-        "what it opened"
+    assert!(!tree.exists("/f.txt").await);
+    assert_eq!(fs.read(ino, 0, 100).await.unwrap(), b"New!?");
+    fs.write(ino, 5, b"+").await.unwrap();
+    assert_eq!(fs.getattr(ino).await.unwrap().size, 6);
+    fs.persist_idle(Duration::ZERO).await;
+    assert!(
+        !tree.exists("/f.txt").await,
+        "an orphan stays out of the tree"
     );
-    fs.release(reader).await.unwrap();
-    assert_eq!(fs.read(reader, 0, 1).await, Err(fuser::Errno::EBADF));
+    fs.forget(ino).await;
+    assert_eq!(fs.read(ino, 0, 1).await, Err(fuser::Errno::ENOENT));
+
+    tree.write("/a", b"A".to_vec()).await.unwrap();
+    tree.write("/b", b"B".to_vec()).await.unwrap();
+    let a = fs.lookup(ROOT, OsStr::new("a")).await.unwrap().ino.0;
+    let b = fs.lookup(ROOT, OsStr::new("b")).await.unwrap().ino.0;
+    fs.rename(ROOT, OsStr::new("b"), ROOT, OsStr::new("a"), false)
+        .await
+        .unwrap();
+    assert_eq!(fs.read(a, 0, 9).await.unwrap(), b"A", "the replaced file");
+    assert_eq!(fs.read(b, 0, 9).await.unwrap(), b"B");
+    assert_eq!(tree.read("/a").await.unwrap(), b"B");
+    fs.forget(a).await;
+    assert_eq!(fs.read(a, 0, 1).await, Err(fuser::Errno::ENOENT));
+}
+
+/// Buffers never hold more than the staged-bytes limit (`ENOSPC` at the write), and one the
+/// tree refuses stays readable, fails `fsync` and reaches the tree once room is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_buffer_over_the_limits_is_refused_and_kept() {
+    use crate::fuse_inodes::ROOT;
+    use std::ffi::OsStr;
+    use std::time::Duration;
+    let tree = Arc::new(StagedTree::empty(
+        Limits::default().with_max_staged_bytes(8),
+    ));
+    let fs = MountFs::new(tree.clone(), false, (0, 0));
+    let f1 = fs.create(ROOT, OsStr::new("one"), 0o644, true).await;
+    let f2 = fs.create(ROOT, OsStr::new("two"), 0o644, true).await;
+    let (f1, f2) = (f1.unwrap().ino.0, f2.unwrap().ino.0);
+    fs.write(f1, 0, b"123456").await.unwrap();
+    assert_eq!(fs.write(f2, 0, b"123456").await, Err(fuser::Errno::ENOSPC));
+    fs.persist_idle(Duration::ZERO).await;
+    fs.write(f2, 0, b"abc").await.unwrap();
+    assert_eq!(fs.fsync(f2).await, Err(fuser::Errno::ENOSPC), "9 bytes > 8");
+    assert_eq!(fs.read(f2, 0, 9).await.unwrap(), b"abc", "kept");
+    assert_eq!(tree.read("/two").await.unwrap(), b"");
+    fs.setattr(f1, None, Some(0), None).await.unwrap();
+    assert_eq!(
+        tree.read("/one").await.unwrap(),
+        b"",
+        "a truncate reaches the tree"
+    );
+    fs.write(f2, 3, b"d").await.unwrap();
+    fs.persist_idle(Duration::ZERO).await;
+    assert_eq!(tree.read("/two").await.unwrap(), b"abcd");
 }

@@ -18,7 +18,7 @@ pub use changes::StagedChange;
 pub use errno::{Errno, FsError, FsResult};
 pub(crate) use lazy::Reach;
 pub use lazy::{DirectorySource, Listing};
-pub use ops::{DirEntry, FileKind, Stat};
+pub use ops::{Detached, DirEntry, FileKind, Stat};
 pub use prefetch::{PREFETCH_BATCH_BYTES, PREFETCH_BATCH_FILES, PREFETCH_MAX_FILE};
 pub use search::{ServerGrep, ServerMatch, ServerSearch};
 

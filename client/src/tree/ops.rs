@@ -37,6 +37,18 @@ pub struct DirEntry {
     pub kind: FileKind,
 }
 
+/// A file's content held apart from its path (see [`StagedTree::detach`]): a reference, no
+/// bytes are loaded until [`StagedTree::read_detached`] asks for them.
+#[derive(Debug, Clone)]
+pub struct Detached(Body);
+
+impl Detached {
+    /// The content's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.0.size()
+    }
+}
+
 const MAX_LINK_HOPS: usize = 40;
 
 fn kind_of(node: &Node) -> FileKind {
@@ -209,6 +221,18 @@ impl StagedTree {
     pub async fn read_shared(&self, p: &str) -> FsResult<Arc<Vec<u8>>> {
         let body = self.body_at(p, "open")?;
         Ok(self.bytes_of(&body).await?)
+    }
+
+    /// The content of the file at `p` as it is now, still readable with
+    /// [`StagedTree::read_detached`] once the path is removed or replaced (a mount's file that
+    /// is removed while a program holds it open). Loads nothing.
+    pub fn detach(&self, p: &str) -> FsResult<Detached> {
+        self.body_at(p, "open").map(Detached)
+    }
+
+    /// The bytes of a [`Detached`] content (loaded and verified if they were not yet).
+    pub async fn read_detached(&self, content: &Detached) -> FsResult<Arc<Vec<u8>>> {
+        Ok(self.bytes_of(&content.0).await?)
     }
 
     /// Reads a file as UTF-8 text (`EINVAL` when it is not).
