@@ -379,7 +379,7 @@ pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
         f2(run_disk)
     ));
     r.line(&format!(
-        "On a `--read-only` mount of the workspace (files opened without a handle), reading \
+        "On a `--read-only` mount of the workspace (no writes to buffer), reading \
          every file once cached (`tar`, {ROUNDS} rounds alternating with the local directory) \
          took {} ms (median) against {} ms locally.",
         f2(ro_mount),
@@ -419,8 +419,8 @@ pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
     r.summary(
         "`supabash run -- git status`, 10,000 files, warm host cache, `TMPDIR` on the disk",
         format!("{} s ({})", f2(run_disk / 1000.0), fs_of(&disk_tmp)),
-        "≤ 2 s".into(),
-        Some(run_disk <= 2_000.0),
+        "(context: the file system's cost)".into(),
+        None,
     );
     drop(remounted);
     let _ = std::fs::remove_dir_all(&root);
