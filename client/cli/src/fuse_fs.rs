@@ -36,7 +36,7 @@ pub const TTL: Duration = Duration::from_secs(24 * 3600);
 /// How long a buffer is left alone before [`write_behind`] writes it to the staged tree.
 pub const WRITE_BEHIND: Duration = Duration::from_millis(100);
 
-/// Most buffers one round of [`write_behind`] writes before it lets other requests in.
+/// Most buffers [`write_behind`] writes before it lets other requests in.
 const WRITE_BEHIND_BATCH: usize = 256;
 
 /// A file's bytes as programs wrote them through the mount, not yet in the staged tree.
@@ -51,6 +51,8 @@ struct Buffer {
     /// Why the staged tree refused it last (a limit): it stays until written again, and
     /// `fsync`, a change list and a commit report it.
     refused: Option<Errno>,
+    /// Whether it was changed (a buffer made for a change that did not happen is dropped).
+    dirty: bool,
 }
 
 impl Buffer {
@@ -60,6 +62,7 @@ impl Buffer {
             written: SystemTime::now(),
             touched: Instant::now(),
             refused: None,
+            dirty: false,
         }
     }
 
@@ -68,6 +71,7 @@ impl Buffer {
         self.written = SystemTime::now();
         self.touched = Instant::now();
         self.refused = None;
+        self.dirty = true;
     }
 }
 
@@ -80,7 +84,7 @@ enum Orphan {
 }
 
 /// Where a file's bytes are now.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Source {
     Buffer(Arc<Vec<u8>>),
     Tree(String),
@@ -139,6 +143,17 @@ impl State {
     }
 
     /// `ino`'s buffer, when it has one (a live file's or an orphan's).
+    fn buffer_of(&self, ino: u64) -> Option<&Buffer> {
+        if let Some(b) = self.buffers.get(&ino) {
+            return Some(b);
+        }
+        match self.orphans.get(&ino) {
+            Some(Orphan::Written(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// `ino`'s buffer, to change.
     fn buffer_mut(&mut self, ino: u64) -> Option<&mut Buffer> {
         if let Some(b) = self.buffers.get_mut(&ino) {
             return Some(b);
@@ -362,7 +377,7 @@ impl MountFs {
     }
 
     /// Runs `change` on `ino`'s buffer, made from its current bytes first when it has none
-    /// (loaded with no lock held).
+    /// (loaded with no lock held). A buffer `change` left unchanged is dropped again.
     async fn with_buffer<T>(
         &self,
         ino: u64,
@@ -370,24 +385,19 @@ impl MountFs {
     ) -> Result<T, Errno> {
         let mut st = loop {
             let source = {
-                let mut st = self.state.lock().await;
-                if st.buffer_mut(ino).is_some() {
+                let st = self.state.lock().await;
+                if st.buffer_of(ino).is_some() {
                     break st;
                 }
                 st.source(ino)?
             };
-            let before = match &source {
-                Source::Buffer(data) => Some(data.clone()),
-                _ => None,
-            };
-            let data = self.load(source).await?;
+            let data = self.load(source.clone()).await?;
             let mut st = self.state.lock().await;
-            let source = match before {
-                Some(data) => Source::Buffer(data),
-                None => st.source(ino)?,
-            };
-            // Moved, removed or buffered while it loaded: look again.
-            if !st.still(ino, &source) || st.buffer_mut(ino).is_some() {
+            if st.buffer_of(ino).is_some() {
+                break st;
+            }
+            // Moved, removed or replaced while it loaded: look again.
+            if !st.still(ino, &source) {
                 continue;
             }
             let buffer = Buffer::new(data);
@@ -402,7 +412,12 @@ impl MountFs {
         let others = st.buffered_bytes();
         let b = st.buffer_mut(ino).ok_or(Errno::ENOENT)?;
         let others = others.saturating_sub(b.data.len());
-        change(b, others)
+        let result = change(b, others);
+        let dirty = b.dirty;
+        if !dirty {
+            st.buffers.remove(&ino);
+        }
+        result
     }
 
     /// Writes `ino`'s buffer to the staged tree (an orphan's stays with it).
@@ -443,19 +458,25 @@ impl MountFs {
         Ok(())
     }
 
-    /// Writes the buffers left alone for `idle` to the staged tree, at most
-    /// [`WRITE_BEHIND_BATCH`] of them; a refused one waits for its next write.
+    /// Writes the buffers left alone for `idle` to the staged tree, [`WRITE_BEHIND_BATCH`] at
+    /// a time with the lock let go in between; a refused one waits for its next write.
     pub async fn persist_idle(&self, idle: Duration) {
-        let mut st = self.state.lock().await;
-        let due: Vec<u64> = st
-            .buffers
-            .iter()
-            .filter(|(_, b)| b.refused.is_none() && b.touched.elapsed() >= idle)
-            .map(|(ino, _)| *ino)
-            .take(WRITE_BEHIND_BATCH)
-            .collect();
-        for ino in due {
-            let _ = self.persist(&mut st, ino).await;
+        loop {
+            let mut st = self.state.lock().await;
+            let due: Vec<u64> = st
+                .buffers
+                .iter()
+                .filter(|(_, b)| b.refused.is_none() && b.touched.elapsed() >= idle)
+                .map(|(ino, _)| *ino)
+                .take(WRITE_BEHIND_BATCH)
+                .collect();
+            let before = st.buffers.len();
+            for ino in &due {
+                let _ = self.persist(&mut st, *ino).await;
+            }
+            if due.len() < WRITE_BEHIND_BATCH || st.buffers.len() == before {
+                return;
+            }
         }
     }
 

@@ -189,6 +189,14 @@ async fn writes_reach_the_tree_when_left_alone_and_removed_files_live_until_forg
     fs.write(ino, 4, b"?").await.unwrap();
     fs.fsync(ino).await.unwrap();
     assert_eq!(tree.read("/f.txt").await.unwrap(), b"new!?", "fsync");
+    let before = tree.stat("/f.txt").await.unwrap().mtime;
+    fs.fallocate(ino, 0, 2, 0).await.unwrap();
+    fs.persist_idle(Duration::ZERO).await;
+    let after = tree.stat("/f.txt").await.unwrap().mtime;
+    assert_eq!(
+        after, before,
+        "a change that changed nothing writes nothing"
+    );
 
     fs.write(ino, 0, b"N").await.unwrap();
     fs.unlink(ROOT, name).await.unwrap();
@@ -234,6 +242,11 @@ async fn a_buffer_over_the_limits_is_refused_and_kept() {
     let (f1, f2) = (f1.unwrap().ino.0, f2.unwrap().ino.0);
     fs.write(f1, 0, b"123456").await.unwrap();
     assert_eq!(fs.write(f2, 0, b"123456").await, Err(fuser::Errno::ENOSPC));
+    assert_eq!(
+        fs.getattr(f2).await.unwrap().size,
+        0,
+        "a refused write leaves nothing"
+    );
     fs.persist_idle(Duration::ZERO).await;
     fs.write(f2, 0, b"abc").await.unwrap();
     assert_eq!(fs.fsync(f2).await, Err(fuser::Errno::ENOSPC), "9 bytes > 8");
