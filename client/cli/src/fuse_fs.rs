@@ -121,13 +121,12 @@ impl State {
 
     /// Where `ino`'s bytes are now.
     fn source(&self, ino: u64) -> Result<Source, Errno> {
-        if let Some(b) = self.buffers.get(&ino) {
+        if let Some(b) = self.buffer_of(ino) {
             return Ok(Source::Buffer(b.data.clone()));
         }
         match self.orphans.get(&ino) {
-            Some(Orphan::Written(b)) => Ok(Source::Buffer(b.data.clone())),
             Some(Orphan::Stored(content)) => Ok(Source::Orphan(content.clone())),
-            None => self.path(ino).map(Source::Tree),
+            _ => self.path(ino).map(Source::Tree),
         }
     }
 
