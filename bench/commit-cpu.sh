@@ -82,7 +82,7 @@ add() {
   sql postgres -U postgres -c "DROP DATABASE IF EXISTS $label" -c "CREATE DATABASE $label" >/dev/null
   sql "$label" -U postgres -f "$REPO/sql/bootstrap.sql" -c "$CPU_FN" >/dev/null 2>&1
   sql "$label" -U postgres -c "CREATE EXTENSION supabash" \
-    -c "UPDATE pg_proc SET probin = '\$libdir/supabash_$label' WHERE probin = '\$libdir/supabash'" >/dev/null
+    -c "UPDATE pg_proc SET probin = '\$libdir/supabash_$label' WHERE probin IN ('\$libdir/supabash', 'supabash')" >/dev/null
   [ -z "$extra" ] || sql "$label" -U postgres -f "$extra" >/dev/null
   local f=$DIR/seed-$label.sql first=1 lo hi
   {

@@ -14,6 +14,7 @@ mod store;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     pg::budget::define();
+    pg::heap::define();
     pg::key_file::define();
     store::usage::define();
 }

@@ -152,15 +152,20 @@ pub struct ManifestFile {
 impl ManifestFile {
     /// `file` in the full form, or in the compact one when `compact`.
     pub fn new(file: File, compact: bool) -> ManifestFile {
-        let stored_whole = file.body_hash == file.content_hash && file.body_size == file.size;
-        let empty_metadata = file.metadata.as_object().is_some_and(|m| m.is_empty());
+        let d = super::manifest_text::Defaults::of(
+            (file.content_hash.as_bytes(), file.size),
+            (file.body_hash.as_bytes(), file.body_size),
+            Some(&file.metadata),
+            file.kind,
+            file.mode,
+        );
         let keep = |default: bool| !(compact && default);
         ManifestFile {
-            body_hash: Some(file.body_hash).filter(|_| keep(stored_whole)),
-            body_size: Some(file.body_size).filter(|_| keep(stored_whole)),
-            metadata: Some(file.metadata).filter(|_| keep(empty_metadata)),
-            kind: Some(file.kind).filter(|k| keep(*k == Kind::File)),
-            mode: Some(file.mode).filter(|m| keep(*m == file.kind.default_mode())),
+            body_hash: Some(file.body_hash).filter(|_| keep(d.stored_whole)),
+            body_size: Some(file.body_size).filter(|_| keep(d.stored_whole)),
+            metadata: Some(file.metadata).filter(|_| keep(d.empty_metadata)),
+            kind: Some(file.kind).filter(|_| keep(d.file_kind)),
+            mode: Some(file.mode).filter(|_| keep(d.default_mode)),
             path: file.path,
             content_hash: file.content_hash,
             size: file.size,

@@ -10,6 +10,7 @@ mod declare;
 pub mod grep;
 pub mod listing;
 pub mod manifest_changes;
+pub mod manifest_text;
 pub mod notes;
 mod params;
 pub mod path_history;

@@ -26,7 +26,47 @@ pub struct Row<'a> {
     types: &'a [pg_sys::Oid],
 }
 
-impl Row<'_> {
+impl<'a> Row<'a> {
+    /// Column `i` (1-based): its datum and null flag, when it has type `oid`.
+    fn raw(&self, i: usize, oid: pg_sys::Oid) -> Outcome<Option<pg_sys::Datum>> {
+        let at = i.wrapping_sub(1);
+        match (self.values.get(at), self.nulls.get(at), self.types.get(at)) {
+            (Some(_), Some(true), Some(&t)) if t == oid => Ok(None),
+            (Some(&datum), Some(false), Some(&t)) if t == oid => Ok(Some(datum)),
+            _ => Err(Fail::new(
+                Marker::Internal,
+                format!("SPI failure: column {i} is missing or not of type {oid:?}"),
+            )),
+        }
+    }
+
+    /// Column `i` (1-based, `bytea`) as the bytes where they lie, NULL as `None`.
+    pub fn bytes(&self, i: usize) -> Outcome<Option<&'a [u8]>> {
+        let Some(datum) = self.raw(i, pg_sys::BYTEAOID)? else {
+            return Ok(None);
+        };
+        // SAFETY: a non-null `bytea` datum of a tuple that lives until SPI is left; a toasted
+        // one is detoasted into the current memory context, which lives as long.
+        unsafe {
+            let v = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
+            Ok(Some(pgrx::varlena::varlena_to_byte_slice(v)))
+        }
+    }
+
+    /// Column `i` (1-based, `text`) as the string where it lies, NULL as `None`.
+    pub fn text(&self, i: usize) -> Outcome<Option<&'a str>> {
+        let Some(datum) = self.raw(i, pg_sys::TEXTOID)? else {
+            return Ok(None);
+        };
+        // SAFETY: as in `bytes`, for a `text` datum.
+        let text = unsafe {
+            let v = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
+            pgrx::varlena::text_to_rust_str(v)
+        };
+        text.map(Some)
+            .map_err(|e| Fail::new(Marker::Internal, format!("column {i}: {e}")))
+    }
+
     /// Column `i` (1-based) as `T`, NULL as `None`; a column of another type is an error.
     pub fn get<T: IntoDatum + FromDatum>(&self, i: usize) -> Outcome<Option<T>> {
         let at = i.wrapping_sub(1);
@@ -46,43 +86,91 @@ impl Row<'_> {
     }
 }
 
-/// Maps every row of `table`, the result of the statement SPI ran last (which `SPI_tuptable`
-/// names until the next one runs).
-fn map_rows<T>(table: SpiTupleTable, mut map: impl FnMut(&Row) -> Outcome<T>) -> Outcome<Vec<T>> {
-    // SAFETY: `table` wraps `SPI_tuptable` (pgrx reads it right after running the statement,
-    // and nothing has run since), whose `numvals` tuples share `tupdesc` and live until SPI is
-    // left, after this returns. `heap_deform_tuple` fills one slot per attribute.
-    unsafe {
-        let tuptable = pg_sys::SPI_tuptable;
-        // A statement that returns no rows (an UPDATE without RETURNING) leaves none.
-        if tuptable.is_null() || table.is_empty() {
-            return Ok(Vec::new());
+/// The rows of the statement SPI ran last, walked as [`Row`]s as often as needed while SPI
+/// is not left (statements run in between through a nested SPI connection leave them be:
+/// `SPI_finish` restores the outer connection's tuple table).
+pub struct Rows {
+    tuptable: *mut pg_sys::SPITupleTable,
+    types: Vec<pg_sys::Oid>,
+}
+
+impl Rows {
+    /// The rows of `table`, which wraps `SPI_tuptable` (pgrx reads it right after running the
+    /// statement, and nothing has run since).
+    fn of(table: SpiTupleTable) -> Outcome<Rows> {
+        // SAFETY: `SPI_tuptable` is the result of the statement just run; its descriptor has
+        // `natts` attributes.
+        unsafe {
+            let tuptable = pg_sys::SPI_tuptable;
+            // A statement that returns no rows (an UPDATE without RETURNING) leaves none.
+            if tuptable.is_null() || table.is_empty() {
+                return Ok(Rows {
+                    tuptable: std::ptr::null_mut(),
+                    types: Vec::new(),
+                });
+            }
+            if (*tuptable).numvals as usize != table.len() {
+                return Err(Fail::new(
+                    Marker::Internal,
+                    "SPI failure: a stale tuple table",
+                ));
+            }
+            let desc = (*tuptable).tupdesc;
+            let types = (0..(*desc).natts as usize)
+                .map(|i| (*(*desc).attrs.as_ptr().add(i)).atttypid)
+                .collect();
+            Ok(Rows { tuptable, types })
         }
-        if (*tuptable).numvals as usize != table.len() {
-            return Err(Fail::new(
-                Marker::Internal,
-                "SPI failure: a stale tuple table",
-            ));
+    }
+
+    /// How many rows there are.
+    pub fn len(&self) -> usize {
+        if self.tuptable.is_null() {
+            return 0;
         }
-        let desc = (*tuptable).tupdesc;
-        let natts = (*desc).natts as usize;
-        let types: Vec<pg_sys::Oid> = (0..natts)
-            .map(|i| (*(*desc).attrs.as_ptr().add(i)).atttypid)
-            .collect();
+        // SAFETY: a live tuple table (see `of`).
+        unsafe { (*self.tuptable).numvals as usize }
+    }
+
+    /// Calls `each` on every row, in order, each taken apart once.
+    pub fn each(&self, mut each: impl FnMut(&Row) -> Outcome<()>) -> Outcome<()> {
+        let n = self.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let natts = self.types.len();
         let mut values = vec![pg_sys::Datum::from(0); natts];
         let mut nulls = vec![true; natts];
-        let tuples = std::slice::from_raw_parts((*tuptable).vals, table.len());
-        let mut out = Vec::with_capacity(tuples.len());
-        for &tuple in tuples {
-            pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
-            out.push(map(&Row {
-                values: &values,
-                nulls: &nulls,
-                types: &types,
-            })?);
+        // SAFETY: the table's `numvals` tuples share `tupdesc` and live until SPI is left,
+        // after this returns; `heap_deform_tuple` fills one slot per attribute.
+        unsafe {
+            let desc = (*self.tuptable).tupdesc;
+            for &tuple in std::slice::from_raw_parts((*self.tuptable).vals, n) {
+                pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+                each(&Row {
+                    values: &values,
+                    nulls: &nulls,
+                    types: &self.types,
+                })?;
+            }
         }
+        Ok(())
+    }
+
+    /// Every row mapped by `map`.
+    pub fn map<T>(&self, mut map: impl FnMut(&Row) -> Outcome<T>) -> Outcome<Vec<T>> {
+        let mut out = Vec::with_capacity(self.len());
+        self.each(|row| {
+            out.push(map(row)?);
+            Ok(())
+        })?;
         Ok(out)
     }
+}
+
+/// Maps every row of `table`, the result of the statement SPI ran last.
+fn map_rows<T>(table: SpiTupleTable, map: impl FnMut(&Row) -> Outcome<T>) -> Outcome<Vec<T>> {
+    Rows::of(table)?.map(map)
 }
 
 /// Runs a statement (it may write) and maps every row it returns.
@@ -101,6 +189,16 @@ pub fn query<T>(
     map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
     Spi::connect(|c| map_rows(c.select(sql, None, args)?, map))
+}
+
+/// Runs a read-only query and hands its rows to `f`, which may walk them more than once and
+/// run statements of its own in between.
+pub fn query_rows<T>(
+    sql: &str,
+    args: &[DatumWithOid],
+    f: impl FnOnce(&Rows) -> Outcome<T>,
+) -> Outcome<T> {
+    Spi::connect(|c| f(&Rows::of(c.select(sql, None, args)?)?))
 }
 
 /// Runs a read-only query and maps its first row, if any.

@@ -63,7 +63,7 @@ macro_rules! handlers {
         /// Every native RPC: the routes [`dispatch`] tries, in order.
         const HANDLERS: &[Route] = &[$(
             |call, entry, op, args| {
-                (op_of::<$request>() == op).then(|| serve::<$request>(call, entry, args, $handler))
+                (op_of::<$request>() == op).then(|| serve::<$request, _>(call, entry, args, $handler))
             }
         ),*];
 
@@ -128,6 +128,7 @@ pub fn dispatch(entry: Entry, op: &str, args: Value) -> Outcome<String> {
     let _scope = scope::Guard::new();
     let _no_jit = crate::pg::db::Setting::set(c"jit", c"off");
     budget::start();
+    crate::pg::heap::keep();
     #[cfg(feature = "pg_test")]
     if op == "panic" {
         panic!("deliberate panic for tests");
@@ -142,13 +143,34 @@ pub fn dispatch(entry: Entry, op: &str, args: Value) -> Outcome<String> {
         .unwrap_or_else(|| Err(invalid(format!("unknown operation {:?}", clip(op)))))
 }
 
+/// A handler's answer as JSON text.
+pub trait AnswerText {
+    fn into_text(self) -> String;
+}
+
+impl<A: serde::Serialize> AnswerText for A {
+    fn into_text(self) -> String {
+        serde_json::to_string(&self).expect("answers serialise")
+    }
+}
+
+/// An answer a handler wrote as JSON text itself, as it read its rows (the serde text of its
+/// RPC's answer type: see `supabash_core::rpc::manifest_text`).
+pub struct Text(pub String);
+
+impl AnswerText for Text {
+    fn into_text(self) -> String {
+        self.0
+    }
+}
+
 /// Decodes the request of RPC `R`, refuses a write where only reads may run, runs `handler`
 /// and encodes its answer as JSON text.
-fn serve<R: Rpc>(
+fn serve<R: Rpc, A: AnswerText>(
     call: &Call,
     entry: Entry,
     args: &mut Option<Value>,
-    handler: fn(&Call, R) -> Outcome<R::Answer>,
+    handler: fn(&Call, R) -> Outcome<A>,
 ) -> Outcome<String> {
     if R::MUTATES && entry == Entry::ReadsOnly {
         return Err(invalid(format!(
@@ -166,8 +188,7 @@ fn serve<R: Rpc>(
         ));
     }
     let request = args::decode::<R>(args.take().unwrap_or(Value::Null))?;
-    let answer = handler(call, request)?;
-    Ok(serde_json::to_string(&answer).expect("answers serialise"))
+    Ok(handler(call, request)?.into_text())
 }
 
 /// Whether this transaction cannot write: the server is in recovery (a hot standby) or the

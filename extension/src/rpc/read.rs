@@ -1,7 +1,7 @@
 //! Every read of one workspace: manifest, pinned documents and snapshots, revisions and
 //! history pages.
 
-use super::Call;
+use super::{Call, Text};
 use crate::pg::args;
 use crate::pg::fail::{Fail, Outcome};
 use crate::pg::schema::Schema;
@@ -14,6 +14,8 @@ use std::collections::HashMap;
 use supabash_core::capability::Operation;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
 use supabash_core::posix::Kind;
+use supabash_core::rpc::body;
+use supabash_core::rpc::manifest_text::ManifestText;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{Document, File, HistoryPage, ManifestFile, Receipt, RevisionTree, Tree};
 use supabash_core::Marker;
@@ -137,23 +139,49 @@ pub(crate) fn pinned(
     }
 }
 
-/// `supabash_load_manifest`: the tree without bodies at a pinned revision (default: head).
-pub fn load_manifest(call: &Call, req: rq::LoadManifest) -> Outcome<Tree<ManifestFile>> {
+/// `supabash_load_manifest`: the tree without bodies at a pinned revision (default: head),
+/// its text written as the rows are read (`ManifestText`): a 10,000-file answer builds no
+/// owned row, string or JSON value per file. A symbolic link carries its target: the links'
+/// bodies are loaded between a first walk of the rows, which finds them, and the second.
+pub fn load_manifest(call: &Call, req: rq::LoadManifest) -> Outcome<Text> {
     let ws = access::open(&req, &[Operation::Read])?;
     let at = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
     let (revision, position) = pinned(&ws, at.as_deref())?;
     let compact = req.compact.unwrap_or(false);
-    Ok(Tree {
-        files: files_at(call.schema, &ws, position, None, false)?
-            .into_iter()
-            .map(|row| ManifestFile::new(file(row), compact))
-            .collect(),
+    let head = Tree::<ManifestFile> {
+        files: Vec::new(),
         restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
         files_only: ws.files_only,
         redaction_epoch: ws.redaction_epoch,
-        workspace_id: ws.id,
+        workspace_id: ws.id.clone(),
         revision,
         position,
+    };
+    entries::with_visible_rows(call.schema, &ws, position, |rows| {
+        // The first walk: the links, and the paths' bytes, for the answer's size (an entry
+        // takes about 150 bytes besides its path, 300 in the full form).
+        let (mut links, mut size) = (Vec::new(), 512);
+        rows.each(|row| {
+            if let Some((hash, body_size)) = entries::link_body(row)? {
+                links.push((hash.to_vec(), body_size));
+            }
+            size += row.text(1)?.map_or(0, str::len) + if compact { 150 } else { 300 };
+            Ok(())
+        })?;
+        let targets: HashMap<Vec<u8>, body::Encoded> = bodies::load_charged(&ws.store, &links)?
+            .into_iter()
+            .map(|(hash, b)| (hash, body::encode(b.bytes)))
+            .collect();
+        let mut text = ManifestText::new(&head, compact, size);
+        rows.each(|row| {
+            let mut entry = entries::manifest_entry(row)?;
+            if entry.kind == Kind::Symlink && !entry.redacted {
+                entry.body = targets.get(entry.body_hash);
+            }
+            text.push(&entry);
+            Ok(())
+        })?;
+        Ok(Text(text.finish()))
     })
 }
 

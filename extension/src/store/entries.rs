@@ -4,7 +4,7 @@
 //! what a workspace sees and collect them as [`FileRow`]s.
 
 use crate::pg::db::{self, Row};
-use crate::pg::fail::Outcome;
+use crate::pg::fail::{Fail, Outcome};
 use crate::pg::schema::Schema;
 use crate::store::access::Workspace;
 use crate::store::lineage;
@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, HashSet};
 use supabash_core::document::{metadata_to_json, render};
 use supabash_core::hash::sha256;
 use supabash_core::posix::Kind;
+use supabash_core::rpc::manifest_text::ManifestEntry;
 use supabash_core::rpc::Content;
+use supabash_core::Marker;
 
 /// A row of the shape most reads share: path, bytea hashes, sizes, metadata, and the body
 /// once a caller attached it (see `bodies::load`).
@@ -78,18 +80,43 @@ pub fn visible_files(
     extra: Vec<DatumWithOid<'_>>,
     kept: bool,
 ) -> Outcome<Vec<FileRow>> {
-    let at_head = position.is_none() || position == ws.head_position;
-    let sql = format!(
-        "SELECT * FROM ({}) e ORDER BY 1 {tail}",
-        lineage::visible_sql(&ws.sources, at_head, file_columns(schema), filter)
-    );
-    let mut args = lineage::visible_args(&ws.id, &ws.sources, position);
-    args.extend(extra);
+    let (sql, args) = visible_query(ws, position, file_columns(schema), filter, tail, extra);
     if kept {
         db::query_kept(&sql, &args, file_row)
     } else {
         file_rows(&sql, &args)
     }
+}
+
+/// [`visible_files`] (plan not kept) handing the rows, [`FILE_COLUMNS`] in path order, to `f`
+/// as they lie in SPI's result, for a caller that reads them in place.
+pub fn with_visible_rows<T>(
+    schema: Schema,
+    ws: &Workspace,
+    position: Option<i64>,
+    f: impl FnOnce(&db::Rows) -> Outcome<T>,
+) -> Outcome<T> {
+    let (sql, args) = visible_query(ws, position, file_columns(schema), "true", "", Vec::new());
+    db::query_rows(&sql, &args, f)
+}
+
+/// The statement and arguments of [`visible_files`].
+fn visible_query<'a>(
+    ws: &'a Workspace,
+    position: Option<i64>,
+    columns: &str,
+    filter: &str,
+    tail: &str,
+    extra: Vec<DatumWithOid<'a>>,
+) -> (String, Vec<DatumWithOid<'a>>) {
+    let at_head = position.is_none() || position == ws.head_position;
+    let sql = format!(
+        "SELECT * FROM ({}) e ORDER BY 1 {tail}",
+        lineage::visible_sql(&ws.sources, at_head, columns, filter)
+    );
+    let mut args = lineage::visible_args(&ws.id, &ws.sources, position);
+    args.extend(extra);
+    (sql, args)
 }
 
 /// A directory's children at a workspace's head (no fork sources): from `from` (after it when
@@ -171,6 +198,38 @@ pub fn file_row(row: &Row) -> Outcome<FileRow> {
         mode: db::get::<i32>(row, 9)? as u32,
         mtime_ns: db::opt(row, 10)?,
     })
+}
+
+/// A row of [`with_visible_rows`] as a manifest entry, read where it lies (no body).
+pub fn manifest_entry<'a>(row: &Row<'a>) -> Outcome<ManifestEntry<'a>> {
+    let missing = || Fail::new(Marker::HistoryCorruption, "a stored value is missing");
+    let body_hash = row.bytes(2)?.ok_or_else(missing)?;
+    let body_size: i64 = db::get(row, 3)?;
+    Ok(ManifestEntry {
+        path: row.text(1)?.ok_or_else(missing)?,
+        content_hash: row.bytes(4)?.unwrap_or(body_hash),
+        size: db::opt(row, 5)?.unwrap_or(body_size),
+        body_hash,
+        body_size,
+        metadata: db::json(row, 6)?,
+        body: None,
+        redacted: db::get(row, 7)?,
+        kind: Kind::parse(row.text(8)?.ok_or_else(missing)?).unwrap_or_default(),
+        mode: db::get::<i32>(row, 9)? as u32,
+        mtime_ns: db::opt(row, 10)?,
+    })
+}
+
+/// The body hash and size of a row of [`with_visible_rows`] when it is a symbolic link that
+/// was not redacted: its body is its target, which a manifest carries.
+pub fn link_body<'a>(row: &Row<'a>) -> Outcome<Option<(&'a [u8], i64)>> {
+    if row.text(8)? != Some(Kind::Symlink.as_str()) || db::get::<bool>(row, 7)? {
+        return Ok(None);
+    }
+    let hash = row
+        .bytes(2)?
+        .ok_or_else(|| Fail::new(Marker::HistoryCorruption, "a stored value is missing"))?;
+    Ok(Some((hash, db::get(row, 3)?)))
 }
 
 /// The stored state of one path.
