@@ -28,7 +28,8 @@
 # one after the other, so that every label sees the same load from the rest of the machine.
 #
 # Knobs: PG_CONFIG (default /opt/pg-perf/...), CPU_DIR=/tmp/commit-cpu, CPU_PORT=54987,
-# CPU_FILES=10000, CPU_ROUNDS=8, CPU_CALLS=300, CPU_WARM=30, CPU_WORKLOADS="overwrite new plain".
+# CPU_FILES=10000, CPU_ROUNDS=8, CPU_CALLS=300, CPU_WARM=30, CPU_WORKLOADS="overwrite new plain",
+# CPU_SYNC=off (on: every transaction waits for its WAL flush, as with stock settings).
 # Run as root (the cluster runs as the postgres OS user).
 set -euo pipefail
 
@@ -42,6 +43,7 @@ ROUNDS=${CPU_ROUNDS:-8}
 CALLS=${CPU_CALLS:-300}
 WARM=${CPU_WARM:-30}
 WORKLOADS=${CPU_WORKLOADS:-overwrite new plain}
+SYNC=${CPU_SYNC:-off}
 BATCH=1000
 USER_ID=11111111-1111-4111-8111-111111111111
 CLAIMS="{\"sub\":\"$USER_ID\",\"role\":\"authenticated\"}"
@@ -110,7 +112,7 @@ add() {
 PREAMBLE="BEGIN;
 SELECT set_config('request.jwt.claims', :claims, true);
 SET LOCAL ROLE authenticated;
-SET LOCAL synchronous_commit = off;"
+SET LOCAL synchronous_commit = $SYNC;"
 # Reads the backend's CPU (ns) after transaction WARM and after the last, and writes both.
 CPU_HEAD="\\set n :n + 1"
 CPU_TAIL="\\if :n = :warm
@@ -208,7 +210,7 @@ print("".join(hashlib.md5(f"4242-{j}".encode()).hexdigest() for j in range(1, 12
 report() {
   local tsv=$1; shift
   echo
-  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds × $CALLS calls ($WARM warm-up), $FILES files, synchronous_commit = off; labels: $*."
+  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds × $CALLS calls ($WARM warm-up), $FILES files, synchronous_commit = $SYNC; labels: $*."
   echo
   echo "| workload | label | CPU ms/call (median of rounds; min–max) | latency ms (median of round medians) | CPU / first label, per round: median (min–max) | CPU / plain INSERT (medians) |"
   echo "|---|---|---|---|---|---|"
