@@ -257,11 +257,13 @@ async fn manifest_load(rest: &mut SqlRpc, ws: &Ws, r: &mut Report) {
     ));
     r.table(&["files", "N", "median ms", "p90 ms"]);
     r.row(&["10,000".into(), s.n.to_string(), f2(s.median), f2(s.p90)]);
+    // Issue 25's ≤ 28 ms is the client's cold open (the compact form decoded into the tree),
+    // measured in the reopen section; this is the full form decoded into `Value`.
     r.summary(
-        "Manifest load, 10,000 files",
+        "Manifest load, 10,000 files (full form, decoded into a JSON value)",
         format!("{} ms (p90 {})", f2(s.median), f2(s.p90)),
-        "≤ 28 ms".into(),
-        Some(s.median <= 28.0),
+        "(context: the target is the client's cold open below)".into(),
+        None,
     );
 }
 

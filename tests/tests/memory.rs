@@ -2,10 +2,11 @@
 //! 60 MiB files of repeated text (a few KiB each at rest) cannot make a backend decode them
 //! all. Four sessions asking for the whole tree at once get a clean QUOTA_EXCEEDED before
 //! anything is decoded, diff previews decode only the prefix they show, and one such file still
-//! reads whole. Peak backend memory is sampled throughout (BENCHMARKS.md has the figures).
+//! reads whole, after which its backend keeps at most `supabash.backend_heap_keep` of what it
+//! freed. Peak backend memory is sampled throughout (BENCHMARKS.md has the figures).
 
 use serde_json::{json, Value};
-use supabash_tests::memory::Sampler;
+use supabash_tests::memory::{rss_anon, Sampler};
 use supabash_tests::support::expect_err;
 use supabash_tests::{Caller, Cluster, SqlRpc};
 
@@ -117,6 +118,10 @@ async fn big_trees_fail_cleanly_and_previews_decode_only_their_prefix() {
 
     // One 60 MiB file is under the ceiling and reads whole.
     let (mut one, pid) = session(cluster).await;
+    one.call(&owner, "supabash_history", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
+    let before = rss_anon(pid).unwrap();
     let sampler = Sampler::start(vec![pid]);
     let doc = one
         .call(
@@ -129,7 +134,23 @@ async fn big_trees_fail_cleanly_and_previews_decode_only_their_prefix() {
     assert_eq!(doc["text"].as_str().map(str::len), Some(FILE_BYTES));
     assert!(doc["text"].as_str().unwrap() == big_text(3));
     let peak = sampler.finish()[&pid];
-    eprintln!("one 60 MiB document: peak {} MiB", peak / MIB);
+    let kept = rss_anon(pid).unwrap().saturating_sub(before);
+    eprintln!(
+        "one 60 MiB document: peak {} MiB, kept {} MiB",
+        peak / MIB,
+        kept / MIB
+    );
+    // Once the call is over, the backend keeps at most `supabash.backend_heap_keep` of what the
+    // call freed (default 64 MB; the peak was several times that).
+    let keep = one
+        .client
+        .query_one("SHOW supabash.backend_heap_keep", &[])
+        .await
+        .unwrap()
+        .get::<_, String>(0);
+    assert_eq!(keep, "64MB");
+    assert!(peak > 128 * MIB, "the read peaked at {} MiB", peak / MIB);
+    assert!(kept <= 64 * MIB, "the backend kept {} MiB", kept / MIB);
 
     // A superuser may lower the ceiling for a role; the same read is then refused.
     let dsn = supabash_tests::support::authenticator_with(
