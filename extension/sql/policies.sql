@@ -27,16 +27,21 @@ CREATE POLICY owner ON supabash.workspaces TO supabash_owner
               OR store_id = (SELECT supabash._scope_store())::uuid)
              AND owner_id = (SELECT supabash._scope_owner())::uuid));
 
--- Workspace contents: visible exactly when their workspace is.
+-- Workspace contents: visible exactly when their workspace is. The check is an EXISTS
+-- correlated with the row, so the planner can look the one workspace up by its key for a
+-- statement that touches a few rows (a commit's), and still hash the caller's visible
+-- workspaces once for a statement that reads many (a manifest). `workspace_id IN (SELECT id
+-- ...)` could only hash them: every statement of a commit read all of the owner's workspaces
+-- (an owner of 5,000 made each commit 12 times as costly, bench/ANALYSIS.md).
 DO $$
 DECLARE t text;
 BEGIN
   FOREACH t IN ARRAY ARRAY['revisions', 'entries', 'checkpoints', 'purged_commits', 'redactions'] LOOP
     EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
     EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
-    EXECUTE format('CREATE POLICY owner ON supabash.%I TO supabash_owner
-                      USING (workspace_id IN (SELECT id FROM supabash.workspaces))
-                      WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces))', t);
+    EXECUTE format('CREATE POLICY owner ON supabash.%1$I TO supabash_owner
+                      USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = %1$I.workspace_id))
+                      WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = %1$I.workspace_id))', t);
   END LOOP;
 END
 $$;
@@ -45,29 +50,29 @@ $$;
 ALTER TABLE supabash.audit_records ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.audit_records FORCE ROW LEVEL SECURITY;
 CREATE POLICY owner ON supabash.audit_records TO supabash_owner
-  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
-  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = audit_records.workspace_id))
+  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = audit_records.workspace_id));
 
 -- Leases: visible exactly when their workspace is (like workspace contents).
 ALTER TABLE supabash.leases ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.leases FORCE ROW LEVEL SECURITY;
 CREATE POLICY owner ON supabash.leases TO supabash_owner
-  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
-  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = leases.workspace_id))
+  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = leases.workspace_id));
 
 -- Notes on revisions: visible exactly when their workspace is (like workspace contents).
 ALTER TABLE supabash.revision_notes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.revision_notes FORCE ROW LEVEL SECURITY;
 CREATE POLICY owner ON supabash.revision_notes TO supabash_owner
-  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
-  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = revision_notes.workspace_id))
+  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = revision_notes.workspace_id));
 
 -- Bodies: visible exactly when a workspace of their store is.
 ALTER TABLE supabash.bodies ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.bodies FORCE ROW LEVEL SECURITY;
 CREATE POLICY owner ON supabash.bodies TO supabash_owner
-  USING (workspace_id IN (SELECT store_id FROM supabash.workspaces))
-  WITH CHECK (workspace_id IN (SELECT store_id FROM supabash.workspaces));
+  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.store_id = bodies.workspace_id))
+  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.store_id = bodies.workspace_id));
 
 -- Usage: the owner's (all of their workspaces, for the per-owner quota), also within a call a
 -- grant scoped to one of them (the sum of sizes is all such a call reads). Written only for a
@@ -77,7 +82,7 @@ ALTER TABLE supabash.usage FORCE ROW LEVEL SECURITY;
 CREATE POLICY owner ON supabash.usage TO supabash_owner
   USING (owner_id = (SELECT supabash.request_owner())
          OR owner_id = (SELECT supabash._scope_owner())::uuid)
-  WITH CHECK (workspace_id IN (SELECT store_id FROM supabash.workspaces));
+  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.store_id = usage.workspace_id));
 
 -- Delegated capabilities (docs/capabilities.md).
 DO $$

@@ -230,8 +230,8 @@ CREATE TABLE supabash.revision_notes (
 ALTER TABLE supabash.revision_notes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.revision_notes FORCE ROW LEVEL SECURITY;
 CREATE POLICY owner ON supabash.revision_notes TO supabash_owner
-  USING (workspace_id IN (SELECT id FROM supabash.workspaces))
-  WITH CHECK (workspace_id IN (SELECT id FROM supabash.workspaces));
+  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = revision_notes.workspace_id))
+  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = revision_notes.workspace_id));
 
 -- Notes on a revision after the fact (extension/src/rpc/notes.rs): adding one needs the grant
 -- operation commit, reading them history.
@@ -641,8 +641,29 @@ BEGIN
 END
 $$;
 
+-- Issue 22: the contents' policies check their workspace with an EXISTS correlated with the row
+-- (sql/policies.sql says why): the same rows are visible, a commit's statements look the one
+-- workspace up instead of reading all of the owner's.
+DO $$
+DECLARE t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['revisions', 'entries', 'checkpoints', 'purged_commits', 'redactions',
+                           'audit_records', 'leases'] LOOP
+    EXECUTE format('ALTER POLICY owner ON supabash.%1$I
+                      USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = %1$I.workspace_id))
+                      WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = %1$I.workspace_id))', t);
+  END LOOP;
+END
+$$;
+ALTER POLICY owner ON supabash.bodies
+  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.store_id = bodies.workspace_id))
+  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.store_id = bodies.workspace_id));
+ALTER POLICY owner ON supabash.usage
+  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.store_id = usage.workspace_id));
+
 -- Every upgrade ends like the install (extension/sql/finalize.sql).
 SELECT supabash._assert_privileges();
 SELECT supabash._check_install();
 
 NOTIFY pgrst, 'reload schema';
+

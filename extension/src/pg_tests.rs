@@ -413,6 +413,53 @@ mod tests {
         Spi::run("DEALLOCATE replay_lookup").unwrap();
     }
 
+    /// The replay lookup's row-level security checks look its one workspace up by key: an owner
+    /// of thousands of workspaces made every statement of a commit read and hash all of them
+    /// (`workspace_id IN (SELECT id ...)` policies; and, with `EXISTS` policies, the replay
+    /// lookup's open key range was estimated at a third of the revisions, which kept it hashed).
+    #[pg_test]
+    fn replay_lookup_checks_one_workspace() {
+        let ws = new_workspace(ALICE);
+        commit(
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/a", "text": "a"}]),
+        );
+        Spi::run("SELECT count(supabash_create_workspace()) FROM generate_series(1, 5000)")
+            .unwrap();
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run_with_args(
+            "INSERT INTO supabash.revisions (workspace_id, revision_id, position, transaction_id,
+                    request_hash, committed_at, actor, metadata, lines)
+             SELECT $1::uuid, gen_random_uuid(), 100 + i, gen_random_uuid(), '\\x00', now(), 'a',
+                    '{}', '\\x00'
+               FROM generate_series(1, 2000) i",
+            &[ws.as_str().into()],
+        )
+        .unwrap();
+        Spi::run("ANALYZE supabash.workspaces").unwrap();
+        Spi::run("ANALYZE supabash.revisions").unwrap();
+        // Planned as the RPCs run it: under the policies, generic, with sorts disabled.
+        Spi::run("SET LOCAL ROLE supabash_owner").unwrap();
+        Spi::run("SET LOCAL plan_cache_mode = force_generic_plan").unwrap();
+        Spi::run("SET LOCAL enable_sort = off").unwrap();
+        Spi::run(&format!(
+            "PREPARE replay_lookup (text, text, text) AS {}",
+            crate::store::revisions::SPENT_SQL
+        ))
+        .unwrap();
+        let explained = Spi::get_one::<pgrx::Json>(&format!(
+            "EXPLAIN (FORMAT JSON) EXECUTE replay_lookup('{ws}', gen_random_uuid()::text, 'k')"
+        ))
+        .unwrap()
+        .unwrap()
+        .0
+        .to_string();
+        assert!(explained.contains("workspaces_pkey"), "{explained}");
+        assert!(!explained.contains("hashed SubPlan"), "{explained}");
+        Spi::run("DEALLOCATE replay_lookup").unwrap();
+    }
+
     /// The receipt's time, formatted in Rust, reads as `supabash.utc_text` writes it, over
     /// times spread across the years a commit can be made in, and the transaction's own.
     #[pg_test]

@@ -107,12 +107,14 @@ pub enum Spent {
 /// receipt is read when a revision matches, which only a replay or a conflict pays for.
 pub(crate) const SPENT_SQL: &str = "
 SELECT x.position, NULL::text FROM (SELECT r.position, r.transaction_id FROM supabash.revisions r
-                                     WHERE r.workspace_id = $1::uuid AND r.transaction_id >= $2::uuid
+                                     WHERE r.workspace_id = $1::uuid
+                                       AND r.transaction_id >= $2::uuid AND r.transaction_id <= $2::uuid
                                      ORDER BY r.transaction_id LIMIT 1) x
  WHERE x.transaction_id = $2::uuid
 UNION ALL
 SELECT y.position, NULL FROM (SELECT r.position, r.idempotency_key FROM supabash.revisions r
-                               WHERE r.workspace_id = $1::uuid AND r.idempotency_key >= $3
+                               WHERE r.workspace_id = $1::uuid
+                                 AND r.idempotency_key >= $3 AND r.idempotency_key <= $3
                                ORDER BY r.idempotency_key LIMIT 1) y
  WHERE y.idempotency_key = $3
 UNION ALL
@@ -128,7 +130,10 @@ SELECT NULL, p.revision_id::text FROM supabash.purged_commits p
 /// workspace's revisions in position order). Each key is found among the revisions as the
 /// first at or above it in the workspace (`>=`, `ORDER BY`, `LIMIT 1`), kept when equal, and
 /// the plan is made with sorts disabled: the unique index is then the only plan without a
-/// sort, whatever the statistics say. (With an equality, or with sorts allowed, statistics
+/// sort, whatever the statistics say. The key is bounded from above too (`<=`): a closed range
+/// is estimated at a few rows where an open one is a third of the workspace's, and for a few
+/// rows the row-level security check looks up their workspace by its key instead of hashing
+/// every workspace the caller may see (sql/policies.sql). (With an equality, or with sorts allowed, statistics
 /// taken when the workspace had one revision make every index on `workspace_id` cost the
 /// same, and a kept plan could walk all the workspace's revisions by
 /// `revisions_committed_idx` with the key as a filter, on every commit.) When both keys
