@@ -359,30 +359,22 @@ mod tests {
         }
     }
 
-    /// The replay lookup finds a transaction id through the unique index on (workspace_id,
-    /// transaction_id) as a generic plan made on statistics from a one-revision workspace, after
-    /// the workspace grew to 2,000 revisions (the plan that walked them all by
-    /// `revisions_committed_idx` with the id as a filter).
-    #[pg_test]
-    fn replay_lookup_is_keyed() {
-        let ws = new_workspace(ALICE);
-        commit(
-            &ws,
-            None,
-            json!([{"op": "upsert", "path": "/a", "text": "a"}]),
-        );
-        Spi::run("RESET ROLE").unwrap();
-        Spi::run("ANALYZE supabash.revisions").unwrap();
+    /// Adds `n` revisions to `ws` directly (no entries: only the replay lookup reads them).
+    fn add_revisions(ws: &str, n: i32) {
         Spi::run_with_args(
             "INSERT INTO supabash.revisions (workspace_id, revision_id, position, transaction_id,
                     request_hash, committed_at, actor, metadata, lines)
              SELECT $1::uuid, gen_random_uuid(), 100 + i, gen_random_uuid(), '\\x00', now(), 'a',
                     '{}', '\\x00'
-               FROM generate_series(1, 2000) i",
-            &[ws.as_str().into()],
+               FROM generate_series(1, $2) i",
+            &[ws.into(), n.into()],
         )
         .unwrap();
-        // As `revisions::spent` plans it: generic, with sorts disabled.
+    }
+
+    /// The plan of the replay lookup in `ws` as `revisions::spent` makes it (generic, with
+    /// sorts disabled), as JSON text.
+    fn explain_replay_lookup(ws: &str) -> String {
         Spi::run("SET LOCAL plan_cache_mode = force_generic_plan").unwrap();
         Spi::run("SET LOCAL enable_sort = off").unwrap();
         Spi::run(&format!(
@@ -397,6 +389,26 @@ mod tests {
         .unwrap()
         .0
         .to_string();
+        Spi::run("DEALLOCATE replay_lookup").unwrap();
+        explained
+    }
+
+    /// The replay lookup finds a transaction id through the unique index on (workspace_id,
+    /// transaction_id) as a generic plan made on statistics from a one-revision workspace, after
+    /// the workspace grew to 2,000 revisions (the plan that walked them all by
+    /// `revisions_committed_idx` with the id as a filter).
+    #[pg_test]
+    fn replay_lookup_is_keyed() {
+        let ws = new_workspace(ALICE);
+        commit(
+            &ws,
+            None,
+            json!([{"op": "upsert", "path": "/a", "text": "a"}]),
+        );
+        Spi::run("RESET ROLE").unwrap();
+        Spi::run("ANALYZE supabash.revisions").unwrap();
+        add_revisions(&ws, 2000);
+        let explained = explain_replay_lookup(&ws);
         assert!(
             explained.contains("revisions_workspace_id_transaction_id_key"),
             "{explained}"
@@ -410,7 +422,6 @@ mod tests {
             !explained.contains("revisions_committed_idx"),
             "{explained}"
         );
-        Spi::run("DEALLOCATE replay_lookup").unwrap();
     }
 
     /// The replay lookup's row-level security checks look its one workspace up by key: an owner
@@ -428,36 +439,14 @@ mod tests {
         Spi::run("SELECT count(supabash_create_workspace()) FROM generate_series(1, 5000)")
             .unwrap();
         Spi::run("RESET ROLE").unwrap();
-        Spi::run_with_args(
-            "INSERT INTO supabash.revisions (workspace_id, revision_id, position, transaction_id,
-                    request_hash, committed_at, actor, metadata, lines)
-             SELECT $1::uuid, gen_random_uuid(), 100 + i, gen_random_uuid(), '\\x00', now(), 'a',
-                    '{}', '\\x00'
-               FROM generate_series(1, 2000) i",
-            &[ws.as_str().into()],
-        )
-        .unwrap();
+        add_revisions(&ws, 2000);
         Spi::run("ANALYZE supabash.workspaces").unwrap();
         Spi::run("ANALYZE supabash.revisions").unwrap();
-        // Planned as the RPCs run it: under the policies, generic, with sorts disabled.
+        // Planned under the policies, as the RPCs run it.
         Spi::run("SET LOCAL ROLE supabash_owner").unwrap();
-        Spi::run("SET LOCAL plan_cache_mode = force_generic_plan").unwrap();
-        Spi::run("SET LOCAL enable_sort = off").unwrap();
-        Spi::run(&format!(
-            "PREPARE replay_lookup (text, text, text) AS {}",
-            crate::store::revisions::SPENT_SQL
-        ))
-        .unwrap();
-        let explained = Spi::get_one::<pgrx::Json>(&format!(
-            "EXPLAIN (FORMAT JSON) EXECUTE replay_lookup('{ws}', gen_random_uuid()::text, 'k')"
-        ))
-        .unwrap()
-        .unwrap()
-        .0
-        .to_string();
+        let explained = explain_replay_lookup(&ws);
         assert!(explained.contains("workspaces_pkey"), "{explained}");
         assert!(!explained.contains("hashed SubPlan"), "{explained}");
-        Spi::run("DEALLOCATE replay_lookup").unwrap();
     }
 
     /// The receipt's time, formatted in Rust, reads as `supabash.utc_text` writes it, over
