@@ -12,6 +12,25 @@ pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
+/// Appends the lowercase hex of `bytes` to `out`, as `hex::encode` writes it, from a table of
+/// digits: a manifest encodes two hashes per file, and `hex::encode` collects them a `char` at
+/// a time (the largest cost of the extension's own code in a 10,000-file manifest, by `perf`).
+pub fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.extend(
+        bytes
+            .iter()
+            .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]]),
+    );
+}
+
+/// Lowercase hex of `bytes` ([`push_hex`]).
+pub fn hex_lower(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    push_hex(&mut out, bytes);
+    String::from_utf8(out).expect("hex digits are ASCII")
+}
+
 /// True when `s` is 64 lowercase hex digits.
 pub fn is_hex64(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -20,6 +39,15 @@ pub fn is_hex64(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The table encoder writes what `hex::encode` writes, for any bytes.
+        #[test]
+        fn hex_lower_is_hex_encode(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
+            prop_assert_eq!(hex_lower(&bytes), hex::encode(&bytes));
+        }
+    }
 
     #[test]
     fn known_vector() {

@@ -171,13 +171,8 @@ fn string(out: &mut Vec<u8>, s: &str) {
 
 /// Lowercase hex of `bytes` as a JSON string.
 fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
-    out.extend(
-        bytes
-            .iter()
-            .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0x0f)]]),
-    );
+    crate::hash::push_hex(out, bytes);
     out.push(b'"');
 }
 

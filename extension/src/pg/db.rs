@@ -27,16 +27,26 @@ pub struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    /// Column `i` (1-based): its datum and null flag, when it has type `oid`.
-    fn raw(&self, i: usize, oid: pg_sys::Oid) -> Outcome<Option<pg_sys::Datum>> {
+    /// Column `i` (1-based): its datum, null flag and type.
+    fn slot(&self, i: usize) -> Outcome<(pg_sys::Datum, bool, pg_sys::Oid)> {
         let at = i.wrapping_sub(1);
         match (self.values.get(at), self.nulls.get(at), self.types.get(at)) {
-            (Some(_), Some(true), Some(&t)) if t == oid => Ok(None),
-            (Some(&datum), Some(false), Some(&t)) if t == oid => Ok(Some(datum)),
+            (Some(&datum), Some(&null), Some(&oid)) => Ok((datum, null, oid)),
             _ => Err(Fail::new(
                 Marker::Internal,
-                format!("SPI failure: column {i} is missing or not of type {oid:?}"),
+                format!("SPI failure: no column {i}"),
             )),
+        }
+    }
+
+    /// Column `i` (1-based) as its datum, NULL as `None`, when it has type `oid`.
+    fn raw(&self, i: usize, oid: pg_sys::Oid) -> Outcome<Option<pg_sys::Datum>> {
+        match self.slot(i)? {
+            (_, _, t) if t != oid => Err(Fail::new(
+                Marker::Internal,
+                format!("SPI failure: column {i} is not of type {oid:?}"),
+            )),
+            (datum, null, _) => Ok((!null).then_some(datum)),
         }
     }
 
@@ -69,15 +79,7 @@ impl<'a> Row<'a> {
 
     /// Column `i` (1-based) as `T`, NULL as `None`; a column of another type is an error.
     pub fn get<T: IntoDatum + FromDatum>(&self, i: usize) -> Outcome<Option<T>> {
-        let at = i.wrapping_sub(1);
-        let (Some(&datum), Some(&null), Some(&oid)) =
-            (self.values.get(at), self.nulls.get(at), self.types.get(at))
-        else {
-            return Err(Fail::new(
-                Marker::Internal,
-                format!("SPI failure: no column {i}"),
-            ));
-        };
+        let (datum, null, oid) = self.slot(i)?;
         // SAFETY: the datum, its null flag and its type come from one deformed tuple of the
         // statement's result, which lives until SPI is left; `try_from_datum` checks that `T`
         // reads that type before it reads the datum.
@@ -188,7 +190,7 @@ pub fn query<T>(
     args: &[DatumWithOid],
     map: impl FnMut(&Row) -> Outcome<T>,
 ) -> Outcome<Vec<T>> {
-    Spi::connect(|c| map_rows(c.select(sql, None, args)?, map))
+    query_rows(sql, args, |rows| rows.map(map))
 }
 
 /// Runs a read-only query and hands its rows to `f`, which may walk them more than once and
@@ -227,12 +229,15 @@ pub fn exec(sql: &str, args: &[DatumWithOid]) -> Outcome<()> {
 
 /// Column `i` (1-based), which must not be NULL.
 pub fn get<T: IntoDatum + FromDatum>(row: &Row, i: usize) -> Outcome<T> {
-    row.get::<T>(i)?.ok_or_else(|| {
-        Fail::new(
-            Marker::HistoryCorruption,
-            format!("a stored value is missing (column {i})"),
-        )
-    })
+    row.get::<T>(i)?.ok_or_else(|| missing(i))
+}
+
+/// The error of a NULL in column `i` (1-based), which must not be NULL.
+pub fn missing(i: usize) -> Fail {
+    Fail::new(
+        Marker::HistoryCorruption,
+        format!("a stored value is missing (column {i})"),
+    )
 }
 
 /// Column `i` (1-based), NULL as `None`.

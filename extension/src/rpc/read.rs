@@ -12,6 +12,7 @@ use crate::store::revisions;
 use serde_json::json;
 use std::collections::HashMap;
 use supabash_core::capability::Operation;
+use supabash_core::hash::hex_lower;
 use supabash_core::limits::{DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE};
 use supabash_core::posix::Kind;
 use supabash_core::rpc::body;
@@ -19,19 +20,6 @@ use supabash_core::rpc::manifest_text::ManifestText;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{Document, File, HistoryPage, ManifestFile, Receipt, RevisionTree, Tree};
 use supabash_core::Marker;
-
-/// Lowercase hex of `bytes`, as `hex::encode` writes it, from a table of digits: a manifest
-/// encodes two hashes per file, and `hex::encode` collects them a `char` at a time (the
-/// largest cost of the extension's own code in a 10,000-file manifest, by `perf`).
-fn hex_lower(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = Vec::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)]);
-        out.push(DIGITS[usize::from(b & 0x0f)]);
-    }
-    String::from_utf8(out).expect("hex digits are ASCII")
-}
 
 /// The wire form of a file row (with its body when the row carries one).
 pub fn file(row: FileRow) -> File {
@@ -292,18 +280,4 @@ pub fn history(call: &Call, req: rq::History) -> Outcome<HistoryPage> {
         next_cursor,
         notes,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::hex_lower;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The table encoder writes what `hex::encode` writes, for any bytes.
-        #[test]
-        fn hex_lower_is_hex_encode(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
-            prop_assert_eq!(hex_lower(&bytes), hex::encode(&bytes));
-        }
-    }
 }

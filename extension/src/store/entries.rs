@@ -4,7 +4,7 @@
 //! what a workspace sees and collect them as [`FileRow`]s.
 
 use crate::pg::db::{self, Row};
-use crate::pg::fail::{Fail, Outcome};
+use crate::pg::fail::Outcome;
 use crate::pg::schema::Schema;
 use crate::store::access::Workspace;
 use crate::store::lineage;
@@ -16,7 +16,6 @@ use supabash_core::hash::sha256;
 use supabash_core::posix::Kind;
 use supabash_core::rpc::manifest_text::ManifestEntry;
 use supabash_core::rpc::Content;
-use supabash_core::Marker;
 
 /// A row of the shape most reads share: path, bytea hashes, sizes, metadata, and the body
 /// once a caller attached it (see `bodies::load`).
@@ -202,11 +201,10 @@ pub fn file_row(row: &Row) -> Outcome<FileRow> {
 
 /// A row of [`with_visible_rows`] as a manifest entry, read where it lies (no body).
 pub fn manifest_entry<'a>(row: &Row<'a>) -> Outcome<ManifestEntry<'a>> {
-    let missing = || Fail::new(Marker::HistoryCorruption, "a stored value is missing");
-    let body_hash = row.bytes(2)?.ok_or_else(missing)?;
+    let body_hash = row.bytes(2)?.ok_or_else(|| db::missing(2))?;
     let body_size: i64 = db::get(row, 3)?;
     Ok(ManifestEntry {
-        path: row.text(1)?.ok_or_else(missing)?,
+        path: row.text(1)?.ok_or_else(|| db::missing(1))?,
         content_hash: row.bytes(4)?.unwrap_or(body_hash),
         size: db::opt(row, 5)?.unwrap_or(body_size),
         body_hash,
@@ -214,7 +212,7 @@ pub fn manifest_entry<'a>(row: &Row<'a>) -> Outcome<ManifestEntry<'a>> {
         metadata: db::json(row, 6)?,
         body: None,
         redacted: db::get(row, 7)?,
-        kind: Kind::parse(row.text(8)?.ok_or_else(missing)?).unwrap_or_default(),
+        kind: Kind::parse(row.text(8)?.ok_or_else(|| db::missing(8))?).unwrap_or_default(),
         mode: db::get::<i32>(row, 9)? as u32,
         mtime_ns: db::opt(row, 10)?,
     })
@@ -226,9 +224,7 @@ pub fn link_body<'a>(row: &Row<'a>) -> Outcome<Option<(&'a [u8], i64)>> {
     if row.text(8)? != Some(Kind::Symlink.as_str()) || db::get::<bool>(row, 7)? {
         return Ok(None);
     }
-    let hash = row
-        .bytes(2)?
-        .ok_or_else(|| Fail::new(Marker::HistoryCorruption, "a stored value is missing"))?;
+    let hash = row.bytes(2)?.ok_or_else(|| db::missing(2))?;
     Ok(Some((hash, db::get(row, 3)?)))
 }
 
