@@ -28,6 +28,8 @@ install:
 # Formatting and lints, warnings are errors.
 lint:
     cargo fmt --all --check
+    # No module imports a sibling that imports it back (scripts/import-graph.py --edges shows the graph).
+    ./scripts/import-graph.py
     cargo clippy --workspace --all-targets --all-features --exclude supabash-extension -- -D warnings
     cargo clippy -p supabash --no-default-features -- -D warnings
     # The thin crate compiles none of the agent or CLI dependencies.
