@@ -2,7 +2,7 @@
 """The module import graph of each crate, and its loops.
 
 For every `.rs` file under a crate's `src/`, every `crate::…`, `super::…` and `self::…` path
-it names (outside its `#[cfg(test)]` tail) is an edge to the module that path lands in. A
+it names in code (not in comments, nor in its `#[cfg(test)]` tail) is an edge to the module that path lands in. A
 module may use its own children and its ancestors (that is Rust's nesting, not a loop); any
 other edge is counted between the two siblings where the paths part. A loop is a cycle
 among siblings. Test-only files (`tests.rs`, `*_tests.rs`) are left out.
@@ -78,6 +78,7 @@ def graph(root):
         cut = src.find("#[cfg(test)]\nmod ")
         if cut >= 0:
             src = src[:cut]
+        src = re.sub(r"//[^\n]*", "", src)  # comments and doc links are not imports
         for t in targets(module, src):
             while t and t not in modules:  # a function or type: the module holding it
                 t = t[:-1]

@@ -4,7 +4,8 @@
 //! byte for byte (the tests compare them), and [`ManifestFile::new`] and this writer leave
 //! out the same fields ([`Defaults`]).
 
-use super::answers::{ManifestFile, Tree};
+use super::answers::Tree;
+use super::manifest_file::{Defaults, ManifestFile};
 use crate::posix::Kind;
 use serde_json::Value;
 
@@ -24,32 +25,6 @@ pub struct ManifestEntry<'a> {
     pub kind: Kind,
     pub mode: u32,
     pub mtime_ns: Option<i64>,
-}
-
-/// Which of a file's fields hold their defaults: what the compact form leaves out.
-pub(crate) struct Defaults {
-    /// The body is stored whole: its hash and size are the content's.
-    pub stored_whole: bool,
-    pub empty_metadata: bool,
-    pub file_kind: bool,
-    pub default_mode: bool,
-}
-
-impl Defaults {
-    pub(crate) fn of(
-        (content_hash, size): (&[u8], i64),
-        (body_hash, body_size): (&[u8], i64),
-        metadata: Option<&Value>,
-        kind: Kind,
-        mode: u32,
-    ) -> Defaults {
-        Defaults {
-            stored_whole: body_hash == content_hash && body_size == size,
-            empty_metadata: metadata.is_none_or(|m| m.as_object().is_some_and(|m| m.is_empty())),
-            file_kind: kind == Kind::File,
-            default_mode: mode == kind.default_mode(),
-        }
-    }
 }
 
 /// The JSON text of a manifest answer, written one file at a time.

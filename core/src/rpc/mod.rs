@@ -10,6 +10,7 @@ mod declare;
 pub mod grep;
 pub mod listing;
 pub mod manifest_changes;
+mod manifest_file;
 pub mod manifest_text;
 pub mod notes;
 mod params;
@@ -22,6 +23,7 @@ pub mod watch;
 pub use answers::*;
 pub use changes::{parse_changes, Change, ChangeError, Content, Op, StagedDocument, WireChange};
 pub use listing::DirectoryPage;
+pub use manifest_file::ManifestFile;
 pub use params::{params_of, Param};
 pub use receipt::{ForkedFrom, Receipt, ReceiptLine};
 

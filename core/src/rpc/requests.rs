@@ -77,13 +77,13 @@ request! {
 }
 
 request! {
-    "supabash_load_manifest", mutates = false, answers::Tree<answers::ManifestFile>, workspace;
+    "supabash_load_manifest", mutates = false, answers::Tree<super::ManifestFile>, workspace;
     /// `supabash_load_manifest`: the tree without bodies at a revision (default: the head).
     pub struct LoadManifest {
         pub workspace_id: String,
         pub revision: Option<String>,
         pub delegated_grant: Option<String>,
-        /// `true`: each file in the compact form (see [`answers::ManifestFile`]), about half
+        /// `true`: each file in the compact form (see [`super::ManifestFile`]), about half
         /// the bytes of a manifest. Default `false`.
         pub compact: Option<bool>,
     }
