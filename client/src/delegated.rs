@@ -48,7 +48,9 @@ use supabash_core::capability::{
     parse_compact_among, Algorithm, Operation, OperationSet, PostgresClaims, Reason,
     SeedPostgresClaims,
 };
-use supabash_core::rpc::requests as rq;
+use supabash_core::rpc::audit as wire_audit;
+use supabash_core::rpc::notes;
+use supabash_core::rpc::requests::{self as rq, WorkspaceRequest};
 use supabash_core::rpc::requests::{DiffRef, ExchangeCapability};
 use supabash_core::rpc::CommitResult;
 use supabash_core::rpc::WorkspaceForked;
@@ -148,24 +150,27 @@ fn mismatch() -> SupabashError {
     )
 }
 
-fn denied(op: Operation, granted: &OperationSet) -> SupabashError {
+fn denied(needs: &[Operation], granted: &OperationSet) -> SupabashError {
+    let needs: Vec<&str> = needs.iter().map(|op| op.as_str()).collect();
     SupabashError::new(
         ErrorCode::Authorization,
         format!(
-            "the delegated capability does not allow {op} (it allows {})",
+            "the delegated capability does not allow {} (it allows {})",
+            needs.join(" or "),
             granted.to_wire().join(", ")
         ),
     )
 }
 
-/// Methods of [`DelegatedWorkspace`] that check that the grant allows one operation, then do
-/// what [`Workspace`]'s method of the same name does.
+/// Methods of [`DelegatedWorkspace`] that check that the grant allows what the RPC they call
+/// needs (its request type's [`WorkspaceRequest::NEEDS`], declared once in core's contract and
+/// checked again by the database), then do what [`Workspace`]'s method of the same name does.
 macro_rules! guarded {
-    ($($(#[$doc:meta])* $op:ident => fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
+    ($($(#[$doc:meta])* $req:ty => fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
         $(
             $(#[$doc])*
             pub async fn $name(&self, $($arg: $ty),*) -> Result<$ret> {
-                self.require(Operation::$op)?;
+                self.require(<$req as WorkspaceRequest>::NEEDS)?;
                 self.workspace.$name($($arg),*).await
             }
         )*
@@ -235,11 +240,15 @@ impl DelegatedWorkspace {
         self
     }
 
-    fn require(&self, op: Operation) -> Result<()> {
-        if self.delegation.operations.contains(op) {
+    /// Refuses, before any request, a call the grant allows none of `needs` for.
+    fn require(&self, needs: &[Operation]) -> Result<()> {
+        if needs
+            .iter()
+            .any(|op| self.delegation.operations.contains(*op))
+        {
             Ok(())
         } else {
-            Err(denied(op, &self.delegation.operations))
+            Err(denied(needs, &self.delegation.operations))
         }
     }
 
@@ -280,7 +289,7 @@ impl DelegatedWorkspace {
     /// Throws away staged edits; needs `write` unless clean or only a restore is staged.
     pub async fn discard(&self) -> Result<()> {
         if self.needs_write()? {
-            self.require(Operation::Write)?;
+            self.require(&[Operation::Write])?;
         }
         self.workspace.discard().await?;
         *self.restored.lock().expect("restored lock") = None;
@@ -290,9 +299,9 @@ impl DelegatedWorkspace {
     /// Commits (needs `commit`, and `write` for edits other than a staged restore). The actor
     /// and correlation id are the grant's, whatever `options` say.
     pub async fn commit(&self, options: CommitOptions) -> Result<CommitResult> {
-        self.require(Operation::Commit)?;
+        self.require(rq::Commit::NEEDS)?;
         if self.needs_write()? {
-            self.require(Operation::Write)?;
+            self.require(&[Operation::Write])?;
         }
         let options = CommitOptions {
             actor: self.delegation.actor(),
@@ -306,40 +315,40 @@ impl DelegatedWorkspace {
 
     guarded! {
         /// One page of history (needs `history`).
-        History => fn history(cursor: Option<&str>, page_size: Option<usize>) -> HistoryPage;
+        rq::History => fn history(cursor: Option<&str>, page_size: Option<usize>) -> HistoryPage;
         /// Compares two sides (needs `history`).
-        History => fn diff(from: DiffRef, to: DiffRef, paths: Option<Vec<String>>,
+        rq::Diff => fn diff(from: DiffRef, to: DiffRef, paths: Option<Vec<String>>,
                            preview_bytes: Option<usize>) -> Diff;
-        /// An old revision's receipt and files (needs `history`).
-        History => fn read_revision(revision: &str) -> RevisionTree;
+        /// An old revision's receipt and files (needs `history` or `restore`).
+        rq::LoadRevision => fn read_revision(revision: &str) -> RevisionTree;
         /// The committed tree at the base revision (needs `read`).
-        Read => fn committed_snapshot() -> Snapshot;
+        rq::LoadSnapshot => fn committed_snapshot() -> Snapshot;
         /// Pins a revision (needs `checkpoint`).
-        Checkpoint => fn checkpoint(options: CheckpointOptions) -> Checkpoint;
+        rq::Checkpoint => fn checkpoint(options: CheckpointOptions) -> Checkpoint;
         /// Every checkpoint (needs `checkpoint`).
-        Checkpoint => fn checkpoints() -> Vec<Checkpoint>;
+        rq::Checkpoints => fn checkpoints() -> Vec<Checkpoint>;
         /// Deletes a checkpoint (needs `checkpoint`).
-        Checkpoint => fn delete_checkpoint(checkpoint_id: &str) -> ();
+        rq::DeleteCheckpoint => fn delete_checkpoint(checkpoint_id: &str) -> ();
         /// Drops old revisions (needs `purge`).
-        Purge => fn purge(options: PurgeOptions) -> PurgeReport;
+        rq::Purge => fn purge(options: PurgeOptions) -> PurgeReport;
         /// Removes bodies from history (needs `redact`; no other operation implies it).
-        Redact => fn redact(options: RedactOptions) -> RedactReport;
+        rq::Redact => fn redact(options: RedactOptions) -> RedactReport;
         /// Takes the workspace's commit lease (needs `commit`: a lease guards commits).
-        Commit => fn acquire_lease(holder: &str, ttl: Duration) -> Lease;
+        rq::AcquireLease => fn acquire_lease(holder: &str, ttl: Duration) -> Lease;
         /// Renews the lease this handle holds (needs `commit`).
-        Commit => fn renew_lease(ttl: Duration) -> Lease;
+        rq::RenewLease => fn renew_lease(ttl: Duration) -> Lease;
         /// Releases the lease this handle holds (needs `commit`).
-        Commit => fn release_lease() -> bool;
-        /// Who holds the lease, if anyone (needs `read`, which every delegated handle has).
-        Read => fn lease() -> Option<LeaseState>;
+        rq::ReleaseLease => fn release_lease() -> bool;
+        /// Who holds the lease, if anyone (needs `read` or `commit`; every delegated handle has
+        /// `read`).
+        rq::LeaseInfo => fn lease() -> Option<LeaseState>;
         /// One page of the audit trail, of one revision or all (needs `history`).
-        History => fn audit(revision: Option<&str>, cursor: Option<&str>) -> AuditPage;
+        wire_audit::Audit => fn audit(revision: Option<&str>, cursor: Option<&str>) -> AuditPage;
         /// A revision's notes (needs `history`).
-        History => fn notes(revision: &str, key: Option<&str>)
-            -> Vec<supabash_core::rpc::notes::RevisionNote>;
+        notes::Notes => fn notes(revision: &str, key: Option<&str>) -> Vec<notes::RevisionNote>;
         /// The workspace's announcements as a stream (needs `history`; `read`, which every
         /// delegated handle has, for `after` `None`).
-        History => fn watch(after: Option<crate::watch::WatchPoint>) -> crate::watch::Watch;
+        rq::History => fn watch(after: Option<crate::watch::WatchPoint>) -> crate::watch::Watch;
     }
 
     /// Appends a note to a revision (needs `commit`). The database records the grant's actor,
@@ -350,7 +359,7 @@ impl DelegatedWorkspace {
         key: &str,
         value: serde_json::Value,
     ) -> Result<supabash_core::rpc::notes::RevisionNote> {
-        self.require(Operation::Commit)?;
+        self.require(notes::AddNote::NEEDS)?;
         let actor = self.delegation.actor();
         self.workspace.add_note(revision, key, value, &actor).await
     }
@@ -361,7 +370,7 @@ impl DelegatedWorkspace {
     /// The database records the grant's actor on the fork's first revision, whatever
     /// `options.actor` says.
     pub async fn fork(&self, options: ForkOptions) -> Result<WorkspaceForked> {
-        self.require(Operation::Fork)?;
+        self.require(rq::Fork::NEEDS)?;
         let request = rq::Fork {
             workspace_id: self.id().to_owned(),
             revision: options.revision,
@@ -373,10 +382,11 @@ impl DelegatedWorkspace {
         call(self.transport.as_ref(), &request).await
     }
 
-    /// Stages the tree of an old revision (needs `restore`); committing it then needs
-    /// `commit` but not `write`.
+    /// Stages the tree of an old revision (needs `restore`: a client-side rule, since the
+    /// revision's read also serves `history`); committing it then needs `commit` but not
+    /// `write`.
     pub async fn restore(&self, revision: &str) -> Result<Restored> {
-        self.require(Operation::Restore)?;
+        self.require(&[Operation::Restore])?;
         let restored = self.workspace.restore(revision).await?;
         *self.restored.lock().expect("restored lock") = Some(restored.changes.clone());
         Ok(restored)

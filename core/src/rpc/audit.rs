@@ -377,7 +377,7 @@ pub fn cap_arguments(arguments: Value) -> Value {
 }
 
 request! {
-    "supabash_record_discarded", mutates = true, AuditWritten, workspace;
+    "supabash_record_discarded", mutates = true, AuditWritten, workspace = [Write, Commit];
     /// `supabash_record_discarded`: writes the actions of a session whose staged changes were
     /// discarded, marked discarded (no revision). Retrying writes nothing twice.
     pub struct RecordDiscarded {
@@ -398,7 +398,7 @@ impl RecordDiscarded {
 }
 
 request! {
-    "supabash_audit", mutates = false, AuditPage, workspace;
+    "supabash_audit", mutates = false, AuditPage, workspace = [History];
     /// `supabash_audit`: records in the order they were written, after `cursor` (a record
     /// id); only those of `revision` when given.
     pub struct Audit {

@@ -4,6 +4,12 @@
 
 /// A request about one workspace, optionally presenting a delegated grant.
 pub trait WorkspaceRequest {
+    /// The operations a delegated grant must hold one of to make this call: the one
+    /// declaration the extension authorises from and the client's delegated handle checks
+    /// before calling. Empty: no grant may make it (the owner's alone). A handler that needs
+    /// more in some cases (a commit that writes needs `write` too) checks that itself and says
+    /// so in its doc.
+    const NEEDS: &'static [Operation];
     fn workspace_id(&self) -> &str;
     fn delegated_grant(&self) -> Option<&str>;
 }
@@ -13,19 +19,20 @@ pub trait WorkspaceRequest {
 ///
 /// [`Rpc`]: super::Rpc
 macro_rules! request {
-    ($name:literal, mutates = $m:literal, $answer:ty $(, $ws:ident)?;
+    ($name:literal, mutates = $m:literal, $answer:ty $(, workspace = [$($op:ident),*])?;
      $(#[$attr:meta])* pub struct $req:ident { $($body:tt)* }) => {
         $(#[$attr])*
         #[skip_serializing_none]
         #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct $req { $($body)* }
-        rpc!($req, $name, mutates = $m, $answer $(, $ws)?);
+        rpc!($req, $name, mutates = $m, $answer $(, workspace = [$($op),*])?);
     };
 }
 
-/// The [`Rpc`] facts of a request type and, with `workspace`, its [`WorkspaceRequest`] impl
-/// (from its `workspace_id` and `delegated_grant` fields).
+/// The [`Rpc`] facts of a request type and, with `workspace = [..]`, its [`WorkspaceRequest`]
+/// impl: the operations a grant needs (one of them), and its `workspace_id` and
+/// `delegated_grant` fields.
 ///
 /// [`Rpc`]: super::Rpc
 macro_rules! rpc {
@@ -36,9 +43,12 @@ macro_rules! rpc {
             type Answer = $answer;
         }
     };
-    ($req:ident, $name:literal, mutates = $m:literal, $answer:ty, workspace) => {
+    ($req:ident, $name:literal, mutates = $m:literal, $answer:ty,
+     workspace = [$($op:ident),*]) => {
         rpc!($req, $name, mutates = $m, $answer);
         impl WorkspaceRequest for $req {
+            const NEEDS: &'static [$crate::capability::Operation] =
+                &[$($crate::capability::Operation::$op),*];
             fn workspace_id(&self) -> &str {
                 &self.workspace_id
             }
@@ -50,3 +60,5 @@ macro_rules! rpc {
 }
 
 pub(super) use {request, rpc};
+
+use crate::capability::Operation;

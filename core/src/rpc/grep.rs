@@ -21,7 +21,7 @@ pub const MAX_GREP_CONTEXT_LINES: i32 = 10;
 pub const MAX_GREP_LINE_BYTES: usize = 1024;
 
 request! {
-    "supabash_grep", mutates = false, GrepPage, workspace;
+    "supabash_grep", mutates = false, GrepPage, workspace = [Read];
     /// `supabash_grep`: the lines of the files at `revision` (default: the head; a time is
     /// accepted as everywhere) that match `pattern` (a regular expression, or with
     /// `fixed_strings` a literal), in path then line order, at most `max_matches` a page.

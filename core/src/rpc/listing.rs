@@ -13,7 +13,7 @@ pub const DEFAULT_DIRECTORY_PAGE: i32 = 1000;
 pub const MAX_DIRECTORY_PAGE: i32 = 10_000;
 
 request! {
-    "supabash_list_directory", mutates = false, DirectoryPage, workspace;
+    "supabash_list_directory", mutates = false, DirectoryPage, workspace = [Read];
     /// `supabash_list_directory`: the direct children of directory `path` (`/` for the root) at
     /// a revision (default: the head), in the order of their paths (a directory sorts as its
     /// path followed by `/`), `page_size` at a time (1 to [`MAX_DIRECTORY_PAGE`], default

@@ -14,7 +14,7 @@ pub const MAX_CHANGED_REVISIONS: i64 = 1000;
 pub const MAX_CHANGED_PATHS: usize = 10_000;
 
 request! {
-    "supabash_manifest_changes", mutates = false, ManifestChanges, workspace;
+    "supabash_manifest_changes", mutates = false, ManifestChanges, workspace = [Read];
     /// `supabash_manifest_changes`: the entries that differ between the manifest at revision
     /// `since` and the one at `revision` (default: the head; a point in time as everywhere),
     /// found from the receipts in between (so the cost follows what changed, not the tree).

@@ -18,7 +18,7 @@ pub const MAX_NOTE_BYTES: usize = 4096;
 pub const MAX_NOTES_PER_REVISION: i64 = 256;
 
 request! {
-    "supabash_add_note", mutates = true, RevisionNote, workspace;
+    "supabash_add_note", mutates = true, RevisionNote, workspace = [Commit];
     /// `supabash_add_note`: appends `value` under `key` to revision `revision` (grant
     /// operation `commit`). `actor` is required of the owner and ignored for a delegated
     /// grant (its subject is recorded), as for a commit.
@@ -53,7 +53,7 @@ impl AddNote {
 }
 
 request! {
-    "supabash_notes", mutates = false, Vec<RevisionNote>, workspace;
+    "supabash_notes", mutates = false, Vec<RevisionNote>, workspace = [History];
     /// `supabash_notes`: the notes of revision `revision` (every version, by key then
     /// version), or only those under `key` (grant operation `history`).
     pub struct Notes {

@@ -14,7 +14,7 @@ pub const MAX_PATH_HISTORY_PAGE: i64 = 1000;
 pub const MAX_FOLLOWED_MOVES: usize = 1000;
 
 request! {
-    "supabash_path_history", mutates = false, PathHistoryPage, workspace;
+    "supabash_path_history", mutates = false, PathHistoryPage, workspace = [History];
     /// `supabash_path_history`: what each revision that touched `path` did to it, newest
     /// first (`oldest_first` for the other order), `page_size` revisions a page (1 to
     /// [`MAX_PATH_HISTORY_PAGE`], default [`DEFAULT_PATH_HISTORY_PAGE`]); `cursor` is the

@@ -7,6 +7,7 @@ use super::changes::{StagedDocument, WireChange};
 pub use super::declare::WorkspaceRequest;
 use super::declare::{request, rpc};
 use super::Rpc;
+use crate::capability::Operation;
 use crate::limits::{check_object, check_texts, FieldError};
 use crate::limits::{MAX_CAUSE_BYTES, MAX_COMMIT_METADATA_BYTES, MAX_LABEL_BYTES};
 use crate::limits::{MAX_LEASE_HOLDER_BYTES, MAX_LEASE_TTL_SECONDS, MIN_LEASE_TTL_SECONDS};
@@ -33,7 +34,7 @@ request! {
 }
 
 request! {
-    "supabash_fork", mutates = true, answers::WorkspaceForked, workspace;
+    "supabash_fork", mutates = true, answers::WorkspaceForked, workspace = [Fork];
     /// `supabash_fork`: a new workspace of the same owner whose first revision's tree is this
     /// one's at `revision` (default: the head). Copies no bodies and no entries.
     pub struct Fork {
@@ -57,6 +58,8 @@ request! {
 }
 
 impl WorkspaceRequest for DeleteWorkspace {
+    /// None: deleting is the owner's alone.
+    const NEEDS: &'static [Operation] = &[];
     fn workspace_id(&self) -> &str {
         &self.workspace_id
     }
@@ -77,7 +80,7 @@ request! {
 }
 
 request! {
-    "supabash_load_manifest", mutates = false, answers::Tree<super::ManifestFile>, workspace;
+    "supabash_load_manifest", mutates = false, answers::Tree<super::ManifestFile>, workspace = [Read];
     /// `supabash_load_manifest`: the tree without bodies at a revision (default: the head).
     pub struct LoadManifest {
         pub workspace_id: String,
@@ -90,7 +93,7 @@ request! {
 }
 
 request! {
-    "supabash_load_document", mutates = false, answers::Document, workspace;
+    "supabash_load_document", mutates = false, answers::Document, workspace = [Read];
     /// `supabash_load_document`: one file with its body at a revision (default: the head).
     pub struct LoadDocument {
         pub workspace_id: String,
@@ -101,7 +104,7 @@ request! {
 }
 
 request! {
-    "supabash_load_documents", mutates = false, answers::Documents, workspace;
+    "supabash_load_documents", mutates = false, answers::Documents, workspace = [Read];
     /// `supabash_load_documents`: many files with their bodies at one revision (default: the
     /// head), in one call: at most [`MAX_DOCUMENTS_PER_CALL`] paths, their plain bytes charged
     /// against `supabash.max_decoded_per_call`. Paths the revision does not hold are answered
@@ -118,7 +121,7 @@ request! {
 pub const MAX_DOCUMENTS_PER_CALL: usize = 1000;
 
 request! {
-    "supabash_load_snapshot", mutates = false, answers::Tree, workspace;
+    "supabash_load_snapshot", mutates = false, answers::Tree, workspace = [Read];
     /// `supabash_load_snapshot`: every file with its body at a revision (default: the head).
     pub struct LoadSnapshot {
         pub workspace_id: String,
@@ -128,7 +131,7 @@ request! {
 }
 
 request! {
-    "supabash_load_revision", mutates = false, answers::RevisionTree, workspace;
+    "supabash_load_revision", mutates = false, answers::RevisionTree, workspace = [History, Restore];
     /// `supabash_load_revision`: a revision's receipt and tree.
     pub struct LoadRevision {
         pub workspace_id: String,
@@ -138,7 +141,7 @@ request! {
 }
 
 request! {
-    "supabash_history", mutates = false, answers::HistoryPage, workspace;
+    "supabash_history", mutates = false, answers::HistoryPage, workspace = [History];
     /// `supabash_history`: receipts oldest first, after `cursor` (a revision id).
     pub struct History {
         pub workspace_id: String,
@@ -151,7 +154,7 @@ request! {
 }
 
 request! {
-    "supabash_commit", mutates = true, answers::CommitResult, workspace;
+    "supabash_commit", mutates = true, answers::CommitResult, workspace = [Commit];
     /// `supabash_commit`: applies `changes` atomically on `base_revision`.
     pub struct Commit {
         pub workspace_id: String,
@@ -275,11 +278,11 @@ rpc!(
     "supabash_diff",
     mutates = false,
     answers::Diff,
-    workspace
+    workspace = [History]
 );
 
 request! {
-    "supabash_checkpoint", mutates = true, answers::Checkpoint, workspace;
+    "supabash_checkpoint", mutates = true, answers::Checkpoint, workspace = [Checkpoint];
     /// `supabash_checkpoint`: pins a revision (default: the head); idempotent by key.
     pub struct Checkpoint {
         pub workspace_id: String,
@@ -311,7 +314,7 @@ impl Checkpoint {
 }
 
 request! {
-    "supabash_checkpoints", mutates = false, Vec<answers::Checkpoint>, workspace;
+    "supabash_checkpoints", mutates = false, Vec<answers::Checkpoint>, workspace = [Checkpoint];
     /// `supabash_checkpoints`: every checkpoint, oldest first.
     pub struct Checkpoints {
         pub workspace_id: String,
@@ -320,7 +323,7 @@ request! {
 }
 
 request! {
-    "supabash_delete_checkpoint", mutates = true, answers::CheckpointDeleted, workspace;
+    "supabash_delete_checkpoint", mutates = true, answers::CheckpointDeleted, workspace = [Checkpoint];
     /// `supabash_delete_checkpoint`.
     pub struct DeleteCheckpoint {
         pub workspace_id: String,
@@ -330,7 +333,7 @@ request! {
 }
 
 request! {
-    "supabash_purge", mutates = true, answers::PurgeReport, workspace;
+    "supabash_purge", mutates = true, answers::PurgeReport, workspace = [Purge];
     /// `supabash_purge`: drops old revisions. With neither rule the newest 50 are kept.
     pub struct Purge {
         pub workspace_id: String,
@@ -349,7 +352,7 @@ request! {
 }
 
 request! {
-    "supabash_redact", mutates = true, answers::RedactReport, workspace;
+    "supabash_redact", mutates = true, answers::RedactReport, workspace = [Redact];
     /// `supabash_redact`: removes content from history for good: the versions before the
     /// boundary (default: the head; exclusive) at `paths` (exact) or with `body_hashes` (hex
     /// SHA-256 of the bytes) become tombstones, and the bytes leave the database.
@@ -446,7 +449,7 @@ request! {
 }
 
 request! {
-    "supabash_acquire_lease", mutates = true, answers::Lease, workspace;
+    "supabash_acquire_lease", mutates = true, answers::Lease, workspace = [Commit];
     /// `supabash_acquire_lease`: takes the workspace's single-writer lease for `holder`, or
     /// replaces an expired one. While the lease lives, acquiring it again (any holder name)
     /// needs its `token` and answers a fresh one; the holder name alone proves nothing.
@@ -469,7 +472,7 @@ impl AcquireLease {
 }
 
 request! {
-    "supabash_renew_lease", mutates = true, answers::Lease, workspace;
+    "supabash_renew_lease", mutates = true, answers::Lease, workspace = [Commit];
     /// `supabash_renew_lease`: extends the live lease `token` names by `ttl_seconds` from now.
     pub struct RenewLease {
         pub workspace_id: String,
@@ -487,7 +490,7 @@ impl RenewLease {
 }
 
 request! {
-    "supabash_release_lease", mutates = true, answers::LeaseReleased, workspace;
+    "supabash_release_lease", mutates = true, answers::LeaseReleased, workspace = [Commit];
     /// `supabash_release_lease`: ends the lease `token` names (a no-op for any other token).
     pub struct ReleaseLease {
         pub workspace_id: String,
@@ -497,7 +500,7 @@ request! {
 }
 
 request! {
-    "supabash_lease", mutates = false, Option<answers::LeaseState>, workspace;
+    "supabash_lease", mutates = false, Option<answers::LeaseState>, workspace = [Read, Commit];
     /// `supabash_lease`: the live lease (holder and times, never its token), or null.
     pub struct LeaseInfo {
         pub workspace_id: String,

@@ -4,6 +4,7 @@
 
 use super::declare::WorkspaceRequest;
 use super::Rpc;
+use crate::capability::Operation;
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
@@ -40,6 +41,7 @@ impl Rpc for Verify {
 }
 
 impl WorkspaceRequest for Verify {
+    const NEEDS: &'static [Operation] = &[Operation::History];
     fn workspace_id(&self) -> &str {
         &self.workspace_id
     }

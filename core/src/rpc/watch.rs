@@ -5,6 +5,7 @@
 
 use super::declare::{request, rpc, WorkspaceRequest};
 use super::Rpc;
+use crate::capability::Operation;
 use serde::{Deserialize, Serialize};
 use serde_with::skip_serializing_none;
 
@@ -62,6 +63,7 @@ request! {
 }
 
 impl WorkspaceRequest for MayWatch {
+    const NEEDS: &'static [Operation] = &[Operation::History];
     fn workspace_id(&self) -> &str {
         &self.workspace_id
     }

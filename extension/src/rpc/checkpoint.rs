@@ -5,7 +5,6 @@ use crate::pg::args;
 use crate::pg::fail::{Fail, Outcome};
 use crate::store::{access, checkpoints};
 use serde_json::json;
-use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{Checkpoint, CheckpointDeleted};
@@ -14,7 +13,7 @@ use supabash_core::Marker;
 /// `supabash_checkpoint`: pins a revision (default: the head).
 pub fn checkpoint(_call: &Call, req: rq::Checkpoint) -> Outcome<Checkpoint> {
     req.check_fields().map_err(args::field)?;
-    let ws = access::open_locked(&req, &[Operation::Checkpoint])?;
+    let ws = access::open_locked(&req)?;
     let revision = match args::uuid_opt("revision", req.revision.as_deref())? {
         Some(r) => {
             access::revision_position(&ws.id, &r)?;
@@ -63,13 +62,13 @@ pub fn checkpoint(_call: &Call, req: rq::Checkpoint) -> Outcome<Checkpoint> {
 
 /// `supabash_checkpoints`: all checkpoints, oldest first.
 pub fn checkpoints(_call: &Call, req: rq::Checkpoints) -> Outcome<Vec<Checkpoint>> {
-    let ws = access::open(&req, &[Operation::Checkpoint])?;
+    let ws = access::open(&req)?;
     checkpoints::list(&ws.id)
 }
 
 /// `supabash_delete_checkpoint`: removes one checkpoint (its revision becomes purgeable).
 pub fn delete_checkpoint(_call: &Call, req: rq::DeleteCheckpoint) -> Outcome<CheckpointDeleted> {
-    let ws = access::open_locked(&req, &[Operation::Checkpoint])?;
+    let ws = access::open_locked(&req)?;
     let id = args::uuid("checkpoint_id", &req.checkpoint_id)?;
     checkpoints::delete(&ws.id, &id)?.ok_or_else(|| {
         Fail::new(

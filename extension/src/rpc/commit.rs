@@ -394,7 +394,7 @@ fn check_restore(
     let position = access::revision_position(&ws.id, source)?;
     let tree = |at: Option<i64>| -> Outcome<BTreeMap<String, Version>> {
         Ok(
-            crate::rpc::read::files_at(call.schema, ws, at, None, false)?
+            crate::rpc::files::files_at(call.schema, ws, at, None, false)?
                 .into_iter()
                 .map(entries::version)
                 .collect(),
@@ -452,7 +452,7 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     // Authorise first: a caller who may not commit here costs no decoding or hashing. The
     // workspace is locked by the same statement that finds it (one statement, not two; the
     // decoding and hashing then run under the lock, which only this workspace's commits wait on).
-    let locked = access::open_locked(&req, &[Operation::Commit])?;
+    let locked = access::open_locked(&req)?;
     let ws = locked.id.clone();
     let changes = parse_changes(std::mem::take(&mut req.changes)).map_err(change_error)?;
     let mut ctx = context(&mut req)?;

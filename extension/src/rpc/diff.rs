@@ -6,12 +6,11 @@ use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::pg::schema::Schema;
-use crate::rpc::read::files_at;
+use crate::rpc::files::files_at;
 use crate::store::access::{self, Workspace};
 use crate::store::bodies;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-use supabash_core::capability::Operation;
 use supabash_core::document::{metadata_from_json, render, Metadata};
 use supabash_core::limits::{
     utf8_prefix, DEFAULT_DIFF_PREVIEW_BYTES, MAX_DIFF_PREVIEW_BYTES, TRUNCATED_MARKER,
@@ -188,7 +187,7 @@ fn cut(text: &str, max: usize) -> String {
 
 /// `supabash_diff`.
 pub fn diff(call: &Call, req: rq::Diff) -> Outcome<Diff> {
-    let ws = access::open(&req, &[Operation::History])?;
+    let ws = access::open(&req)?;
     let preview_bytes = req
         .preview_bytes
         .map_or(DEFAULT_DIFF_PREVIEW_BYTES, i64::from);

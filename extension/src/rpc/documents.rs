@@ -2,7 +2,8 @@
 //! mount or a lazy tree reads a directory's small files in one round trip instead of one per
 //! file. A read: it runs on a hot standby and through `supabash._read`.
 
-use super::read::{file, pinned};
+use super::files::file;
+use super::pinned::{point, Point};
 use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{Fail, Outcome};
@@ -11,7 +12,6 @@ use crate::store::bodies;
 use crate::store::entries::{self, FileRow};
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap};
-use supabash_core::capability::Operation;
 use supabash_core::rpc::requests::{self as rq, MAX_DOCUMENTS_PER_CALL};
 use supabash_core::rpc::Documents;
 use supabash_core::Marker;
@@ -19,7 +19,7 @@ use supabash_core::Marker;
 /// `supabash_load_documents`: the files at `paths` in a pinned revision (default: head), with
 /// their bodies, charged against the call's decode budget before any body is fetched.
 pub fn load_documents(call: &Call, req: rq::LoadDocuments) -> Outcome<Documents> {
-    let ws = access::open(&req, &[Operation::Read])?;
+    let ws = access::open(&req)?;
     if req.paths.len() > MAX_DOCUMENTS_PER_CALL {
         return Err(Fail::new(
             Marker::Quota,
@@ -32,7 +32,7 @@ pub fn load_documents(call: &Call, req: rq::LoadDocuments) -> Outcome<Documents>
         .iter()
         .map(|p| args::checked_path(p))
         .collect::<Outcome<_>>()?;
-    let (revision, position) = pinned(&ws, req.revision.as_deref())?;
+    let Point { revision, position } = point(&ws, req.revision.as_deref())?;
     let mut rows = if revision.is_none() || wanted.is_empty() {
         Vec::new()
     } else {

@@ -4,16 +4,16 @@
 //! next file would not fit. The `regex` crate runs in time linear in the input, whatever the
 //! pattern.
 
-use super::read::{files_at, pinned};
+use super::files::files_at;
+use super::pinned::{point_or_time, Point};
 use super::Call;
 use crate::pg::args;
 use crate::pg::budget;
 use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::store::entries::FileRow;
-use crate::store::{access, bodies, revisions};
+use crate::store::{access, bodies};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::bytes::{Regex, RegexBuilder};
-use supabash_core::capability::Operation;
 use supabash_core::rpc::grep::*;
 use supabash_core::Marker;
 
@@ -186,23 +186,13 @@ fn search(
 
 /// `supabash_grep`: see docs/sql-contract.md. Reads only, so it works on a hot standby.
 pub fn grep(call: &Call, req: Grep) -> Outcome<GrepPage> {
-    let ws = access::open(&req, &[Operation::Read])?;
+    let ws = access::open(&req)?;
     let pattern = pattern(&req)?;
     let globs = globs(req.paths.as_deref())?;
     let max = args::page_size(req.max_matches, DEFAULT_GREP_MATCHES, MAX_GREP_MATCHES)? as usize;
-    let context = match req.context_lines {
-        None => 0,
-        Some(c) if (0..=MAX_GREP_CONTEXT_LINES).contains(&c) => c as usize,
-        Some(_) => {
-            return Err(Fail::new(
-                Marker::Quota,
-                format!("context_lines must be 0 to {MAX_GREP_CONTEXT_LINES}"),
-            ))
-        }
-    };
+    let context = context_lines(req.context_lines)?;
     let from = resume(req.cursor.as_deref())?;
-    let at = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
-    let (revision, position) = pinned(&ws, at.as_deref())?;
+    let Point { revision, position } = point_or_time(&ws, req.revision.as_deref())?;
     let mut page = GrepPage {
         revision: revision.clone(),
         position,
@@ -222,67 +212,123 @@ pub fn grep(call: &Call, req: Grep) -> Outcome<GrepPage> {
         .filter(|f| from.as_ref().is_none_or(|r| f.path >= r.path))
         .filter(|f| globs.as_ref().is_none_or(|g| kept(&f.path, g)))
         .collect();
+    let run = Run {
+        pattern: &pattern,
+        from: from.as_ref(),
+        context,
+        max,
+    };
     let mut rest = files.as_slice();
     while !rest.is_empty() {
-        // The next batch: as many files as fit in a batch and in the budget left (one at least,
-        // unless the budget cannot hold it).
-        let left = budget::left();
-        let mut take = 0;
-        let mut bytes = 0u64;
-        for f in rest {
-            let size = f.body_size.max(0) as u64;
-            if take > 0 && bytes + size > BATCH_BYTES.min(left) {
-                break;
-            }
-            take += 1;
-            bytes += size;
-        }
-        if bytes > left {
-            if page.files_searched == 0 {
-                // Not even one file fits: the budget's own error says so.
-                budget::charge(bytes)?;
-            }
+        let Some(take) = next_batch(rest, page.files_searched == 0)? else {
             // The next page starts at this file's first line.
             page.next_cursor = Some(format!("0:{}", rest[0].path));
             return Ok(page);
-        }
+        };
         let (batch, after) = rest.split_at(take);
         rest = after;
+        if run.batch(&ws.store, batch, &mut page)? == Page::Full {
+            return Ok(page);
+        }
+    }
+    Ok(page)
+}
+
+/// The lines of context asked for around each match.
+fn context_lines(asked: Option<i32>) -> Outcome<usize> {
+    match asked {
+        None => Ok(0),
+        Some(c) if (0..=MAX_GREP_CONTEXT_LINES).contains(&c) => Ok(c as usize),
+        Some(_) => Err(Fail::new(
+            Marker::Quota,
+            format!("context_lines must be 0 to {MAX_GREP_CONTEXT_LINES}"),
+        )),
+    }
+}
+
+/// How many of `rest` the next batch takes: as many files as fit in a batch and in the budget
+/// left (one at least). `None` when the budget cannot hold the batch: the page ends there,
+/// unless it is the page's first (`first`), where the budget's own error says so.
+fn next_batch(rest: &[FileRow], first: bool) -> Outcome<Option<usize>> {
+    let left = budget::left();
+    let mut take = 0;
+    let mut bytes = 0u64;
+    for f in rest {
+        let size = f.body_size.max(0) as u64;
+        if take > 0 && bytes + size > BATCH_BYTES.min(left) {
+            break;
+        }
+        take += 1;
+        bytes += size;
+    }
+    if bytes <= left {
+        return Ok(Some(take));
+    }
+    if first {
+        budget::charge(bytes)?;
+    }
+    Ok(None)
+}
+
+/// Whether the page has room for more matches.
+#[derive(PartialEq)]
+enum Page {
+    Open,
+    Full,
+}
+
+/// One call's search: the pattern, where it resumes, the context and the page size.
+struct Run<'a> {
+    pattern: &'a Pattern,
+    from: Option<&'a Resume>,
+    context: usize,
+    max: usize,
+}
+
+impl Run<'_> {
+    /// Loads a batch's bodies (charged to the budget) and searches them into `page`.
+    fn batch(&self, store: &str, batch: &[FileRow], page: &mut GrepPage) -> Outcome<Page> {
         let wanted: Vec<(Vec<u8>, i64)> = batch
             .iter()
             .map(|f| (f.body_hash.clone(), f.body_size))
             .collect();
-        let loaded = bodies::load_charged(&ws.store, &wanted)?;
+        let loaded = bodies::load_charged(store, &wanted)?;
         for f in batch {
             let Some(body) = loaded.get(&f.body_hash) else {
                 continue;
             };
-            let body = &body.bytes;
-            if body.contains(&0) {
-                page.binary_skipped += 1;
-                if !search(&pattern, &f.path, body, 0, 0, 1).is_empty() {
-                    page.binary_matches.push(f.path.clone());
-                }
-                continue;
-            }
-            page.files_searched += 1;
-            page.bytes_searched += body.len() as i64;
-            let skip = match &from {
-                Some(r) if r.path == f.path => r.line,
-                _ => 0,
-            };
-            let room = max - page.matches.len();
-            let found = search(&pattern, &f.path, body, skip, context, room + 1);
-            for m in found {
-                if page.matches.len() == max {
-                    // One more exists: the page ends at its last match.
-                    let last = page.matches.last().expect("a full page");
-                    page.next_cursor = Some(format!("{}:{}", last.line, last.path));
-                    return Ok(page);
-                }
-                page.matches.push(m);
+            if self.file(&f.path, &body.bytes, page) == Page::Full {
+                return Ok(Page::Full);
             }
         }
+        Ok(Page::Open)
     }
-    Ok(page)
+
+    /// Searches one body into `page`: a binary one is only counted (and named if it matches).
+    fn file(&self, path: &str, body: &[u8], page: &mut GrepPage) -> Page {
+        if body.contains(&0) {
+            page.binary_skipped += 1;
+            if !search(self.pattern, path, body, 0, 0, 1).is_empty() {
+                page.binary_matches.push(path.to_owned());
+            }
+            return Page::Open;
+        }
+        page.files_searched += 1;
+        page.bytes_searched += body.len() as i64;
+        let skip = match self.from {
+            Some(r) if r.path == path => r.line,
+            _ => 0,
+        };
+        let room = self.max - page.matches.len();
+        for m in search(self.pattern, path, body, skip, self.context, room + 1) {
+            if page.matches.len() == self.max {
+                // One more exists: the page ends at its last match.
+                let last = page.matches.last().expect("a full page");
+                page.next_cursor = Some(format!("{}:{}", last.line, last.path));
+                return Page::Full;
+            }
+            page.matches.push(m);
+        }
+        Page::Open
+    }
 }

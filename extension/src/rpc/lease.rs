@@ -12,15 +12,9 @@ use crate::pg::fail::{invalid, Fail, Outcome};
 use crate::store::access::{self, Workspace};
 use crate::store::leases::{self, Stored};
 use serde_json::json;
-use supabash_core::capability::Operation;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{Lease, LeaseReleased, LeaseState};
 use supabash_core::Marker;
-
-/// What a delegated caller needs: lease writes guard commits, so they need `commit`; reading
-/// the lease needs `read` or `commit`.
-const WRITE: &[Operation] = &[Operation::Commit];
-const READ: &[Operation] = &[Operation::Read, Operation::Commit];
 
 /// A stored lease as the answer, with whether it took an expired one over and the head.
 fn answer(l: Stored, taken_over: bool, head: Option<String>) -> Lease {
@@ -53,7 +47,7 @@ fn held(holder: &str, expires_at: &str) -> Fail {
 /// `supabash_acquire_lease`.
 pub fn acquire(_call: &Call, req: rq::AcquireLease) -> Outcome<Lease> {
     req.check_fields().map_err(|e| invalid(e.to_string()))?;
-    let Workspace { id, head, .. } = access::open_locked(&req, WRITE)?;
+    let Workspace { id, head, .. } = access::open_locked(&req)?;
     let presented = args::uuid_opt("token", req.token.as_deref())?;
     // A holder name is public (`supabash_lease`, LEASE_HELD show it): only the live token
     // renews the claim, whoever names itself the holder.
@@ -72,7 +66,7 @@ pub fn acquire(_call: &Call, req: rq::AcquireLease) -> Outcome<Lease> {
 /// `supabash_renew_lease`: LEASE_LOST unless `token` is the live lease.
 pub fn renew(_call: &Call, req: rq::RenewLease) -> Outcome<Lease> {
     req.check_fields().map_err(|e| invalid(e.to_string()))?;
-    let Workspace { id, head, .. } = access::open_locked(&req, WRITE)?;
+    let Workspace { id, head, .. } = access::open_locked(&req)?;
     let token = args::uuid("token", &req.token)?;
     leases::renew(&id, &token, req.ttl_seconds)?
         .map(|l| answer(l, false, head))
@@ -81,7 +75,7 @@ pub fn renew(_call: &Call, req: rq::RenewLease) -> Outcome<Lease> {
 
 /// `supabash_release_lease`: removes the lease `token` names, live or expired.
 pub fn release(_call: &Call, req: rq::ReleaseLease) -> Outcome<LeaseReleased> {
-    let Workspace { id, .. } = access::open_locked(&req, WRITE)?;
+    let Workspace { id, .. } = access::open_locked(&req)?;
     let token = args::uuid("token", &req.token)?;
     let live = leases::release(&id, &token)?;
     Ok(LeaseReleased { released: live })
@@ -89,7 +83,7 @@ pub fn release(_call: &Call, req: rq::ReleaseLease) -> Outcome<LeaseReleased> {
 
 /// `supabash_lease`: a read (no transaction id; works on a hot standby).
 pub fn lease(_call: &Call, req: rq::LeaseInfo) -> Outcome<Option<LeaseState>> {
-    let ws = access::open(&req, READ)?;
+    let ws = access::open(&req)?;
     leases::live(&ws.id)
 }
 

@@ -12,11 +12,11 @@ use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{invalid, Outcome};
 use crate::pg::schema::Schema;
-use crate::rpc::read;
+use crate::rpc::files::{file, with_link_targets};
+use crate::rpc::pinned::Header;
 use crate::store::access::{self, Workspace};
 use crate::store::entries::{self, FileRow};
 use crate::store::revisions;
-use supabash_core::capability::Operation;
 use supabash_core::posix::Kind;
 use supabash_core::rpc::listing::{
     DirectoryPage, ListDirectory, DEFAULT_DIRECTORY_PAGE, MAX_DIRECTORY_PAGE,
@@ -112,7 +112,7 @@ fn remaining(want: usize, listed: usize) -> i64 {
 
 /// `supabash_list_directory`.
 pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage> {
-    let ws = access::open(&req, &[Operation::Read])?;
+    let ws = access::open(&req)?;
     let dir = directory(&req.path)?;
     let page_size = args::page_size(
         req.page_size,
@@ -120,111 +120,176 @@ pub fn list_directory(call: &Call, req: ListDirectory) -> Outcome<DirectoryPage>
         MAX_DIRECTORY_PAGE.into(),
     )?;
     let (prefix, upper) = bounds(&dir);
-    let mut at = resume_at(&prefix, req.cursor.as_deref())?;
-    let pin = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
-    let (revision, position) = read::pinned(&ws, pin.as_deref())?;
-    let mut files = Vec::new();
-    let mut directories = Vec::new();
-    let mut explicit = Vec::new();
-    let mut next_cursor = None;
-    let want = page_size as usize;
-    // Probes read index ranges: they start small (a directory of directories needs one row
-    // each) and grow while they meet only files. Where the walk can skip (`walks`), two
-    // subdirectories in a row switch to the recursive walk, which jumps over each subdirectory
-    // inside one statement; a walk batch that met more files than subdirectories switches back
-    // to ranges, so a run of files never costs a descent each.
-    let mut limit = 1;
-    let walks = ws.sources.is_empty() && (position.is_none() || position == ws.head_position);
-    let mut walking = false;
-    // The last row met was a subdirectory: a second one in a row starts a walk.
-    let mut after_directory = false;
-    'scan: while revision.is_some() {
-        let rows = if walking {
-            let (after, from) = match &at {
-                Resume::After(p) => (true, p),
-                Resume::From(p) => (false, p),
-            };
-            entries::children_at_head(call.schema, &ws, &prefix, from, after, &upper, limit)?
-        } else {
-            probe(call.schema, &ws, position, &at, &upper, limit)?
+    let at = resume_at(&prefix, req.cursor.as_deref())?;
+    let mut page = Header::read(&ws, req.revision.as_deref())?.directory_page(dir);
+    if page.revision.is_some() {
+        let position = page.position;
+        let walks = ws.sources.is_empty() && (position.is_none() || position == ws.head_position);
+        let scan = Scan::new(&prefix, &upper, page_size as usize, walks, at);
+        let mut listed = scan.run(call.schema, &ws, position)?;
+        with_link_targets(&ws, &mut listed.files)?;
+        page.files = listed.files.into_iter().map(file).collect();
+        page.directories = listed.directories;
+        page.directory_entries = listed.explicit.into_iter().map(file).collect();
+        page.next_cursor = listed.next_cursor;
+    }
+    if req.totals == Some(true) {
+        let (n, bytes) = match page.revision.as_deref() {
+            Some(at) => totals(call, &ws, at, page.position)?,
+            None => (0, 0),
         };
-        let full = rows.len() as i64 == limit;
-        let (mut met_files, mut met_directories) = (0, 0);
+        page.tree_files = Some(n);
+        page.tree_bytes = Some(bytes);
+    }
+    Ok(page)
+}
+
+/// What a scan found: the page's children, in path order.
+#[derive(Default)]
+struct Listed {
+    files: Vec<FileRow>,
+    /// Names of the subdirectories.
+    directories: Vec<String>,
+    /// The own entries of those subdirectories that have one (explicit directories).
+    explicit: Vec<FileRow>,
+    next_cursor: Option<String>,
+}
+
+/// How a batch of rows ended.
+enum Batch {
+    /// The page is full: the scan is over.
+    PageFull,
+    /// A subdirectory was met outside a walk: the next batch starts past it.
+    Skip,
+    /// Every row was taken; so many were files and so many subdirectories.
+    Taken { files: usize, directories: usize },
+}
+
+/// The scan of one directory's children. Probes read index ranges: they start small (a
+/// directory of directories needs one row each) and grow while they meet only files. Where
+/// the walk can skip (`walks`), two subdirectories in a row switch to the recursive walk,
+/// which jumps over each subdirectory inside one statement; a walk batch that met more files
+/// than subdirectories switches back to ranges, so a run of files never costs a descent each.
+struct Scan<'a> {
+    prefix: &'a str,
+    upper: &'a str,
+    /// Children the page holds.
+    want: usize,
+    walks: bool,
+    at: Resume,
+    /// Rows the next batch asks for.
+    limit: i64,
+    walking: bool,
+    /// The last row met was a subdirectory: a second one in a row starts a walk.
+    after_directory: bool,
+    listed: Listed,
+}
+
+impl<'a> Scan<'a> {
+    fn new(prefix: &'a str, upper: &'a str, want: usize, walks: bool, at: Resume) -> Self {
+        Scan {
+            prefix,
+            upper,
+            want,
+            walks,
+            at,
+            limit: 1,
+            walking: false,
+            after_directory: false,
+            listed: Listed::default(),
+        }
+    }
+
+    /// Scans until the page is full or the directory ends.
+    fn run(mut self, schema: Schema, ws: &Workspace, position: Option<i64>) -> Outcome<Listed> {
+        loop {
+            let rows = self.next_rows(schema, ws, position)?;
+            let full = rows.len() as i64 == self.limit;
+            match self.take(rows) {
+                Batch::PageFull => break,
+                Batch::Skip => continue,
+                Batch::Taken { .. } if !full => break,
+                Batch::Taken { files, directories } => self.grow(files, directories),
+            }
+        }
+        Ok(self.listed)
+    }
+
+    /// The next batch: a walk's or a probe's rows from where the scan is.
+    fn next_rows(
+        &self,
+        schema: Schema,
+        ws: &Workspace,
+        position: Option<i64>,
+    ) -> Outcome<Vec<FileRow>> {
+        if !self.walking {
+            return probe(schema, ws, position, &self.at, self.upper, self.limit);
+        }
+        let (after, from) = match &self.at {
+            Resume::After(p) => (true, p),
+            Resume::From(p) => (false, p),
+        };
+        entries::children_at_head(schema, ws, self.prefix, from, after, self.upper, self.limit)
+    }
+
+    fn listed(&self) -> usize {
+        self.listed.files.len() + self.listed.directories.len()
+    }
+
+    /// Takes a batch's rows into the page, in order.
+    fn take(&mut self, rows: Vec<FileRow>) -> Batch {
+        let (mut files, mut directories) = (0, 0);
         for row in rows {
-            if files.len() + directories.len() == want {
-                next_cursor = Some(match &at {
+            if self.listed() == self.want {
+                self.listed.next_cursor = Some(match &self.at {
                     Resume::After(p) => p.clone(),
                     Resume::From(p) => format!("{}/", &p[..p.len() - 1]),
                 });
-                break 'scan;
+                return Batch::PageFull;
             }
-            let name = &row.path[prefix.len()..];
+            let name = &row.path[self.prefix.len()..];
             // A subdirectory: below it (implied by its entries), or its own entry (an
             // explicit directory, perhaps empty), which sorts just before its entries.
             let own_entry = !name.contains('/') && row.kind == Kind::Directory;
-            let slash = name.find('/').or(own_entry.then_some(name.len()));
-            if let Some(slash) = slash {
-                let name = name[..slash].to_owned();
-                if own_entry {
-                    explicit.push(row);
-                }
-                at = Resume::From(format!("{prefix}{name}0"));
-                directories.push(name);
-                met_directories += 1;
-                let second = std::mem::replace(&mut after_directory, true);
-                if walking {
-                    continue;
-                }
-                if walks && second {
-                    walking = true;
-                    limit = FIRST_WALK.min(remaining(want, files.len() + directories.len()));
-                } else {
-                    limit = 1;
-                }
-                continue 'scan;
+            let Some(slash) = name.find('/').or(own_entry.then_some(name.len())) else {
+                self.at = Resume::After(row.path.clone());
+                self.listed.files.push(row);
+                files += 1;
+                self.after_directory = false;
+                continue;
+            };
+            let name = name[..slash].to_owned();
+            if own_entry {
+                self.listed.explicit.push(row);
             }
-            at = Resume::After(row.path.clone());
-            files.push(row);
-            met_files += 1;
-            after_directory = false;
+            self.at = Resume::From(format!("{}{name}0", self.prefix));
+            self.listed.directories.push(name);
+            directories += 1;
+            let second = std::mem::replace(&mut self.after_directory, true);
+            if self.walking {
+                continue;
+            }
+            if self.walks && second {
+                self.walking = true;
+                self.limit = FIRST_WALK.min(remaining(self.want, self.listed()));
+            } else {
+                self.limit = 1;
+            }
+            return Batch::Skip;
         }
-        if !full {
-            break;
-        }
-        if walking && met_files > met_directories {
-            walking = false;
-            limit = 4;
-        } else if walking {
-            limit = (limit * 4).min(remaining(want, files.len() + directories.len()));
+        Batch::Taken { files, directories }
+    }
+
+    /// Sizes the next batch after a full one that met `files` files and `directories`
+    /// subdirectories.
+    fn grow(&mut self, files: usize, directories: usize) {
+        if self.walking && files > directories {
+            self.walking = false;
+            self.limit = 4;
+        } else if self.walking {
+            self.limit = (self.limit * 4).min(remaining(self.want, self.listed()));
         } else {
-            limit = (limit * 4).min(MAX_PROBE);
+            self.limit = (self.limit * 4).min(MAX_PROBE);
         }
     }
-    read::with_link_targets(&ws, &mut files)?;
-    let files = files.into_iter().map(read::file).collect();
-    let directory_entries = explicit.into_iter().map(read::file).collect();
-    let (tree_files, tree_bytes) = match req.totals {
-        Some(true) if revision.is_some() => {
-            let at = revision.as_deref().expect("a revision");
-            let (n, bytes) = totals(call, &ws, at, position)?;
-            (Some(n), Some(bytes))
-        }
-        Some(true) => (Some(0), Some(0)),
-        _ => (None, None),
-    };
-    Ok(DirectoryPage {
-        restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
-        files_only: ws.files_only,
-        redaction_epoch: ws.redaction_epoch,
-        workspace_id: ws.id,
-        revision,
-        position,
-        path: dir,
-        files,
-        directories,
-        directory_entries,
-        next_cursor,
-        tree_files,
-        tree_bytes,
-    })
 }

@@ -6,34 +6,22 @@
 use super::Call;
 use crate::pg::args;
 use crate::pg::fail::Outcome;
-use crate::rpc::read;
+use crate::rpc::files::{file, with_link_targets};
+use crate::rpc::pinned::Header;
 use crate::store::access;
 use crate::store::entries;
 use crate::store::revisions;
 use std::collections::BTreeSet;
-use supabash_core::capability::Operation;
 use supabash_core::rpc::manifest_changes::{
     ManifestChanges, ManifestChangesSince, MAX_CHANGED_PATHS, MAX_CHANGED_REVISIONS,
 };
 
 /// `supabash_manifest_changes`.
 pub fn manifest_changes(call: &Call, req: ManifestChangesSince) -> Outcome<ManifestChanges> {
-    let ws = access::open(&req, &[Operation::Read])?;
+    let ws = access::open(&req)?;
     let since = args::uuid("since", &req.since)?;
-    let at = revisions::resolve_time_opt(&ws.id, req.revision.as_deref())?;
-    let (revision, position) = read::pinned(&ws, at.as_deref())?;
-    let mut answer = ManifestChanges {
-        restore_floor: crate::store::redactions::restore_floor(&ws.id)?,
-        files_only: ws.files_only,
-        redaction_epoch: ws.redaction_epoch,
-        workspace_id: ws.id.clone(),
-        revision,
-        position,
-        complete: false,
-        files: Vec::new(),
-        removed: Vec::new(),
-    };
-    let Some(to) = position else {
+    let mut answer = Header::read(&ws, req.revision.as_deref())?.manifest_changes();
+    let Some(to) = answer.position else {
         return Ok(answer);
     };
     let from = match revisions::position_below(&ws.id, &since, to + 1)? {
@@ -57,14 +45,14 @@ pub fn manifest_changes(call: &Call, req: ManifestChangesSince) -> Outcome<Manif
     let paths: Vec<String> = paths.into_iter().collect();
     let at = Some(to).filter(|p| Some(*p) != ws.head_position);
     let mut rows = entries::files_at_paths(call.schema, &ws, at, paths.clone())?;
-    read::with_link_targets(&ws, &mut rows)?;
+    with_link_targets(&ws, &mut rows)?;
     let present: BTreeSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();
     answer.removed = paths
         .iter()
         .filter(|p| !present.contains(p.as_str()))
         .cloned()
         .collect();
-    answer.files = rows.into_iter().map(read::file).collect();
+    answer.files = rows.into_iter().map(file).collect();
     answer.complete = true;
     Ok(answer)
 }

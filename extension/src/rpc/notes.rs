@@ -8,7 +8,6 @@ use crate::pg::args;
 use crate::pg::fail::{Fail, Outcome};
 use crate::store::{access, notes, revisions};
 use serde_json::json;
-use supabash_core::capability::Operation;
 use supabash_core::rpc::notes::{AddNote, Notes, RevisionNote, MAX_NOTES_PER_REVISION};
 use supabash_core::Marker;
 
@@ -16,7 +15,7 @@ use supabash_core::Marker;
 pub fn add_note(call: &Call, mut req: AddNote) -> Outcome<RevisionNote> {
     call.schema.require_notes()?;
     req.check_fields().map_err(args::field)?;
-    let ws = access::open_locked(&req, &[Operation::Commit])?;
+    let ws = access::open_locked(&req)?;
     let revision = args::uuid("revision", &req.revision)?;
     access::revision_position(&ws.id, &revision)?;
     let actor = access::recorded_actor(ws.delegation.as_ref(), req.actor.take())?;
@@ -42,7 +41,7 @@ pub fn add_note(call: &Call, mut req: AddNote) -> Outcome<RevisionNote> {
 /// `supabash_notes`: a revision's notes (a revision id or a point in time).
 pub fn notes(call: &Call, req: Notes) -> Outcome<Vec<RevisionNote>> {
     call.schema.require_notes()?;
-    let ws = access::open(&req, &[Operation::History])?;
+    let ws = access::open(&req)?;
     let revision = revisions::resolve_time(&ws.id, &req.revision)?;
     let revision = args::uuid("revision", &revision)?;
     access::revision_position(&ws.id, &revision)?;

@@ -10,7 +10,6 @@ use crate::store::access;
 use crate::store::path_history::{self as store, Interval, Touch};
 use serde_json::json;
 use std::collections::{BTreeMap, HashSet};
-use supabash_core::capability::Operation;
 use supabash_core::rpc::path_history::{
     PathHistory, PathHistoryPage, PathOp, PathVersion, DEFAULT_PATH_HISTORY_PAGE,
     MAX_FOLLOWED_MOVES, MAX_PATH_HISTORY_PAGE,
@@ -159,7 +158,7 @@ fn cursor(text: Option<&str>) -> Outcome<Option<i64>> {
 
 /// `supabash_path_history`: see docs/sql-contract.md. Reads only, so it works on a hot standby.
 pub fn path_history(_call: &Call, req: PathHistory) -> Outcome<PathHistoryPage> {
-    let ws = access::open(&req, &[Operation::History])?;
+    let ws = access::open(&req)?;
     let path = args::checked_path(&req.path)?;
     let limit = args::page_size(
         req.page_size,

@@ -10,7 +10,6 @@ use crate::store::announce::{self, Kind};
 use crate::store::bodies;
 use crate::store::usage;
 use crate::store::{entries, retention, revisions};
-use supabash_core::capability::Operation;
 use supabash_core::limits::DEFAULT_PURGE_KEEP;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::PurgeReport;
@@ -28,7 +27,7 @@ struct Plan {
 /// `supabash_purge`.
 pub fn purge(call: &Call, req: rq::Purge) -> Outcome<PurgeReport> {
     // Purge deletes bodies, which the workspace's whole fork family shares.
-    let ws = access::lock_family(access::open(&req, &[Operation::Purge])?)?;
+    let ws = access::lock_family(access::open(&req)?)?;
     let purge_audit = req.purge_audit == Some(true);
     if purge_audit && ws.delegation.is_some() {
         return Err(Fail::new(

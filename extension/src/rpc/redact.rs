@@ -22,7 +22,7 @@ use crate::store::access::{self, Workspace};
 use crate::store::announce::{self, Kind};
 use crate::store::{bodies, lineage, redactions, revisions, usage};
 use serde_json::json;
-use supabash_core::capability::{delegated_actor, Operation};
+use supabash_core::capability::delegated_actor;
 use supabash_core::limits::MAX_LABEL_BYTES;
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::RedactReport;
@@ -207,84 +207,23 @@ fn passes(
 pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
     let sel = selection(&req)?;
     // Redaction deletes bodies, which the workspace's whole fork family shares.
-    let ws = access::lock_family(access::open(&req, &[Operation::Redact])?)?;
+    let ws = access::lock_family(access::open(&req)?)?;
     let (boundary_revision, boundary) = boundary(&ws, req.before_revision.as_deref())?;
     check_not_current(&ws.id, &sel)?;
     let hidden = redactions::hidden_sources(&ws)?;
     check_not_inherited(&ws, &sel, &hidden)?;
-    let only_metadata = sel.paths.is_empty() && sel.hashes.is_empty();
     let passes = passes(&ws, boundary, &sel, &hidden)?;
-    // The forks sharing a rewritten version, and their copies of it (never the caller's own
-    // rows twice: its pass has them).
-    let mut forks: Vec<String> = Vec::new();
-    let mut copies: Vec<redactions::Copy> = Vec::new();
-    for pass in &passes {
-        let sharing = redactions::sharing_forks(&pass.workspace, pass.boundary)?;
-        copies.extend(
-            redactions::matched_copies(&sharing, &pass.matched)?
-                .into_iter()
-                .filter(|c| c.workspace != ws.id),
-        );
-        forks.extend(sharing);
-    }
-    forks.retain(|f| *f != ws.id);
-    forks.sort();
-    forks.dedup();
-    copies.sort_by(|a, b| (&a.workspace, &a.path).cmp(&(&b.workspace, &b.path)));
-    copies.dedup_by(|a, b| a.workspace == b.workspace && a.path == b.path);
-    let matched = &passes[0].matched;
-    let revisions = redactions::selected_revisions(&ws.id, boundary, matched, only_metadata)?;
-    let gone = gone_rows(&passes, &copies);
-    let dead = match &gone {
-        Some(gone) => redactions::dead_bodies(&ws.store, gone)?,
-        None => Vec::new(),
-    };
-    let bytes: i64 = dead.iter().map(|(_, s)| *s).sum();
-    let dead_hashes: Vec<Vec<u8>> = dead.into_iter().map(|(h, _)| h).collect();
-    let mut kept: Vec<Vec<u8>> = passes
-        .iter()
-        .flat_map(|p| p.matched.iter().map(|m| m.body_hash.clone()))
-        .filter(|h| !dead_hashes.contains(h))
-        .collect();
-    kept.sort();
-    kept.dedup();
-    let still_held = redactions::still_held(&ws.store, &kept, gone.as_deref().unwrap_or_default())?;
-    let mut report = RedactReport {
-        redaction_id: uuid::Uuid::new_v4().to_string(),
-        dry_run: req.dry_run == Some(true),
-        revisions,
-        versions: passes.iter().map(|p| p.matched.len() as i64).sum(),
-        bodies: dead_hashes.iter().map(hex::encode).collect(),
-        bytes,
-        epoch: ws.redaction_epoch,
-        still_held,
-    };
+    let (forks, copies) = sharing(&ws, &passes)?;
+    let (mut report, dead_hashes) = report(&ws, boundary, &sel, &passes, &copies)?;
+    report.dry_run = req.dry_run == Some(true);
     if report.dry_run {
         return Ok(report);
     }
     apply(&ws, &sel, (&passes, &copies), &dead_hashes, &report)?;
-    // Notes under a scrubbed metadata key go with it.
-    if call.schema.revision_notes && !sel.metadata_keys.is_empty() {
-        crate::store::notes::scrub(&ws.id, &report.revisions, &sel.metadata_keys)?;
-    }
-    // Audit records of actions that touched a redacted path keep no arguments (a deleted
-    // source's too, written before 0.6.0 removed them with it).
-    for pass in &passes {
-        crate::store::audit::scrub(&pass.workspace, &sel.paths)?;
-    }
+    scrub_around(call, &ws, &sel, &passes, &report)?;
     // The forks that shared a redacted version may hold it in a staged tree too.
     report.epoch = crate::store::workspaces::bump_epochs(&ws.id, &forks)?;
-    // Tombstones count no bytes: the trees that read them are counted again.
-    let mut counted: Vec<&String> = passes.iter().map(|p| &p.workspace).collect();
-    counted.extend(&forks);
-    counted.push(&ws.id);
-    counted.sort();
-    counted.dedup();
-    for id in counted {
-        if let Some(w) = access::by_id(id)? {
-            revisions::recount(call.schema, &w)?;
-        }
-    }
+    recount(call, &ws, &passes, &forks)?;
     let actor = match &ws.delegation {
         Some(d) => delegated_actor(&d.actor_subject),
         None => ws.owner.clone(),
@@ -309,6 +248,102 @@ pub fn redact(call: &Call, req: rq::Redact) -> Outcome<RedactReport> {
         ws.head.as_deref(),
     )?;
     Ok(report)
+}
+
+/// The forks sharing a rewritten version, and their copies of it (never the caller's own
+/// rows twice: its pass has them).
+fn sharing(ws: &Workspace, passes: &[Pass]) -> Outcome<(Vec<String>, Vec<redactions::Copy>)> {
+    let mut forks: Vec<String> = Vec::new();
+    let mut copies: Vec<redactions::Copy> = Vec::new();
+    for pass in passes {
+        let sharing = redactions::sharing_forks(&pass.workspace, pass.boundary)?;
+        copies.extend(
+            redactions::matched_copies(&sharing, &pass.matched)?
+                .into_iter()
+                .filter(|c| c.workspace != ws.id),
+        );
+        forks.extend(sharing);
+    }
+    forks.retain(|f| *f != ws.id);
+    forks.sort();
+    forks.dedup();
+    copies.sort_by(|a, b| (&a.workspace, &a.path).cmp(&(&b.workspace, &b.path)));
+    copies.dedup_by(|a, b| a.workspace == b.workspace && a.path == b.path);
+    Ok((forks, copies))
+}
+
+/// What the redaction does, as its report says it (not a dry run yet), and the hashes of the
+/// bodies it removes from the store.
+fn report(
+    ws: &Workspace,
+    boundary: i64,
+    sel: &Selection,
+    passes: &[Pass],
+    copies: &[redactions::Copy],
+) -> Outcome<(RedactReport, Vec<Vec<u8>>)> {
+    let only_metadata = sel.paths.is_empty() && sel.hashes.is_empty();
+    let matched = &passes[0].matched;
+    let revisions = redactions::selected_revisions(&ws.id, boundary, matched, only_metadata)?;
+    let gone = gone_rows(passes, copies);
+    let dead = match &gone {
+        Some(gone) => redactions::dead_bodies(&ws.store, gone)?,
+        None => Vec::new(),
+    };
+    let bytes: i64 = dead.iter().map(|(_, s)| *s).sum();
+    let dead_hashes: Vec<Vec<u8>> = dead.into_iter().map(|(h, _)| h).collect();
+    let mut kept: Vec<Vec<u8>> = passes
+        .iter()
+        .flat_map(|p| p.matched.iter().map(|m| m.body_hash.clone()))
+        .filter(|h| !dead_hashes.contains(h))
+        .collect();
+    kept.sort();
+    kept.dedup();
+    let still_held = redactions::still_held(&ws.store, &kept, gone.as_deref().unwrap_or_default())?;
+    let report = RedactReport {
+        redaction_id: uuid::Uuid::new_v4().to_string(),
+        dry_run: false,
+        revisions,
+        versions: passes.iter().map(|p| p.matched.len() as i64).sum(),
+        bodies: dead_hashes.iter().map(hex::encode).collect(),
+        bytes,
+        epoch: ws.redaction_epoch,
+        still_held,
+    };
+    Ok((report, dead_hashes))
+}
+
+/// What the redacted content left beside the entries: notes under a scrubbed metadata key,
+/// and the arguments of audit records of actions that touched a redacted path (a deleted
+/// source's too, written before 0.6.0 removed them with it).
+fn scrub_around(
+    call: &Call,
+    ws: &Workspace,
+    sel: &Selection,
+    passes: &[Pass],
+    report: &RedactReport,
+) -> Outcome<()> {
+    if call.schema.revision_notes && !sel.metadata_keys.is_empty() {
+        crate::store::notes::scrub(&ws.id, &report.revisions, &sel.metadata_keys)?;
+    }
+    for pass in passes {
+        crate::store::audit::scrub(&pass.workspace, &sel.paths)?;
+    }
+    Ok(())
+}
+
+/// Counts again the trees that read a tombstone (tombstones count no bytes).
+fn recount(call: &Call, ws: &Workspace, passes: &[Pass], forks: &[String]) -> Outcome<()> {
+    let mut counted: Vec<&String> = passes.iter().map(|p| &p.workspace).collect();
+    counted.extend(forks);
+    counted.push(&ws.id);
+    counted.sort();
+    counted.dedup();
+    for id in counted {
+        if let Some(w) = access::by_id(id)? {
+            revisions::recount(call.schema, &w)?;
+        }
+    }
+    Ok(())
 }
 
 /// The revision a redaction reaches up to, and its position: the one named, or the head.

@@ -7,13 +7,12 @@
 use super::Call;
 use crate::pg::fail::Outcome;
 use crate::store::access;
-use supabash_core::capability::Operation;
 use supabash_core::rpc::watch::MayWatch;
 use supabash_core::Marker;
 
 /// `supabash_may_watch`.
 pub fn may_watch(_call: &Call, req: MayWatch) -> Outcome<bool> {
-    match access::open(&req, &[Operation::History]) {
+    match access::open(&req) {
         Ok(_) => Ok(true),
         Err(f)
             if matches!(

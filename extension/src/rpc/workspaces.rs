@@ -12,7 +12,6 @@ use crate::store::revisions;
 use crate::store::usage;
 use crate::store::{audit, checkpoints, entries, workspaces};
 use serde_json::json;
-use supabash_core::capability::Operation;
 use supabash_core::hash::sha256;
 use supabash_core::limits::{
     check_texts, DEFAULT_WORKSPACE_PAGE, MAX_CAUSE_BYTES, MAX_LABEL_BYTES,
@@ -51,7 +50,7 @@ pub fn create_workspace(call: &Call, req: rq::CreateWorkspace) -> Outcome<Worksp
 /// (see `lineage`). The source is locked while the fork is made, so a purge cannot remove the
 /// fork point between the read and the insert.
 pub fn fork(call: &Call, req: rq::Fork) -> Outcome<WorkspaceForked> {
-    let src = access::open_locked(&req, &[Operation::Fork])?;
+    let src = access::open_locked(&req)?;
     check_fork_request(&req, &src)?;
     let (revision, position) = fork_point(&src, req.revision.as_deref())?;
     let actor = access::recorded_actor(src.delegation.as_ref(), req.actor.clone())?;
@@ -146,7 +145,7 @@ fn fork_point(src: &access::Workspace, revision: Option<&str>) -> Outcome<(Strin
 /// its revisions and checkpoints go, and of its entries only what its forks read is kept;
 /// a deleted source goes for good once its last fork does.
 pub fn delete_workspace(call: &Call, req: rq::DeleteWorkspace) -> Outcome<WorkspaceDeleted> {
-    let ws = access::lock_family(access::open(&req, &[])?)?;
+    let ws = access::lock_family(access::open(&req)?)?;
     usage::count_workspaces(&ws.store, -1)?;
     let mut reclaimed = Reclaimed {
         schema: call.schema,

@@ -258,16 +258,18 @@ fn sources(id: &str) -> Outcome<Vec<crate::store::lineage::Source>> {
         .collect())
 }
 
-/// Opens the workspace a request names for a caller allowed one of `need`. Another user's
-/// workspace and a missing one give the same authorisation error, so ids cannot be probed.
-pub fn open(request: &impl WorkspaceRequest, need: &[Operation]) -> Outcome<Workspace> {
-    find(request, need, false)
+/// Opens the workspace a request names for a caller allowed it: its owner, or a delegated
+/// grant holding one of the operations the request type declares ([`WorkspaceRequest::NEEDS`],
+/// in core's contract). Another user's workspace and a missing one give the same authorisation
+/// error, so ids cannot be probed.
+pub fn open<R: WorkspaceRequest>(request: &R) -> Outcome<Workspace> {
+    find(request, false)
 }
 
 /// [`open`], locking the row when `lock` (in the statement that reads it).
-fn find(request: &impl WorkspaceRequest, need: &[Operation], lock: bool) -> Outcome<Workspace> {
+fn find<R: WorkspaceRequest>(request: &R, lock: bool) -> Outcome<Workspace> {
     let id = crate::pg::args::uuid("workspace_id", request.workspace_id())?;
-    let delegation = authorize(request.delegated_grant(), &id, need)?;
+    let delegation = authorize(request.delegated_grant(), &id, R::NEEDS)?;
     read_head(&id, delegation, lock)?.ok_or_else(|| {
         denied("workspace not found or not owned by the caller")
             .with_detail(json!({ "workspaceId": id }))
@@ -281,8 +283,8 @@ fn find(request: &impl WorkspaceRequest, need: &[Operation], lock: bool) -> Outc
 /// by any login). The SQL wrappers bound the wait with `lock_timeout` (1 s) and turn a timeout
 /// into `SUPABASH_COMMIT_COORDINATION`. A row locked FOR NO KEY UPDATE reads as its latest
 /// committed version, so the head is the one after the lock.
-pub fn open_locked(request: &impl WorkspaceRequest, need: &[Operation]) -> Outcome<Workspace> {
-    find(request, need, true)
+pub fn open_locked<R: WorkspaceRequest>(request: &R) -> Outcome<Workspace> {
+    find(request, true)
 }
 
 /// Locks every workspace of `ws`'s fork family (its body store) in id order and reads the head
