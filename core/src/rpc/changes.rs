@@ -41,25 +41,60 @@ pub enum Op {
     Setattr,
 }
 
-/// One change as it travels.
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WireChange {
-    pub op: Op,
-    pub path: String,
-    pub from: Option<String>,
-    pub text: Option<String>,
-    pub base64: Option<String>,
-    pub metadata: Option<Value>,
+/// Declares the two wire types that carry a document (a path and what is stored there): a
+/// [`WireChange`], and a [`StagedDocument`] (the same without `op` and `from`), from one list
+/// of the document's fields, with the conversion between them.
+macro_rules! documents {
+    ($($(#[$attr:meta])* $field:ident: $ty:ty,)*) => {
+        /// One change as it travels.
+        #[skip_serializing_none]
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct WireChange {
+            pub op: Op,
+            pub from: Option<String>,
+            $($(#[$attr])* pub $field: $ty,)*
+        }
+
+        /// One file of a staged tree sent to `supabash_diff`: an upsert without `op`.
+        #[skip_serializing_none]
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct StagedDocument {
+            $($(#[$attr])* pub $field: $ty,)*
+        }
+
+        impl StagedDocument {
+            /// The same document as an upsert, for [`parse_changes`].
+            pub fn into_upsert(self) -> WireChange {
+                WireChange {
+                    op: Op::Upsert,
+                    from: None,
+                    $($field: self.$field,)*
+                }
+            }
+
+            /// The document an upsert writes (its `op` and `from` dropped).
+            fn of_upsert(c: WireChange) -> Self {
+                StagedDocument { $($field: c.$field,)* }
+            }
+        }
+    };
+}
+
+documents! {
+    path: String,
+    text: Option<String>,
+    base64: Option<String>,
+    metadata: Option<Value>,
     /// Absent: a regular file.
-    pub kind: Option<Kind>,
+    kind: Option<Kind>,
     /// Permission bits (at most `0o7777`); absent: the kind's default.
-    pub mode: Option<i64>,
+    mode: Option<i64>,
     /// Modification time in nanoseconds since the epoch; absent: kept when the content is
     /// unchanged, else the commit's time.
     #[serde(rename = "mtimeNs")]
-    pub mtime_ns: Option<i64>,
+    mtime_ns: Option<i64>,
 }
 
 impl WireChange {
@@ -123,49 +158,10 @@ impl WireChange {
     }
 }
 
-/// One file of a staged tree sent to `supabash_diff`: an upsert without `op`.
-#[skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StagedDocument {
-    pub path: String,
-    pub text: Option<String>,
-    pub base64: Option<String>,
-    pub metadata: Option<Value>,
-    pub kind: Option<Kind>,
-    pub mode: Option<i64>,
-    #[serde(rename = "mtimeNs")]
-    pub mtime_ns: Option<i64>,
-}
-
 impl StagedDocument {
     /// The staged file `path` holding `content`.
     pub fn new(path: &str, content: &Content) -> Self {
-        let c = WireChange::upsert(path, content);
-        StagedDocument {
-            path: c.path,
-            text: c.text,
-            base64: c.base64,
-            metadata: c.metadata,
-            kind: c.kind,
-            mode: c.mode,
-            mtime_ns: c.mtime_ns,
-        }
-    }
-
-    /// The same document as an upsert, for [`parse_changes`].
-    pub fn into_upsert(self) -> WireChange {
-        WireChange {
-            op: Op::Upsert,
-            path: self.path,
-            from: None,
-            text: self.text,
-            base64: self.base64,
-            metadata: self.metadata,
-            kind: self.kind,
-            mode: self.mode,
-            mtime_ns: self.mtime_ns,
-        }
+        Self::of_upsert(WireChange::upsert(path, content))
     }
 }
 
