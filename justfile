@@ -30,6 +30,8 @@ lint:
     cargo fmt --all --check
     # No module imports a sibling that imports it back (scripts/import-graph.py --edges shows the graph).
     ./scripts/import-graph.py
+    # No live source file over 800 lines, no function over 100 (scripts/code-size.py).
+    ./scripts/code-size.py
     cargo clippy --workspace --all-targets --all-features --exclude supabash-extension -- -D warnings
     cargo clippy -p supabash --no-default-features -- -D warnings
     # The thin crate compiles none of the agent or CLI dependencies.
