@@ -43,7 +43,8 @@ pub enum Op {
 
 /// Declares the two wire types that carry a document (a path and what is stored there): a
 /// [`WireChange`], and a [`StagedDocument`] (the same without `op` and `from`), from one list
-/// of the document's fields, with the conversion between them.
+/// of the fields after the path, with the conversion between them. The field order is the
+/// order of the JSON text and of serde's "expected one of" messages.
 macro_rules! documents {
     ($($(#[$attr:meta])* $field:ident: $ty:ty,)*) => {
         /// One change as it travels.
@@ -52,6 +53,7 @@ macro_rules! documents {
         #[serde(deny_unknown_fields)]
         pub struct WireChange {
             pub op: Op,
+            pub path: String,
             pub from: Option<String>,
             $($(#[$attr])* pub $field: $ty,)*
         }
@@ -61,6 +63,7 @@ macro_rules! documents {
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct StagedDocument {
+            pub path: String,
             $($(#[$attr])* pub $field: $ty,)*
         }
 
@@ -69,6 +72,7 @@ macro_rules! documents {
             pub fn into_upsert(self) -> WireChange {
                 WireChange {
                     op: Op::Upsert,
+                    path: self.path,
                     from: None,
                     $($field: self.$field,)*
                 }
@@ -76,14 +80,16 @@ macro_rules! documents {
 
             /// The document an upsert writes (its `op` and `from` dropped).
             fn of_upsert(c: WireChange) -> Self {
-                StagedDocument { $($field: c.$field,)* }
+                StagedDocument {
+                    path: c.path,
+                    $($field: c.$field,)*
+                }
             }
         }
     };
 }
 
 documents! {
-    path: String,
     text: Option<String>,
     base64: Option<String>,
     metadata: Option<Value>,
