@@ -5,8 +5,8 @@
 
 use crate::connect::Target;
 use crate::files::read;
-use crate::history::resolve;
 use crate::output;
+use crate::revision::resolve;
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 use std::io::IsTerminal;

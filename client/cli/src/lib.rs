@@ -5,7 +5,7 @@
 //!   [`profile`]: named profiles of the config file;
 //! - [`exit`]: exit statuses and error reports from the error taxonomy; [`output`]: JSON and
 //!   lines; [`flags`]: the argument blocks several commands share;
-//! - [`history`]: `log`, `show`, `restore`; [`notes`]: `note`; [`files`]: `ls`, `tree`, `cat`; [`diff`]: `diff`
+//! - [`revision`]: how commands name a revision; [`history`]: `log`, `show`, `restore`; [`notes`]: `note`; [`files`]: `ls`, `tree`, `cat`; [`diff`]: `diff`
 //!   (also the demo's diff step); [`retention`]: `checkpoint`, `checkpoints`, `purge`;
 //! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
 //! - [`verifiers`]: `verifier register|rotate|revoke`; [`completions`]: shell completion;
@@ -48,6 +48,7 @@ pub mod output;
 pub mod profile;
 pub mod redact;
 pub mod retention;
+pub mod revision;
 pub mod run;
 pub mod storage_setup;
 pub mod transfer;
