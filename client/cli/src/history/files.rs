@@ -2,8 +2,8 @@
 //! read from the manifest (`ls`, `tree`) or one document (`cat`, verified against its hashes).
 
 use crate::connect::Target;
+use crate::history::revision::resolve;
 use crate::output;
-use crate::revision::resolve;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;

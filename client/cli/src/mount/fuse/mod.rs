@@ -1,6 +1,6 @@
 //! The filesystem a mount serves: the workspace's staged tree seen through inode numbers.
 //!
-//! Files are opened without handles (`fuse_ops` answers `open` with `ENOSYS`): the kernel then
+//! Files are opened without handles (`kernel` answers `open` with `ENOSYS`): the kernel then
 //! sends no `open`, `flush` or `release`, keeps each file's page cache, and reads and writes by
 //! inode. What programs write goes to a buffer per inode, which reaches the staged tree once it
 //! has been left alone for [`WRITE_BEHIND`] (see [`write_behind`]), at `fsync`, at a
@@ -10,8 +10,11 @@
 //! concurrently; the mount's state is behind one lock that is never held while a body or a
 //! listing loads over the network.
 
-use crate::fuse_inodes::{child, Inodes};
-use crate::fuse_summary::Summary;
+pub(super) mod inodes;
+pub mod kernel;
+
+use crate::mount::fuse::inodes::{child, Inodes};
+use crate::mount::summary::Summary;
 use fuser::{Errno, FileAttr, FileType};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

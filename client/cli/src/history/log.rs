@@ -1,16 +1,14 @@
 //! `supabash log`, `show REV` and `restore REV`: a workspace's history, one receipt, and a
-//! forward restore. Revisions are named as [`resolve`] reads them (`crate::revision`).
+//! forward restore. Revisions are named as [`resolve`] reads them (`crate::history::revision`).
 
 use crate::connect::Target;
-use crate::flags::Recorded;
+use crate::history::revision::{for_each_page, page};
+use crate::history::show::change_line;
 use crate::output::{self, short};
-use crate::revision::{for_each_page, page, resolve};
 use supabash::transport::call;
-use supabash::workspace::CommitOptions;
-use supabash::{Transport, Workspace};
+use supabash::Transport;
 use supabash_core::rpc::path_history::{PathHistory, PathHistoryPage};
-use supabash_core::rpc::requests as rq;
-use supabash_core::rpc::{HistoryPage, Receipt, ReceiptLine};
+use supabash_core::rpc::HistoryPage;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -92,7 +90,7 @@ pub async fn log(args: LogArgs) -> Result<(), BoxError> {
                 .filter(|n| n.revision == r.revision)
                 .cloned()
                 .collect();
-            for line in crate::notes::render(&notes).lines() {
+            for line in crate::history::notes::render(&notes).lines() {
                 println!("        {}", line.trim_start_matches("note").trim_start());
             }
         }
@@ -183,129 +181,6 @@ async fn log_path(
     }
     if let Some(next) = &all.next_cursor {
         eprintln!("more: --cursor {next}");
-    }
-    Ok(())
-}
-
-fn change_line(line: &ReceiptLine) -> String {
-    let from = output::moved_from(line.from.as_deref());
-    let redacted = if line.redacted { " [redacted]" } else { "" };
-    format!("{:<6} {}{from}{redacted}", line.op, line.path)
-}
-
-/// Arguments of `supabash show`.
-#[derive(Debug, clap::Args)]
-pub struct ShowArgs {
-    #[command(flatten)]
-    pub target: Target,
-    /// The revision (head, an id, a position or an id prefix).
-    #[arg(default_value = "head")]
-    pub rev: String,
-    /// Print the receipt as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `supabash show REV`: one revision's receipt and its notes (with `--json`, the receipt
-/// with a `notes` array when it has any).
-pub async fn show(args: ShowArgs) -> Result<(), BoxError> {
-    let (transport, ws) = args.target.open().await?;
-    let found = resolve(transport.as_ref(), &ws, &args.rev).await?;
-    let receipt = match found.receipt {
-        Some(r) => r,
-        None => {
-            let request = rq::LoadRevision {
-                workspace_id: ws.clone(),
-                revision: found.id,
-                delegated_grant: None,
-            };
-            call(transport.as_ref(), &request).await?.receipt
-        }
-    };
-    let notes = crate::notes::fetch(transport.as_ref(), &ws, &receipt.revision).await?;
-    if args.json {
-        let mut shown = serde_json::to_value(&receipt)?;
-        if !notes.is_empty() {
-            shown["notes"] = serde_json::to_value(&notes)?;
-        }
-        return output::json(&shown);
-    }
-    print!("{}", render_receipt(&receipt));
-    print!("{}", crate::notes::render(&notes));
-    Ok(())
-}
-
-/// A receipt as people read it.
-pub fn render_receipt(r: &Receipt) -> String {
-    let mut out = String::new();
-    let mut field = |name: &str, value: Option<&str>| {
-        if let Some(v) = value {
-            out.push_str(&format!("{name:<15} {v}\n"));
-        }
-    };
-    field("revision", Some(&r.revision));
-    field("position", Some(&r.position.to_string()));
-    field("parent", r.parent_revision.as_deref());
-    field("committed at", Some(&r.committed_at));
-    field("actor", Some(&r.actor));
-    field("cause", r.cause.as_deref());
-    field("correlation id", r.correlation_id.as_deref());
-    field("transaction id", Some(&r.transaction_id));
-    field("source revision", r.source_revision.as_deref());
-    field("rebased from", r.rebased_from.as_deref());
-    let forked = r
-        .forked_from
-        .as_ref()
-        .map(|f| format!("{}@{}", f.workspace_id, f.revision));
-    field("forked from", forked.as_deref());
-    field("delegation key", r.delegation_key_id.as_deref());
-    let metadata = (!r.metadata.is_null() && r.metadata != serde_json::json!({}))
-        .then(|| r.metadata.to_string());
-    field("metadata", metadata.as_deref());
-    out.push_str(&format!("changes         {}\n", r.changes.len()));
-    for line in &r.changes {
-        out.push_str(&format!("    {}\n", change_line(line)));
-    }
-    out
-}
-
-/// Arguments of `supabash restore`.
-#[derive(Debug, clap::Args)]
-pub struct RestoreArgs {
-    #[command(flatten)]
-    pub target: Target,
-    /// The revision whose tree becomes the new head (head, an id, a position or a prefix).
-    pub rev: String,
-    #[command(flatten)]
-    pub recorded: Recorded,
-    /// Print the commit's answer as JSON ({"receipt": ..., "replayed": bool}).
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `supabash restore REV`: commits a new revision whose tree is REV's (history is never
-/// rewound; the receipt records REV as its source revision).
-pub async fn restore(args: RestoreArgs) -> Result<(), BoxError> {
-    let (transport, ws) = args.target.open().await?;
-    let source = resolve(transport.as_ref(), &ws, &args.rev).await?.id;
-    let workspace = Workspace::builder(transport).open(&ws).await?;
-    workspace.restore(&source).await?;
-    let mut options = CommitOptions::new(args.recorded.actor);
-    options.cause = args.recorded.cause;
-    let committed = workspace.commit(options).await?;
-    if args.json {
-        return output::json(&committed);
-    }
-    let r = &committed.receipt;
-    println!(
-        "restored {} as revision {} (position {}, {} change(s))",
-        short(&source),
-        r.revision,
-        r.position,
-        r.changes.len()
-    );
-    for line in &r.changes {
-        println!("    {}", change_line(line));
     }
     Ok(())
 }

@@ -4,9 +4,9 @@
 //! diff step with [`unified_between`].
 
 use crate::connect::Target;
-use crate::files::read;
+use crate::history::files::read;
+use crate::history::revision::resolve;
 use crate::output;
-use crate::revision::resolve;
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 use std::io::IsTerminal;

@@ -2,8 +2,8 @@
 //! the records of one revision: which agent actions produced it (docs/audit.md).
 
 use crate::connect::Target;
+use crate::history::revision::resolve;
 use crate::output;
-use crate::revision::resolve;
 use supabash::transport::call;
 use supabash_core::rpc::audit::{ActionOutcome, Audit, AuditRecord};
 

@@ -4,8 +4,8 @@
 
 use crate::connect::Target;
 use crate::exit::usage;
+use crate::history::revision::resolve;
 use crate::output;
-use crate::revision::resolve;
 use supabash::transport::call;
 use supabash::Transport;
 use supabash_core::rpc::notes::{AddNote, Notes, RevisionNote};

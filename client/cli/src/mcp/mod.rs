@@ -8,9 +8,11 @@
 //! `--mount POINT=SOURCE[@REVISION][:ro|:rw]` composes the filesystem instead: workspaces
 //! read-write (their staged trees) or read-only (a snapshot of the committed base), and
 //! read-only snapshots of pinned revisions (shared documentation), each with its own view root
-//! and hidden paths (`mcp_mounts`). `--capability-file` serves a delegated workspace, exactly
+//! and hidden paths ([`mounts`]). `--capability-file` serves a delegated workspace, exactly
 //! as a job would open it. `--tools` serves only the named tools; `--read-only` (or every
 //! mount read-only) serves no tool that changes anything.
+
+pub mod mounts;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -30,8 +32,6 @@ use supabash_agent::shell::{Shell, ShellConfig};
 use supabash_agent::tools::ToolOptions;
 use supabash_agent::{AgentFs, Mount, MountedFs, SharedSnapshot, SnapshotLimits, ViewSpec};
 use supabash_core::capability::{Operation, OperationSet};
-
-use crate::mcp_mounts;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -118,7 +118,7 @@ struct Mounted {
 }
 
 async fn open_mounts(args: &McpArgs) -> Result<Mounted, BoxError> {
-    let plans = mcp_mounts::plan(&args.mounts, &args.view_roots, &args.hides)?;
+    let plans = mounts::plan(&args.mounts, &args.view_roots, &args.hides)?;
     let transport = args.connect.connect().await?;
     let mut out = Mounted {
         writable: Vec::new(),

@@ -3,8 +3,8 @@
 
 use crate::connect::Target;
 use crate::exit::usage;
+use crate::history::revision::resolve;
 use crate::output::{self, short};
-use crate::revision::resolve;
 use supabash::transport::call;
 use supabash::SupabashError;
 use supabash_core::rpc::requests as rq;

@@ -5,8 +5,8 @@
 use crate::connect::{ConnectArgs, Target};
 use crate::exit::usage;
 use crate::flags::Recorded;
+use crate::history::revision::resolve;
 use crate::output;
-use crate::revision::resolve;
 use supabash::transport::call;
 use supabash::Workspace;
 use supabash_core::rpc::requests as rq;
