@@ -86,6 +86,19 @@ pub async fn resolve(
     }
 }
 
+/// The id of `rev` as [`resolve`] reads it, when one is given (`None`: none was, and the
+/// request's default, the head, applies).
+pub async fn resolve_given(
+    transport: &dyn Transport,
+    workspace: &str,
+    rev: Option<&str>,
+) -> Result<Option<String>, BoxError> {
+    match rev {
+        Some(r) => Ok(Some(resolve(transport, workspace, r).await?.id)),
+        None => Ok(None),
+    }
+}
+
 /// The workspace's head revision (`None`: no commit yet); `NOT_FOUND` when the caller has no
 /// such workspace.
 pub async fn head(transport: &dyn Transport, workspace: &str) -> Result<Option<String>, BoxError> {
