@@ -1,7 +1,8 @@
 //! supabash-agent: the agent surface over a supabash staged tree. The filesystem abstraction
 //! every agent tool works over ([`AgentFs`]), implemented by the staged tree and by the views,
-//! snapshots and mounts a host composes; V4A `apply_patch`; file tools; bash over the tree
-//! (bashkit) with a command policy and output redaction; and the MCP server ([`mcp`]).
+//! snapshots and mounts a host composes ([`mount`]: view composition in memory, not FUSE); V4A
+//! `apply_patch`; file tools; bash over the tree (bashkit) with a command policy and output
+//! redaction; and the MCP server ([`mcp`]).
 //!
 //! Layering: `supabash_core` ← `supabash` (staged tree, transports, workspace API) ← this
 //! crate ← `supabash-cli`. Nothing here commits: host actions stay on

@@ -1,8 +1,9 @@
-//! A mounted filesystem: private writable workspaces and shared read-only snapshots at
-//! disjoint mount points, each optionally seen through a [`View`]. Paths outside every mount
-//! read as absent (`/` and the directories above mount points list the mount points), and
-//! every change there, to a mount point itself or inside a read-only mount is refused with
-//! `EROFS`; moves between mounts with `EXDEV`; link creation with `EACCES` (all
+//! View composition (not the FUSE mount of `supabash mount`, which lives in the CLI's `mount`
+//! folder): one agent filesystem made of private writable workspaces and shared read-only
+//! snapshots at disjoint mount points, each optionally seen through a [`View`]. Paths outside
+//! every mount read as absent (`/` and the directories above mount points list the mount
+//! points), and every change there, to a mount point itself or inside a read-only mount is
+//! refused with `EROFS`; moves between mounts with `EXDEV`; link creation with `EACCES` (all
 //! `POLICY_DENIED`). Copies into a writable mount from any mount are allowed. There is no
 //! combined commit: the host commits each writable workspace on its own.
 

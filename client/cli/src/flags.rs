@@ -48,7 +48,7 @@ pub struct Recorded {
 }
 
 /// The ignore-list flags of a command that stages a directory (`run`, `import`); see
-/// `ignore_list`. Nothing is ignored by default.
+/// `run/ignore_list.rs`. Nothing is ignored by default.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ExcludeFlags {
     /// Leave out paths matching PATTERN (gitignore syntax; repeatable), on top of the

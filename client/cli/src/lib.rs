@@ -1,56 +1,39 @@
-//! supabash-cli: the `supabash` command-line tool (its binary is `supabash`; docs/cli.md), and
-//! the modules other crates reach as a library:
+//! supabash-cli: the `supabash` command-line tool (its binary is `supabash`; docs/cli.md). The
+//! binary (`main.rs`) holds only the command line and the dispatch; every command's handler
+//! lives here, in a folder per feature:
 //!
-//! - [`connect`]: the connection arguments every command that opens a workspace takes, with
-//!   [`profile`]: named profiles of the config file;
-//! - [`exit`]: exit statuses and error reports from the error taxonomy; [`output`]: JSON and
-//!   lines; [`flags`]: the argument blocks several commands share;
-//! - [`history`]: `log`, `show`, `restore`; [`notes`]: `note`; [`files`]: `ls`, `tree`, `cat`; [`diff`]: `diff`
-//!   (also the demo's diff step); [`retention`]: `checkpoint`, `checkpoints`, `purge`;
-//! - [`workspaces`]: `supabash workspaces`, `fork` and `delete-workspace`;
-//! - [`verifiers`]: `verifier register|rotate|revoke`; [`completions`]: shell completion;
+//! - [`connect`]: how a command reaches a workspace: the connection arguments ([`connect::Target`]),
+//!   named profiles ([`connect::profile`]) and the host's body cache;
+//! - [`history`]: revisions by name, `log`, `show`, `restore`, `note`, `ls`, `tree`, `cat`,
+//!   `diff` (also the demo's diff step) and `audit`;
+//! - [`admin`]: `workspaces`, `fork`, `delete-workspace`, `checkpoint(s)`, `purge`, `redact`,
+//!   `verifier register|rotate|revoke`, `storage-setup`;
+//! - [`check`]: `doctor`, `verify`, `gc`;
+//! - [`run`]: `supabash run` (a command on a materialised workspace, its changes staged back),
+//!   with `import`/`export` ([`run::transfer`]) and the ignore lists ([`run::ignore_list`]);
+//! - [`mount`]: `supabash mount`, the FUSE mount of a staged tree (its filesystem in
+//!   `mount::fuse`), and `commit --mount` / `changes --mount` over its control socket
+//!   ([`mount::control`]);
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
-//!   `supabash_agent::mcp` over stdio or streamable HTTP;
-//! - [`redact`]: `supabash redact`;
-//! - [`run`]: `supabash run`, a command on a materialised workspace, its changes staged back;
-//! - [`transfer`]: `supabash import` and `supabash export`; [`ignore_list`]: what `run` and
-//!   `import` leave out; `body_cache`: the host's body
-//!   cache those and `mount` read through;
-//! - [`fuse`]: `supabash mount` (the FUSE filesystem in `fuse_fs`, `fuse_ops`, `fuse_inodes`,
-//!   `fuse_summary`), and [`mount_control`]: `supabash commit --mount` / `changes --mount`;
-//! - [`verify`]: `supabash verify` and `supabash gc`;
-//! - [`doctor`]: `supabash doctor`; [`storage_setup`]: `supabash storage-setup`;
-//! - [`audit`]: `supabash audit`, the audit trail of agent actions.
+//!   `supabash_agent::mcp`, with the `--mount` flags that compose them ([`mcp::mounts`]);
+//!
+//! and what every command shares: [`exit`] (exit statuses and error reports from the error
+//! taxonomy), [`output`] (JSON and lines), [`flags`] (argument blocks several commands
+//! flatten), [`completions`] (shell completion).
 
 #![deny(unsafe_code)]
 
-pub mod audit;
-mod body_cache;
+pub mod admin;
+pub mod check;
 pub mod completions;
 pub mod connect;
-pub mod diff;
-pub mod doctor;
 pub mod exit;
-pub mod files;
 pub mod flags;
-pub mod fuse;
-mod fuse_fs;
-mod fuse_inodes;
-mod fuse_ops;
-pub mod fuse_summary;
 pub mod history;
-pub mod ignore_list;
 pub mod mcp;
-pub mod mcp_mounts;
-pub mod mount_control;
-pub mod notes;
+pub mod mount;
 pub mod output;
-pub mod profile;
-pub mod redact;
-pub mod retention;
 pub mod run;
-pub mod storage_setup;
-pub mod transfer;
-pub mod verifiers;
-pub mod verify;
-pub mod workspaces;
+
+/// `supabash doctor` at the path other crates' tests use (`supabash_cli::doctor`).
+pub use check::doctor;

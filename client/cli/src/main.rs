@@ -1,5 +1,5 @@
 //! The `supabash` command-line tool: the command line's definition and the dispatch to the
-//! library's modules (one per command family; docs/cli.md). `supabash demo` lives in [`demo`].
+//! library's feature folders (lib.rs lists them; docs/cli.md). `supabash demo` lives in [`demo`].
 
 #![deny(unsafe_code)]
 
@@ -38,20 +38,20 @@ enum Command {
     /// user to their own first folder (the four policies of sql/storage.sql) and that no other
     /// policy widens it, and that the bucket's file_size_limit and allowed_mime_types admit what
     /// the backend uploads (with the default limits). Exits with status 8 when a check fails.
-    StorageSetup(cli::storage_setup::StorageSetupArgs),
+    StorageSetup(cli::admin::storage_setup::StorageSetupArgs),
     /// Lists the caller's workspaces (every page): id, label, head, stored bytes, fork origin.
-    Workspaces(cli::workspaces::ListArgs),
+    Workspaces(cli::admin::workspaces::ListArgs),
     /// Forks a workspace at a revision (default: the head) without copying anything; prints
     /// the fork's id.
-    Fork(cli::workspaces::ForkArgs),
+    Fork(cli::admin::workspaces::ForkArgs),
     /// Deletes a workspace with its history (needs --yes); its forks keep working.
-    DeleteWorkspace(cli::workspaces::DeleteArgs),
+    DeleteWorkspace(cli::admin::workspaces::DeleteArgs),
     /// Removes content from a workspace's history for good: the versions before a boundary
     /// (default: the head, exclusive) at the given paths or with the given body hashes become
     /// tombstones and their bytes leave the database; metadata keys and causes of the selected
     /// revisions can be scrubbed. A dry run unless --apply. WAL, replicas' copies and backups
     /// are beyond its reach.
-    Redact(Box<cli::redact::RedactArgs>),
+    Redact(Box<cli::admin::redact::RedactArgs>),
     /// Runs a command on the workspace's files: materialises the staged tree (or --revision)
     /// in a private temporary directory, runs the command there (cleared environment, its own
     /// process group, a timeout), stages exactly what it changed when it succeeds, prints the
@@ -60,44 +60,44 @@ enum Command {
     Run(Box<cli::run::RunArgs>),
     /// Makes the staged tree match a directory (files it lacks are deleted; moves detected by
     /// content) and prints the staged changes; commits only with --commit.
-    Import(Box<cli::transfer::ImportArgs>),
+    Import(Box<cli::run::transfer::ImportArgs>),
     /// Writes the staged tree (or --revision) into an empty directory.
-    Export(Box<cli::transfer::ExportArgs>),
+    Export(Box<cli::run::transfer::ExportArgs>),
     /// Mounts a workspace's staged tree (or a revision, read-only) on DIR with FUSE, so any
     /// program works on it. Changes are staged; nothing is committed unless `supabash commit
     /// --mount DIR` asks or --commit-on-unmount is given. Linux only (elsewhere: `supabash run`).
-    Mount(Box<cli::fuse::MountArgs>),
+    Mount(Box<cli::mount::MountArgs>),
     /// Commits the staged changes of a running mount (`--mount DIR`) and prints the receipt.
     /// Safe to rerun when the outcome was unknown: the mount sends the same commit again.
-    Commit(cli::mount_control::CommitArgs),
+    Commit(cli::mount::control::CommitArgs),
     /// Lists the staged changes of a running mount (`--mount DIR`).
-    Changes(cli::mount_control::ChangesArgs),
+    Changes(cli::mount::control::ChangesArgs),
     /// Lists a workspace's history, oldest first: every page, or one with --limit/--cursor.
-    Log(Box<cli::history::LogArgs>),
+    Log(Box<cli::history::log::LogArgs>),
     /// Shows one revision's receipt (default: the head) and its notes.
-    Show(Box<cli::history::ShowArgs>),
+    Show(Box<cli::history::show::ShowArgs>),
     /// Appends a JSON note under a key to an existing revision (no new revision).
-    Note(Box<cli::notes::NoteArgs>),
+    Note(Box<cli::history::notes::NoteArgs>),
     /// Lists a directory at a revision (default: the head).
-    Ls(Box<cli::files::LsArgs>),
+    Ls(Box<cli::history::files::LsArgs>),
     /// Shows every file below a directory at a revision (default: the head).
-    Tree(Box<cli::files::TreeArgs>),
+    Tree(Box<cli::history::files::TreeArgs>),
     /// Prints a file's bytes at a revision (default: the head), verified against its hashes.
-    Cat(Box<cli::files::CatArgs>),
+    Cat(Box<cli::history::files::CatArgs>),
     /// A unified diff between two revisions (renames as renames), or --stat.
-    Diff(Box<cli::diff::DiffArgs>),
+    Diff(Box<cli::history::diff::DiffArgs>),
     /// Commits a new revision whose tree is an older revision's (history is never rewound).
-    Restore(Box<cli::history::RestoreArgs>),
+    Restore(Box<cli::history::restore::RestoreArgs>),
     /// Pins a revision (default: the head) so purge keeps it.
-    Checkpoint(Box<cli::retention::CheckpointArgs>),
+    Checkpoint(Box<cli::admin::retention::CheckpointArgs>),
     /// Lists the workspace's checkpoints.
-    Checkpoints(Box<cli::retention::CheckpointsArgs>),
+    Checkpoints(Box<cli::admin::retention::CheckpointsArgs>),
     /// Drops old revisions nothing pins: a dry run showing what would go unless --apply.
-    Purge(Box<cli::retention::PurgeArgs>),
+    Purge(Box<cli::admin::retention::PurgeArgs>),
     /// Registers, rotates or revokes a capability verifier (the database owner only).
     Verifier {
         #[command(subcommand)]
-        command: cli::verifiers::VerifierCommand,
+        command: cli::admin::verifiers::VerifierCommand,
     },
     /// Prints a shell completion script.
     Completions(cli::completions::CompletionsArgs),
@@ -105,17 +105,17 @@ enum Command {
     /// every body and delta chain decoding to its hash, the revision chain and head, every
     /// receipt against the entries. Reports every problem; repairs nothing. Exits with status
     /// 8 when it finds a problem.
-    Verify(cli::verify::VerifyArgs),
+    Verify(cli::check::verify::VerifyArgs),
     /// Reports the caller's orphan bodies (stored, referenced by nothing) and idle workspaces;
     /// with --apply deletes the orphan bodies (idle workspaces are only reported).
-    Gc(cli::verify::GcArgs),
+    Gc(cli::check::verify::GcArgs),
     /// Checks the installation, one line per check: connectivity, the extension's version
     /// and pending upgrades, privileges and row-level security, Storage policies, clock skew.
     /// Exits with status 8 when a check fails.
-    Doctor(Box<cli::doctor::DoctorArgs>),
+    Doctor(Box<cli::check::doctor::DoctorArgs>),
     /// Lists the workspace's audit trail (agent actions: tool calls, bash, apply_patch, mount
     /// and run sessions), or only the records of one revision; discarded sessions' too.
-    Audit(Box<cli::audit::AuditArgs>),
+    Audit(Box<cli::history::audit::AuditArgs>),
 }
 
 /// Runs `command`; answers the status to exit with when supabash itself did not fail: 0, or
@@ -125,45 +125,45 @@ async fn dispatch(command: Command) -> Result<i32, BoxError> {
     match command {
         Command::Demo => demo::run().await.map(done),
         Command::Mcp(args) => cli::mcp::run(*args).await.map(done),
-        Command::StorageSetup(args) => cli::storage_setup::run(args).await.map(done),
-        Command::Workspaces(args) => cli::workspaces::list(args).await.map(done),
-        Command::Fork(args) => cli::workspaces::fork(args).await.map(done),
-        Command::DeleteWorkspace(args) => cli::workspaces::delete(args).await.map(done),
-        Command::Redact(args) => cli::redact::run(*args).await.map(done),
+        Command::StorageSetup(args) => cli::admin::storage_setup::run(args).await.map(done),
+        Command::Workspaces(args) => cli::admin::workspaces::list(args).await.map(done),
+        Command::Fork(args) => cli::admin::workspaces::fork(args).await.map(done),
+        Command::DeleteWorkspace(args) => cli::admin::workspaces::delete(args).await.map(done),
+        Command::Redact(args) => cli::admin::redact::run(*args).await.map(done),
         Command::Run(args) => cli::run::run(*args).await,
-        Command::Import(args) => cli::transfer::import(*args).await.map(done),
-        Command::Export(args) => cli::transfer::export(*args).await.map(done),
-        Command::Mount(args) => cli::fuse::run(*args).await.map(done),
-        Command::Commit(args) => cli::mount_control::commit(args).await.map(done),
-        Command::Changes(args) => cli::mount_control::changes(args).await.map(done),
-        Command::Log(args) => cli::history::log(*args).await.map(done),
-        Command::Show(args) => cli::history::show(*args).await.map(done),
-        Command::Note(args) => cli::notes::note(*args).await.map(done),
-        Command::Ls(args) => cli::files::ls(*args).await.map(done),
-        Command::Tree(args) => cli::files::tree(*args).await.map(done),
-        Command::Cat(args) => cli::files::cat(*args).await.map(done),
-        Command::Diff(args) => cli::diff::run(*args).await.map(done),
-        Command::Restore(args) => cli::history::restore(*args).await.map(done),
-        Command::Checkpoint(args) => cli::retention::checkpoint(*args).await.map(done),
-        Command::Checkpoints(args) => cli::retention::checkpoints(*args).await.map(done),
-        Command::Purge(args) => cli::retention::purge(*args).await.map(done),
-        Command::Verifier { command } => cli::verifiers::run(command).await.map(done),
+        Command::Import(args) => cli::run::transfer::import(*args).await.map(done),
+        Command::Export(args) => cli::run::transfer::export(*args).await.map(done),
+        Command::Mount(args) => cli::mount::run(*args).await.map(done),
+        Command::Commit(args) => cli::mount::control::commit(args).await.map(done),
+        Command::Changes(args) => cli::mount::control::changes(args).await.map(done),
+        Command::Log(args) => cli::history::log::log(*args).await.map(done),
+        Command::Show(args) => cli::history::show::show(*args).await.map(done),
+        Command::Note(args) => cli::history::notes::note(*args).await.map(done),
+        Command::Ls(args) => cli::history::files::ls(*args).await.map(done),
+        Command::Tree(args) => cli::history::files::tree(*args).await.map(done),
+        Command::Cat(args) => cli::history::files::cat(*args).await.map(done),
+        Command::Diff(args) => cli::history::diff::run(*args).await.map(done),
+        Command::Restore(args) => cli::history::restore::restore(*args).await.map(done),
+        Command::Checkpoint(args) => cli::admin::retention::checkpoint(*args).await.map(done),
+        Command::Checkpoints(args) => cli::admin::retention::checkpoints(*args).await.map(done),
+        Command::Purge(args) => cli::admin::retention::purge(*args).await.map(done),
+        Command::Verifier { command } => cli::admin::verifiers::run(command).await.map(done),
         Command::Completions(args) => {
             let script = cli::completions::script(args.shell, &mut Cli::command());
             std::io::Write::write_all(&mut std::io::stdout(), &script)?;
             Ok(0)
         }
-        Command::Verify(args) => cli::verify::run_verify(args).await.map(done),
-        Command::Gc(args) => cli::verify::run_gc(args).await.map(done),
-        Command::Doctor(args) => cli::doctor::run_doctor(*args).await.map(done),
-        Command::Audit(args) => cli::audit::run(*args).await.map(done),
+        Command::Verify(args) => cli::check::verify::run_verify(args).await.map(done),
+        Command::Gc(args) => cli::check::verify::run_gc(args).await.map(done),
+        Command::Doctor(args) => cli::check::doctor::run_doctor(*args).await.map(done),
+        Command::Audit(args) => cli::history::audit::run(*args).await.map(done),
     }
 }
 
 /// What running `command` again does when a change it sent was left with an unknown outcome
 /// (said in the error report; docs/cli.md).
 fn rerun(command: &Command) -> Rerun {
-    use cli::verifiers::VerifierCommand as V;
+    use cli::admin::verifiers::VerifierCommand as V;
     const LOG: &str = "supabash log";
     match command {
         Command::Import(_) => Rerun::safe(

@@ -116,9 +116,9 @@ fn metadata(stat: &Stat) -> Metadata {
 impl BashFs {
     /// Whether the `grep`/`rg` being run may read `p` as empty: its mask says the server found
     /// no match in it, and `p` is a regular file at its own canonical path (see
-    /// [`super::search`]).
+    /// [`super::read_mask`]).
     async fn spared(&self, p: &str) -> bool {
-        let Ok(Some(mask)) = super::search::MASK.try_with(|m| m.blanks(p).then(|| m.clone()))
+        let Ok(Some(mask)) = super::read_mask::MASK.try_with(|m| m.blanks(p).then(|| m.clone()))
         else {
             return false;
         };

@@ -26,12 +26,13 @@
 mod fs;
 mod host;
 mod output;
+mod read_mask;
 mod search;
 
 pub use fs::error_code;
 pub use host::{HostCommand, HostInvocation, HostOutput, PANIC_EXIT_CODE};
 pub use output::{as_text, cap, BINARY_NOTICE, TRUNCATED_MARKER};
-pub use search::SearchCounters;
+pub use read_mask::SearchCounters;
 
 use crate::policy::CommandPolicy;
 use crate::redact::Redactor;

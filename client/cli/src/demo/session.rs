@@ -89,12 +89,12 @@ pub async fn diff(
     second: &CommitResult,
 ) -> Result<(), BoxError> {
     println!("\n6. Diff between the two revisions (unified; `supabash diff` prints the same)");
-    let diff = supabash_cli::diff::unified_between(
+    let diff = supabash_cli::history::diff::unified_between(
         transport,
         ws.id(),
         DiffRef::Revision(first.receipt.revision.clone()),
         DiffRef::Revision(second.receipt.revision.clone()),
-        supabash_cli::diff::ColorChoice::Auto.enabled(),
+        supabash_cli::history::diff::ColorChoice::Auto.enabled(),
     )
     .await?;
     print!("{}", indent(&diff));

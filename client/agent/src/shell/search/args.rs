@@ -278,179 +278,249 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// Reads `grep` arguments (getopt_long style, as the built-in parses them).
-fn grep(args: &[String]) -> Option<Plan> {
-    // Long options that take a value, and those that do not; only full names are accepted
-    // (a prefix the built-in would expand is left to it).
-    const VALUED: &[&str] = &[
-        "after-context",
-        "before-context",
-        "context",
-        "include",
-        "exclude",
-        "exclude-dir",
-        "max-count",
-        "regexp",
-        "group-separator",
-        "label",
-        "binary-files",
-        "directories",
-        "color",
-        "colour",
-    ];
-    const FLAGS: &[&str] = &[
-        "basic-regexp",
-        "extended-regexp",
-        "fixed-strings",
-        "ignore-case",
-        "no-ignore-case",
-        "word-regexp",
-        "line-regexp",
-        "line-number",
-        "with-filename",
-        "no-filename",
-        "count",
-        "files-with-matches",
-        "files-without-match",
-        "only-matching",
-        "quiet",
-        "silent",
-        "recursive",
-        "dereference-recursive",
-        "no-messages",
-        "byte-offset",
-        "initial-tab",
-        "null",
-        "no-group-separator",
-        "line-buffered",
-        "color",
-        "colour",
-    ];
-    let mut syntax = Syntax::Basic;
-    let mut ignore_case = false;
-    let mut recursive = false;
-    let mut binary_silent = false;
-    let mut patterns: Vec<String> = Vec::new();
-    let mut operands: Vec<String> = Vec::new();
-    let mut walk = Walk::new(args);
-    while let Some(arg) = walk.next() {
-        match arg {
-            Arg::Operand(operand) => operands.push(operand.to_owned()),
-            Arg::Long(name, inline) => {
-                let color = matches!(name, "color" | "colour");
-                let value = if VALUED.contains(&name) && !color {
-                    Some(walk.value(inline)?)
-                } else if FLAGS.contains(&name) {
-                    if inline.is_some() && !color {
-                        return None;
-                    }
-                    None
-                } else {
-                    return None;
-                };
-                match (name, value.as_deref()) {
-                    ("basic-regexp", _) => syntax = Syntax::Basic,
-                    ("extended-regexp", _) => syntax = Syntax::Extended,
-                    ("fixed-strings", _) => syntax = Syntax::Fixed,
-                    ("ignore-case", _) => ignore_case = true,
-                    ("no-ignore-case", _) => ignore_case = false,
-                    ("recursive" | "dereference-recursive", _) => recursive = true,
-                    ("regexp", Some(p)) => patterns.push(p.to_owned()),
-                    ("directories", Some("recurse")) => recursive = true,
-                    ("directories", Some(_)) => recursive = false,
-                    ("binary-files", Some("without-match")) => binary_silent = true,
-                    ("binary-files", Some("binary")) => binary_silent = false,
-                    ("binary-files", _) => return None,
-                    _ => {}
-                }
-            }
-            Arg::Short(cluster) => {
-                let valued = |c| matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'd');
-                for (c, value) in walk.shorts(cluster, valued)? {
-                    match c {
-                        'e' => patterns.extend(value),
-                        'd' => recursive = value.as_deref() == Some("recurse"),
-                        // A context length (`-5`) or a value read above.
-                        '0'..='9' | 'A' | 'B' | 'C' | 'm' => {}
-                        'i' | 'y' => ignore_case = true,
-                        'F' => syntax = Syntax::Fixed,
-                        'E' => syntax = Syntax::Extended,
-                        'G' => syntax = Syntax::Basic,
-                        'P' => syntax = Syntax::Rust,
-                        'r' | 'R' => recursive = true,
-                        'I' => binary_silent = true,
-                        // Output only: the built-in applies them to what it reads.
-                        'n' | 'c' | 'l' | 'L' | 'o' | 'w' | 'x' | 'q' | 'H' | 'h' | 'b' | 's'
-                        | 'Z' | 'T' | 'U' | 'u' => {}
-                        // -v, -a, -z, -f and anything else change which lines match or what
-                        // is read: the built-in alone answers.
-                        _ => return None,
-                    }
-                }
-            }
-        }
-    }
-    if patterns.is_empty() {
-        if operands.is_empty() {
-            return None;
-        }
-        patterns.push(operands.remove(0));
-    }
-    if !recursive {
-        return None;
-    }
-    finish(&patterns, syntax, ignore_case, operands, binary_silent)
+/// How a long option is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Long {
+    /// Takes a value, inline (`--name=value`) or as the next argument.
+    Valued,
+    /// Takes no value; one written inline leaves the invocation to the built-in.
+    Flag,
+    /// Takes no value from the next argument, and an inline one is ignored.
+    Lenient,
 }
 
-/// Reads `rg` arguments (recursive by default; patterns are Rust regexes unless `-F`).
-fn rg(args: &[String]) -> Option<Plan> {
-    let mut syntax = Syntax::Rust;
-    let mut patterns: Vec<String> = Vec::new();
-    let mut operands: Vec<String> = Vec::new();
+/// What the options and operands of one invocation ask, as the walk reads them.
+#[derive(Debug)]
+struct Reading {
+    syntax: Syntax,
+    ignore_case: bool,
+    recursive: bool,
+    binary_silent: bool,
+    /// Given with `-e` / `--regexp`, else the first operand.
+    patterns: Vec<String>,
+    operands: Vec<String>,
+}
+
+impl Reading {
+    fn new(syntax: Syntax) -> Self {
+        Reading {
+            syntax,
+            ignore_case: false,
+            recursive: false,
+            binary_silent: false,
+            patterns: Vec::new(),
+            operands: Vec::new(),
+        }
+    }
+}
+
+/// One built-in's options: how each is written, and what it does to a [`Reading`]. The
+/// `apply_*` functions answer `None` for an option the built-in alone must answer.
+trait Options {
+    /// How long option `name` is written (`None`: not one the plan knows). Only full names
+    /// are known (a prefix the built-in would expand is left to it).
+    fn long(name: &str) -> Option<Long>;
+    /// Whether short option `c` takes a value.
+    fn short_valued(c: char) -> bool;
+    fn apply_long(reading: &mut Reading, name: &str, value: Option<&str>) -> Option<()>;
+    fn apply_short(reading: &mut Reading, c: char, value: Option<String>) -> Option<()>;
+}
+
+/// Reads `args` getopt_long style, as the built-ins parse them, with `O`'s options; the first
+/// operand is the pattern when no option gave one.
+fn read<O: Options>(args: &[String], mut reading: Reading) -> Option<Reading> {
     let mut walk = Walk::new(args);
     while let Some(arg) = walk.next() {
         match arg {
-            Arg::Operand(operand) => operands.push(operand.to_owned()),
-            Arg::Long(name, inline) => match name {
-                "fixed-strings" => syntax = Syntax::Fixed,
-                "ignore-case" | "smart-case" | "case-sensitive" | "line-number"
-                | "no-line-number" | "count" | "files-with-matches" | "word-regexp"
-                | "no-filename" | "with-filename" | "no-heading" | "heading" | "quiet" => {
-                    if inline.is_some() {
-                        return None;
-                    }
-                }
-                "glob" | "max-count" | "context" | "after-context" | "before-context"
-                | "regexp" | "color" => {
-                    let value = walk.value(inline)?;
-                    if name == "regexp" {
-                        patterns.push(value);
-                    }
-                }
-                _ => return None,
-            },
+            Arg::Operand(operand) => reading.operands.push(operand.to_owned()),
+            Arg::Long(name, inline) => {
+                let value = match O::long(name)? {
+                    Long::Valued => Some(walk.value(inline)?),
+                    Long::Flag if inline.is_some() => return None,
+                    Long::Flag | Long::Lenient => None,
+                };
+                O::apply_long(&mut reading, name, value.as_deref())?;
+            }
             Arg::Short(cluster) => {
-                let valued = |c| matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'g');
-                for (c, value) in walk.shorts(cluster, valued)? {
-                    match c {
-                        'e' => patterns.extend(value),
-                        'F' => syntax = Syntax::Fixed,
-                        'A' | 'B' | 'C' | 'm' | 'g' => {}
-                        'i' | 's' | 'S' | 'n' | 'N' | 'c' | 'l' | 'w' | 'H' | 'I' | 'q' => {}
-                        _ => return None,
-                    }
+                for (c, value) in walk.shorts(cluster, O::short_valued)? {
+                    O::apply_short(&mut reading, c, value)?;
                 }
             }
         }
     }
-    if patterns.is_empty() {
-        if operands.is_empty() {
+    if reading.patterns.is_empty() {
+        if reading.operands.is_empty() {
             return None;
         }
-        patterns.push(operands.remove(0));
+        let first = reading.operands.remove(0);
+        reading.patterns.push(first);
     }
-    // rg skips binary files found while recursing without a word, unlike grep.
-    finish(&patterns, syntax, true, operands, false)
+    Some(reading)
+}
+
+/// `grep`'s options.
+struct Grep;
+
+impl Options for Grep {
+    fn long(name: &str) -> Option<Long> {
+        const VALUED: &[&str] = &[
+            "after-context",
+            "before-context",
+            "context",
+            "include",
+            "exclude",
+            "exclude-dir",
+            "max-count",
+            "regexp",
+            "group-separator",
+            "label",
+            "binary-files",
+            "directories",
+        ];
+        const FLAGS: &[&str] = &[
+            "basic-regexp",
+            "extended-regexp",
+            "fixed-strings",
+            "ignore-case",
+            "no-ignore-case",
+            "word-regexp",
+            "line-regexp",
+            "line-number",
+            "with-filename",
+            "no-filename",
+            "count",
+            "files-with-matches",
+            "files-without-match",
+            "only-matching",
+            "quiet",
+            "silent",
+            "recursive",
+            "dereference-recursive",
+            "no-messages",
+            "byte-offset",
+            "initial-tab",
+            "null",
+            "no-group-separator",
+            "line-buffered",
+        ];
+        if matches!(name, "color" | "colour") {
+            Some(Long::Lenient)
+        } else if VALUED.contains(&name) {
+            Some(Long::Valued)
+        } else {
+            FLAGS.contains(&name).then_some(Long::Flag)
+        }
+    }
+
+    fn short_valued(c: char) -> bool {
+        matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'd')
+    }
+
+    fn apply_long(r: &mut Reading, name: &str, value: Option<&str>) -> Option<()> {
+        match (name, value) {
+            ("basic-regexp", _) => r.syntax = Syntax::Basic,
+            ("extended-regexp", _) => r.syntax = Syntax::Extended,
+            ("fixed-strings", _) => r.syntax = Syntax::Fixed,
+            ("ignore-case", _) => r.ignore_case = true,
+            ("no-ignore-case", _) => r.ignore_case = false,
+            ("recursive" | "dereference-recursive", _) => r.recursive = true,
+            ("regexp", Some(p)) => r.patterns.push(p.to_owned()),
+            ("directories", Some("recurse")) => r.recursive = true,
+            ("directories", Some(_)) => r.recursive = false,
+            ("binary-files", Some("without-match")) => r.binary_silent = true,
+            ("binary-files", Some("binary")) => r.binary_silent = false,
+            ("binary-files", _) => return None,
+            _ => {}
+        }
+        Some(())
+    }
+
+    fn apply_short(r: &mut Reading, c: char, value: Option<String>) -> Option<()> {
+        match c {
+            'e' => r.patterns.extend(value),
+            'd' => r.recursive = value.as_deref() == Some("recurse"),
+            // A context length (`-5`) or a value read above.
+            '0'..='9' | 'A' | 'B' | 'C' | 'm' => {}
+            'i' | 'y' => r.ignore_case = true,
+            'F' => r.syntax = Syntax::Fixed,
+            'E' => r.syntax = Syntax::Extended,
+            'G' => r.syntax = Syntax::Basic,
+            'P' => r.syntax = Syntax::Rust,
+            'r' | 'R' => r.recursive = true,
+            'I' => r.binary_silent = true,
+            // Output only: the built-in applies them to what it reads.
+            'n' | 'c' | 'l' | 'L' | 'o' | 'w' | 'x' | 'q' | 'H' | 'h' | 'b' | 's' | 'Z' | 'T'
+            | 'U' | 'u' => {}
+            // -v, -a, -z, -f and anything else change which lines match or what is read: the
+            // built-in alone answers.
+            _ => return None,
+        }
+        Some(())
+    }
+}
+
+/// `rg`'s options (recursive by default; patterns are Rust regexes unless `-F`).
+struct Rg;
+
+impl Options for Rg {
+    fn long(name: &str) -> Option<Long> {
+        match name {
+            "fixed-strings" => Some(Long::Lenient),
+            "ignore-case" | "smart-case" | "case-sensitive" | "line-number" | "no-line-number"
+            | "count" | "files-with-matches" | "word-regexp" | "no-filename" | "with-filename"
+            | "no-heading" | "heading" | "quiet" => Some(Long::Flag),
+            "glob" | "max-count" | "context" | "after-context" | "before-context" | "regexp"
+            | "color" => Some(Long::Valued),
+            _ => None,
+        }
+    }
+
+    fn short_valued(c: char) -> bool {
+        matches!(c, 'A' | 'B' | 'C' | 'e' | 'm' | 'g')
+    }
+
+    fn apply_long(r: &mut Reading, name: &str, value: Option<&str>) -> Option<()> {
+        match (name, value) {
+            ("fixed-strings", _) => r.syntax = Syntax::Fixed,
+            ("regexp", Some(p)) => r.patterns.push(p.to_owned()),
+            _ => {}
+        }
+        Some(())
+    }
+
+    fn apply_short(r: &mut Reading, c: char, value: Option<String>) -> Option<()> {
+        match c {
+            'e' => r.patterns.extend(value),
+            'F' => r.syntax = Syntax::Fixed,
+            'A' | 'B' | 'C' | 'm' | 'g' => {}
+            'i' | 's' | 'S' | 'n' | 'N' | 'c' | 'l' | 'w' | 'H' | 'I' | 'q' => {}
+            _ => return None,
+        }
+        Some(())
+    }
+}
+
+/// Reads `grep` arguments: a plan only for a recursive search.
+fn grep(args: &[String]) -> Option<Plan> {
+    let r = read::<Grep>(args, Reading::new(Syntax::Basic))?;
+    if !r.recursive {
+        return None;
+    }
+    finish(
+        &r.patterns,
+        r.syntax,
+        r.ignore_case,
+        r.operands,
+        r.binary_silent,
+    )
+}
+
+/// Reads `rg` arguments.
+fn rg(args: &[String]) -> Option<Plan> {
+    let r = read::<Rg>(args, Reading::new(Syntax::Rust))?;
+    // rg skips binary files found while recursing without a word, unlike grep; whatever its
+    // case flags, the server searches case-insensitively (a superset).
+    finish(&r.patterns, r.syntax, true, r.operands, false)
 }
 
 fn finish(

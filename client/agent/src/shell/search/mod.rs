@@ -23,6 +23,7 @@
 pub(crate) mod args;
 
 use super::fs::BashFs;
+use super::read_mask::{Mask, SearchCounters, MASK};
 use crate::AgentFs;
 use args::{Plan, Tool};
 use bashkit::{
@@ -30,74 +31,11 @@ use bashkit::{
     ExecutionLimits, InMemoryFs,
 };
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Server matching lines fetched per searched directory before the rest is read locally.
 const MAX_SERVER_LINES: usize = 5000;
-
-/// The base files known not to match, for one directory.
-#[derive(Debug)]
-struct Scope {
-    /// Canonical, absolute.
-    dir: String,
-    /// Files the built-in must read: matched on the server, or staged.
-    keep: HashSet<String>,
-    /// The server's answer covers the paths before this one (byte order) only.
-    frontier: Option<String>,
-}
-
-/// Which reads answer empty bytes while one `grep`/`rg` runs.
-#[derive(Debug, Default)]
-pub(super) struct Mask {
-    scopes: Vec<Scope>,
-    counters: Arc<SearchCounters>,
-}
-
-impl Mask {
-    /// Counts one read answered empty.
-    pub(super) fn spare(&self) {
-        self.counters.reads_spared.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Whether `p` (absolute) is a base file with no matching line: its read may answer empty.
-    /// The caller still checks that `p` is its own canonical path.
-    pub(super) fn blanks(&self, p: &str) -> bool {
-        if p.split('/').any(|s| s.starts_with('.')) {
-            return false;
-        }
-        self.scopes.iter().any(|s| {
-            let under = s.dir == "/" || p.strip_prefix(&s.dir).is_some_and(|r| r.starts_with('/'));
-            under && !s.keep.contains(p) && s.frontier.as_deref().is_none_or(|f| p < f)
-        })
-    }
-}
-
-tokio::task_local! {
-    /// The mask of the `grep`/`rg` being polled (only its own reads see it).
-    pub(super) static MASK: Arc<Mask>;
-}
-
-/// How many base bodies the masks spared, and how many searches used the server.
-#[derive(Debug, Default)]
-pub struct SearchCounters {
-    /// Invocations that searched on the server.
-    pub server_searches: AtomicU64,
-    /// Reads answered empty instead of fetching a body.
-    pub reads_spared: AtomicU64,
-}
-
-impl SearchCounters {
-    /// Invocations that searched on the server so far.
-    pub fn server_searches(&self) -> u64 {
-        self.server_searches.load(Ordering::Relaxed)
-    }
-
-    /// Reads answered empty so far.
-    pub fn reads_spared(&self) -> u64 {
-        self.reads_spared.load(Ordering::Relaxed)
-    }
-}
 
 /// What a nested shell needs to run the built-in as the outer one would.
 #[derive(Clone)]
@@ -144,10 +82,7 @@ impl Searched {
         } else {
             plan.dirs.iter().map(|d| absolute(cwd, d)).collect()
         };
-        let mut mask = Mask {
-            scopes: Vec::new(),
-            counters: self.setup.counters.clone(),
-        };
+        let mut mask = Mask::new(self.setup.counters.clone());
         for dir in dirs {
             // A file operand is read as it is; a link is left to the built-in.
             let Ok(st) = fs.lstat(&dir).await else {
@@ -177,13 +112,9 @@ impl Searched {
             let mut wanted: Vec<String> = keep.iter().cloned().collect();
             wanted.sort();
             fs.prefetch(&wanted).await;
-            mask.scopes.push(Scope {
-                dir,
-                keep,
-                frontier,
-            });
+            mask.add_scope(dir, keep, frontier);
         }
-        (!mask.scopes.is_empty()).then_some(mask)
+        (!mask.is_empty()).then_some(mask)
     }
 
     /// Runs the built-in in a shell of its own over the same filesystem, with `stdin`.
@@ -258,28 +189,6 @@ impl Command for Searched {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_mask_spares_unchanged_unmatched_files_only() {
-        let mask = Mask {
-            scopes: vec![Scope {
-                dir: "/src".into(),
-                keep: ["/src/hit.rs".to_owned(), "/src/staged.rs".to_owned()].into(),
-                frontier: Some("/src/m".into()),
-            }],
-            counters: Arc::default(),
-        };
-        assert!(mask.blanks("/src/a.rs"));
-        assert!(mask.blanks("/src/d/e.rs"));
-        // Kept, past the frontier, outside the scope, hidden.
-        assert!(!mask.blanks("/src/hit.rs"));
-        assert!(!mask.blanks("/src/staged.rs"));
-        assert!(!mask.blanks("/src/z.rs"));
-        assert!(!mask.blanks("/srcx/a.rs"));
-        assert!(!mask.blanks("/other.rs"));
-        assert!(!mask.blanks("/src/.gitignore"));
-        assert!(!mask.blanks("/src/.git/info/exclude"));
-    }
 
     #[test]
     fn operands_resolve_against_the_working_directory() {

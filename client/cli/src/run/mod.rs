@@ -6,6 +6,9 @@
 //! The outcome of a session (command, exit status, duration, paths touched, bytes changed) is
 //! known in one place, [`SessionOutcome`], which [`run`] builds once.
 
+pub mod ignore_list;
+pub mod transfer;
+
 use crate::connect::Target;
 use crate::exit::usage;
 use crate::flags::CommitFlags;
@@ -636,7 +639,7 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     let (work, home) = (scratch.path().join("work"), scratch.path().join("home"));
     std::fs::DirBuilder::new().mode(0o700).create(&home)?;
     env.push(("HOME".to_owned(), home.as_os_str().to_owned()));
-    crate::body_cache::attach(&ws);
+    crate::connect::body_cache::attach(&ws);
     let options = match &args.revision {
         Some(r) => MaterialiseOptions::default().with_revision(r.clone()),
         None => MaterialiseOptions::default(),
@@ -658,7 +661,7 @@ pub async fn run(args: RunArgs) -> Result<i32, BoxError> {
     let failed = matches!(exit, Exit::Exited { .. } | Exit::Signalled { .. });
     let stage = exit.success() || (args.stage_on_failure && failed);
     let synced = if stage {
-        let exclude = crate::ignore_list::load(&work, &args.exclude)?;
+        let exclude = crate::run::ignore_list::load(&work, &args.exclude)?;
         Some(
             ws.stage_from_dir_excluding(&work, &record, None, exclude)
                 .await?,

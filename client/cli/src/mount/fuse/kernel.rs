@@ -3,7 +3,7 @@
 //! Hard links are refused with `EPERM` (tools copy instead); extended attributes, locks and
 //! special files are not supported.
 
-use crate::fuse_fs::MountFs;
+use crate::mount::fuse::MountFs;
 use fuser::{
     AccessFlags, Errno, FileHandle, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
     LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
@@ -244,7 +244,7 @@ impl fuser::Filesystem for Kernel {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Nothing is tied to a `close` (buffers reach the tree on their own, see `fuse_fs`):
+        // Nothing is tied to a `close` (buffers reach the tree on their own, see `super`):
         // `ENOSYS` makes the kernel stop sending `flush`. Only a file created before the first
         // `open` of the session gets one.
         reply.error(Errno::ENOSYS);

@@ -4,8 +4,8 @@
 //! diff step with [`unified_between`].
 
 use crate::connect::Target;
-use crate::files::read;
-use crate::history::resolve;
+use crate::history::files::read;
+use crate::history::revision::resolve;
 use crate::output;
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};

@@ -2,7 +2,7 @@
 //! the records of one revision: which agent actions produced it (docs/audit.md).
 
 use crate::connect::Target;
-use crate::history::resolve;
+use crate::history::revision::resolve_given;
 use crate::output;
 use supabash::transport::call;
 use supabash_core::rpc::audit::{ActionOutcome, Audit, AuditRecord};
@@ -25,10 +25,7 @@ pub struct AuditArgs {
 /// `supabash audit`.
 pub async fn run(args: AuditArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.target.open().await?;
-    let revision = match &args.rev {
-        Some(rev) => Some(resolve(transport.as_ref(), &ws, rev).await?.id),
-        None => None,
-    };
+    let revision = resolve_given(transport.as_ref(), &ws, args.rev.as_deref()).await?;
     let mut records: Vec<AuditRecord> = Vec::new();
     let mut cursor = None;
     loop {

@@ -92,7 +92,7 @@ pub fn render_verify(report: &VerifyReport) -> String {
 pub async fn run_verify(args: VerifyArgs) -> Result<(), BoxError> {
     let report = verify(&args).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::output::json(&report)?;
     } else {
         print!("{}", render_verify(&report));
     }
@@ -165,7 +165,7 @@ pub fn render_gc(report: &GarbageReport) -> String {
 pub async fn run_gc(args: GcArgs) -> Result<(), BoxError> {
     let report = gc(&args).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::output::json(&report)?;
     } else {
         print!("{}", render_gc(&report));
     }

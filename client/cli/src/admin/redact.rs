@@ -84,7 +84,7 @@ pub async fn run(args: RedactArgs) -> Result<(), BoxError> {
     let (transport, id) = args.target.open().await?;
     let ws = Workspace::builder(transport).open(&id).await?;
     // What the redaction removes leaves this host's body cache too.
-    crate::body_cache::attach(&ws);
+    crate::connect::body_cache::attach(&ws);
     let report = ws.redact(args.options()).await?;
     if args.json {
         output::json(&report)?;

@@ -1,9 +1,9 @@
 //! The mount over an in-memory staged tree (no database): what real tools do on it. The
 //! end-to-end tests with a cluster and the `supabash` binary are in `tests/tests/mount.rs`.
 
-use crate::fuse::{start, unmount};
-use crate::fuse_fs::MountFs;
-use crate::fuse_ops::Kernel;
+use crate::mount::fuse::kernel::Kernel;
+use crate::mount::fuse::MountFs;
+use crate::mount::{start, unmount};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ impl Mounted {
         std::fs::create_dir_all(&dir).unwrap();
         let tree = Arc::new(StagedTree::empty(Limits::default().with_max_files(50_000)));
         let fs = Arc::new(MountFs::new(tree.clone(), read_only, (0, 0)));
-        tokio::spawn(crate::fuse_fs::write_behind(Arc::downgrade(&fs)));
+        tokio::spawn(crate::mount::fuse::write_behind(Arc::downgrade(&fs)));
         let kernel = Kernel {
             fs,
             runtime: tokio::runtime::Handle::current(),
@@ -166,7 +166,7 @@ async fn a_read_only_mount_refuses_writes() {
 /// (and takes writes) until the kernel forgets it, without ever reaching the tree again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_reach_the_tree_when_left_alone_and_removed_files_live_until_forgotten() {
-    use crate::fuse_inodes::ROOT;
+    use crate::mount::fuse::inodes::ROOT;
     use std::ffi::OsStr;
     use std::time::Duration;
     let tree = Arc::new(StagedTree::empty(Limits::default()));
@@ -230,7 +230,7 @@ async fn writes_reach_the_tree_when_left_alone_and_removed_files_live_until_forg
 /// tree refuses stays readable, fails `fsync` and reaches the tree once room is made.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_buffer_over_the_limits_is_refused_and_kept() {
-    use crate::fuse_inodes::ROOT;
+    use crate::mount::fuse::inodes::ROOT;
     use std::ffi::OsStr;
     use std::time::Duration;
     let tree = Arc::new(StagedTree::empty(

@@ -188,7 +188,7 @@ pub async fn run(args: &DoctorArgs) -> Report {
 pub async fn run_doctor(args: DoctorArgs) -> Result<(), BoxError> {
     let report = run(&args).await;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+        crate::output::json(&report.to_json())?;
     } else {
         print!("{}", report.render());
     }

@@ -3,7 +3,7 @@
 
 use crate::connect::Target;
 use crate::exit::usage;
-use crate::history::resolve;
+use crate::history::revision::resolve_given;
 use crate::output::{self, short};
 use supabash::transport::call;
 use supabash::SupabashError;
@@ -37,10 +37,7 @@ pub struct CheckpointArgs {
 /// `supabash checkpoint`: pins a revision so purge keeps it.
 pub async fn checkpoint(args: CheckpointArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.target.open().await?;
-    let revision = match &args.rev {
-        Some(r) => Some(resolve(transport.as_ref(), &ws, r).await?.id),
-        None => None,
-    };
+    let revision = resolve_given(transport.as_ref(), &ws, args.rev.as_deref()).await?;
     let request = rq::Checkpoint {
         workspace_id: ws,
         label: args.label,
@@ -151,10 +148,7 @@ pub async fn purge(args: PurgeArgs) -> Result<(), BoxError> {
         return Err(usage("--keep is at least 1 (the head always stays)"));
     }
     let (transport, ws) = args.target.open().await?;
-    let floor_revision = match &args.floor {
-        Some(r) => Some(resolve(transport.as_ref(), &ws, r).await?.id),
-        None => None,
-    };
+    let floor_revision = resolve_given(transport.as_ref(), &ws, args.floor.as_deref()).await?;
     let request = rq::Purge {
         workspace_id: ws,
         keep_revisions: args.keep,

@@ -4,7 +4,7 @@
 
 use crate::connect::Target;
 use crate::exit::usage;
-use crate::history::resolve;
+use crate::history::revision::resolve;
 use crate::output;
 use supabash::transport::call;
 use supabash::Transport;

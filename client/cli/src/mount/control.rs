@@ -10,7 +10,7 @@
 //! Rerunning `supabash commit --mount` is therefore safe.
 
 use crate::exit::{Relayed, Report};
-use crate::fuse_fs::MountFs;
+use crate::mount::fuse::MountFs;
 use serde_json::{json, Value};
 use std::io;
 use std::path::{Path, PathBuf};

@@ -3,9 +3,9 @@
 //! role) and calls `supabash_register_capability_verifier` / `_revoke_` with bound parameters.
 //! A private key the database generates goes to a new file (mode 0600), never to the output.
 
+use crate::connect::profile;
 use crate::exit::{hide, usage};
 use crate::output;
-use crate::profile;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use supabash::capability::postgres::PostgresSigner;

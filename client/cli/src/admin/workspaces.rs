@@ -5,7 +5,7 @@
 use crate::connect::{ConnectArgs, Target};
 use crate::exit::usage;
 use crate::flags::Recorded;
-use crate::history::resolve;
+use crate::history::revision::resolve_given;
 use crate::output;
 use supabash::transport::call;
 use supabash::Workspace;
@@ -146,10 +146,7 @@ pub async fn list(args: ListArgs) -> Result<(), BoxError> {
 /// `supabash fork`: forks and prints the new workspace's id.
 pub async fn fork(args: ForkArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.target.open().await?;
-    let revision = match &args.revision {
-        Some(r) => Some(resolve(transport.as_ref(), &ws, r).await?.id),
-        None => None,
-    };
+    let revision = resolve_given(transport.as_ref(), &ws, args.revision.as_deref()).await?;
     let request = rq::Fork {
         workspace_id: ws,
         revision,

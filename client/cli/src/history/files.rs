@@ -2,7 +2,7 @@
 //! read from the manifest (`ls`, `tree`) or one document (`cat`, verified against its hashes).
 
 use crate::connect::Target;
-use crate::history::resolve;
+use crate::history::revision::resolve_given;
 use crate::output;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -45,10 +45,7 @@ async fn manifest(
     ws: &str,
     rev: Option<&str>,
 ) -> Result<Tree, BoxError> {
-    let revision = match rev {
-        Some(r) => Some(resolve(transport, ws, r).await?.id),
-        None => None,
-    };
+    let revision = resolve_given(transport, ws, rev).await?;
     Ok(supabash::workspace::load_manifest(transport, ws, revision.as_deref()).await?)
 }
 
@@ -293,10 +290,7 @@ pub async fn read(
 /// document (`supabash_load_document`'s answer, the body as `text` or `base64`).
 pub async fn cat(args: CatArgs) -> Result<(), BoxError> {
     let (transport, ws) = args.at.target.open().await?;
-    let revision = match args.at.pin() {
-        Some(r) => Some(resolve(transport.as_ref(), &ws, r).await?.id),
-        None => None,
-    };
+    let revision = resolve_given(transport.as_ref(), &ws, args.at.pin()).await?;
     if args.at.json {
         let request = rq::LoadDocument {
             workspace_id: ws,

@@ -4,10 +4,14 @@
 //! commits them. A revision (`--revision`) or `--read-only` mount answers `EROFS` to writes.
 //! Unmount with `fusermount3 -u DIR`, Ctrl-C or SIGTERM.
 
+pub mod control;
+mod fuse;
+pub mod summary;
+
 use crate::connect::Target;
-use crate::fuse_fs::MountFs;
-use crate::fuse_ops::Kernel;
-use crate::mount_control::{self, Control};
+use crate::mount::fuse::kernel::Kernel;
+use crate::mount::fuse::MountFs;
+use control::Control;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use supabash::workspace::CommitOptions;
@@ -198,13 +202,17 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
             .await?,
     );
     let read_only = args.read_only || args.revision.is_some();
-    crate::body_cache::attach(&ws);
+    crate::connect::body_cache::attach(&ws);
     // What the ignore list leaves out stays in the mount, out of every commit.
-    let ignore_file = match ws.fs().read(crate::ignore_list::TREE_IGNORE_FILE).await {
+    let ignore_file = match ws
+        .fs()
+        .read(crate::run::ignore_list::TREE_IGNORE_FILE)
+        .await
+    {
         Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
         Err(_) => None,
     };
-    if let Some(exclude) = crate::ignore_list::build(ignore_file.as_deref(), &args.exclude)? {
+    if let Some(exclude) = crate::run::ignore_list::build(ignore_file.as_deref(), &args.exclude)? {
         ws.fs().keep_local(exclude);
     }
     let tree = match &args.revision {
@@ -222,9 +230,9 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
         warm(fs.clone(), dir.clone());
     }
     if !read_only {
-        tokio::spawn(crate::fuse_fs::write_behind(Arc::downgrade(&fs)));
+        tokio::spawn(crate::mount::fuse::write_behind(Arc::downgrade(&fs)));
     }
-    let session = mount_control::Session {
+    let session = control::Session {
         read_only,
         actor: args.actor.clone(),
     };
@@ -241,7 +249,7 @@ pub async fn run(args: MountArgs) -> Result<(), BoxError> {
         dir.display(),
         dir.display()
     );
-    mount_control::say(&format!("mounted {}\n", dir.display()));
+    control::say(&format!("mounted {}\n", dir.display()));
     let ended = loop {
         tokio::select! {
             ended = &mut done => break ended,
@@ -273,7 +281,7 @@ async fn finish(
             options = options.with_cause(m.clone());
         }
         match fs.commit(ws, options, true).await {
-            Ok(result) => mount_control::print_receipt(&result),
+            Ok(result) => control::print_receipt(&result),
             Err(e) => {
                 // The error itself, so its report keeps the code and an unknown outcome.
                 let message = format!("the commit at unmount failed: {}", e.message());
@@ -303,5 +311,4 @@ async fn finish(
 }
 
 #[cfg(test)]
-#[path = "fuse_tests.rs"]
 mod tests;

@@ -8,9 +8,11 @@
 //! `--mount POINT=SOURCE[@REVISION][:ro|:rw]` composes the filesystem instead: workspaces
 //! read-write (their staged trees) or read-only (a snapshot of the committed base), and
 //! read-only snapshots of pinned revisions (shared documentation), each with its own view root
-//! and hidden paths (`mcp_mounts`). `--capability-file` serves a delegated workspace, exactly
+//! and hidden paths ([`mounts`]). `--capability-file` serves a delegated workspace, exactly
 //! as a job would open it. `--tools` serves only the named tools; `--read-only` (or every
 //! mount read-only) serves no tool that changes anything.
+
+pub mod mounts;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -30,8 +32,6 @@ use supabash_agent::shell::{Shell, ShellConfig};
 use supabash_agent::tools::ToolOptions;
 use supabash_agent::{AgentFs, Mount, MountedFs, SharedSnapshot, SnapshotLimits, ViewSpec};
 use supabash_core::capability::{Operation, OperationSet};
-
-use crate::mcp_mounts;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -118,7 +118,7 @@ struct Mounted {
 }
 
 async fn open_mounts(args: &McpArgs) -> Result<Mounted, BoxError> {
-    let plans = mcp_mounts::plan(&args.mounts, &args.view_roots, &args.hides)?;
+    let plans = mounts::plan(&args.mounts, &args.view_roots, &args.hides)?;
     let transport = args.connect.connect().await?;
     let mut out = Mounted {
         writable: Vec::new(),
@@ -256,8 +256,9 @@ async fn commit_all(args: &McpArgs, workspaces: &Served) -> Result<(), BoxError>
     Ok(())
 }
 
-/// Runs `supabash mcp`.
-pub async fn run(args: McpArgs) -> Result<(), BoxError> {
+/// Refuses flags that cannot go together: `--mount` with `--workspace`/`--create`, and
+/// `--capability-file` with any other source or `--host-tools`.
+fn check_sources(args: &McpArgs) -> Result<(), BoxError> {
     if !args.mounts.is_empty() && (!args.workspaces.is_empty() || args.create) {
         return Err("--mount replaces --workspace and --create: give one or the other".into());
     }
@@ -272,35 +273,64 @@ pub async fn run(args: McpArgs) -> Result<(), BoxError> {
                 .into(),
         );
     }
-    let mut read_only = args.read_only;
-    let mut delegated = None;
-    let (workspaces, fs) = if let Some(path) = &args.capability_file {
-        let ws = open_delegated(&args, path).await?;
+    Ok(())
+}
+
+/// What a session serves: the filesystem the tools work on, the workspaces behind it (the
+/// writable ones, with their labels) or the delegated workspace, and whether it is read-only.
+struct Opened {
+    workspaces: Served,
+    delegated: Option<DelegatedWorkspace>,
+    fs: Arc<dyn AgentFs>,
+    read_only: bool,
+}
+
+/// Opens what the flags name: a delegated workspace (`--capability-file`), a composition of
+/// mounts (`--mount`), or workspaces (`--workspace`, `--create`, else the default one).
+async fn open_sources(args: &McpArgs) -> Result<Opened, BoxError> {
+    if let Some(path) = &args.capability_file {
+        let ws = open_delegated(args, path).await?;
         // The staged tree when the grant allows write, else a read-only snapshot of the
         // committed revision (what DelegatedMount does for a mount point).
-        let fs: Arc<dyn AgentFs> = if ws.delegation().operations().contains(Operation::Write) {
-            ws.fs().clone()
-        } else {
-            read_only = true;
-            let snap = ws.committed_snapshot().await?;
-            Arc::new(
-                SharedSnapshot::from_committed(ws.id(), snap, SnapshotLimits::default()).await?,
-            )
-        };
-        delegated = Some(ws);
-        (Vec::new(), fs)
-    } else if !args.mounts.is_empty() {
-        let mounted = open_mounts(&args).await?;
-        read_only |= mounted.writable.is_empty();
-        let fs: Arc<dyn AgentFs> = Arc::new(MountedFs::new(mounted.mounts)?);
-        (mounted.writable, fs)
-    } else {
-        let workspaces = open(&args).await?;
-        let fs = filesystem(&workspaces)?;
-        (workspaces, fs)
-    };
-    let fs: Arc<dyn AgentFs> = Arc::new(RecordingFs(fs));
-    let redactor = redactor(&args);
+        let (fs, read_only): (Arc<dyn AgentFs>, bool) =
+            if ws.delegation().operations().contains(Operation::Write) {
+                (ws.fs().clone(), args.read_only)
+            } else {
+                let snap = ws.committed_snapshot().await?;
+                let limits = SnapshotLimits::default();
+                let snapshot = SharedSnapshot::from_committed(ws.id(), snap, limits).await?;
+                (Arc::new(snapshot), true)
+            };
+        return Ok(Opened {
+            workspaces: Vec::new(),
+            delegated: Some(ws),
+            fs,
+            read_only,
+        });
+    }
+    if !args.mounts.is_empty() {
+        let mounted = open_mounts(args).await?;
+        return Ok(Opened {
+            read_only: args.read_only || mounted.writable.is_empty(),
+            workspaces: mounted.writable,
+            delegated: None,
+            fs: Arc::new(MountedFs::new(mounted.mounts)?),
+        });
+    }
+    let workspaces = open(args).await?;
+    Ok(Opened {
+        fs: filesystem(&workspaces)?,
+        workspaces,
+        delegated: None,
+        read_only: args.read_only,
+    })
+}
+
+/// The MCP server over `opened`: every tool call recorded, output redacted, the tools the
+/// flags select.
+fn server(args: &McpArgs, opened: &Opened) -> Result<McpServer, BoxError> {
+    let fs: Arc<dyn AgentFs> = Arc::new(RecordingFs(opened.fs.clone()));
+    let redactor = redactor(args);
     let config = ShellConfig::default()
         .with_timeout(Duration::from_secs(args.timeout_secs))
         .with_max_output_bytes(args.max_output_bytes)
@@ -311,48 +341,57 @@ pub async fn run(args: McpArgs) -> Result<(), BoxError> {
         options: ToolOptions::default().with_images(!args.no_images),
     };
     let mut server = McpServer::new(session, redactor);
-    if !workspaces.is_empty() {
-        server = server.with_audit(audit_targets(&workspaces));
+    if !opened.workspaces.is_empty() {
+        server = server.with_audit(audit_targets(&opened.workspaces));
     }
     if args.host_tools {
         server = server.with_host_tools(HostTools {
-            workspaces: workspaces.clone(),
+            workspaces: opened.workspaces.clone(),
             actor: args.actor.clone(),
         });
     }
     if !args.tools.is_empty() {
         server = server.with_tools(&args.tools)?;
     }
-    if read_only {
+    if opened.read_only {
         server = server.read_only();
     }
-    match args.http {
-        None => {
-            let running = server.serve(rmcp::transport::stdio()).await?;
-            running.waiting().await?;
-        }
-        Some(addr) => {
-            let service = StreamableHttpService::new(
-                move || Ok(server.clone()),
-                LocalSessionManager::default().into(),
-                StreamableHttpServerConfig::default(),
-            );
-            let router = axum::Router::new().nest_service("/mcp", service);
-            let listener = tokio::net::TcpListener::bind(addr).await?;
-            eprintln!(
-                "supabash mcp: serving http://{}/mcp",
-                listener.local_addr()?
-            );
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })
-                .await?;
-        }
-    }
+    Ok(server)
+}
+
+/// Serves `server` on stdio until the client leaves, or on streamable HTTP at `http` (path
+/// `/mcp`) until Ctrl-C.
+async fn serve(server: McpServer, http: Option<SocketAddr>) -> Result<(), BoxError> {
+    let Some(addr) = http else {
+        let running = server.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        return Ok(());
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        LocalSessionManager::default().into(),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    eprintln!(
+        "supabash mcp: serving http://{}/mcp",
+        listener.local_addr()?
+    );
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+/// Ends the session: commits what it staged with `--commit-on-exit`, else discards it.
+async fn end_session(args: &McpArgs, opened: &Opened) -> Result<(), BoxError> {
     if args.commit_on_exit {
-        commit_all(&args, &workspaces).await?;
-        if let Some(ws) = delegated
+        commit_all(args, &opened.workspaces).await?;
+        if let Some(ws) = opened
+            .delegated
             .as_ref()
             .filter(|ws| ws.changes().is_ok_and(|c| !c.is_empty()))
         {
@@ -363,10 +402,18 @@ pub async fn run(args: McpArgs) -> Result<(), BoxError> {
             );
         }
     } else {
-        discard_all(&workspaces).await?;
-        if let Some(ws) = &delegated {
+        discard_all(&opened.workspaces).await?;
+        if let Some(ws) = &opened.delegated {
             ws.discard().await?;
         }
     }
     Ok(())
+}
+
+/// Runs `supabash mcp`.
+pub async fn run(args: McpArgs) -> Result<(), BoxError> {
+    check_sources(&args)?;
+    let opened = open_sources(&args).await?;
+    serve(server(&args, &opened)?, args.http).await?;
+    end_session(&args, &opened).await
 }

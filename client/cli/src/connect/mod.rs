@@ -1,11 +1,14 @@
 //! How a command reaches the RPCs, shared by every subcommand that opens a workspace: a direct
 //! Postgres connection acting as a user (trusted hosts), or PostgREST with the user's token.
 //! Each setting comes from its flag, else its environment variable, else the profile
-//! ([`crate::profile`]); secrets can always come from the environment or a file, and are
+//! ([`crate::connect::profile`]); secrets can always come from the environment or a file, and are
 //! never printed.
 
+pub(crate) mod body_cache;
+pub mod profile;
+
 use crate::exit::{hide, usage};
-use crate::profile::{self, Profile};
+use profile::Profile;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;

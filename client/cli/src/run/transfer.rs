@@ -75,7 +75,7 @@ pub async fn import(args: ImportArgs) -> Result<(), BoxError> {
     let ws = Workspace::builder(transport).open(&id).await?;
     let record = ws.staged_record();
     let bar = progress_bar("hashing");
-    let exclude = crate::ignore_list::load(&args.dir, &args.exclude)?;
+    let exclude = crate::run::ignore_list::load(&args.dir, &args.exclude)?;
     let progress = bar.as_ref().map(|(_, f)| f.clone());
     let synced = ws
         .stage_from_dir_excluding(&args.dir, &record, progress, exclude)
@@ -106,7 +106,7 @@ pub async fn export(args: ExportArgs) -> Result<(), BoxError> {
         .open_mode(supabash::OpenMode::Eager)
         .open(&id)
         .await?;
-    crate::body_cache::attach(&ws);
+    crate::connect::body_cache::attach(&ws);
     let mut options = MaterialiseOptions::default();
     if let Some(r) = &args.revision {
         options = options.with_revision(r.clone());
