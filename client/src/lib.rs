@@ -16,6 +16,7 @@ pub mod delegated;
 pub mod disk;
 pub mod documents;
 pub mod error;
+mod exclude;
 pub mod limits;
 pub mod manager;
 pub mod manifests;
