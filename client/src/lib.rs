@@ -22,7 +22,6 @@ pub mod manager;
 pub mod manifests;
 pub mod observe;
 pub mod open;
-mod options;
 mod rpc_error;
 mod setters;
 pub mod transport;
