@@ -61,10 +61,7 @@ impl Workspace {
             .iter()
             .map(|(p, e)| (p.as_str(), e.content_hash.as_str()))
             .collect();
-        let source = RemoteSource {
-            transport: self.transport.clone(),
-            workspace_id: self.id.clone(),
-        };
+        let source = RemoteSource::new(&self.transport, &self.id);
         let head_revision = head.revision.clone().unwrap_or_default();
         let mut files = Vec::new();
         for (p, e) in head.entries.iter() {

@@ -134,10 +134,7 @@ impl Workspace {
             workspace_id: workspace_id.to_owned(),
         });
         if let Some(lazy) = directories.lazy_base(mode).await? {
-            let source = Arc::new(RemoteSource {
-                transport: transport.clone(),
-                workspace_id: workspace_id.to_owned(),
-            });
+            let source = Arc::new(RemoteSource::new(&transport, workspace_id));
             let tree = StagedTree::lazy(
                 lazy.revision,
                 lazy.root,
@@ -173,10 +170,7 @@ impl Workspace {
         base: Base,
         limits: Limits,
     ) -> Self {
-        let source = Arc::new(RemoteSource {
-            transport: transport.clone(),
-            workspace_id: workspace_id.to_owned(),
-        });
+        let source = Arc::new(RemoteSource::new(&transport, workspace_id));
         let tree =
             StagedTree::from_base_map(base.revision, base.entries, Some(source), limits.clone());
         let fences = (base.redaction_epoch, base.restore_floor);

@@ -152,8 +152,18 @@ impl DirectorySource for RemoteDirectories {
 
 /// Loads and searches a workspace's bodies over a transport.
 pub(super) struct RemoteSource {
-    pub transport: Arc<dyn Transport>,
-    pub workspace_id: String,
+    transport: Arc<dyn Transport>,
+    workspace_id: String,
+}
+
+impl RemoteSource {
+    /// The bodies of `workspace_id` over `transport`.
+    pub(super) fn new(transport: &Arc<dyn Transport>, workspace_id: &str) -> Self {
+        RemoteSource {
+            transport: transport.clone(),
+            workspace_id: workspace_id.to_owned(),
+        }
+    }
 }
 
 #[async_trait::async_trait]

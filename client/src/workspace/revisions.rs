@@ -65,10 +65,7 @@ impl Workspace {
     /// cache this workspace's tree uses, if any) and are verified as they are read: a view of an old revision (edits to it never reach this workspace).
     pub async fn tree_at(&self, revision: &str) -> Result<StagedTree> {
         let base = Base::load(self.transport.as_ref(), &self.id, Some(revision)).await?;
-        let source = Arc::new(RemoteSource {
-            transport: self.transport.clone(),
-            workspace_id: self.id.clone(),
-        });
+        let source = Arc::new(RemoteSource::new(&self.transport, &self.id));
         let tree = StagedTree::from_base_map(
             base.revision,
             base.entries,
