@@ -1,7 +1,8 @@
 //! supabash client: the staged tree an agent edits, the transports that reach the supabash
 //! RPCs (PostgREST over HTTP, or Postgres directly for trusted hosts), and the host's
-//! workspace API (commit, history, diff, restore, checkpoints, purge, leases), and the
-//! [`manager`] that hands leased workspaces out to a host's sessions.
+//! workspace API (commit, history, diff, restore, checkpoints, purge, leases), the
+//! [`HostWorkspace`] trait a host writes against once for every backend, and the [`manager`]
+//! that hands leased workspaces out to a host's sessions.
 //!
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
