@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-/// How [`Workspace::fork`] forks. Only `actor` is required.
+/// How [`Workspace::fork`](super::Workspace::fork) forks. Only `actor` is required.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ForkOptions {
@@ -13,7 +13,7 @@ pub struct ForkOptions {
     pub actor: String,
     /// The revision to fork (default: the head).
     pub revision: Option<String>,
-    /// A name for people, shown by [`Workspace::list`].
+    /// A name for people, shown by [`Workspace::list`](super::Workspace::list).
     pub label: Option<String>,
     pub cause: Option<String>,
 }
@@ -54,7 +54,8 @@ impl CommitOptions {
     }
 }
 
-/// Options of [`Workspace::checkpoint`]; the revision defaults to the head.
+/// Options of [`Workspace::checkpoint`](super::Workspace::checkpoint); the revision defaults
+/// to the head.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct CheckpointOptions {
@@ -64,7 +65,8 @@ pub struct CheckpointOptions {
     pub revision: Option<String>,
 }
 
-/// Options of [`Workspace::purge`]. With neither rule the server keeps the newest 50.
+/// Options of [`Workspace::purge`](super::Workspace::purge). With neither rule the server
+/// keeps the newest 50.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct PurgeOptions {
@@ -78,9 +80,9 @@ pub struct PurgeOptions {
     pub purge_audit: bool,
 }
 
-/// Options of [`Workspace::redact`]: what to remove from history. Name paths and/or body
-/// hashes, or only metadata keys / cause clearing to scrub revisions. It is a dry run (a
-/// report, nothing changed) unless [`RedactOptions::apply`] is set.
+/// Options of [`Workspace::redact`](super::Workspace::redact): what to remove from history.
+/// Name paths and/or body hashes, or only metadata keys / cause clearing to scrub revisions.
+/// It is a dry run (a report, nothing changed) unless [`RedactOptions::apply`] is set.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct RedactOptions {

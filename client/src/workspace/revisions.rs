@@ -62,7 +62,8 @@ impl Workspace {
     }
 
     /// A staged tree holding `revision`'s files, whose bodies load lazily (through the host
-    /// cache this workspace's tree uses, if any) and are verified as they are read: a view of an old revision (edits to it never reach this workspace).
+    /// cache this workspace's tree uses, if any) and are verified as they are read: a view of
+    /// an old revision (edits to it never reach this workspace).
     pub async fn tree_at(&self, revision: &str) -> Result<StagedTree> {
         let base = Base::load(self.transport.as_ref(), &self.id, Some(revision)).await?;
         let source = Arc::new(RemoteSource::new(&self.transport, &self.id));
