@@ -17,6 +17,8 @@ mod scan;
 mod write;
 
 use crate::error::{Result, SupabashError};
+use crate::exclude::excluded_with_parents;
+pub use crate::exclude::Exclude;
 use crate::tree::sync::Entry;
 use crate::tree::StagedChange;
 use crate::workspace::Workspace;
@@ -70,6 +72,19 @@ pub struct WrittenFile {
     pub stamp: Option<DiskStamp>,
 }
 
+impl WrittenFile {
+    /// A staged file as it is written: its permission bits and its time, no stamp yet.
+    fn staged(content_hash: String, size: u64, mode: u32, mtime_ns: i64) -> Self {
+        WrittenFile {
+            content_hash,
+            size,
+            mode: mode & MODE_BITS,
+            mtime_ns: Some(mtime_ns),
+            stamp: None,
+        }
+    }
+}
+
 /// A written file's inode number and change time. No program can set a change time: while a
 /// file still has the same inode, change time, size and modification time, it still has the
 /// bytes it was written with, and [`Workspace::stage_from_dir`] does not read it again.
@@ -84,6 +99,20 @@ pub struct DiskStamp {
 /// be kept: the kernel's clock for file times ticks every few milliseconds, so a change made
 /// right after the end could otherwise show the same change time.
 const STAMP_MARGIN_NS: i64 = 100_000_000;
+
+/// Drops the stamps taken too close to the end of the writing: one could match a change made
+/// right after it (see [`STAMP_MARGIN_NS`]).
+fn drop_late_stamps(record: &mut Materialised) {
+    let end = crate::tree::to_ns(std::time::SystemTime::now());
+    for file in record.files.values_mut() {
+        if file
+            .stamp
+            .is_some_and(|s| s.ctime_ns > end.saturating_sub(STAMP_MARGIN_NS))
+        {
+            file.stamp = None;
+        }
+    }
+}
 
 /// A path the path rules refuse, left out of the staged tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -204,30 +233,6 @@ pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 /// The reason [`Ignored`] gives a path an ignore list left out.
 pub const EXCLUDED: &str = "excluded";
 
-/// An ignore list for a sync ([`Workspace::stage_from_dir_excluding`]): a path it excludes is
-/// reported in [`Synced::ignored`] (reason [`EXCLUDED`]), neither staged nor deleted (the
-/// staged tree keeps what it has there), and nothing below an excluded directory is read.
-/// The CLI implements it with gitignore syntax (`.supabashignore`, `--exclude`).
-pub trait Exclude: Send + Sync {
-    /// Whether canonical path `p` (a directory when `is_dir`) is left out.
-    fn excluded(&self, p: &str, is_dir: bool) -> bool;
-}
-
-/// Whether `p` or a directory above it is excluded.
-pub(crate) fn excluded_with_parents(exclude: &dyn Exclude, p: &str, is_dir: bool) -> bool {
-    if exclude.excluded(p, is_dir) {
-        return true;
-    }
-    let mut dir = supabash_core::path::parent(p);
-    while dir != "/" {
-        if exclude.excluded(dir, true) {
-            return true;
-        }
-        dir = supabash_core::path::parent(dir);
-    }
-    false
-}
-
 /// Options of [`Workspace::materialise_with`].
 #[derive(Clone, Default)]
 #[non_exhaustive]
@@ -283,100 +288,95 @@ impl Workspace {
         blocking(move || write::prepare(&root)).await?;
         let mut out = write::Writer::new(dir, options.progress);
         match options.revision {
-            None => {
-                // A lazily opened tree lists what it has not listed yet.
-                self.fs().load_all().await?;
-                let entries = self.fs().entries();
-                out.totals(&entries);
-                let cache = self.fs().host_cache().cloned();
-                let mut base = if cache.is_some() {
-                    let paths: Vec<String> = entries.iter().map(|(p, _)| p.clone()).collect();
-                    self.fs().fetch_uncached(&paths).await?
-                } else {
-                    self.small_base().await?
-                };
-                let mut pending = Vec::new();
-                for (p, entry) in entries {
-                    match entry {
-                        Entry::Dir => out.dir(&p)?,
-                        Entry::File {
-                            content_hash,
-                            size,
-                            mode,
-                            mtime_ns,
-                        } => {
-                            let bytes = base
-                                .remove(&p)
-                                .filter(|b| sha256_hex(b) == content_hash)
-                                .map(Arc::new);
-                            let file = WrittenFile {
-                                content_hash,
-                                size,
-                                mode: mode & MODE_BITS,
-                                mtime_ns: Some(mtime_ns),
-                                stamp: None,
-                            };
-                            pending.push(write::Pending {
-                                path: p,
-                                bytes,
-                                file,
-                            });
-                        }
-                        Entry::Symlink { target } => out.link(&p, &target).await?,
-                    }
-                }
-                // What neither the base nor the host cache had: read (or fetched) one by one.
-                for left in out.files(pending, cache).await? {
-                    let bytes = self.fs().read_transient(&left.path).await?;
-                    out.file(&left.path, bytes, left.file).await?;
-                }
-            }
-            Some(revision) => {
-                let tree = self.read_revision(&revision).await?;
-                out.record.revision = Some(revision);
-                for p in tree.redacted {
-                    out.record.skipped.push(NotStaged {
-                        path: p,
-                        reason: NotStagedReason::Redacted,
-                    });
-                }
-                let mut files = tree.files;
-                for e in tree.entries {
-                    match e.kind {
-                        Kind::File => {
-                            let Some(bytes) = files.remove(&e.path) else {
-                                continue;
-                            };
-                            let file = WrittenFile {
-                                content_hash: sha256_hex(&bytes),
-                                size: bytes.len() as u64,
-                                mode: e.mode & MODE_BITS,
-                                mtime_ns: e.mtime_ns,
-                                stamp: None,
-                            };
-                            out.file(&e.path, Arc::new(bytes), file).await?;
-                        }
-                        Kind::Symlink => {
-                            out.link(&e.path, e.target.as_deref().unwrap_or_default())
-                                .await?
-                        }
-                        Kind::Directory => out.dir(&e.path)?,
-                    }
-                }
-            }
+            None => self.write_staged(&mut out).await?,
+            Some(revision) => self.write_revision(revision, &mut out).await?,
         }
         let mut record = out.record;
-        // A stamp taken too close to the end could match a change made right after it.
-        let end = crate::tree::to_ns(std::time::SystemTime::now());
-        for file in record.files.values_mut() {
-            if file
-                .stamp
-                .is_some_and(|s| s.ctime_ns > end.saturating_sub(STAMP_MARGIN_NS))
-            {
-                file.stamp = None;
+        drop_late_stamps(&mut record);
+        Ok(record)
+    }
+
+    /// Writes the staged tree with `out`: bodies from the host cache or the base revision's
+    /// snapshot where they can come from there, the rest read one by one.
+    async fn write_staged(&self, out: &mut write::Writer) -> Result<()> {
+        // A lazily opened tree lists what it has not listed yet.
+        self.fs().load_all().await?;
+        let entries = self.fs().entries();
+        out.totals(&entries);
+        let cache = self.fs().host_cache().cloned();
+        let mut base = if cache.is_some() {
+            let paths: Vec<String> = entries.iter().map(|(p, _)| p.clone()).collect();
+            self.fs().fetch_uncached(&paths).await?
+        } else {
+            self.small_base().await?
+        };
+        let mut pending = Vec::new();
+        for (p, entry) in entries {
+            match entry {
+                Entry::Dir => out.dir(&p)?,
+                Entry::File {
+                    content_hash,
+                    size,
+                    mode,
+                    mtime_ns,
+                } => {
+                    let bytes = base
+                        .remove(&p)
+                        .filter(|b| sha256_hex(b) == content_hash)
+                        .map(Arc::new);
+                    let file = WrittenFile::staged(content_hash, size, mode, mtime_ns);
+                    pending.push(write::Pending {
+                        path: p,
+                        bytes,
+                        file,
+                    });
+                }
+                Entry::Symlink { target } => out.link(&p, &target).await?,
             }
         }
-        Ok(record)
+        // What neither the base nor the host cache had: read (or fetched) one by one.
+        for left in out.files(pending, cache).await? {
+            let bytes = self.fs().read_transient(&left.path).await?;
+            out.file(&left.path, bytes, left.file).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes `revision` (read in one request) with `out`; its redacted versions are recorded
+    /// as skipped.
+    async fn write_revision(&self, revision: String, out: &mut write::Writer) -> Result<()> {
+        let tree = self.read_revision(&revision).await?;
+        out.record.revision = Some(revision);
+        for p in tree.redacted {
+            out.record.skipped.push(NotStaged {
+                path: p,
+                reason: NotStagedReason::Redacted,
+            });
+        }
+        let mut files = tree.files;
+        for e in tree.entries {
+            match e.kind {
+                Kind::File => {
+                    let Some(bytes) = files.remove(&e.path) else {
+                        continue;
+                    };
+                    let file = WrittenFile {
+                        content_hash: sha256_hex(&bytes),
+                        size: bytes.len() as u64,
+                        mode: e.mode & MODE_BITS,
+                        mtime_ns: e.mtime_ns,
+                        stamp: None,
+                    };
+                    out.file(&e.path, Arc::new(bytes), file).await?;
+                }
+                Kind::Symlink => {
+                    out.link(&e.path, e.target.as_deref().unwrap_or_default())
+                        .await?
+                }
+                Kind::Directory => out.dir(&e.path)?,
+            }
+        }
+        Ok(())
     }
 
     /// The base revision's files in one request when they total at most
@@ -404,13 +404,7 @@ impl Workspace {
                     mode,
                     mtime_ns,
                 } => {
-                    let file = WrittenFile {
-                        content_hash,
-                        size,
-                        mode: mode & MODE_BITS,
-                        mtime_ns: Some(mtime_ns),
-                        stamp: None,
-                    };
+                    let file = WrittenFile::staged(content_hash, size, mode, mtime_ns);
                     record.files.insert(p, file);
                 }
                 Entry::Symlink { target } => {

@@ -1,7 +1,8 @@
 //! supabash client: the staged tree an agent edits, the transports that reach the supabash
 //! RPCs (PostgREST over HTTP, or Postgres directly for trusted hosts), and the host's
-//! workspace API (commit, history, diff, restore, checkpoints, purge, leases), and the
-//! [`manager`] that hands leased workspaces out to a host's sessions.
+//! workspace API (commit, history, diff, restore, checkpoints, purge, leases), the
+//! [`HostWorkspace`] trait a host writes against once for every backend, and the [`manager`]
+//! that hands leased workspaces out to a host's sessions.
 //!
 //! Layering: `supabash_core` rules ← [`tree`] ← [`transport`] ← [`workspace`].
 
@@ -16,12 +17,13 @@ pub mod delegated;
 pub mod disk;
 pub mod documents;
 pub mod error;
+mod exclude;
+pub mod host_api;
 pub mod limits;
 pub mod manager;
 pub mod manifests;
 pub mod observe;
 pub mod open;
-mod options;
 mod rpc_error;
 mod setters;
 pub mod transport;
@@ -37,6 +39,7 @@ pub use codec::{DocumentCodec, PlainCodec};
 pub use codec::{FrontmatterCodec, MetadataValidator, ValidatedFrontmatterCodec};
 pub use delegated::{DelegatedWorkspace, Delegation};
 pub use error::{Result, SupabashError};
+pub use host_api::HostWorkspace;
 pub use limits::Limits;
 pub use manager::{ManagerEvent, ManagerOptions, WorkspaceHandle, WorkspaceManager};
 pub use manifests::ManifestCache;

@@ -145,6 +145,119 @@ fn attr_changes(before: &BaseFile, after: &BaseFile) -> (Option<u32>, Option<i64
     (mode, time)
 }
 
+/// Whether `after` sets a mode or a time over `before` (see [`attr_changes`]).
+fn attrs_differ(before: &BaseFile, after: &BaseFile) -> bool {
+    let (mode, time) = attr_changes(before, after);
+    mode.is_some() || time.is_some()
+}
+
+/// A staged entry whose content is new or changed, keyed for move pairing: its path, entry,
+/// body and the base's entry at that path.
+type Candidate = (String, BaseFile, Option<Body>, Option<BaseFile>);
+
+/// A path whose content is unchanged but whose mode or time is not: path, before, after.
+type Setattr = (String, BaseFile, BaseFile);
+
+/// The staged entries compared with `base`: those whose content is new or changed (keyed by
+/// content hash when a file, so they can pair up as moves; a link or a directory is
+/// re-created) and those whose mode or time alone changed.
+fn compare(
+    staged: &BTreeMap<String, (BaseFile, Option<Body>)>,
+    base: &BTreeMap<String, BaseFile>,
+) -> (Vec<(String, Candidate)>, Vec<Setattr>) {
+    let mut candidates = Vec::new();
+    let mut setattrs = Vec::new();
+    for (p, (after, body)) in staged {
+        match base.get(p) {
+            Some(before) if same_content(before, after) => {
+                if attrs_differ(before, after) {
+                    setattrs.push((p.clone(), before.clone(), after.clone()));
+                }
+            }
+            before => candidates.push((
+                // Only files pair up as moves: a link or a directory is re-created.
+                match after.kind {
+                    Kind::File => after.content_hash.clone(),
+                    _ => format!("{}:{p}", after.kind),
+                },
+                (p.clone(), after.clone(), body.clone(), before.cloned()),
+            )),
+        }
+    }
+    (candidates, setattrs)
+}
+
+/// The base's paths the staged tree no longer holds, keyed for move pairing (a file by its
+/// content hash; anything else by a key no candidate has).
+fn gone<'a>(
+    staged: &'a BTreeMap<String, (BaseFile, Option<Body>)>,
+    base: &'a BTreeMap<String, BaseFile>,
+) -> impl Iterator<Item = (String, String)> + 'a {
+    base.iter()
+        .filter(|(p, _)| !staged.contains_key(*p))
+        .map(|(p, b)| {
+            let key = match b.kind {
+                Kind::File => b.content_hash.clone(),
+                _ => format!("\0{p}"),
+            };
+            (key, p.clone())
+        })
+}
+
+/// What a commit or a diff sends for `entry`: `split` (a file's content as the codec split
+/// it) or else the entry's target as the body (empty for a directory), with the entry's
+/// kind, mode and time.
+fn entry_content(entry: &BaseFile, split: Option<Content>) -> Content {
+    let content = split.unwrap_or_else(|| Content {
+        body: entry.target.clone().unwrap_or_default().into_bytes(),
+        metadata: Default::default(),
+        attrs: Default::default(),
+    });
+    Content {
+        attrs: Attrs {
+            kind: entry.kind,
+            mode: Some(entry.mode),
+            mtime_ns: Some(entry.mtime_ns),
+        },
+        ..content
+    }
+}
+
+impl StagedChange {
+    /// A change of `kind` at `path` (from `from`, for a move) between the base's entry
+    /// `before` and the staged `after`.
+    fn new(
+        kind: ChangeKind,
+        path: String,
+        from: Option<String>,
+        before: Option<&BaseFile>,
+        after: Option<&BaseFile>,
+    ) -> Self {
+        StagedChange {
+            kind,
+            path,
+            from,
+            before_hash: before.map(|b| b.content_hash.clone()),
+            before_size: before.map(|b| b.size),
+            after_hash: after.map(|a| a.content_hash.clone()),
+            after_size: after.map(|a| a.size),
+            before_mode: before.map(|b| b.mode),
+            after_mode: after.map(|a| a.mode),
+        }
+    }
+}
+
+impl Planned {
+    /// `change` with the body and the entry committing it needs.
+    fn of(change: StagedChange, body: Option<Body>, entry: Option<BaseFile>) -> Self {
+        Planned {
+            change,
+            body,
+            entry,
+        }
+    }
+}
+
 impl StagedTree {
     /// The committable entries of the staged tree. A symbolic link whose target is absolute,
     /// climbs above the root or is not a valid path cannot be stored: `UNSUPPORTED_CONTENT`.
@@ -162,120 +275,44 @@ impl StagedTree {
         Ok(entries)
     }
 
+    /// The staged changes against the base, each with what committing it needs: moves,
+    /// upserts, mode and time changes, then deletes.
     fn plan(&self) -> Result<Vec<Planned>> {
         let staged = self.staged()?;
         let mut base = BTreeMap::clone(&self.lock().base);
         base.retain(|p, _| !self.is_local_only(p));
-        let mut candidates = Vec::new();
-        let mut setattrs = Vec::new();
-        for (p, (after, body)) in &staged {
-            match base.get(p) {
-                Some(before) if same_content(before, after) => {
-                    let (mode, time) = attr_changes(before, after);
-                    if mode.is_some() || time.is_some() {
-                        setattrs.push((p.clone(), before.clone(), after.clone()));
-                    }
-                }
-                before => candidates.push((
-                    // Only files pair up as moves: a link or a directory is re-created.
-                    match after.kind {
-                        Kind::File => after.content_hash.clone(),
-                        _ => format!("{}:{p}", after.kind),
-                    },
-                    (p.clone(), after.clone(), body.clone(), before.cloned()),
-                )),
-            }
-        }
-        let gone = base
-            .iter()
-            .filter(|(p, _)| !staged.contains_key(*p))
-            .map(|(p, b)| {
-                let key = match b.kind {
-                    Kind::File => b.content_hash.clone(),
-                    _ => format!("\0{p}"),
-                };
-                (key, p.clone())
-            });
-        let paired = moves::pair(gone, candidates);
+        let (candidates, mut setattrs) = compare(&staged, &base);
+        let paired = moves::pair(gone(&staged, &base), candidates);
         let mut out: Vec<Planned> = Vec::new();
         for (from, (p, after, _, _)) in paired.moves {
             let before = &base[&from];
-            let change = StagedChange {
-                kind: ChangeKind::Move,
-                path: p.clone(),
-                before_hash: Some(before.content_hash.clone()),
-                before_size: Some(before.size),
-                from: Some(from.clone()),
-                after_hash: Some(after.content_hash.clone()),
-                after_size: Some(after.size),
-                before_mode: Some(before.mode),
-                after_mode: Some(after.mode),
-            };
             // A move keeps the source's mode and time; a different one follows as a setattr.
-            let (mode, time) = attr_changes(before, &after);
-            if mode.is_some() || time.is_some() {
-                setattrs.push((p, before.clone(), after.clone()));
+            if attrs_differ(before, &after) {
+                setattrs.push((p.clone(), before.clone(), after.clone()));
             }
-            out.push(Planned {
-                change,
-                body: None,
-                entry: None,
-            });
+            let change = StagedChange::new(
+                ChangeKind::Move,
+                p,
+                Some(from.clone()),
+                Some(before),
+                Some(&after),
+            );
+            out.push(Planned::of(change, None, None));
         }
         for (p, after, body, before) in paired.targets {
-            let change = StagedChange {
-                kind: ChangeKind::Upsert,
-                path: p,
-                from: None,
-                before_hash: before.as_ref().map(|b| b.content_hash.clone()),
-                before_size: before.as_ref().map(|b| b.size),
-                after_hash: Some(after.content_hash.clone()),
-                after_size: Some(after.size),
-                before_mode: before.map(|b| b.mode),
-                after_mode: Some(after.mode),
-            };
-            out.push(Planned {
-                change,
-                body,
-                entry: Some(after),
-            });
+            let change =
+                StagedChange::new(ChangeKind::Upsert, p, None, before.as_ref(), Some(&after));
+            out.push(Planned::of(change, body, Some(after)));
         }
         for (p, before, after) in setattrs {
-            let change = StagedChange {
-                kind: ChangeKind::Setattr,
-                path: p,
-                from: None,
-                before_hash: Some(before.content_hash.clone()),
-                before_size: Some(before.size),
-                after_hash: Some(after.content_hash.clone()),
-                after_size: Some(after.size),
-                before_mode: Some(before.mode),
-                after_mode: Some(after.mode),
-            };
-            out.push(Planned {
-                change,
-                body: None,
-                entry: Some(after),
-            });
+            let change =
+                StagedChange::new(ChangeKind::Setattr, p, None, Some(&before), Some(&after));
+            out.push(Planned::of(change, None, Some(after)));
         }
         for p in paired.sources {
-            let b = &base[&p];
-            let change = StagedChange {
-                kind: ChangeKind::Delete,
-                before_hash: Some(b.content_hash.clone()),
-                before_size: Some(b.size),
-                path: p,
-                from: None,
-                after_hash: None,
-                after_size: None,
-                before_mode: Some(b.mode),
-                after_mode: None,
-            };
-            out.push(Planned {
-                change,
-                body: None,
-                entry: None,
-            });
+            let before = &base[&p];
+            let change = StagedChange::new(ChangeKind::Delete, p.clone(), None, Some(before), None);
+            out.push(Planned::of(change, None, None));
         }
         // Sources of moves and deletes are absent from the tree and destinations present, so
         // no path appears twice and this order is safe to apply (the server checks the shape
@@ -302,7 +339,7 @@ impl StagedTree {
         {
             let wire = match (change.kind, entry) {
                 (ChangeKind::Upsert, Some(entry)) => {
-                    let content = match (entry.kind, body) {
+                    let split = match (entry.kind, body) {
                         (Kind::File, Some(body)) => {
                             let bytes = self.bytes_of(&body).await?;
                             let content = codec.split(&change.path, &bytes)?;
@@ -310,22 +347,11 @@ impl StagedTree {
                             if rendered != *bytes {
                                 out.canonical.push((change.path.clone(), rendered));
                             }
-                            content
+                            Some(content)
                         }
-                        _ => Content {
-                            body: entry.target.clone().unwrap_or_default().into_bytes(),
-                            metadata: Default::default(),
-                            attrs: Default::default(),
-                        },
+                        _ => None,
                     };
-                    let content = Content {
-                        attrs: Attrs {
-                            kind: entry.kind,
-                            mode: Some(entry.mode),
-                            mtime_ns: Some(entry.mtime_ns),
-                        },
-                        ..content
-                    };
+                    let content = entry_content(&entry, split);
                     WireChange::upsert(&change.path, &content)
                 }
                 (ChangeKind::Setattr, Some(entry)) => {
@@ -359,22 +385,11 @@ impl StagedTree {
         self.load_all().await?;
         let mut docs = Vec::new();
         for (p, (entry, body)) in self.staged()? {
-            let content = match body {
-                Some(body) => codec.split(&p, &self.bytes_of(&body).await?)?,
-                None => Content {
-                    body: entry.target.clone().unwrap_or_default().into_bytes(),
-                    metadata: Default::default(),
-                    attrs: Default::default(),
-                },
+            let split = match body {
+                Some(body) => Some(codec.split(&p, &self.bytes_of(&body).await?)?),
+                None => None,
             };
-            let content = Content {
-                attrs: Attrs {
-                    kind: entry.kind,
-                    mode: Some(entry.mode),
-                    mtime_ns: Some(entry.mtime_ns),
-                },
-                ..content
-            };
+            let content = entry_content(&entry, split);
             docs.push(StagedDocument::new(&p, &content));
         }
         Ok(docs)

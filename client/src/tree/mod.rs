@@ -229,7 +229,7 @@ pub struct StagedTree {
     /// The host's body cache, consulted before the source and filled from it.
     host_cache: std::sync::OnceLock<Arc<crate::cache::HostCache>>,
     /// Paths kept out of commits (an ignore list; see [`StagedTree::keep_local`]).
-    local_only: std::sync::OnceLock<Arc<dyn crate::disk::Exclude>>,
+    local_only: std::sync::OnceLock<Arc<dyn crate::exclude::Exclude>>,
     limits: Limits,
 }
 
@@ -690,7 +690,7 @@ impl StagedTree {
     /// Keeps the paths `exclude` excludes (or lies below an excluded directory) out of every
     /// change list and commit: what the tree holds there stays in the tree, and what the base
     /// holds there stays in the workspace, untouched (a mount's ignore list). Set once.
-    pub fn keep_local(&self, exclude: Arc<dyn crate::disk::Exclude>) {
+    pub fn keep_local(&self, exclude: Arc<dyn crate::exclude::Exclude>) {
         let _ = self.local_only.set(exclude);
     }
 
@@ -698,7 +698,7 @@ impl StagedTree {
     pub(crate) fn is_local_only(&self, p: &str) -> bool {
         self.local_only
             .get()
-            .is_some_and(|x| crate::disk::excluded_with_parents(x.as_ref(), p, false))
+            .is_some_and(|x| crate::exclude::excluded_with_parents(x.as_ref(), p, false))
     }
 
     /// The paths whose content differs from the base but which [`Self::keep_local`] keeps out

@@ -22,6 +22,57 @@ pub const PREFETCH_BATCH_BYTES: u64 = 4 * 1024 * 1024;
 /// whoever finds it there waits for the end instead of initialising it).
 pub(super) type BatchFlight = Arc<tokio::sync::OnceCell<()>>;
 
+/// The bodies of `wanted` (lazy files of one revision) in one request, each verified against
+/// what the base recorded. One that does not match is left out: a single read of it reports
+/// the corruption.
+async fn load_verified<'a>(
+    source: &dyn BodySource,
+    wanted: &'a [Lazy],
+) -> Result<Vec<(&'a Lazy, Vec<u8>)>> {
+    let Some(revision) = wanted.first().map(|l| l.revision.clone()) else {
+        return Ok(Vec::new());
+    };
+    let paths: Vec<String> = wanted.iter().map(|l| l.path.clone()).collect();
+    let mut out = Vec::new();
+    for f in source.load_many(&revision, &paths).await? {
+        let Some(lazy) = wanted.iter().find(|l| l.path == f.path) else {
+            continue;
+        };
+        if let Ok(bytes) = f.verified(Some((&lazy.content_hash, lazy.size))) {
+            out.push((lazy, bytes));
+        }
+    }
+    Ok(out)
+}
+
+/// Lazy bodies in the batches one request fetches each: at most [`PREFETCH_BATCH_FILES`]
+/// files, ending at the one that reaches [`PREFETCH_BATCH_BYTES`], all of one revision. A
+/// batch is drawn from the source iterator only when asked for (and one body past it, to
+/// see where it ends).
+struct Batches<I: Iterator<Item = Lazy>>(std::iter::Peekable<I>);
+
+impl<I: Iterator<Item = Lazy>> Iterator for Batches<I> {
+    type Item = Vec<Lazy>;
+
+    fn next(&mut self) -> Option<Vec<Lazy>> {
+        let mut batch: Vec<Lazy> = Vec::new();
+        let mut bytes = 0;
+        while let Some(l) = self.0.next() {
+            bytes += l.size;
+            batch.push(l);
+            let full = batch.len() >= PREFETCH_BATCH_FILES || bytes >= PREFETCH_BATCH_BYTES;
+            let other_revision = self
+                .0
+                .peek()
+                .is_some_and(|next| next.revision != batch[0].revision);
+            if full || other_revision || self.0.peek().is_none() {
+                return Some(batch);
+            }
+        }
+        None
+    }
+}
+
 /// The bodies a batch listed in `StagedTree::batched`, taken off when it ends (or is dropped).
 struct Listed<'a> {
     tree: &'a StagedTree,
@@ -70,6 +121,24 @@ impl StagedTree {
             cache.put(&lazy.content_hash, &bytes);
         }
         self.lock().loaded.insert(lazy.clone(), bytes);
+    }
+
+    /// The small lazy files at `paths` (at most [`PREFETCH_MAX_FILE`] each) whose bytes the
+    /// tree does not hold yet.
+    fn unread_at(&self, paths: &[String]) -> Vec<Lazy> {
+        let inner = self.lock();
+        paths
+            .iter()
+            .filter_map(|p| match inner.nodes.get(p) {
+                Some(Node::File {
+                    body: Body::Lazy(l),
+                    ..
+                }) if l.size <= PREFETCH_MAX_FILE && !inner.loaded.contains_key(l) => {
+                    Some(l.clone())
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Small lazy files directly in `dir` of `revision` whose bytes the tree does not hold,
@@ -169,22 +238,10 @@ impl StagedTree {
     /// Fetches `wanted` (lazy bodies of one revision) in one request, verifying and keeping
     /// every body that comes; answers how many came.
     async fn load_batch(&self, source: &dyn BodySource, wanted: &[Lazy]) -> Result<usize> {
-        let Some(revision) = wanted.first().map(|l| l.revision.clone()) else {
-            return Ok(0);
-        };
-        let paths: Vec<String> = wanted.iter().map(|l| l.path.clone()).collect();
-        let files = source.load_many(&revision, &paths).await?;
         let mut kept = 0;
-        for f in files {
-            let Some(lazy) = wanted.iter().find(|l| l.path == f.path) else {
-                continue;
-            };
-            // A body that does not match what the base recorded is not kept: a single read of
-            // it reports the corruption.
-            if let Ok(bytes) = f.verified(Some((&lazy.content_hash, lazy.size))) {
-                self.keep(lazy, Arc::new(bytes));
-                kept += 1;
-            }
+        for (lazy, bytes) in load_verified(source, wanted).await? {
+            self.keep(lazy, Arc::new(bytes));
+            kept += 1;
         }
         Ok(kept)
     }
@@ -243,38 +300,10 @@ impl StagedTree {
         let Some(source) = self.source.as_ref() else {
             return Ok(0);
         };
-        let lazies: Vec<Lazy> = {
-            let inner = self.lock();
-            paths
-                .iter()
-                .filter_map(|p| match inner.nodes.get(p) {
-                    Some(Node::File {
-                        body: Body::Lazy(l),
-                        ..
-                    }) if l.size <= PREFETCH_MAX_FILE && !inner.loaded.contains_key(l) => {
-                        Some(l.clone())
-                    }
-                    _ => None,
-                })
-                .collect()
-        };
+        let lazies = self.unread_at(paths);
         let mut fetched = 0;
-        let mut batch: Vec<Lazy> = Vec::new();
-        let mut bytes = 0;
-        let mut pending = lazies.into_iter().peekable();
-        while let Some(l) = pending.next() {
-            bytes += l.size;
-            batch.push(l);
-            let full = batch.len() >= PREFETCH_BATCH_FILES || bytes >= PREFETCH_BATCH_BYTES;
-            let other_revision = pending
-                .peek()
-                .is_some_and(|next| next.revision != batch[0].revision);
-            if full || other_revision || pending.peek().is_none() {
-                fetched += self
-                    .fetch_batch(source.as_ref(), std::mem::take(&mut batch))
-                    .await?;
-                bytes = 0;
-            }
+        for batch in Batches(lazies.into_iter().peekable()) {
+            fetched += self.fetch_batch(source.as_ref(), batch).await?;
         }
         Ok(fetched)
     }
@@ -291,47 +320,15 @@ impl StagedTree {
         let (Some(cache), Some(source)) = (self.host_cache.get(), self.source.as_ref()) else {
             return Ok(out);
         };
-        let lazies: Vec<Lazy> = {
-            let inner = self.lock();
-            paths
-                .iter()
-                .filter_map(|p| match inner.nodes.get(p) {
-                    Some(Node::File {
-                        body: Body::Lazy(l),
-                        ..
-                    }) if l.size <= PREFETCH_MAX_FILE && !inner.loaded.contains_key(l) => {
-                        Some(l.clone())
-                    }
-                    _ => None,
-                })
-                .collect()
-        };
-        let mut batch: Vec<Lazy> = Vec::new();
-        let mut bytes = 0;
-        let mut pending = lazies
+        let lazies = self.unread_at(paths);
+        // Drawn batch by batch: a body an earlier batch brought is not asked for again.
+        let uncached = lazies
             .into_iter()
-            .filter(|l| !cache.contains(&l.content_hash))
-            .peekable();
-        while let Some(l) = pending.next() {
-            bytes += l.size;
-            batch.push(l);
-            let full = batch.len() >= PREFETCH_BATCH_FILES || bytes >= PREFETCH_BATCH_BYTES;
-            let other_revision = pending
-                .peek()
-                .is_some_and(|next| next.revision != batch[0].revision);
-            if full || other_revision || pending.peek().is_none() {
-                let paths: Vec<String> = batch.iter().map(|l| l.path.clone()).collect();
-                for f in source.load_many(&batch[0].revision, &paths).await? {
-                    let Some(lazy) = batch.iter().find(|l| l.path == f.path) else {
-                        continue;
-                    };
-                    if let Ok(b) = f.verified(Some((&lazy.content_hash, lazy.size))) {
-                        cache.put(&lazy.content_hash, &b);
-                        out.insert(lazy.path.clone(), b);
-                    }
-                }
-                batch.clear();
-                bytes = 0;
+            .filter(|l| !cache.contains(&l.content_hash));
+        for batch in Batches(uncached.peekable()) {
+            for (lazy, b) in load_verified(source.as_ref(), &batch).await? {
+                cache.put(&lazy.content_hash, &b);
+                out.insert(lazy.path.clone(), b);
             }
         }
         Ok(out)

@@ -1,6 +1,6 @@
-//! What syncing the staged tree with a directory (`crate::disk`) needs from the tree: a listing
-//! of every committable node, reads that leave the body cache as it was, and edits that are
-//! undone together when one of them fails.
+//! What syncing the staged tree with a directory (the `disk` module) needs from the tree: a
+//! listing of every committable node, reads that leave the body cache as it was, and edits
+//! that are undone together when one of them fails.
 
 use super::{committable, Body, Node, StagedTree};
 use crate::error::{Result, SupabashError};
