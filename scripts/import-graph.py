@@ -2,6 +2,7 @@
 """The module import graph of each crate, and its loops.
 
 For every `.rs` file under a crate's `src/`, every `crate::…`, `super::…` and `self::…` path
+(a name the crate root re-exports counted as the module it comes from)
 it names in code (not in comments, nor in its `#[cfg(test)]` tail) is an edge to the module that path lands in. A
 module may use its own children and its ancestors (that is Rust's nesting, not a loop); any
 other edge is counted between the two siblings where the paths part. A loop is a cycle
@@ -57,10 +58,25 @@ def targets(module, src):
         mids = tuple(p for p in mid.split("::") if p)
         if last.startswith("{"):
             for inner in names_in(last[1:-1]):
-                yield base + mids + tuple(p for p in re.split(r"::", inner.split(" as ")[0])
-                                          if re.fullmatch(r"[a-z_0-9]+", p))
+                yield base + mids + tuple(p for p in inner.split(" as ")[0].split("::") if p)
         else:
-            yield base + mids + ((last,) if re.fullmatch(r"[a-z_0-9]+", last) else ())
+            yield base + mids + (last,)
+
+
+def reexports(root, modules):
+    """Names the crate root re-exports (`pub use a::b::{C, d}`), each with its module."""
+    out = {}
+    lib = modules.get(())
+    if not lib:
+        return out
+    for m in re.finditer(r"pub use (?:crate::)?([a-z_0-9:]+?)::(\{[^;]*\}|[A-Za-z_0-9]+);",
+                         open(lib, encoding="utf-8").read()):
+        module = tuple(m.group(1).split("::"))
+        names = names_in(m.group(2)[1:-1]) if m.group(2).startswith("{") else [m.group(2)]
+        for name in names:
+            parts = name.split(" as ")
+            out[parts[-1].strip().split("::")[-1]] = module + tuple(parts[0].strip().split("::")[:-1])
+    return out
 
 
 def graph(root):
@@ -70,6 +86,7 @@ def graph(root):
             if f.endswith(".rs"):
                 p = os.path.join(d, f)
                 modules[module_of(root, p)] = p
+    exported = reexports(root, modules)
     edges = defaultdict(set)
     for module, path in modules.items():
         if module and (module[-1] == "tests" or module[-1].endswith("_tests")):
@@ -80,6 +97,8 @@ def graph(root):
             src = src[:cut]
         src = re.sub(r"//[^\n]*", "", src)  # comments and doc links are not imports
         for t in targets(module, src):
+            if t and t[0] not in modules and t[0] in exported and len(module) > 0:
+                t = exported[t[0]] + t[1:]  # `crate::Name` through the root's re-export
             while t and t not in modules:  # a function or type: the module holding it
                 t = t[:-1]
             k = 0
