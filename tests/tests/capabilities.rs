@@ -299,11 +299,14 @@ struct Call {
 }
 
 impl Call {
-    /// Whether a grant for `set` may make this call: one of `needs`, and for a commit of
-    /// content (every commit in [`calls`]) `write` as well.
+    /// Whether a grant for `set` may make this call: one of `needs`, for a commit of
+    /// content (every commit in [`calls`]) `write` as well, and for a read pinned at a
+    /// revision older than the grant (`supabash_load_document` at `r1`) `history` as well.
     fn allowed(&self, set: &OperationSet) -> bool {
+        let older = self.rpc == "supabash_load_document" && self.args["revision"].is_string();
         self.needs.iter().any(|op| set.contains(*op))
             && (self.rpc != "supabash_commit" || set.contains(Operation::Write))
+            && (!older || set.contains(Operation::History))
     }
 }
 
@@ -598,6 +601,131 @@ async fn each_operation_opens_exactly_its_rpcs() {
         tally.allow(&format!("owner → {}", call.rpc), r);
     }
     tally.finish("operations × RPCs", cluster);
+}
+
+/// `read` reads the head and the revisions that were the head at the grant's exchange or
+/// later; an older revision needs `history`, however it is named (an id or a time) and
+/// whichever pinned read names it. A job's base stays readable when others commit.
+#[tokio::test]
+async fn an_older_revision_needs_history() {
+    let cluster = Cluster::shared();
+    let mut rest = SqlRpc::connect(&cluster.dsn("authenticator")).await;
+    let v = verifier(cluster, "older-revisions");
+    let ws = workspace(&mut rest).await;
+    let mut tally = Tally::default();
+    tally.secrets.add(&v.secret);
+    let (r2, _) = current(&mut rest, &ws).await;
+    // r1's successor was committed before the grants below, so r1 predates them; r1's own
+    // time names it as a point in time.
+    let r1_time = rest
+        .call(
+            &ws.owner,
+            "supabash_history",
+            json!({ "workspace_id": ws.id }),
+        )
+        .await
+        .unwrap()["records"][0]["committedAt"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let read = grant(
+        &mut rest,
+        &mut tally,
+        &v,
+        &ws.id,
+        &ops(&[Operation::Read]),
+        None,
+    )
+    .await;
+    let both = ops(&[Operation::Read, Operation::History]);
+    let history = grant(&mut rest, &mut tally, &v, &ws.id, &both, None).await;
+    let r3 = rest
+        .commit_as(
+            &ws.owner,
+            &ws.id,
+            Some(&r2),
+            json!([{"op": "upsert", "path": "/b.md", "text": "b, v3"}]),
+        )
+        .await;
+    let id = &ws.id;
+    let at = |rev: &str| -> Vec<(&'static str, Value)> {
+        vec![
+            (
+                "supabash_load_manifest",
+                json!({ "workspace_id": id, "revision": rev }),
+            ),
+            (
+                "supabash_load_snapshot",
+                json!({ "workspace_id": id, "revision": rev }),
+            ),
+            (
+                "supabash_load_document",
+                json!({ "workspace_id": id, "path": "/b.md", "revision": rev }),
+            ),
+            (
+                "supabash_load_documents",
+                json!({ "workspace_id": id, "paths": ["/b.md"], "revision": rev }),
+            ),
+            (
+                "supabash_list_directory",
+                json!({ "workspace_id": id, "path": "/", "revision": rev }),
+            ),
+            (
+                "supabash_grep",
+                json!({ "workspace_id": id, "pattern": "b", "revision": rev }),
+            ),
+        ]
+    };
+    // r1 named by its time is refused like r1's id (load_documents takes ids only).
+    let mut older = at(&ws.r1);
+    older.extend(
+        at(&r1_time)
+            .into_iter()
+            .filter(|(rpc, _)| *rpc != "supabash_load_documents"),
+    );
+    for (rpc, args) in &older {
+        let what = format!("read-only grant → {rpc} at {}", args["revision"]);
+        tally.deny(
+            &what,
+            rest.call(&Caller::Service, rpc, with_grant(args, &read))
+                .await,
+            Some(DENIED),
+        );
+        let what = format!("read+history grant → {rpc} at {}", args["revision"]);
+        tally.allow(
+            &what,
+            rest.call(&Caller::Service, rpc, with_grant(args, &history))
+                .await,
+        );
+    }
+    // r2 was the head at the exchange and r3 is the head now: both read with `read` alone.
+    for rev in [&r2, &r3] {
+        for (rpc, args) in at(rev) {
+            let what = format!("read-only grant → {rpc} at {rev}");
+            tally.allow(
+                &what,
+                rest.call(&Caller::Service, rpc, with_grant(&args, &read))
+                    .await,
+            );
+        }
+    }
+    // What changed since r1 is not told to a grant that may not read r1; since r2 it is.
+    for (since, complete) in [(&ws.r1, false), (&r2, true)] {
+        let args = json!({ "workspace_id": id, "since": since, "delegated_grant": read });
+        let answer = tally
+            .allow(
+                &format!("read-only grant → supabash_manifest_changes since {since}"),
+                rest.call(&Caller::Service, "supabash_manifest_changes", args)
+                    .await,
+            )
+            .unwrap_or_default();
+        assert_eq!(
+            answer["complete"],
+            json!(complete),
+            "since {since}: {answer}"
+        );
+    }
+    tally.finish("older revisions × grants", cluster);
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use super::Call;
 use crate::pg::args;
 use crate::pg::fail::Outcome;
 use crate::rpc::files::{file, with_link_targets};
-use crate::rpc::pinned::Header;
+use crate::rpc::pinned::{readable, Header};
 use crate::store::access;
 use crate::store::entries;
 use crate::store::revisions;
@@ -25,7 +25,8 @@ pub fn manifest_changes(call: &Call, req: ManifestChangesSince) -> Outcome<Manif
         return Ok(answer);
     };
     let from = match revisions::position_below(&ws.id, &since, to + 1)? {
-        Some(from) if to - from <= MAX_CHANGED_REVISIONS => from,
+        // A grant that may not read `since` is not told what changed after it either.
+        Some(from) if to - from <= MAX_CHANGED_REVISIONS && readable(&ws, from)? => from,
         _ => return Ok(answer),
     };
     // Positions count a workspace's commits one by one: a missing receipt was purged, and

@@ -3,14 +3,24 @@
 //! `supabash_load_snapshot`, `supabash_list_directory`, `supabash_manifest_changes`): the
 //! workspace, the revision and its position, the redaction epoch and restore floor a commit
 //! of that tree must respect, and whether the workspace stores plain files only.
+//!
+//! It also holds the one rule for which revisions a delegated grant reads ([`readable`]):
+//! `read` reads the head, and every revision that was the head at the grant's exchange or
+//! later (a job's base stays readable when others commit); an older one needs `history`.
+//! Every pinned read goes through [`point`]: manifests, documents, snapshots, listings,
+//! grep, and reads as of a time (a time resolves to a revision first).
 
 use crate::pg::args;
+use crate::pg::fail::Fail;
 use crate::pg::fail::Outcome;
 use crate::store::access::{self, Workspace};
 use crate::store::{redactions, revisions};
+use serde_json::json;
+use supabash_core::capability::Operation;
 use supabash_core::rpc::listing::DirectoryPage;
 use supabash_core::rpc::manifest_changes::ManifestChanges;
 use supabash_core::rpc::Tree;
+use supabash_core::Marker;
 
 /// A revision of a workspace, or none for an empty workspace.
 pub struct Point {
@@ -18,7 +28,8 @@ pub struct Point {
     pub position: Option<i64>,
 }
 
-/// Resolves an optional revision id to the point it names; absent means the head.
+/// Resolves an optional revision id to the point it names; absent means the head. A revision
+/// the caller may not read ([`readable`]) is refused.
 pub fn point(ws: &Workspace, revision: Option<&str>) -> Outcome<Point> {
     match args::uuid_opt("revision", revision)? {
         None => Ok(Point {
@@ -27,11 +38,30 @@ pub fn point(ws: &Workspace, revision: Option<&str>) -> Outcome<Point> {
         }),
         Some(rev) => {
             let position = access::revision_position(&ws.id, &rev)?;
+            if !readable(ws, position)? {
+                return Err(Fail::new(
+                    Marker::WorkspaceDenied,
+                    "the delegated grant reads the head and the revisions made since its exchange: an older revision needs `history`",
+                )
+                .with_detail(json!({ "revision": rev })));
+            }
             Ok(Point {
                 revision: Some(rev),
                 position: Some(position),
             })
         }
+    }
+}
+
+/// Whether the caller may read the revision at `position`: the owner and a grant holding
+/// `history` read any; another grant reads the head and the revisions that were the head at
+/// its exchange or later.
+pub fn readable(ws: &Workspace, position: i64) -> Outcome<bool> {
+    match &ws.delegation {
+        Some(d) if !d.allows(Operation::History) && Some(position) != ws.head_position => {
+            revisions::head_at_or_after(&ws.id, position, &d.granted_at)
+        }
+        _ => Ok(true),
     }
 }
 

@@ -23,6 +23,9 @@ pub struct Delegation {
     pub key_id: String,
     /// The operations the grant allows.
     pub operations: Vec<String>,
+    /// When the grant was exchanged (the database's clock, as timestamptz text): without
+    /// `history` it reads only revisions that were the head at that time or later.
+    pub granted_at: String,
 }
 
 impl Delegation {
@@ -165,7 +168,8 @@ pub fn find(
     need: Vec<String>,
 ) -> Outcome<Option<(String, Delegation)>> {
     db::query_row(
-        "SELECT g.owner_id::text, g.actor_subject, g.correlation_id, g.key_id, g.operations
+        "SELECT g.owner_id::text, g.actor_subject, g.correlation_id, g.key_id, g.operations,
+                g.created_at::text
            FROM supabash.grants g
            JOIN supabash.capability_verifiers v
              ON v.key_id = g.key_id AND v.generation = g.generation
@@ -179,6 +183,7 @@ pub fn find(
                 correlation_id: db::opt(r, 3)?,
                 key_id: db::get(r, 4)?,
                 operations: db::get(r, 5)?,
+                granted_at: db::get(r, 6)?,
             };
             Ok((owner, delegation))
         },

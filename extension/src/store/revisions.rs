@@ -367,6 +367,19 @@ pub fn resolve_time_opt(ws: &str, revision: Option<&str>) -> Outcome<Option<Stri
     revision.map(|r| resolve_time(ws, r)).transpose()
 }
 
+/// Whether the revision at `position` of `ws` was still the head at `at` or later: the
+/// revision after it (positions count commits one by one) was committed at `at` or after.
+/// A purged successor answers false (nothing then says when it was committed).
+pub fn head_at_or_after(ws: &str, position: i64, at: &str) -> Outcome<bool> {
+    db::query_row(
+        "SELECT committed_at >= $3::timestamptz FROM supabash.revisions
+          WHERE workspace_id = $1::uuid AND position = $2 + 1",
+        &[ws.into(), position.into(), at.into()],
+        |r| db::get::<bool>(r, 1),
+    )
+    .map(|found| found.unwrap_or(false))
+}
+
 /// A revision argument of a read, resolved: a revision id passes through unchanged (its checks
 /// come later); a point in time (`supabash_core::point_in_time`) names the last revision of
 /// `ws` committed at or before it. A time in the future, a time before the oldest retained
