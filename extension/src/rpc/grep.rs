@@ -1,8 +1,8 @@
 //! `supabash_grep`: searches the files of one revision. The manifest at the revision gives the
 //! files (path order) and their plain sizes; bodies are decoded a batch at a time, each batch
 //! charged to the call's decode budget first, and the page ends early (with a cursor) when the
-//! next file would not fit. The `regex` crate runs in time linear in the input, whatever the
-//! pattern.
+//! next file would not fit. Lines are walked in place, never collected, and searched by the
+//! bounded engine of [`super::grep_engine`], which checks for interrupts as it goes.
 
 use super::files::files_at;
 use super::grep_engine::Matcher;
