@@ -141,7 +141,7 @@ async fn too_complex_patterns_are_refused() {
 #[tokio::test]
 async fn many_empty_lines_are_searched_without_a_list_of_lines() {
     let owner = Caller::new_user();
-    let (mut rest, pid) = session().await;
+    let (mut rest, _) = session().await;
     let ws = rest.create_workspace(&owner).await;
     let lines = 64 * 1024 * 1024 - 1;
     rest.commit_as(
@@ -151,12 +151,11 @@ async fn many_empty_lines_are_searched_without_a_list_of_lines() {
         json!([{"op": "upsert", "path": "/big", "text": "\n".repeat(lines)}]),
     )
     .await;
-    let (mut one, pid2) = session().await;
-    let _ = pid;
+    let (mut one, pid) = session().await;
     one.call(&owner, "supabash_history", json!({ "workspace_id": ws }))
         .await
         .unwrap();
-    let sampler = Sampler::start(vec![pid2]);
+    let sampler = Sampler::start(vec![pid]);
     let t = Instant::now();
     let page = one
         .call(
@@ -167,7 +166,7 @@ async fn many_empty_lines_are_searched_without_a_list_of_lines() {
         .await
         .unwrap();
     let took = t.elapsed();
-    let peak = sampler.finish()[&pid2];
+    let peak = sampler.finish()[&pid];
     eprintln!("64 Mi empty lines: {took:?}, peak {} MiB", peak / MIB);
     assert_eq!(page["matches"][0]["line"], json!(1), "{page}");
     assert_eq!(page["nextCursor"], json!("1:/big"), "{page}");
