@@ -560,4 +560,21 @@ mod tests {
             "claims without the matching SET ROLE must not identify a user"
         );
     }
+
+    /// A cancel that arrived while native code ran is acted on at the next check: not before
+    /// `interrupt::EVERY` units of work, then with PostgreSQL's own error.
+    #[pg_test(error = "canceling statement due to user request")]
+    fn a_pending_cancel_stops_native_work_at_the_next_check() {
+        use crate::pg::interrupt;
+        interrupt::tick(interrupt::EVERY);
+        // SAFETY: the flags a cancel request's signal handler sets, set on the backend's only
+        // thread.
+        unsafe {
+            pg_sys::QueryCancelPending = 1;
+            pg_sys::InterruptPending = 1;
+        }
+        interrupt::tick(interrupt::EVERY / 2);
+        interrupt::tick(interrupt::EVERY / 2);
+        unreachable!("the second half should have been checked");
+    }
 }

@@ -148,6 +148,7 @@ impl Rows {
         unsafe {
             let desc = (*self.tuptable).tupdesc;
             for &tuple in std::slice::from_raw_parts((*self.tuptable).vals, n) {
+                crate::pg::interrupt::rows(1);
                 pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
                 each(&Row {
                     values: &values,

@@ -4,6 +4,7 @@
 use super::Call;
 use crate::pg::args;
 use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::interrupt::sha256;
 use crate::rpc::rebase;
 use crate::store::access::{self, Delegation, Workspace};
 use crate::store::announce;
@@ -14,7 +15,6 @@ use crate::store::usage;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use supabash_core::capability::Operation;
-use supabash_core::hash::sha256;
 use supabash_core::posix::{files_only_refusal, FilesOnlyRefusal, Kind};
 use supabash_core::rpc::requests as rq;
 use supabash_core::rpc::{

@@ -1,26 +1,25 @@
 //! `supabash_grep`: searches the files of one revision. The manifest at the revision gives the
 //! files (path order) and their plain sizes; bodies are decoded a batch at a time, each batch
 //! charged to the call's decode budget first, and the page ends early (with a cursor) when the
-//! next file would not fit. The `regex` crate runs in time linear in the input, whatever the
-//! pattern.
+//! next file would not fit. Lines are walked in place, never collected, and searched by the
+//! bounded engine of [`super::grep_engine`], which checks for interrupts as it goes.
 
 use super::files::files_at;
+use super::grep_engine::Matcher;
 use super::pinned::{point_or_time, Point};
 use super::Call;
 use crate::pg::args;
 use crate::pg::budget;
 use crate::pg::fail::{invalid, Fail, Outcome};
+use crate::pg::interrupt;
 use crate::store::entries::FileRow;
 use crate::store::{access, bodies};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use regex::bytes::{Regex, RegexBuilder};
 use supabash_core::rpc::grep::*;
 use supabash_core::Marker;
 
 /// Bytes of bodies decoded per batch at most (a batch holds at least one file).
 const BATCH_BYTES: u64 = 1024 * 1024;
-/// Compiled-program ceiling for a pattern: a pattern that needs more is refused.
-const REGEX_SIZE_LIMIT: usize = 4 * 1024 * 1024;
 
 /// Where a page resumes: after line `line` of `path`.
 struct Resume {
@@ -42,16 +41,7 @@ fn resume(cursor: Option<&str>) -> Outcome<Option<Resume>> {
     Ok(Some(Resume { path, line }))
 }
 
-/// A compiled pattern, and whether a body with no match anywhere may be skipped before its
-/// lines are split.
-struct Pattern {
-    re: Regex,
-    /// False for a pattern with a line or text anchor (`^`, `$`, `\A`, `\z`): on a whole body
-    /// those hold only at its ends, so the body test would miss a later line.
-    body_test: bool,
-}
-
-fn pattern(req: &Grep) -> Outcome<Pattern> {
+fn pattern(req: &Grep) -> Outcome<Matcher> {
     if req.pattern.is_empty() || req.pattern.len() > MAX_GREP_PATTERN_BYTES {
         return Err(Fail::new(
             Marker::Quota,
@@ -63,18 +53,9 @@ fn pattern(req: &Grep) -> Outcome<Pattern> {
     } else {
         req.pattern.clone()
     };
-    let re = RegexBuilder::new(&source)
-        .case_insensitive(req.ignore_case == Some(true))
-        .size_limit(REGEX_SIZE_LIMIT)
-        .dfa_size_limit(REGEX_SIZE_LIMIT)
-        .build()
-        .map_err(|e| invalid(format!("pattern does not compile: {e}")))?;
-    // The regex compiled, so its syntax parses; an unexpected parse failure only costs the
-    // shortcut.
-    let body_test = regex_syntax::Parser::new()
-        .parse(&source)
-        .is_ok_and(|hir| !hir.properties().look_set().contains_anchor());
-    Ok(Pattern { re, body_test })
+    let matcher = Matcher::new(&source, req.ignore_case == Some(true))?;
+    budget::charge(matcher.memory())?;
+    Ok(matcher)
 }
 
 /// The globs of `paths`: `None` keeps every file. A glob without `/` matches file names; one
@@ -142,46 +123,157 @@ fn shown(line: &[u8]) -> String {
     text[..text.floor_char_boundary(MAX_GREP_LINE_BYTES)].to_owned()
 }
 
-/// The matching lines of one body after line `after`, at most `room` of them.
+/// The lines of a body (its final newline dropped), walked without collecting them: the line
+/// at byte `at` is number `index` (from 0).
+struct Lines<'a> {
+    body: &'a [u8],
+    at: usize,
+    index: usize,
+    done: bool,
+}
+
+impl<'a> Lines<'a> {
+    fn new(body: &'a [u8]) -> Lines<'a> {
+        let body = body.strip_suffix(b"\n").unwrap_or(body);
+        Lines {
+            body,
+            at: 0,
+            index: 0,
+            done: false,
+        }
+    }
+
+    /// The end of the line starting at `at` (its newline or the body's end).
+    fn end_of(&self, at: usize) -> usize {
+        memchr::memchr(b'\n', &self.body[at..]).map_or(self.body.len(), |i| at + i)
+    }
+
+    /// The next line: its number and where it starts and ends.
+    fn next(&mut self) -> Option<(usize, usize, usize)> {
+        if self.done {
+            return None;
+        }
+        let (index, start, end) = (self.index, self.at, self.end_of(self.at));
+        interrupt::tick((end - start) as u64 + LINE_UNITS);
+        self.skip_to(end);
+        Some((index, start, end))
+    }
+
+    /// Moves past the lines before byte `end`, the end of a line.
+    fn skip_to(&mut self, end: usize) {
+        interrupt::tick((end - self.at) as u64);
+        self.index += memchr::memchr_iter(b'\n', &self.body[self.at..end]).count();
+        if end >= self.body.len() {
+            self.done = true;
+        } else {
+            self.at = end + 1;
+            self.index += 1;
+        }
+    }
+
+    /// Where the next lines that a single search may test together end (the end of a line),
+    /// if at least one whole line fits in `len` bytes.
+    fn region(&self, len: usize) -> Option<usize> {
+        if self.done {
+            return None;
+        }
+        let window = &self.body[self.at..self.body.len().min(self.at + len)];
+        if self.at + window.len() == self.body.len() {
+            return Some(self.body.len());
+        }
+        memchr::memrchr(b'\n', window).map(|i| self.at + i)
+    }
+
+    /// Up to `n` lines before the line starting at `start`, in order.
+    fn before(&self, start: usize, n: usize) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut at = start;
+        while lines.len() < n && at > 0 {
+            let end = at - 1;
+            at = memchr::memrchr(b'\n', &self.body[..end]).map_or(0, |i| i + 1);
+            interrupt::tick((start - at) as u64);
+            lines.push(shown(&self.body[at..end]));
+        }
+        lines.reverse();
+        lines
+    }
+
+    /// Up to `n` lines after the line ending at `end`.
+    fn after(&self, end: usize, n: usize) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut at = end;
+        while lines.len() < n && at < self.body.len() {
+            let next = self.end_of(at + 1);
+            interrupt::tick((next - end) as u64);
+            lines.push(shown(&self.body[at + 1..next]));
+            at = next;
+        }
+        lines
+    }
+}
+
+/// Interrupt units a line costs beyond its bytes.
+const LINE_UNITS: u64 = 16;
+
+/// The matching lines of one body after line `after`, at most `room` of them. Lines are
+/// searched one at a time; for a pattern without anchors, runs of whole lines the `regex`
+/// crate may take at once are tested first, and skipped when they hold no match (most files
+/// end here). The text of each match is charged to the call's budget.
 fn search(
-    pattern: &Pattern,
+    pattern: &Matcher,
     path: &str,
     body: &[u8],
     after: i64,
     context: usize,
     room: usize,
-) -> Vec<GrepMatch> {
+) -> Outcome<Vec<GrepMatch>> {
     let mut found = Vec::new();
-    // A body with no match anywhere has no matching line: most files end here.
-    if room == 0 || (pattern.body_test && !pattern.re.is_match(body)) {
-        return found;
+    if room == 0 {
+        return Ok(found);
     }
-    let body = body.strip_suffix(b"\n").unwrap_or(body);
-    let lines: Vec<&[u8]> = body.split(|b| *b == b'\n').collect();
-    for (i, line) in lines.iter().enumerate().skip(after.max(0) as usize) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(m) = pattern.re.find(line) else {
+    let mut lines = Lines::new(body);
+    while lines.index < after.max(0) as usize && lines.next().is_some() {}
+    // Lines before this byte are in a run known to hold a match.
+    let mut tested = 0;
+    while !lines.done {
+        if pattern.region_test && lines.at >= tested {
+            if let Some(end) = lines.region(pattern.region_len()) {
+                if !pattern.may_match(&lines.body[lines.at..end]) {
+                    lines.skip_to(end);
+                    continue;
+                }
+                tested = end;
+            }
+        }
+        let Some((i, start, end)) = lines.next() else {
+            break;
+        };
+        let raw = &lines.body[start..end];
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let Some(column) = pattern.find(line) else {
             continue;
         };
-        found.push(GrepMatch {
+        let m = GrepMatch {
             path: path.to_owned(),
             line: i as i64 + 1,
-            column: m.start() as i64 + 1,
+            column: column as i64 + 1,
             text: shown(line),
-            before: lines[i.saturating_sub(context)..i]
-                .iter()
-                .map(|l| shown(l))
-                .collect(),
-            after: lines[(i + 1).min(lines.len())..(i + 1 + context).min(lines.len())]
-                .iter()
-                .map(|l| shown(l))
-                .collect(),
-        });
+            before: lines.before(start, context),
+            after: lines.after(end, context),
+        };
+        budget::charge(shown_bytes(&m))?;
+        found.push(m);
         if found.len() == room {
             break;
         }
     }
-    found
+    Ok(found)
+}
+
+/// The bytes a match holds (its path and lines).
+fn shown_bytes(m: &GrepMatch) -> u64 {
+    let lines: usize = m.before.iter().chain(&m.after).map(String::len).sum();
+    (m.path.len() + m.text.len() + lines) as u64
 }
 
 /// `supabash_grep`: see docs/sql-contract.md. Reads only, so it works on a hot standby.
@@ -279,7 +371,7 @@ enum Page {
 
 /// One call's search: the pattern, where it resumes, the context and the page size.
 struct Run<'a> {
-    pattern: &'a Pattern,
+    pattern: &'a Matcher,
     from: Option<&'a Resume>,
     context: usize,
     max: usize,
@@ -297,7 +389,7 @@ impl Run<'_> {
             let Some(body) = loaded.get(&f.body_hash) else {
                 continue;
             };
-            if self.file(&f.path, &body.bytes, page) == Page::Full {
+            if self.file(&f.path, &body.bytes, page)? == Page::Full {
                 return Ok(Page::Full);
             }
         }
@@ -305,13 +397,17 @@ impl Run<'_> {
     }
 
     /// Searches one body into `page`: a binary one is only counted (and named if it matches).
-    fn file(&self, path: &str, body: &[u8], page: &mut GrepPage) -> Page {
-        if body.contains(&0) {
+    fn file(&self, path: &str, body: &[u8], page: &mut GrepPage) -> Outcome<Page> {
+        let binary = body.chunks(interrupt::EVERY as usize).any(|part| {
+            interrupt::tick(part.len() as u64);
+            part.contains(&0)
+        });
+        if binary {
             page.binary_skipped += 1;
-            if !search(self.pattern, path, body, 0, 0, 1).is_empty() {
+            if !search(self.pattern, path, body, 0, 0, 1)?.is_empty() {
                 page.binary_matches.push(path.to_owned());
             }
-            return Page::Open;
+            return Ok(Page::Open);
         }
         page.files_searched += 1;
         page.bytes_searched += body.len() as i64;
@@ -320,15 +416,15 @@ impl Run<'_> {
             _ => 0,
         };
         let room = self.max - page.matches.len();
-        for m in search(self.pattern, path, body, skip, self.context, room + 1) {
+        for m in search(self.pattern, path, body, skip, self.context, room + 1)? {
             if page.matches.len() == self.max {
                 // One more exists: the page ends at its last match.
                 let last = page.matches.last().expect("a full page");
                 page.next_cursor = Some(format!("{}:{}", last.line, last.path));
-                return Page::Full;
+                return Ok(Page::Full);
             }
             page.matches.push(m);
         }
-        Page::Open
+        Ok(Page::Open)
     }
 }

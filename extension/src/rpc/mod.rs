@@ -13,6 +13,7 @@ pub mod documents;
 pub mod files;
 pub mod garbage;
 pub mod grep;
+pub mod grep_engine;
 pub mod lease;
 pub mod listing;
 pub mod manifest_changes;

@@ -5,9 +5,9 @@
 use crate::pg::budget;
 use crate::pg::db;
 use crate::pg::fail::{Fail, Outcome};
+use crate::pg::interrupt;
 use crate::store::encoding;
 use std::collections::HashMap;
-use supabash_core::hash::sha256;
 use supabash_core::Marker;
 
 /// The longest chain of deltas a body may sit on; the next version of the file is stored
@@ -144,7 +144,7 @@ fn resolve(
                 let base = &done[base];
                 let bytes = encoding::decode(&row.stored, Some(&base.bytes))?;
                 // A delta decoded against the wrong bytes need not fail; its hash does.
-                if sha256(&bytes).as_slice() != h.as_slice() {
+                if interrupt::sha256(&bytes).as_slice() != h.as_slice() {
                     return Err(corrupt("a stored body does not match its hash"));
                 }
                 Body {

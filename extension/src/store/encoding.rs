@@ -8,6 +8,7 @@
 //! `hash` always describe the plain bytes.
 
 use crate::pg::fail::{Fail, Outcome};
+use crate::pg::interrupt;
 use std::cell::RefCell;
 use supabash_core::Marker;
 use zstd::zstd_safe::{CCtx, CParameter, DCtx, ResetDirective};
@@ -101,6 +102,9 @@ fn delta_frame(body: &[u8], prefix: &[u8]) -> Option<Vec<u8>> {
 /// The stored form of `body`, and whether it is a delta against `base` (the plain bytes of
 /// the body named by `base_hash`; give one only when both are at most `MAX_DELTA_BODY`).
 pub fn encode(body: &[u8], base: Option<&[u8]>) -> (Vec<u8>, bool) {
+    // A cancel waiting since the last body stops the call before this one; compression and
+    // delta encoding run one body per library call (about 3 ns a byte).
+    interrupt::tick(body.len() as u64 * 3);
     if body.len() < MIN_COMPRESSED {
         return (framed(PLAIN, body), false);
     }
@@ -124,6 +128,7 @@ pub fn is_delta(stored: &[u8]) -> bool {
 
 /// The plain bytes of a stored body; `base` is the plain bytes of its base when it is a delta.
 pub fn decode(stored: &[u8], base: Option<&[u8]>) -> Outcome<Vec<u8>> {
+    interrupt::tick(stored.len() as u64 + base.map_or(0, <[u8]>::len) as u64);
     match (stored.split_first(), base) {
         (Some((&PLAIN, rest)), _) => Ok(rest.to_vec()),
         (Some((&ZSTD, frame)), _) => whole_frame(frame),
