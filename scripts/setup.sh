@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Installs, idempotently, what building and testing supabash needs on a fresh Debian 12 machine
 # with PostgreSQL 15 server binaries: server headers, libclang, sudo, fuse3 and rsync (mount
-# tests and `supabash mount`), git, binutils (objdump and strip for the release archives), openssl
-# (the SQL scenarios in pg_test/ sign capability
-# tokens with it), cargo-pgrx 0.18.1 (about 10 minutes the first time), pgrx's config for the
+# tests and `supabash mount`), git, binutils (objdump and strip: the release archives), openssl
+# (the SQL scenarios in pg_test/ sign capability tokens with it), cargo-pgrx 0.18.1 (about 10 minutes the first time), pgrx's config for the
 # system PostgreSQL, just, and (with --postrust) the PostgREST stand-in used by end-to-end
 # tests, and (with --more-pg) PostgreSQL 16 and 17 for the extension's tests on each and the
 # end-to-end suite on 17 (scripts/more-pg.sh), and (with --examples) the
