@@ -42,8 +42,6 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 # Archive entries carry the commit's time, owner root: the same tree gives the same archive.
 epoch=$(git log -1 --format=%ct 2>/dev/null || date +%s)
 more=${MORE_PG_ROOT:-/opt/supabash-pg}
-# The lock `just install` takes (pgrx's shared state under ~/.pgrx and the schema generation).
-lock=/tmp/supabash-pgrx-install_usr_lib_postgresql_15_bin_pg_config.lock
 
 pg_config_for() {
   case $1 in
@@ -89,7 +87,9 @@ package_extension() {
   stage="$out/stage-pg$major"
   rm -rf "$stage"
   echo "package: cargo pgrx package for PostgreSQL $major ($cfg)"
-  (cd extension && flock "$lock" cargo pgrx package --pg-config "$cfg" --out-dir "$stage" \
+  # `cargo pgrx package` installs nothing (it writes under --out-dir only), so it takes none of
+  # the install locks of the justfile.
+  (cd extension && cargo pgrx package --pg-config "$cfg" --out-dir "$stage" \
     --no-default-features --features "pg$major")
   so=$(find "$stage" -name supabash.so -type f)
   control=$(find "$stage" -name supabash.control -type f)
