@@ -21,7 +21,9 @@ fn main() {
             let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
             watched.extend(git(&["rev-parse", "--symbolic-full-name", "HEAD"]));
             for name in watched {
-                if let Some(path) = git(&["rev-parse", "--path-format=absolute", "--git-path", &name]) {
+                if let Some(path) =
+                    git(&["rev-parse", "--path-format=absolute", "--git-path", &name])
+                {
                     if Path::new(&path).exists() {
                         println!("cargo:rerun-if-changed={path}");
                     }
