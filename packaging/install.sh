@@ -21,7 +21,7 @@ prog=install.sh
 
 die() { echo "$prog: error: $*" >&2; exit 1; }
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
   exit "${1:-2}"
 }
 

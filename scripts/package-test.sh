@@ -155,7 +155,7 @@ stop_cluster() { runuser -u postgres -- "$1/pg_ctl" -D "$2" -m fast stop >/dev/n
 # with a user's claims when $as_user is set.
 PSQL=/usr/lib/postgresql/15/bin/psql
 q() { # port db sql (from stdin, so every statement's rows are printed, not only the last's)
-  PGOPTIONS="-c client_min_messages=warning" "$PSQL" -X -q -At -v ON_ERROR_STOP=1 \
+  PGOPTIONS="-c client_min_messages=error" "$PSQL" -X -q -At -v ON_ERROR_STOP=1 \
     -h 127.0.0.1 -p "$1" -U postgres -d "$2" -f - <<<"$3"
 }
 alice='{"role":"authenticated","sub":"a11ce000-0000-4000-8000-00000000000a","aud":"authenticated"}'
@@ -237,12 +237,14 @@ read_back "$port" app "$ws"
 ok "PostgreSQL 15: CREATE EXTENSION supabash ($version), a commit and a read as a user"
 # The CLI from its archive against this install (direct connection as authenticator).
 doctor=$(SUPABASH_DSN="host=127.0.0.1 port=$port user=authenticator dbname=app" \
-  SUPABASH_SUB=a11ce000-0000-4000-8000-00000000000a "$supabash" doctor 2>&1) || {
+  SUPABASH_SUB=a11ce000-0000-4000-8000-00000000000a "$supabash" doctor \
+  --db "host=127.0.0.1 port=$port user=postgres dbname=app" 2>&1) || {
   echo "$doctor" >&2
   die "supabash doctor (from the CLI archive) failed against the installed extension"
 }
 echo "$doctor" | grep -q "$version" || die "supabash doctor does not report version $version: $doctor"
-ok "supabash doctor (CLI archive) passes against it"
+echo "$doctor" | grep -qi "privileges.*ok\|ok.*privileges" || die "supabash doctor did not pass the privilege check: $doctor"
+ok "supabash doctor (CLI archive) passes against it, privileges checked as a superuser"
 stop_cluster "$bin15" "$tmp/c15/data"
 
 PG_BIN="$bin15" PG_CONFIG="$cfg15" ./pg_test/run.sh || die "the pg_test scenarios failed against the packaged install"
