@@ -3,7 +3,8 @@
 # archive's size, install.sh's wall time into a relocated copy of PostgreSQL 15 (RUNS installs,
 # each into a target the previous one was uninstalled from, so every one copies every file),
 # and `supabash --version` from the CLI archive (RUNS_VERSION process starts; hyperfine when
-# installed, else a loop timing each run). Prints Markdown; medians, min and max.
+# installed, else a loop timing each run; then RUNS starts with the binary dropped from the page
+# cache first). Prints Markdown; medians, min and max.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -59,3 +60,15 @@ else
     echo "supabash --version ($runs_version process starts): median $med ms (min $min, max $max)"
   }
 fi
+# Page-cache cold: the binary's pages dropped from the cache before each run (posix_fadvise
+# DONTNEED), so the start reads what it needs from disk.
+TIMEFORMAT=%3R
+for _ in $(seq "$runs"); do
+  python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$bin"
+  { time "$bin" --version >/dev/null; } 2>&1
+done | awk '{ printf "%.1f\n", $1 * 1000 }' | stats | {
+  read -r med min max
+  echo "supabash --version, binary dropped from the page cache before each run ($runs runs): median $med ms (min $min, max $max)"
+}
+echo "load average while measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
