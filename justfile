@@ -70,9 +70,21 @@ pg-test: install
 
 alias scenarios := pg-test
 
-# Every test: lints, core, in-backend (on 15, 16 and 17), end-to-end (on 15 and 17) and SQL
-# scenarios.
-test: setup lint backend-tests backend-tests-more e2e e2e-17 pg-test
+# Release archives under target/package/ (scripts/package.sh, docs/install.md): the extension
+# for PostgreSQL 15 and 17 (library, control, every install and upgrade script, checksums,
+# install.sh) and the `supabash` CLI (release binary, completions, man pages).
+package:
+    ./scripts/package.sh
+
+# Tests the archives as a user gets them (scripts/package-test.sh): install.sh into fresh copies
+# of PostgreSQL 15 and 17, its refusals, the SQL scenarios, the Python example, the CLI, the
+# upgrade from the previous version, the glibc floors.
+package-test: package
+    ./scripts/package-test.sh
+
+# Every test: lints, core, in-backend (on 15, 16 and 17), end-to-end (on 15 and 17), SQL
+# scenarios, and the release archives.
+test: setup lint backend-tests backend-tests-more e2e e2e-17 pg-test package-test
 
 # Benchmarks of issue 2 on a throwaway cluster; writes BENCHMARKS.md (a few minutes).
 bench: install

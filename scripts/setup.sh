@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs, idempotently, what building and testing supabash needs on a fresh Debian 12 machine
 # with PostgreSQL 15 server binaries: server headers, libclang, sudo, fuse3 and rsync (mount
-# tests and `supabash mount`), git, openssl (the SQL scenarios in pg_test/ sign capability
-# tokens with it), cargo-pgrx 0.18.1 (about 10 minutes the first time), pgrx's config for the
+# tests and `supabash mount`), git, binutils (objdump and strip: the release archives), openssl
+# (the SQL scenarios in pg_test/ sign capability tokens with it), cargo-pgrx 0.18.1 (about 10 minutes the first time), pgrx's config for the
 # system PostgreSQL, just, and (with --postrust) the PostgREST stand-in used by end-to-end
 # tests, and (with --more-pg) PostgreSQL 16 and 17 for the extension's tests on each and the
 # end-to-end suite on 17 (scripts/more-pg.sh), and (with --examples) the
@@ -27,7 +27,7 @@ sudo_cmd=""
 if [ "$(id -u)" != 0 ]; then sudo_cmd=sudo; fi
 
 need_apt=()
-for pkg in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang sudo openssl fuse3 rsync git; do
+for pkg in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang sudo openssl fuse3 rsync git binutils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -4,6 +4,8 @@
 #![deny(unsafe_code)]
 
 mod demo;
+mod manpages;
+mod version;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use supabash_cli as cli;
@@ -14,7 +16,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Parser)]
 #[command(
     name = "supabash",
-    version,
+    version = version::LONG,
     about = "Versioned workspaces for agents, in Postgres"
 )]
 struct Cli {
@@ -99,6 +101,9 @@ enum Command {
         #[command(subcommand)]
         command: cli::admin::verifiers::VerifierCommand,
     },
+    /// Writes the man pages into DIR (scripts/package.sh).
+    #[command(hide = true)]
+    Manpages { dir: std::path::PathBuf },
     /// Prints a shell completion script.
     Completions(cli::completions::CompletionsArgs),
     /// Checks that a workspace's stored history holds together: every entry's body stored,
@@ -153,6 +158,7 @@ async fn dispatch(command: Command) -> Result<i32, BoxError> {
             std::io::Write::write_all(&mut std::io::stdout(), &script)?;
             Ok(0)
         }
+        Command::Manpages { dir } => Ok(manpages::write(&dir, Cli::command()).map(|()| 0)?),
         Command::Verify(args) => cli::check::verify::run_verify(args).await.map(done),
         Command::Gc(args) => cli::check::verify::run_gc(args).await.map(done),
         Command::Doctor(args) => cli::check::doctor::run_doctor(*args).await.map(done),
@@ -233,6 +239,7 @@ fn rerun(command: &Command) -> Rerun {
         | Command::Diff(_)
         | Command::Checkpoints(_)
         | Command::Completions(_)
+        | Command::Manpages { .. }
         | Command::Verify(_)
         | Command::Doctor(_)
         | Command::Audit(_) => Rerun::READ,

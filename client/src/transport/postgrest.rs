@@ -136,7 +136,7 @@ impl Transport for PostgrestTransport {
         self.post_text(rpc, &args, None).await
     }
 
-    /// Sends the grant in the [`GRANT_HEADER`] header, never in the URL or the body.
+    /// Sends the grant in the `X-Supabash-Grant` header (`GRANT_HEADER`), never in the URL or the body.
     async fn call_with_grant(
         &self,
         rpc: &str,

@@ -2,7 +2,7 @@
 //! the stored row's columns into the text, with no owned strings, no hex strings and no JSON
 //! values in between. The text is the serde form of [`Tree<ManifestFile>`], full or compact,
 //! byte for byte (the tests compare them), and [`ManifestFile::new`] and this writer leave
-//! out the same fields ([`Defaults`]).
+//! out the same fields (`Defaults`, in manifest_file.rs).
 
 use super::answers::Tree;
 use super::manifest_file::{Defaults, ManifestFile};
