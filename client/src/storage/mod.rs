@@ -259,6 +259,7 @@ impl StorageWorkspace {
         coordinator: Option<Arc<dyn CommitCoordinator>>,
         stale_intent_after: Duration,
     ) -> Result<Self> {
+        limits.validate()?;
         supabash_core::capability::check_prefix(api.prefix()).map_err(|_| {
             SupabashError::new(ErrorCode::InvalidArgument, "not a valid Storage prefix")
         })?;
