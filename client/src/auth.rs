@@ -11,6 +11,7 @@ pub use jwks::JwksVerifier;
 use crate::error::{Result, SupabashError};
 use crate::{Limits, PostgrestTransport, Transport, Workspace};
 use base64::Engine;
+use crate::transport::answer::{read_capped, ReadError};
 use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::Value;
 use std::sync::Arc;
@@ -32,6 +33,8 @@ pub enum Verifier {
 
 /// Clock skew allowed when checking `exp` and `nbf` locally: 30 seconds.
 pub const LEEWAY_SECS: u64 = 30;
+/// The most bytes read of Supabase Auth's answer to a session check (`/auth/v1/user`): 1 MiB.
+pub const MAX_USER_ANSWER_BYTES: usize = 1 << 20;
 
 /// A Supabase project as a host configures it.
 #[derive(Debug, Clone)]
@@ -183,9 +186,18 @@ async fn ask_supabase_auth(config: &SupabaseConfig, token: &str) -> Result<Strin
         e.retryable = status >= 500;
         return Err(e);
     }
-    let body = answer.bytes().await.map_err(|e| {
-        SupabashError::new(ErrorCode::Backend, "Supabase Auth's answer was lost").with_source(e)
-    })?;
+    let body = read_capped(answer, MAX_USER_ANSWER_BYTES)
+        .await
+        .map_err(|e| match e {
+            ReadError::Transport(e) => {
+                SupabashError::new(ErrorCode::Backend, "Supabase Auth's answer was lost")
+                    .with_source(e)
+            }
+            ReadError::TooLarge { limit } => SupabashError::quota(format!(
+                "Supabase Auth's user answer is larger than {limit} bytes \
+                 (MAX_USER_ANSWER_BYTES, fixed: a user record is a few KiB)"
+            )),
+        })?;
     let user: Value = serde_json::from_slice(&body).map_err(|e| {
         SupabashError::new(ErrorCode::Backend, "Supabase Auth answered no user").with_source(e)
     })?;
