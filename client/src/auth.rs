@@ -9,9 +9,9 @@ pub mod jwks;
 pub use jwks::JwksVerifier;
 
 use crate::error::{Result, SupabashError};
+use crate::transport::answer::{read_capped, ReadError};
 use crate::{Limits, PostgrestTransport, Transport, Workspace};
 use base64::Engine;
-use crate::transport::answer::{read_capped, ReadError};
 use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::Value;
 use std::sync::Arc;

@@ -46,5 +46,7 @@ pub(crate) async fn read_capped(
 
 /// The message of an answer past its cap: what, the cap, and the setting that raises it.
 pub(crate) fn too_large(what: &str, limit: usize, setting: &str) -> String {
-    format!("{what} is larger than {limit} bytes, the limit of one answer (raise it with {setting})")
+    format!(
+        "{what} is larger than {limit} bytes, the limit of one answer (raise it with {setting})"
+    )
 }

@@ -5,8 +5,8 @@ pub(crate) mod answer;
 mod postgres;
 mod postgrest;
 
-pub use postgres::{postgres_error, PostgresTransport};
 pub use answer::{DEFAULT_MAX_ANSWER_BYTES, MAX_ANSWER_BYTES};
+pub use postgres::{postgres_error, PostgresTransport};
 pub use postgrest::PostgrestTransport;
 
 pub use crate::rpc_error::{Delivery, RpcError};
