@@ -47,6 +47,10 @@ pub struct SupabaseConfig {
     pub verifier: Verifier,
     /// The PostgREST base URL when it is not `{url}/rest/v1`.
     pub rest_url: Option<String>,
+    /// The most bytes one PostgREST answer may hold (default
+    /// [`crate::transport::DEFAULT_MAX_ANSWER_BYTES`]; see
+    /// [`PostgrestTransport::with_max_answer_bytes`], which checks it when a workspace opens).
+    pub max_answer_bytes: usize,
 }
 
 crate::setters! {
@@ -55,6 +59,7 @@ crate::setters! {
         with_publishable_key(publishable_key: into String),
         with_verifier(verifier: Verifier),
         with_rest_url(rest_url: some into String),
+        with_max_answer_bytes(max_answer_bytes: usize),
     }
 }
 
@@ -66,10 +71,11 @@ impl SupabaseConfig {
             publishable_key: publishable_key.to_owned(),
             verifier: Verifier::SupabaseAuth,
             rest_url: None,
+            max_answer_bytes: crate::transport::DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 
-    fn transport(&self, session: &Session) -> Arc<dyn Transport> {
+    fn transport(&self, session: &Session) -> Result<Arc<dyn Transport>> {
         let t = match &self.rest_url {
             Some(base) => {
                 PostgrestTransport::new(base, &self.publishable_key, &session.access_token)
@@ -80,7 +86,7 @@ impl SupabaseConfig {
                 &session.access_token,
             ),
         };
-        Arc::new(t)
+        Ok(Arc::new(t.with_max_answer_bytes(self.max_answer_bytes)?))
     }
 }
 
@@ -273,7 +279,7 @@ impl Workspace {
         limits: Limits,
     ) -> Result<(Session, Workspace)> {
         let session = verify_request(headers, config).await?;
-        let ws = Workspace::open(config.transport(&session), workspace_id, limits).await?;
+        let ws = Workspace::open(config.transport(&session)?, workspace_id, limits).await?;
         Ok((session, ws))
     }
 
@@ -285,7 +291,7 @@ impl Workspace {
         files_only: bool,
     ) -> Result<(Session, Workspace)> {
         let session = verify_request(headers, config).await?;
-        let ws = Workspace::create(config.transport(&session), limits, files_only).await?;
+        let ws = Workspace::create(config.transport(&session)?, limits, files_only).await?;
         Ok((session, ws))
     }
 }
