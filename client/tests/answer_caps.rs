@@ -84,8 +84,7 @@ fn the_answer_cap_is_a_checked_setting() {
         let e = JwksVerifier::supabase("http://127.0.0.1:9")
             .unwrap()
             .with_max_bytes(bad)
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         assert_eq!(e.code(), ErrorCode::InvalidArgument, "{bad}");
     }
     PostgrestTransport::new("http://127.0.0.1:9", "k", "t")
