@@ -9,6 +9,7 @@ pub mod jwks;
 pub use jwks::JwksVerifier;
 
 use crate::error::{Result, SupabashError};
+use crate::transport::answer::{read_capped, ReadError};
 use crate::{Limits, PostgrestTransport, Transport, Workspace};
 use base64::Engine;
 use reqwest::header::{HeaderMap, AUTHORIZATION};
@@ -32,6 +33,8 @@ pub enum Verifier {
 
 /// Clock skew allowed when checking `exp` and `nbf` locally: 30 seconds.
 pub const LEEWAY_SECS: u64 = 30;
+/// The most bytes read of Supabase Auth's answer to a session check (`/auth/v1/user`): 1 MiB.
+pub const MAX_USER_ANSWER_BYTES: usize = 1 << 20;
 
 /// A Supabase project as a host configures it.
 #[derive(Debug, Clone)]
@@ -44,6 +47,10 @@ pub struct SupabaseConfig {
     pub verifier: Verifier,
     /// The PostgREST base URL when it is not `{url}/rest/v1`.
     pub rest_url: Option<String>,
+    /// The most bytes one PostgREST answer may hold (default
+    /// [`crate::transport::DEFAULT_MAX_ANSWER_BYTES`]; see
+    /// [`PostgrestTransport::with_max_answer_bytes`], which checks it when a workspace opens).
+    pub max_answer_bytes: usize,
 }
 
 crate::setters! {
@@ -52,6 +59,7 @@ crate::setters! {
         with_publishable_key(publishable_key: into String),
         with_verifier(verifier: Verifier),
         with_rest_url(rest_url: some into String),
+        with_max_answer_bytes(max_answer_bytes: usize),
     }
 }
 
@@ -63,10 +71,11 @@ impl SupabaseConfig {
             publishable_key: publishable_key.to_owned(),
             verifier: Verifier::SupabaseAuth,
             rest_url: None,
+            max_answer_bytes: crate::transport::DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 
-    fn transport(&self, session: &Session) -> Arc<dyn Transport> {
+    fn transport(&self, session: &Session) -> Result<Arc<dyn Transport>> {
         let t = match &self.rest_url {
             Some(base) => {
                 PostgrestTransport::new(base, &self.publishable_key, &session.access_token)
@@ -77,7 +86,7 @@ impl SupabaseConfig {
                 &session.access_token,
             ),
         };
-        Arc::new(t)
+        Ok(Arc::new(t.with_max_answer_bytes(self.max_answer_bytes)?))
     }
 }
 
@@ -183,9 +192,18 @@ async fn ask_supabase_auth(config: &SupabaseConfig, token: &str) -> Result<Strin
         e.retryable = status >= 500;
         return Err(e);
     }
-    let body = answer.bytes().await.map_err(|e| {
-        SupabashError::new(ErrorCode::Backend, "Supabase Auth's answer was lost").with_source(e)
-    })?;
+    let body = read_capped(answer, MAX_USER_ANSWER_BYTES)
+        .await
+        .map_err(|e| match e {
+            ReadError::Transport(e) => {
+                SupabashError::new(ErrorCode::Backend, "Supabase Auth's answer was lost")
+                    .with_source(e)
+            }
+            ReadError::TooLarge { limit } => SupabashError::quota(format!(
+                "Supabase Auth's user answer is larger than {limit} bytes \
+                 (MAX_USER_ANSWER_BYTES, fixed: a user record is a few KiB)"
+            )),
+        })?;
     let user: Value = serde_json::from_slice(&body).map_err(|e| {
         SupabashError::new(ErrorCode::Backend, "Supabase Auth answered no user").with_source(e)
     })?;
@@ -261,7 +279,7 @@ impl Workspace {
         limits: Limits,
     ) -> Result<(Session, Workspace)> {
         let session = verify_request(headers, config).await?;
-        let ws = Workspace::open(config.transport(&session), workspace_id, limits).await?;
+        let ws = Workspace::open(config.transport(&session)?, workspace_id, limits).await?;
         Ok((session, ws))
     }
 
@@ -273,7 +291,7 @@ impl Workspace {
         files_only: bool,
     ) -> Result<(Session, Workspace)> {
         let session = verify_request(headers, config).await?;
-        let ws = Workspace::create(config.transport(&session), limits, files_only).await?;
+        let ws = Workspace::create(config.transport(&session)?, limits, files_only).await?;
         Ok((session, ws))
     }
 }

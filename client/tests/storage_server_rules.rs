@@ -324,3 +324,53 @@ async fn upload_concurrency_is_a_setting() {
         .expect("zero uploads at a time is refused");
     assert_eq!(e.code(), ErrorCode::InvalidArgument);
 }
+
+/// Storage answers stop at the configured cap (`QUOTA_EXCEEDED`, naming it), whether the object
+/// is read directly or through a workspace; an answer within it passes, and a cap of 0 is
+/// refused.
+#[tokio::test]
+async fn storage_answers_stop_at_the_cap() {
+    let server = server().await;
+    let session = new_session();
+    let big = format!("{}/big.bin", session.user_id);
+    let small = format!("{}/small.bin", session.user_id);
+    put(
+        &user_api(&server, &session),
+        &big,
+        &[7; 4096],
+        "application/octet-stream",
+    )
+    .await;
+    put(
+        &user_api(&server, &session),
+        &small,
+        &[7; 512],
+        "application/octet-stream",
+    )
+    .await;
+    let capped = user_api(&server, &session)
+        .with_max_answer_bytes(1024)
+        .unwrap();
+    assert_eq!(capped.download(&small).await.unwrap().unwrap().len(), 512);
+    let e = capped.download(&big).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::QuotaExceeded, "{e}");
+    assert!(e.to_string().contains("1024"), "{e}");
+
+    // Through a workspace: the manifest fits, the body does not.
+    let ws = open(&server, &session).await;
+    ws.fs().write("/big.md", "b".repeat(8192)).await.unwrap();
+    ws.commit(CommitOptions::new("big")).await.unwrap();
+    let cfg = config(&server).with_max_answer_bytes(4096);
+    let ws = StorageWorkspace::open_for_session(&cfg, &session, Limits::default())
+        .await
+        .unwrap();
+    let e = ws.fs().read("/big.md").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::QuotaExceeded, "{e}");
+
+    let zero = config(&server).with_max_answer_bytes(0);
+    let e = StorageWorkspace::open_for_session(&zero, &session, Limits::default())
+        .await
+        .err()
+        .expect("a cap of 0 is refused");
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+}

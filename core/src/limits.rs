@@ -51,6 +51,15 @@ pub const MAX_AUDIT_TEXT_BYTES: usize = 1024;
 pub const MAX_AUDIT_PAGE: i64 = 1000;
 /// Default page of `supabash_audit`.
 pub const DEFAULT_AUDIT_PAGE: i64 = 100;
+/// A capability verifier's default longest lifetime (`exp - iat`), in seconds: 900, the
+/// database verifier's default and the TypeScript package's.
+pub const DEFAULT_CAPABILITY_LIFETIME_SECS: i64 = 900;
+/// The longest lifetime a capability verifier may allow, in seconds (one day).
+pub const MAX_CAPABILITY_LIFETIME_SECS: i64 = 86_400;
+/// A capability verifier's default clock skew, in seconds.
+pub const DEFAULT_CAPABILITY_SKEW_SECS: i64 = 60;
+/// The largest clock skew a capability verifier may allow, in seconds (one hour).
+pub const MAX_CAPABILITY_SKEW_SECS: i64 = 3600;
 /// Marker appended to a cut preview.
 pub const TRUNCATED_MARKER: &str = "\n[truncated]\n";
 

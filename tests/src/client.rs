@@ -316,6 +316,20 @@ pub async fn assert_opens_only_for_its_user(
     assert_eq!(e.code(), ErrorCode::Authorization, "{context} {e}");
 }
 
+/// The head of the request `conn` sends (up to the blank line, maybe with some of the body);
+/// `None` when the connection ends first.
+async fn read_head(conn: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match conn.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => head.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Some(head)
+}
+
 /// A local HTTP test server for a JSON service (each test names the documented contract its
 /// `answer` follows): it reads each request's head, answers `answer(head)` as (status, JSON
 /// body) and closes the connection. Answers its base URL.
@@ -323,31 +337,101 @@ pub async fn json_test_server<F>(answer: F) -> String
 where
     F: Fn(&str) -> (&'static str, String) + Send + Sync + 'static,
 {
+    let answer = Arc::new(answer);
+    serve_local(move |mut conn| {
+        let answer = answer.clone();
+        async move {
+            let Some(head) = read_head(&mut conn).await else {
+                return;
+            };
+            let (status, body) = answer(&String::from_utf8_lossy(&head));
+            let response = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = conn.write_all(response.as_bytes()).await;
+        }
+    })
+    .await
+}
+
+/// Listens on a local port and runs `handle` on each connection, in a task of its own.
+/// Answers the base URL.
+async fn serve_local<F, Fut>(handle: F) -> String
+where
+    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let answer = Arc::new(answer);
     tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            let answer = answer.clone();
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let (status, body) = answer(&String::from_utf8_lossy(&head));
-                let response = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = conn.write_all(response.as_bytes()).await;
-            });
+        while let Ok((conn, _)) = listener.accept().await {
+            tokio::spawn(handle(conn));
         }
     });
     url
+}
+
+/// How [`postgrest_stand_in`] frames its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// With `Content-Length`, as PostgREST sends a result it has whole.
+    Length,
+    /// `Transfer-Encoding: chunked`, no length announced.
+    Chunked,
+    /// Chunked and never ending: the answer repeated until the client hangs up (a server
+    /// that misbehaves; a capped reader must stop on its own).
+    Endless,
+}
+
+/// A stand-in for PostgREST as its documented contract has it: `POST /rpc/<function>` with the
+/// named arguments as a JSON object, answered `200 OK` with the function's JSON result,
+/// `Content-Type: application/json`. Every call is answered `answer` (already JSON), framed as
+/// `framing` says; the connection closes after each answer. Answers its base URL.
+pub async fn postgrest_stand_in(answer: Vec<u8>, framing: Framing) -> String {
+    let answer = Arc::new(answer);
+    serve_local(move |conn| answer_rpc(conn, answer.clone(), framing)).await
+}
+
+/// One connection of [`postgrest_stand_in`].
+async fn answer_rpc(mut conn: TcpStream, answer: Arc<Vec<u8>>, framing: Framing) {
+    let Some(head) = read_head(&mut conn).await else {
+        return;
+    };
+    if !head.starts_with(b"POST /rpc/") {
+        let _ = conn
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            .await;
+        return;
+    }
+    let framing_header = match framing {
+        Framing::Length => format!("Content-Length: {}", answer.len()),
+        Framing::Chunked | Framing::Endless => "Transfer-Encoding: chunked".into(),
+    };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{framing_header}\r\nConnection: close\r\n\r\n"
+    );
+    if conn.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    if framing == Framing::Length {
+        let _ = conn.write_all(&answer).await;
+        return;
+    }
+    loop {
+        for piece in answer.chunks(16 * 1024) {
+            let mut frame = format!("{:x}\r\n", piece.len()).into_bytes();
+            frame.extend_from_slice(piece);
+            frame.extend_from_slice(b"\r\n");
+            if conn.write_all(&frame).await.is_err() {
+                return;
+            }
+        }
+        if framing != Framing::Endless {
+            let _ = conn.write_all(b"0\r\n\r\n").await;
+            return;
+        }
+    }
 }
 
 /// A TCP proxy to `upstream`; when armed it drops the next response (after the request went

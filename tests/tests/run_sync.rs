@@ -702,8 +702,7 @@ async fn import_and_export_round_trip_byte_for_byte() {
     assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
     assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
 
-    // Through the library in one session, empty directories come back too (revisions hold
-    // files only).
+    // Through the library in one session, empty directories come back too.
     let lib = reopen(Via::Postgres, &user, ws.id()).await;
     std::fs::create_dir(src.join("new-empty")).unwrap();
     lib.stage_from_dir(&src, &lib.staged_record())
@@ -714,6 +713,44 @@ async fn import_and_export_round_trip_byte_for_byte() {
     let (files, dirs) = tree_on_disk(&copy);
     assert_eq!(files, original);
     assert_eq!(dirs, ["deep", "deep/er", "empty", "new-empty"]);
+}
+
+/// What `import` prints about a directory is what the revision then holds: an empty
+/// directory is committed as an entry of its own (0.6.0), not "in the staged tree only".
+#[tokio::test]
+async fn import_says_what_the_revision_keeps_of_a_directory() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[]).await;
+    let dir = Scratch::new();
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("emptydir")).unwrap();
+    std::fs::write(src.join("a.txt"), "a\n").unwrap();
+    let out = supabash(
+        &user,
+        &[
+            "import",
+            src.to_str().unwrap(),
+            "--workspace",
+            ws.id(),
+            "--commit",
+            "-m",
+            "import",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "DirCreated /emptydir (staged: the next commit keeps it, an empty directory as an \
+             entry of its own)"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("staged tree only"), "{stdout}");
+    // The committed revision holds the directory.
+    let again = reopen(Via::Postgres, &user, ws.id()).await;
+    let stat = again.fs().lstat("/emptydir").await.unwrap();
+    assert_eq!(stat.kind, supabash::tree::FileKind::Directory);
 }
 
 #[tokio::test]

@@ -353,3 +353,37 @@ async fn read_only_and_unmounted_paths_refuse_every_shell_mutation() {
     assert_eq!(out.stdout, "read me\nguide.md\ncopy.md\n");
     assert!(!private.exists("/stolen.md").await);
 }
+
+/// `/tmp` counts against the tree's limits: a write past the file limit or past the whole
+/// filesystem's cap fails before anything is staged (the file keeps its old content), and
+/// removing files makes room again.
+#[tokio::test]
+async fn scratch_writes_are_capped() {
+    let limits = Limits::default()
+        .with_max_file_bytes(1000)
+        .with_max_file_system_bytes(1500);
+    let tree = Arc::new(StagedTree::empty(limits));
+    let shell = Shell::new(tree.clone());
+    let refused = |out: Result<ShellOutput, supabash::SupabashError>| match out {
+        Ok(out) => {
+            assert_ne!(out.exit_code, 0, "{out:?}");
+            assert!(out.stderr.contains("QUOTA_EXCEEDED"), "{out:?}");
+        }
+        Err(e) => assert_eq!(e.code(), ErrorCode::QuotaExceeded, "{e}"),
+    };
+    // One file past the file limit, in /tmp.
+    refused(shell.run("printf '%1200s' x > /tmp/big").await);
+    assert!(!tree.exists("/tmp/big").await);
+    // Several files past the whole cap.
+    ok(
+        &shell,
+        "printf '%800s' a > /tmp/a && printf '%600s' b > /notes.txt",
+    )
+    .await;
+    refused(shell.run("printf '%200s' c > /tmp/c").await);
+    assert!(!tree.exists("/tmp/c").await);
+    refused(shell.run("printf '%300s' more >> /tmp/a").await);
+    assert_eq!(tree.read("/tmp/a").await.unwrap().len(), 800);
+    // Room again after a delete.
+    ok(&shell, "rm /tmp/a && printf '%800s' c > /tmp/c").await;
+}

@@ -11,12 +11,14 @@
 //!   of random `kid`s cannot hammer Supabase Auth). Concurrent verifications wait for one fetch.
 //!   A failed fetch keeps the last good set, and nothing is fetched for that interval after it
 //!   (without any good set, verification fails retryably meanwhile). Fetches do not follow redirects, time out after
-//!   [`FETCH_TIMEOUT`] and read at most [`MAX_JWKS_BYTES`].
+//!   [`FETCH_TIMEOUT`] and read at most [`MAX_JWKS_BYTES`] ([`JwksVerifier::with_max_bytes`]; a
+//!   longer set is refused by its `Content-Length` or as soon as the body passes the cap).
 //! - Claims are checked by `session_claims` (the parent module): exp/nbf with [`super::LEEWAY_SECS`],
 //!   `aud` = `authenticated`, the role, and `sub`.
 
 use super::{denied, session_claims};
 use crate::error::{Result, SupabashError};
+use crate::transport::answer::{read_capped, too_large, ReadError};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -31,8 +33,11 @@ pub const KEEP_FETCHED: Duration = Duration::from_secs(600);
 pub const UNKNOWN_KID_INTERVAL: Duration = Duration::from_secs(30);
 /// How long one fetch may take: 10 s.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-/// The largest key set read: 1 MiB.
+/// The largest key set read by default: 1 MiB (Supabase Auth's set holds a few keys of a few
+/// hundred bytes each).
 pub const MAX_JWKS_BYTES: usize = 1 << 20;
+/// The largest cap [`JwksVerifier::with_max_bytes`] accepts: 16 MiB.
+pub const MAX_JWKS_BYTES_CEILING: usize = 16 << 20;
 
 /// One usable key of a set.
 struct Key {
@@ -128,6 +133,8 @@ pub struct JwksVerifier {
     /// Serialises fetches: verifications that need one wait for the one under way.
     fetching: tokio::sync::Mutex<()>,
     unknown_kid_interval: Duration,
+    /// The most bytes a fetched set may hold.
+    max_bytes: usize,
 }
 
 impl fmt::Debug for JwksVerifier {
@@ -165,6 +172,7 @@ impl JwksVerifier {
             }),
             fetching: tokio::sync::Mutex::new(()),
             unknown_kid_interval: UNKNOWN_KID_INTERVAL,
+            max_bytes: MAX_JWKS_BYTES,
         })
     }
 
@@ -198,6 +206,7 @@ impl JwksVerifier {
             state: RwLock::default(),
             fetching: tokio::sync::Mutex::new(()),
             unknown_kid_interval: UNKNOWN_KID_INTERVAL,
+            max_bytes: MAX_JWKS_BYTES,
         })
     }
 
@@ -206,6 +215,14 @@ impl JwksVerifier {
     pub fn with_unknown_kid_interval(mut self, interval: Duration) -> Self {
         self.unknown_kid_interval = interval;
         self
+    }
+
+    /// Reads at most `bytes` of a fetched key set (default [`MAX_JWKS_BYTES`]); from 1 to
+    /// [`MAX_JWKS_BYTES_CEILING`], else `INVALID_ARGUMENT`.
+    pub fn with_max_bytes(mut self, bytes: usize) -> Result<Self> {
+        crate::limits::check_setting("max_bytes", bytes, MAX_JWKS_BYTES_CEILING)?;
+        self.max_bytes = bytes;
+        Ok(self)
     }
 
     /// Verifies `token` and returns the user id (its `sub`).
@@ -281,7 +298,7 @@ impl JwksVerifier {
         let Some(for_unknown_kid) = needed(&self.state.read().expect("jwks")) else {
             return self.usable();
         };
-        let fetched = fetch(http, url).await;
+        let fetched = fetch(http, url, self.max_bytes).await;
         let mut state = self.state.write().expect("jwks");
         let now = Instant::now();
         if for_unknown_kid {
@@ -341,13 +358,13 @@ fn check_url(url: &str) -> Result<()> {
     }
 }
 
-async fn fetch(http: &reqwest::Client, url: &str) -> Result<KeySet> {
+async fn fetch(http: &reqwest::Client, url: &str, max_bytes: usize) -> Result<KeySet> {
     let unavailable = |message: String| {
         let mut e = SupabashError::new(ErrorCode::Backend, message);
         e.retryable = true;
         e
     };
-    let mut answer =
+    let answer =
         http.get(url).send().await.map_err(|e| {
             unavailable(format!("the key set at {url} was not fetched")).with_source(e)
         })?;
@@ -357,18 +374,15 @@ async fn fetch(http: &reqwest::Client, url: &str) -> Result<KeySet> {
             answer.status().as_u16()
         )));
     }
-    let mut body = Vec::new();
-    while let Some(chunk) = answer
-        .chunk()
-        .await
-        .map_err(|e| unavailable(format!("the key set at {url} was cut off")).with_source(e))?
-    {
-        body.extend_from_slice(&chunk);
-        if body.len() > MAX_JWKS_BYTES {
-            return Err(unavailable(format!(
-                "the key set at {url} is larger than {MAX_JWKS_BYTES} bytes"
-            )));
+    let body = read_capped(answer, max_bytes).await.map_err(|e| match e {
+        ReadError::Transport(e) => {
+            unavailable(format!("the key set at {url} was cut off")).with_source(e)
         }
-    }
+        ReadError::TooLarge { limit } => SupabashError::quota(too_large(
+            &format!("the key set at {url}"),
+            limit,
+            "JwksVerifier::with_max_bytes",
+        )),
+    })?;
     KeySet::parse(&body)
 }

@@ -15,7 +15,8 @@ pub use nonce::{DatabaseNonceStore, MemoryNonceStore, NonceStore};
 pub use postgres::PostgresSigner;
 #[cfg(feature = "storage")]
 pub use storage::{
-    Opened, StorageScope, StorageSigner, StorageVerifier, VerifiedStorageCapability,
+    check_policy, storage_policy, Opened, StorageScope, StorageSigner, StorageVerifier,
+    VerifiedStorageCapability,
 };
 
 use crate::error::SupabashError;

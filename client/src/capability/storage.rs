@@ -19,6 +19,10 @@ use std::future::Future;
 use supabash_core::capability::{
     self, CapabilityError, OperationSet, Policy, Reason, StorageClaims,
 };
+use supabash_core::limits::{
+    DEFAULT_CAPABILITY_LIFETIME_SECS, DEFAULT_CAPABILITY_SKEW_SECS, MAX_CAPABILITY_LIFETIME_SECS,
+    MAX_CAPABILITY_SKEW_SECS,
+};
 use supabash_core::ErrorCode;
 
 /// The header `alg` of a Storage capability.
@@ -33,7 +37,52 @@ pub struct StorageScope {
     pub operations: OperationSet,
 }
 
-/// Verifies Storage capabilities against public keys by key id, under one [`Policy`].
+/// The policy of a Storage verifier for tokens from `issuer` to `audience` at `origin`, with
+/// the defaults the database's verifier has too: a longest lifetime of
+/// [`DEFAULT_CAPABILITY_LIFETIME_SECS`] (900 s) and a clock skew of
+/// [`DEFAULT_CAPABILITY_SKEW_SECS`] (60 s).
+pub fn storage_policy(issuer: &str, audience: &str, origin: &str) -> Policy {
+    Policy {
+        issuer: issuer.to_owned(),
+        audience: audience.to_owned(),
+        origin: origin.to_owned(),
+        skew_secs: DEFAULT_CAPABILITY_SKEW_SECS,
+        max_lifetime_secs: DEFAULT_CAPABILITY_LIFETIME_SECS,
+    }
+}
+
+/// Refuses a policy that makes no sense (`INVALID_ARGUMENT`): a longest lifetime outside 1 to
+/// [`MAX_CAPABILITY_LIFETIME_SECS`] (the rule of every limit, [`crate::limits::check_setting`]),
+/// a clock skew outside 0 to [`MAX_CAPABILITY_SKEW_SECS`], or an empty issuer, audience or
+/// origin.
+pub fn check_policy(policy: &Policy) -> Result<()> {
+    crate::limits::check_setting(
+        "max_lifetime_secs",
+        usize::try_from(policy.max_lifetime_secs).unwrap_or(0),
+        MAX_CAPABILITY_LIFETIME_SECS as usize,
+    )?;
+    let invalid = |m: String| SupabashError::new(ErrorCode::InvalidArgument, m);
+    if !(0..=MAX_CAPABILITY_SKEW_SECS).contains(&policy.skew_secs) {
+        return Err(invalid(format!(
+            "skew_secs must be from 0 to {MAX_CAPABILITY_SKEW_SECS}; it is {}",
+            policy.skew_secs
+        )));
+    }
+    for (name, text) in [
+        ("issuer", &policy.issuer),
+        ("audience", &policy.audience),
+        ("origin", &policy.origin),
+    ] {
+        if text.is_empty() {
+            return Err(invalid(format!("the policy's {name} must not be empty")));
+        }
+    }
+    Ok(())
+}
+
+/// Verifies Storage capabilities against public keys by key id, under one [`Policy`]
+/// ([`storage_policy`] gives the defaults; a policy [`check_policy`] refuses makes every
+/// verification fail with `INVALID_ARGUMENT`).
 #[derive(Debug, Clone)]
 pub struct StorageVerifier {
     policy: Policy,
@@ -79,6 +128,7 @@ impl StorageVerifier {
         scope: &StorageScope,
         now: i64,
     ) -> Result<VerifiedStorageCapability> {
+        check_policy(&self.policy)?;
         self.check(token, scope, now).map_err(refused)
     }
 

@@ -376,3 +376,65 @@ fn nonce_store_consumes_once_and_forgets_after_until() {
         assert_eq!(store.len(), 2, "the passed entry was dropped");
     });
 }
+
+/// The default policy holds the seed's 900-second lifetime; a policy that makes no sense
+/// refuses every verification with `INVALID_ARGUMENT`.
+#[test]
+fn the_storage_policy_defaults_to_900_seconds_and_refuses_nonsense() {
+    let p = storage_policy("jobs.example", "storage", "https://app.example");
+    assert_eq!(p.max_lifetime_secs, 900);
+    assert_eq!(p.skew_secs, 60);
+    assert!(check_policy(&p).is_ok());
+    let token = signer().mint(&claims()).unwrap();
+    let with = |p: Policy| {
+        StorageVerifier::new(p)
+            .with_key("issuer-1", &signer().public_key())
+            .unwrap()
+            .verify_at(&token, &scope(), NOW)
+    };
+    assert!(with(p.clone()).is_ok());
+    // A token living longer than the default lifetime is refused.
+    let mut c = claims();
+    c.common.exp = NOW + 901;
+    let long = signer().mint(&c).unwrap();
+    let v = StorageVerifier::new(p.clone())
+        .with_key("issuer-1", &signer().public_key())
+        .unwrap();
+    assert!(v.verify_at(&long, &scope(), NOW).is_err());
+    for bad in [
+        Policy {
+            max_lifetime_secs: 0,
+            ..p.clone()
+        },
+        Policy {
+            max_lifetime_secs: -5,
+            ..p.clone()
+        },
+        Policy {
+            max_lifetime_secs: 86_401,
+            ..p.clone()
+        },
+        Policy {
+            skew_secs: -1,
+            ..p.clone()
+        },
+        Policy {
+            skew_secs: 3601,
+            ..p.clone()
+        },
+        Policy {
+            issuer: String::new(),
+            ..p.clone()
+        },
+    ] {
+        assert_eq!(
+            check_policy(&bad).unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            with(bad.clone()).unwrap_err().code,
+            ErrorCode::InvalidArgument,
+            "{bad:?}"
+        );
+    }
+}

@@ -11,7 +11,8 @@
 //! gateway timeout) is retryable and `outcome_unknown`.
 
 use crate::error::{Result, SupabashError};
-use crate::transport::{Delivery, RpcError};
+use crate::transport::answer::{read_capped, too_large, ReadError};
+use crate::transport::{Delivery, RpcError, DEFAULT_MAX_ANSWER_BYTES};
 use base64::Engine;
 use reqwest::header::HeaderValue;
 use reqwest::{Method, StatusCode, Url};
@@ -33,6 +34,7 @@ pub struct StorageApi {
     token: String,
     api_key: Option<String>,
     upload_concurrency: NonZeroUsize,
+    max_answer_bytes: usize,
 }
 
 impl std::fmt::Debug for StorageApi {
@@ -174,7 +176,21 @@ impl StorageApi {
             token: token.to_owned(),
             api_key: api_key.map(str::to_owned),
             upload_concurrency: DEFAULT_UPLOAD_CONCURRENCY,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         })
+    }
+
+    /// Reads at most `bytes` of one answer (default [`DEFAULT_MAX_ANSWER_BYTES`], 256 MiB); a
+    /// longer one fails with `QUOTA_EXCEEDED`. From 1 to [`crate::transport::MAX_ANSWER_BYTES`],
+    /// else `INVALID_ARGUMENT`.
+    pub fn with_max_answer_bytes(mut self, bytes: usize) -> Result<StorageApi> {
+        crate::limits::check_setting(
+            "max_answer_bytes",
+            bytes,
+            crate::transport::MAX_ANSWER_BYTES,
+        )?;
+        self.max_answer_bytes = bytes;
+        Ok(self)
     }
 
     /// Runs at most `n` uploads at a time in [`Self::upload_all`] (default
@@ -237,11 +253,21 @@ impl StorageApi {
         let response = r.send().await.map_err(|e| transport_error(e, mutation))?;
         let status = response.status();
         let headers = response.headers().clone();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| transport_error(e, mutation))?;
-        Ok((status, headers, body.to_vec()))
+        match read_capped(response, self.max_answer_bytes).await {
+            Ok(body) => Ok((status, headers, body)),
+            Err(ReadError::Transport(e)) => Err(transport_error(e, mutation)),
+            Err(ReadError::TooLarge { limit }) => {
+                let what = format!("a Storage answer (HTTP {})", status.as_u16());
+                let mut e = SupabashError::quota(too_large(
+                    &what,
+                    limit,
+                    "StorageConfig::with_max_answer_bytes or StorageApi::with_max_answer_bytes",
+                ));
+                // A mutation that succeeded ran, whatever its answer held.
+                e.outcome_unknown = mutation && status.is_success();
+                Err(e)
+            }
+        }
     }
 
     /// Uploads `body` to `key` (`x-upsert: true` when `upsert`, else create-only: an existing

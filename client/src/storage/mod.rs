@@ -66,10 +66,18 @@ pub struct StorageConfig {
     /// recovery treats it as abandoned ([`DEFAULT_STALE_INTENT`]; see `recover.rs`). This
     /// process's own failed commits are resolved at once.
     pub stale_intent_after: Duration,
-    /// How many uploads a commit runs at a time (at least 1; default
+    /// How many uploads a commit runs at a time (1 to [`MAX_UPLOAD_CONCURRENCY`]; default
     /// [`api::DEFAULT_UPLOAD_CONCURRENCY`], 4).
     pub upload_concurrency: usize,
+    /// The most bytes one Storage answer may hold (1 to
+    /// [`crate::transport::MAX_ANSWER_BYTES`]; default
+    /// [`crate::transport::DEFAULT_MAX_ANSWER_BYTES`], 256 MiB): a longer one fails with
+    /// `QUOTA_EXCEEDED` and is never buffered whole.
+    pub max_answer_bytes: usize,
 }
+
+/// The most uploads a commit may run at a time.
+pub const MAX_UPLOAD_CONCURRENCY: usize = 64;
 
 crate::setters! {
     impl StorageConfig {
@@ -79,6 +87,7 @@ crate::setters! {
         with_coordinator(coordinator: some Arc<dyn CommitCoordinator>),
         with_stale_intent_after(stale_intent_after: Duration),
         with_upload_concurrency(upload_concurrency: usize),
+        with_max_answer_bytes(max_answer_bytes: usize),
     }
 }
 
@@ -97,22 +106,22 @@ impl StorageConfig {
             coordinator: None,
             stale_intent_after: DEFAULT_STALE_INTENT,
             upload_concurrency: api::DEFAULT_UPLOAD_CONCURRENCY.get(),
+            max_answer_bytes: crate::transport::DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 
     /// The Storage API of this configuration for `bucket` and `prefix` with `token`.
     fn api(&self, bucket: &str, prefix: &str, token: &str) -> Result<StorageApi> {
+        crate::limits::check_setting(
+            "upload_concurrency",
+            self.upload_concurrency,
+            MAX_UPLOAD_CONCURRENCY,
+        )?;
         let concurrency =
-            std::num::NonZeroUsize::new(self.upload_concurrency).ok_or_else(|| {
-                SupabashError::new(
-                    ErrorCode::InvalidArgument,
-                    "upload concurrency must be at least 1",
-                )
-            })?;
-        Ok(
-            StorageApi::new(&self.url, bucket, prefix, token, self.api_key.as_deref())?
-                .with_upload_concurrency(concurrency),
-        )
+            std::num::NonZeroUsize::new(self.upload_concurrency).expect("checked: at least 1");
+        StorageApi::new(&self.url, bucket, prefix, token, self.api_key.as_deref())?
+            .with_upload_concurrency(concurrency)
+            .with_max_answer_bytes(self.max_answer_bytes)
     }
 }
 
@@ -123,6 +132,7 @@ impl std::fmt::Debug for StorageConfig {
             .field("bucket", &self.bucket)
             .field("coordinated", &self.coordinator.is_some())
             .field("upload_concurrency", &self.upload_concurrency)
+            .field("max_answer_bytes", &self.max_answer_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -259,6 +269,7 @@ impl StorageWorkspace {
         coordinator: Option<Arc<dyn CommitCoordinator>>,
         stale_intent_after: Duration,
     ) -> Result<Self> {
+        limits.validate()?;
         supabash_core::capability::check_prefix(api.prefix()).map_err(|_| {
             SupabashError::new(ErrorCode::InvalidArgument, "not a valid Storage prefix")
         })?;

@@ -11,6 +11,9 @@ use crate::limits::Limits;
 use serde_json::{json, Value};
 use supabash_core::ErrorCode;
 
+/// The most bytes read of an answer to [`create_bucket`]: 64 KiB.
+const SETUP_ANSWER_BYTES: usize = 64 * 1024;
+
 /// Creates the private bucket `bucket` at the Storage URL `url` with `service_key`; `false`
 /// when it already existed.
 pub async fn create_bucket(url: &str, service_key: &str, bucket: &str) -> Result<bool> {
@@ -24,7 +27,10 @@ pub async fn create_bucket(url: &str, service_key: &str, bucket: &str) -> Result
         .await
         .map_err(|e| SupabashError::new(ErrorCode::Backend, format!("storage unreachable: {e}")))?;
     let status = response.status().as_u16();
-    let body = response.bytes().await.unwrap_or_default();
+    // The answer is a short JSON object; anything past the cap is cut off, not buffered.
+    let body = crate::transport::answer::read_capped(response, SETUP_ANSWER_BYTES)
+        .await
+        .unwrap_or_default();
     if (200..300).contains(&status) {
         return Ok(true);
     }

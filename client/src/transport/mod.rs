@@ -1,9 +1,11 @@
 //! How the client reaches the RPCs. One call is an RPC name plus a JSON object of named
 //! arguments; the answer is JSON or an [`RpcError`] that keeps everything the server said.
 
+pub(crate) mod answer;
 mod postgres;
 mod postgrest;
 
+pub use answer::{DEFAULT_MAX_ANSWER_BYTES, MAX_ANSWER_BYTES};
 pub use postgres::{postgres_error, PostgresTransport};
 pub use postgrest::PostgrestTransport;
 
@@ -98,7 +100,14 @@ pub async fn call<R: Rpc>(transport: &dyn Transport, request: &R) -> Result<R::A
         .call_text(R::NAME, args)
         .instrument(span.clone())
         .await
-        .map_err(|e| SupabashError::from_rpc(e, R::MUTATES));
+        .map_err(|e| {
+            // A mutation whose success answer was too long to read ran; its receipt is lost.
+            let ran = e.status.is_some_and(|s| (200..300).contains(&s))
+                && e.code.as_deref() == Some(postgrest::ANSWER_TOO_LARGE);
+            let mut e = SupabashError::from_rpc(e, R::MUTATES);
+            e.outcome_unknown |= ran && R::MUTATES;
+            e
+        });
     if let Err(e) = &answer {
         span.record("code", e.code().as_str());
     }

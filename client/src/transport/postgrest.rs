@@ -1,17 +1,25 @@
 //! PostgREST over HTTP: the production path. On Supabase the base URL is the project URL plus
 //! `/rest/v1`; any PostgREST-compatible server works when given its own base URL.
 
+use super::answer::{read_capped, too_large, ReadError, DEFAULT_MAX_ANSWER_BYTES};
 use super::{Delivery, RpcError, Transport};
 use serde_json::{Map, Value};
 use std::time::Duration;
 
 /// Calls RPCs as `POST {base}/rpc/{name}` with the `apikey` and `Authorization: Bearer` headers.
+/// Each answer is read up to [`Self::with_max_answer_bytes`] bytes (default
+/// [`DEFAULT_MAX_ANSWER_BYTES`], 256 MiB); a longer one fails the call with `QUOTA_EXCEEDED`.
 pub struct PostgrestTransport {
     http: reqwest::Client,
     base_url: String,
     api_key: String,
     bearer: String,
+    max_answer_bytes: usize,
 }
+
+/// The SQLSTATE an answer past its cap is reported with (`program_limit_exceeded`, which the
+/// client's error table reads as `QUOTA_EXCEEDED`).
+pub(crate) const ANSWER_TOO_LARGE: &str = "54000";
 
 impl PostgrestTransport {
     /// A transport for a Supabase project: `{supabase_url}/rest/v1`.
@@ -37,7 +45,16 @@ impl PostgrestTransport {
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key: api_key.to_owned(),
             bearer: bearer.to_owned(),
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         }
+    }
+
+    /// Reads at most `bytes` of one answer (default [`DEFAULT_MAX_ANSWER_BYTES`]); from 1 to
+    /// [`super::MAX_ANSWER_BYTES`], else `INVALID_ARGUMENT`.
+    pub fn with_max_answer_bytes(mut self, bytes: usize) -> crate::Result<Self> {
+        crate::limits::check_setting("max_answer_bytes", bytes, super::MAX_ANSWER_BYTES)?;
+        self.max_answer_bytes = bytes;
+        Ok(self)
     }
 }
 
@@ -95,7 +112,25 @@ impl PostgrestTransport {
         }
         let response = request.body(body).send().await.map_err(send_error)?;
         let status = response.status().as_u16();
-        let bytes = response.bytes().await.map_err(send_error)?;
+        let bytes = match read_capped(response, self.max_answer_bytes).await {
+            Ok(bytes) => bytes,
+            Err(ReadError::Transport(e)) => return Err(send_error(e)),
+            Err(ReadError::TooLarge { limit }) => {
+                let what = format!("the answer of {rpc} (HTTP {status})");
+                let setting = "PostgrestTransport::with_max_answer_bytes";
+                return Err(RpcError {
+                    status: Some(status),
+                    // An error answer keeps its status's meaning; a success is a quota.
+                    code: (200..300)
+                        .contains(&status)
+                        .then(|| ANSWER_TOO_LARGE.to_owned()),
+                    message: too_large(&what, limit, setting),
+                    details: None,
+                    hint: None,
+                    delivery: Delivery::Answered,
+                });
+            }
+        };
         if (200..300).contains(&status) {
             if bytes.is_empty() {
                 return Ok("null".to_owned());
@@ -103,7 +138,7 @@ impl PostgrestTransport {
             // Checked without building it (callers decode it into their own types).
             let checked = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
                 .map_err(|e| e.to_string())
-                .and_then(|_| String::from_utf8(bytes.to_vec()).map_err(|e| e.to_string()));
+                .and_then(|_| String::from_utf8(bytes).map_err(|e| e.to_string()));
             return checked.map_err(|e| RpcError {
                 status: Some(status),
                 code: None,

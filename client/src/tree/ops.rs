@@ -125,18 +125,27 @@ fn follow(nodes: &BTreeMap<String, Node>, p: &str, follow_last: bool) -> FsResul
     Err(posix(Errno::ELOOP, "resolve", p))
 }
 
-/// Checks file count, total bytes, file size and path length of the committable files.
+/// Checks the tree against its limits: file count, total bytes and path length of the
+/// committable files, the size of every file (scratch paths included), and the total the whole
+/// tree holds (every file and link target, scratch paths and paths kept out of commits
+/// included: `max_file_system_bytes`).
 fn check_limits(tree: &StagedTree, inner: &Inner) -> Result<(), SupabashError> {
     let limits = tree.limits();
-    let (mut files, mut bytes) = (0usize, 0usize);
+    let (mut files, mut bytes, mut held) = (0usize, 0usize, 0usize);
     for (p, node) in &inner.nodes {
-        if let Node::File { body, .. } = node {
-            if committable(p) {
-                limits.check_path(p)?;
-                limits.check_file(p, body.size() as usize)?;
-                files += 1;
-                bytes += body.size() as usize;
+        match node {
+            Node::File { body, .. } => {
+                let size = body.size() as usize;
+                limits.check_file(p, size)?;
+                held = held.saturating_add(size);
+                if committable(p) {
+                    limits.check_path(p)?;
+                    files += 1;
+                    bytes += size;
+                }
             }
+            Node::Symlink { target, .. } => held = held.saturating_add(target.len()),
+            Node::Dir { .. } => {}
         }
     }
     // A lazily opened tree counts what it has not listed yet as the server reported it.
@@ -144,7 +153,8 @@ fn check_limits(tree: &StagedTree, inner: &Inner) -> Result<(), SupabashError> {
     limits.check_tree(
         files + unloaded.files as usize,
         bytes + unloaded.bytes as usize,
-    )
+    )?;
+    limits.check_file_system(held.saturating_add(unloaded.bytes as usize))
 }
 
 impl StagedTree {
@@ -181,7 +191,10 @@ impl StagedTree {
         Ok(())
     }
 
+    /// The tree, locked for a change: refused while a commit is in flight, and with limits
+    /// that make no sense (`INVALID_ARGUMENT`, see [`crate::Limits::validate`]).
     fn mutable(&self) -> FsResult<std::sync::MutexGuard<'_, Inner>> {
+        self.limits().validate()?;
         let inner = self.lock();
         StagedTree::check_idle(&inner)?;
         Ok(inner)
@@ -565,7 +578,11 @@ impl StagedTree {
             target: target.to_owned(),
             meta: super::Meta::new(0o777),
         };
-        inner.nodes.insert(at, node);
+        inner.nodes.insert(at.clone(), node);
+        if let Err(e) = check_limits(self, &inner) {
+            inner.nodes.remove(&at);
+            return Err(e.into());
+        }
         Ok(())
     }
 

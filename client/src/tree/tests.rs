@@ -346,10 +346,61 @@ fn limits_refuse_before_staging() {
         assert!(quota(t.write("/b", "123").await.unwrap_err()));
         t.write("/b", "12").await.unwrap();
         assert!(quota(t.write("/c", "").await.unwrap_err()));
+        // The file limit holds for scratch paths too (it used to let /tmp hold anything).
         t.mkdir("/tmp", false).await.unwrap();
-        t.write("/tmp/big", "123456789").await.unwrap();
+        assert!(quota(t.write("/tmp/big", "123456789").await.unwrap_err()));
+        assert!(!t.exists("/tmp/big").await);
+        t.write("/tmp/big", "1234").await.unwrap();
         assert!(quota(t.mv("/tmp/big", "/c").await.unwrap_err()));
         assert!(t.exists("/tmp/big").await);
+    });
+}
+
+/// `max_file_system_bytes` counts every byte the tree holds, scratch paths and link targets
+/// included; a refused write, append, copy or link stages nothing, and a delete makes room.
+#[test]
+fn the_whole_filesystem_is_capped() {
+    rt().block_on(async {
+        let limits = Limits::default()
+            .with_max_file_bytes(8)
+            .with_max_file_system_bytes(10);
+        let t = tree_over(&base_of(&[("/a", "12345")]), limits);
+        let quota =
+            |e: FsError| matches!(e, FsError::Supabash(s) if s.code == ErrorCode::QuotaExceeded);
+        t.mkdir("/tmp", false).await.unwrap();
+        // 5 committed + 6 scratch bytes: past 10.
+        let e = t.write("/tmp/big", "123456").await.unwrap_err();
+        assert!(e.to_string().contains("max_file_system_bytes"), "{e}");
+        assert!(quota(e));
+        assert!(!t.exists("/tmp/big").await);
+        t.write("/tmp/x", "123").await.unwrap();
+        // Several files together: 5 + 3 + 3 > 10, whichever path it is.
+        assert!(quota(t.write("/b", "123").await.unwrap_err()));
+        assert!(quota(t.append("/tmp/x", "123").await.unwrap_err()));
+        assert!(quota(t.cp("/tmp/x", "/tmp/y", false).await.unwrap_err()));
+        assert!(quota(t.symlink("/a/../very/long", "/l").await.unwrap_err()));
+        assert!(!t.exists("/b").await && !t.exists("/tmp/y").await);
+        assert!(t.lstat("/l").await.is_err());
+        // A refused rewrite keeps the old content.
+        assert!(quota(t.write("/a", "12345678").await.unwrap_err()));
+        assert_eq!(t.read("/a").await.unwrap(), b"12345");
+        assert_eq!(t.read("/tmp/x").await.unwrap(), b"123");
+        // Deleting makes room again.
+        t.rm("/tmp/x", false, false).await.unwrap();
+        t.write("/tmp/big", "12345").await.unwrap();
+        t.rm("/a", false, false).await.unwrap();
+        t.write("/b", "12345").await.unwrap();
+    });
+}
+
+/// Limits that make no sense never reach use: a tree built with them refuses every change.
+#[test]
+fn a_tree_with_senseless_limits_refuses_changes() {
+    rt().block_on(async {
+        let t = tree_over(&BTreeMap::new(), Limits::default().with_max_files(0));
+        let e = t.write("/a", "1").await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e:?}");
+        assert!(!t.exists("/a").await);
     });
 }
 

@@ -93,6 +93,7 @@ impl Workspace {
         limits: Limits,
         files_only: bool,
     ) -> Result<Self> {
+        limits.validate()?;
         let request = rq::CreateWorkspace {
             label: None,
             files_only: files_only.then_some(true),
@@ -125,6 +126,7 @@ impl Workspace {
         mode: OpenMode,
         manifests: Option<&ManifestCache>,
     ) -> Result<Self> {
+        limits.validate()?;
         let manifests = manifests.filter(|_| mode != OpenMode::Lazy);
         if let Some(base) = Base::reopen(transport.as_ref(), workspace_id, manifests).await? {
             return Ok(Self::with_base(transport, workspace_id, base, limits));

@@ -586,15 +586,16 @@ pub fn print_synced(synced: &Synced) {
         println!("  {:?} {}{from}{size}", c.kind, c.path);
     }
     for d in &synced.applied {
-        if matches!(
-            d.kind,
-            supabash::disk::DirChangeKind::DirCreated | supabash::disk::DirChangeKind::DirRemoved
-        ) {
-            println!(
-                "  {:?} {} (in the staged tree only: revisions hold files)",
-                d.kind, d.path
-            );
-        }
+        // Revisions hold directories (since 0.6.0): an empty one as an entry of its own, any
+        // other through the paths below it.
+        let what = match d.kind {
+            supabash::disk::DirChangeKind::DirCreated => {
+                "staged: the next commit keeps it, an empty directory as an entry of its own"
+            }
+            supabash::disk::DirChangeKind::DirRemoved => "staged: the next commit removes it",
+            _ => continue,
+        };
+        println!("  {:?} {} ({what})", d.kind, d.path);
     }
     let not_staged = synced.not_staged.iter();
     print_capped(
