@@ -14,6 +14,7 @@
 //! the workspace, although its target, read as text against `/x/y`, stays inside.
 
 use crate::path;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// How many links one resolution follows at most (Linux's `MAXSYMLINKS`): more is a loop.
@@ -158,7 +159,7 @@ where
     I::IntoIter: Clone,
 {
     let links = links.into_iter();
-    let map: std::collections::BTreeMap<&str, &str> = links
+    let map: BTreeMap<&str, &str> = links
         .clone()
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
@@ -166,6 +167,38 @@ where
         check(p, absolute, |q| map.get(q).map(|t| (*t).to_owned())).map_err(|e| (p.clone(), e))?;
     }
     Ok(())
+}
+
+/// The links of `links` (path → target) to leave out, each with why, so that every other one
+/// resolves inside the workspace among the links kept: for a writer that materialises a tree
+/// it did not check (a database written around the checks) or stages one from disk. Leaving a
+/// link out can change another's resolution, so it is repeated until nothing more is refused.
+pub fn refused(
+    links: &BTreeMap<String, String>,
+    absolute: Absolute,
+) -> BTreeMap<String, LinkError> {
+    let mut kept: BTreeMap<&str, &str> = links
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let mut out = BTreeMap::new();
+    loop {
+        let bad: Vec<(String, LinkError)> = kept
+            .keys()
+            .filter_map(|p| {
+                check(p, absolute, |q| kept.get(q).map(|t| (*t).to_owned()))
+                    .err()
+                    .map(|e| ((*p).to_owned(), e))
+            })
+            .collect();
+        if bad.is_empty() {
+            return out;
+        }
+        for (p, e) in bad {
+            kept.remove(p.as_str());
+            out.insert(p, e);
+        }
+    }
 }
 
 /// Whether `p` (canonical) or any of its ancestors is a key `is_link` says is a link: a path

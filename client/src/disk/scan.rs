@@ -13,6 +13,7 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use supabash_core::links::{self, Absolute};
 use supabash_core::{path, posix};
 
 /// A regular file found on disk.
@@ -184,6 +185,14 @@ pub(super) fn scan(
         }
     }
     limits.check_tree(out.files.len(), done.bytes as usize)?;
+    // Links that lead outside as the kernel resolves them (through other links) stay out.
+    for (p, _) in links::refused(&out.links, Absolute::Escapes) {
+        let target = out.links.remove(&p).unwrap_or_default();
+        out.not_staged.push(NotStaged {
+            path: p,
+            reason: NotStagedReason::Symlink { target },
+        });
+    }
     out.ignored.sort_by(|a, b| a.path.cmp(&b.path));
     out.not_staged.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)

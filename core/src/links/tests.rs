@@ -97,6 +97,22 @@ fn absolute_targets_escape_unless_read_from_the_root() {
 }
 
 #[test]
+fn refused_leaves_out_what_escapes_until_the_rest_resolves() {
+    let links = tree(&[
+        ("/x/y/b", "../.."),
+        ("/x/y/c", "b/../../../etc"),
+        ("/l1", "l2"),
+        ("/l2", "l1"),
+        ("/ok", "x/y"),
+        ("/abs", "/etc"),
+    ]);
+    let out = refused(&links, Absolute::Escapes);
+    let names: Vec<&str> = out.keys().map(String::as_str).collect();
+    assert_eq!(names, ["/abs", "/l1", "/l2", "/x/y/c"]);
+    assert!(refused(&tree(&[("/ok", "x/y")]), Absolute::Escapes).is_empty());
+}
+
+#[test]
 fn below_a_link() {
     let is_link = |p: &str| p == "/a" || p == "/a/b/c";
     assert_eq!(below_link("/a/b/c/d", is_link), Some("/a".into()));

@@ -14,6 +14,7 @@ pub mod files;
 pub mod garbage;
 pub mod grep;
 pub mod lease;
+pub mod link_check;
 pub mod listing;
 pub mod manifest_changes;
 pub mod notes;
