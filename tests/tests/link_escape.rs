@@ -1,0 +1,357 @@
+//! Symbolic links resolved as the kernel resolves them (issue 36, item 3): the server refuses a
+//! commit leaving a link that leads outside the workspace through other links, or a loop;
+//! import leaves such links out; and a tree stored around those checks (rows written by the
+//! database owner, as a 0.6.0 database could hold them) never reaches outside the directory
+//! `export` or `run` writes it into.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use supabash::workspace::CommitOptions;
+use supabash_tests::client::{cluster, new_user, workspace_with, Via};
+use supabash_tests::{Caller, Cluster, SqlRpc};
+
+async fn commit(
+    rest: &mut SqlRpc,
+    who: &Caller,
+    ws: &str,
+    changes: Value,
+) -> Result<Value, String> {
+    let head = rest
+        .call(who, "supabash_load_manifest", json!({ "workspace_id": ws }))
+        .await
+        .unwrap();
+    rest.call(
+        who,
+        "supabash_commit",
+        json!({ "workspace_id": ws, "actor": "links", "base_revision": head["revision"],
+                "changes": changes }),
+    )
+    .await
+    .map_err(|e| e.message)
+}
+
+fn link(path: &str, target: &str) -> Value {
+    json!({"op": "upsert", "path": path, "text": target, "kind": "symlink"})
+}
+
+fn refused(r: Result<Value, String>, naming: &str) {
+    let e = r.expect_err("refused");
+    assert!(e.starts_with("SUPABASH_INVALID_PATH"), "{e}");
+    assert!(e.contains(naming), "{e}");
+}
+
+#[tokio::test]
+async fn the_server_refuses_links_that_leave_the_workspace_or_loop() {
+    let mut rest = SqlRpc::connect(&Cluster::shared().dsn("authenticator")).await;
+    let alice = Caller::new_user();
+    // b, then c: c climbs out through b.
+    let ws = rest.create_workspace(&alice).await;
+    commit(
+        &mut rest,
+        &alice,
+        &ws,
+        json!([link("/x/y/b", "../.."), link("/latest", "x/y")]),
+    )
+    .await
+    .unwrap();
+    refused(
+        commit(
+            &mut rest,
+            &alice,
+            &ws,
+            json!([link("/x/y/c", "b/../../../etc")]),
+        )
+        .await,
+        "/x/y/c",
+    );
+    // c, then b: b makes c climb out.
+    let ws = rest.create_workspace(&alice).await;
+    commit(
+        &mut rest,
+        &alice,
+        &ws,
+        json!([link("/x/y/c", "b/../../../etc")]),
+    )
+    .await
+    .unwrap();
+    refused(
+        commit(&mut rest, &alice, &ws, json!([link("/x/y/b", "../..")])).await,
+        "/x/y/c",
+    );
+    // Moved into place: refused too.
+    commit(&mut rest, &alice, &ws, json!([link("/z/w/b", "../..")]))
+        .await
+        .unwrap();
+    refused(
+        commit(
+            &mut rest,
+            &alice,
+            &ws,
+            json!([{"op": "move", "from": "/z/w/b", "path": "/x/y/b"}]),
+        )
+        .await,
+        "/x/y/c",
+    );
+    // Both in one commit.
+    let ws = rest.create_workspace(&alice).await;
+    refused(
+        commit(
+            &mut rest,
+            &alice,
+            &ws,
+            json!([link("/x/y/b", "../.."), link("/x/y/c", "b/../../../etc")]),
+        )
+        .await,
+        "/x/y/c",
+    );
+    // A loop, in one commit and in two.
+    refused(
+        commit(
+            &mut rest,
+            &alice,
+            &ws,
+            json!([link("/l1", "l2"), link("/l2", "l1")]),
+        )
+        .await,
+        "more than 40",
+    );
+    commit(&mut rest, &alice, &ws, json!([link("/l1", "l2")]))
+        .await
+        .unwrap();
+    refused(
+        commit(&mut rest, &alice, &ws, json!([link("/l2", "l1")])).await,
+        "/l1",
+    );
+    // Ordinary links, and files beside them, still commit.
+    commit(
+        &mut rest,
+        &alice,
+        &ws,
+        json!([link("/d/up", ".."), link("/d/side", "../e/f"),
+               {"op": "upsert", "path": "/e/f", "text": "f"}]),
+    )
+    .await
+    .unwrap();
+}
+
+/// A fresh scratch directory under the system temp dir, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let dir = std::env::temp_dir().join(format!("link-escape-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn supabash(user: &str, args: &[&str]) -> Output {
+    Command::new(supabash_tests::binary::supabash())
+        .args(args)
+        .env("SUPABASH_DSN", cluster().dsn("authenticator"))
+        .env("SUPABASH_SUB", user)
+        .output()
+        .unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Every file named `name` under `dir`, links not followed.
+fn find(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            found.extend(find(&e.path(), name));
+        } else if e.file_name() == name {
+            found.push(e.path());
+        }
+    }
+    found
+}
+
+/// A workspace whose stored tree holds what the checks refuse: `/x/y/b -> ../..` with
+/// `/x/y/c -> b/../../../etc`, `/x/y/c2 -> b/..` (the directory holding the export) with a
+/// file below it, and a loop `/l1 -> l2`, `/l2 -> l1`. Committed as files and directories,
+/// then turned into links by the database owner.
+async fn hostile_workspace(user: &str) -> String {
+    let ws = workspace_with(
+        Via::Postgres,
+        user,
+        &[
+            ("/x/y/b", "../.."),
+            ("/x/y/c2/planted.txt", "pwned\n"),
+            ("/seed", "b/.."),
+            ("/l2", "l1"),
+            ("/ok.txt", "ok\n"),
+        ],
+    )
+    .await;
+    ws.fs().symlink("b/../../../etc", "/x/y/c").await.unwrap();
+    ws.fs().symlink("l2", "/l1").await.unwrap();
+    ws.commit(CommitOptions::new("links")).await.unwrap();
+    let admin = supabash_tests::support::admin(cluster()).await;
+    admin
+        .execute(
+            "UPDATE supabash.entries SET kind = 'symlink', mode = 511
+              WHERE workspace_id = $1::text::uuid AND valid_until IS NULL
+                AND path IN ('/x/y/b', '/l2')",
+            &[&ws.id()],
+        )
+        .await
+        .unwrap();
+    admin
+        .execute(
+            "UPDATE supabash.entries e SET kind = 'symlink', mode = 511,
+                    body_hash = s.body_hash, body_size = s.body_size,
+                    content_hash = s.content_hash, content_size = s.content_size
+               FROM supabash.entries s
+              WHERE e.workspace_id = $1::text::uuid AND e.valid_until IS NULL AND e.path = '/x/y/c2'
+                AND s.workspace_id = e.workspace_id AND s.valid_until IS NULL AND s.path = '/seed'",
+            &[&ws.id()],
+        )
+        .await
+        .unwrap();
+    ws.id().to_owned()
+}
+
+/// No link under `root` resolves outside it.
+fn links_stay_inside(root: &Path) {
+    let root = std::fs::canonicalize(root).unwrap();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_symlink() {
+                if let Ok(real) = std::fs::canonicalize(e.path()) {
+                    assert!(
+                        real.starts_with(&root),
+                        "{} -> {}",
+                        e.path().display(),
+                        real.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn export_and_run_of_a_hostile_stored_tree_stay_inside_their_directory() {
+    let user = new_user();
+    let ws = hostile_workspace(&user).await;
+    let scratch = Scratch::new();
+    for revision in [None, Some("head")] {
+        let out_dir = scratch.0.join(format!("out-{}", revision.is_some()));
+        let mut args = vec!["export", "--workspace", &ws, out_dir.to_str().unwrap()];
+        if let Some(r) = revision {
+            args.extend(["--revision", r]);
+        }
+        let out = supabash(&user, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let shown = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(shown.contains("not written"), "{shown}");
+        for gone in ["x/y/c", "x/y/c2", "l1", "l2"] {
+            assert!(
+                std::fs::symlink_metadata(out_dir.join(gone)).is_err(),
+                "{gone} written: {shown}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_link(out_dir.join("x/y/b")).unwrap(),
+            Path::new("../..")
+        );
+        assert_eq!(
+            std::fs::read_to_string(out_dir.join("ok.txt")).unwrap(),
+            "ok\n"
+        );
+        links_stay_inside(&out_dir);
+    }
+    assert_eq!(find(&scratch.0, "planted.txt"), Vec::<PathBuf>::new());
+
+    // `run` writes the same tree into its private directory; the command sees no way out, and
+    // the workspace's links are untouched (nothing staged).
+    let out = supabash(
+        &user,
+        &[
+            "run",
+            "--workspace",
+            &ws,
+            "--scratch-dir",
+            scratch.0.to_str().unwrap(),
+            "--json",
+            "--",
+            "sh",
+            "-c",
+            "ls x/y; test ! -e x/y/c && test ! -e x/y/c2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["sync"]["changes"], json!([]), "{doc}");
+    assert_eq!(find(&scratch.0, "planted.txt"), Vec::<PathBuf>::new());
+}
+
+#[tokio::test]
+async fn import_leaves_out_links_that_leave_the_directory() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/a.txt", "a\n")]).await;
+    let scratch = Scratch::new();
+    let src = scratch.0.join("src");
+    std::fs::create_dir_all(src.join("x/y")).unwrap();
+    std::os::unix::fs::symlink("../..", src.join("x/y/b")).unwrap();
+    std::os::unix::fs::symlink("b/../../../etc", src.join("x/y/c")).unwrap();
+    std::os::unix::fs::symlink("l2", src.join("l1")).unwrap();
+    std::os::unix::fs::symlink("l1", src.join("l2")).unwrap();
+    std::fs::write(src.join("a.txt"), "a\n").unwrap();
+    let out = supabash(
+        &user,
+        &[
+            "import",
+            src.to_str().unwrap(),
+            "--workspace",
+            ws.id(),
+            "--commit",
+            "-m",
+            "import",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let not_staged: Vec<&str> = doc["sync"]["notStaged"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc}"))
+        .iter()
+        .map(|n| n["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(not_staged, ["/l1", "/l2", "/x/y/c"], "{doc}");
+    let revision = doc["session"]["revision"].as_str().unwrap();
+    let tree = supabash(
+        &user,
+        &[
+            "ls",
+            "--workspace",
+            ws.id(),
+            "--revision",
+            revision,
+            "--json",
+        ],
+    );
+    let listed = String::from_utf8_lossy(&tree.stdout);
+    assert!(
+        listed.contains("/x/y/b") && !listed.contains("/x/y/c"),
+        "{listed}"
+    );
+}
