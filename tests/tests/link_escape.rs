@@ -181,16 +181,16 @@ fn find(dir: &Path, name: &str) -> Vec<PathBuf> {
 
 /// A workspace whose stored tree holds what the checks refuse: `/x/y/b -> ../..` with
 /// `/x/y/c -> b/../../../etc`, `/x/y/c2 -> b/..` (the directory holding the export) with a
-/// file below it, and a loop `/l1 -> l2`, `/l2 -> l1`. Committed as files and directories,
-/// then turned into links by the database owner.
-async fn hostile_workspace(user: &str) -> String {
+/// file below it, and a loop `/l1 -> l2`, `/l2 -> l1`. Committed as files, then turned into
+/// links (and the file moved below one) by the database owner.
+async fn hostile_workspace(user: &str) -> (String, String) {
     let ws = workspace_with(
         Via::Postgres,
         user,
         &[
             ("/x/y/b", "../.."),
-            ("/x/y/c2/planted.txt", "pwned\n"),
-            ("/seed", "b/.."),
+            ("/x/y/c2", "b/.."),
+            ("/planted.txt", "pwned\n"),
             ("/l2", "l1"),
             ("/ok.txt", "ok\n"),
         ],
@@ -198,30 +198,28 @@ async fn hostile_workspace(user: &str) -> String {
     .await;
     ws.fs().symlink("b/../../../etc", "/x/y/c").await.unwrap();
     ws.fs().symlink("l2", "/l1").await.unwrap();
-    ws.commit(CommitOptions::new("links")).await.unwrap();
+    let head = ws.commit(CommitOptions::new("links")).await.unwrap();
     let admin = supabash_tests::support::admin(cluster()).await;
-    admin
+    let changed = admin
         .execute(
             "UPDATE supabash.entries SET kind = 'symlink', mode = 511
               WHERE workspace_id = $1::text::uuid AND valid_until IS NULL
-                AND path IN ('/x/y/b', '/l2')",
+                AND path IN ('/x/y/b', '/x/y/c2', '/l2')",
             &[&ws.id()],
         )
         .await
         .unwrap();
-    admin
+    assert_eq!(changed, 3);
+    let changed = admin
         .execute(
-            "UPDATE supabash.entries e SET kind = 'symlink', mode = 511,
-                    body_hash = s.body_hash, body_size = s.body_size,
-                    content_hash = s.content_hash, content_size = s.content_size
-               FROM supabash.entries s
-              WHERE e.workspace_id = $1::text::uuid AND e.valid_until IS NULL AND e.path = '/x/y/c2'
-                AND s.workspace_id = e.workspace_id AND s.valid_until IS NULL AND s.path = '/seed'",
+            "UPDATE supabash.entries SET path = '/x/y/c2/planted.txt'
+              WHERE workspace_id = $1::text::uuid AND path = '/planted.txt'",
             &[&ws.id()],
         )
         .await
         .unwrap();
-    ws.id().to_owned()
+    assert_eq!(changed, 1);
+    (ws.id().to_owned(), head.receipt.revision)
 }
 
 /// No link under `root` resolves outside it.
@@ -250,9 +248,9 @@ fn links_stay_inside(root: &Path) {
 #[tokio::test]
 async fn export_and_run_of_a_hostile_stored_tree_stay_inside_their_directory() {
     let user = new_user();
-    let ws = hostile_workspace(&user).await;
+    let (ws, head) = hostile_workspace(&user).await;
     let scratch = Scratch::new();
-    for revision in [None, Some("head")] {
+    for revision in [None, Some(head.as_str())] {
         let out_dir = scratch.0.join(format!("out-{}", revision.is_some()));
         let mut args = vec!["export", "--workspace", &ws, out_dir.to_str().unwrap()];
         if let Some(r) = revision {
@@ -340,18 +338,64 @@ async fn import_leaves_out_links_that_leave_the_directory() {
     let revision = doc["session"]["revision"].as_str().unwrap();
     let tree = supabash(
         &user,
-        &[
-            "ls",
-            "--workspace",
-            ws.id(),
-            "--revision",
-            revision,
-            "--json",
-        ],
+        &["tree", "--workspace", ws.id(), "--rev", revision, "--json"],
     );
     let listed = String::from_utf8_lossy(&tree.stdout);
     assert!(
         listed.contains("/x/y/b") && !listed.contains("/x/y/c"),
         "{listed}"
     );
+}
+
+#[tokio::test]
+async fn a_mount_of_a_hostile_stored_tree_hands_the_kernel_no_way_out() {
+    if !Path::new("/dev/fuse").exists() {
+        eprintln!("SKIPPED: /dev/fuse is absent on this machine");
+        return;
+    }
+    let user = new_user();
+    let (ws, _) = hostile_workspace(&user).await;
+    let scratch = Scratch::new();
+    let dir = scratch.0.join("mnt");
+    std::fs::create_dir(&dir).unwrap();
+    let mut child = Command::new(supabash_tests::binary::supabash())
+        .arg("mount")
+        .arg(&dir)
+        .env("SUPABASH_DSN", cluster().dsn("authenticator"))
+        .env("SUPABASH_SUB", &user)
+        .env("SUPABASH_WORKSPACE", &ws)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert!(line.starts_with("mounted "), "{line}");
+    let script = "cat x/y/c2/planted.txt; echo more > x/y/c2/planted2.txt; ls x/y/c/ ; \
+                  readlink -f x/y/c; cat l1; cat ok.txt";
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    // SAFETY: kill with a pid this test spawned and has not reaped yet.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let ended = child.wait_with_output().unwrap();
+    let _ = Command::new("fusermount3").arg("-u").arg(&dir).status();
+    let logged = String::from_utf8_lossy(&ended.stderr).into_owned();
+    // Only ok.txt reads; nothing lands in the directory holding the mount.
+    assert_eq!(
+        shown.trim_end(),
+        "ok",
+        "{shown}\n{}\n{logged}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(logged.contains("not followed"), "{logged}");
+    assert_eq!(find(&scratch.0, "planted2.txt"), Vec::<PathBuf>::new());
+    assert!(std::fs::read_dir(&scratch.0).unwrap().count() == 1);
 }

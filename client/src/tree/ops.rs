@@ -603,6 +603,23 @@ impl StagedTree {
         }
     }
 
+    /// Checks that the link at `p` resolves inside the tree once it is real files (an absolute
+    /// target, a `..` past the root on the way, or a loop do not: `INVALID_PATH`, `ELOOP`), for
+    /// a writer that hands the kernel a stored tree (the FUSE mount's `readlink`).
+    pub async fn check_link(&self, p: &str) -> FsResult<()> {
+        self.reach(p, true, Reach::Above).await?;
+        let canon = self.canon(p)?;
+        let inner = self.lock();
+        links::check(&canon, Absolute::Escapes, |q| target_of(&inner.nodes, q))
+            .map(|_| ())
+            .map_err(|e| match e {
+                LinkError::TooManyLinks => posix(Errno::ELOOP, "readlink", p),
+                e => SupabashError::new(ErrorCode::InvalidPath, e.message(&canon))
+                    .with_path(canon.clone())
+                    .into(),
+            })
+    }
+
     /// The canonical path with every link resolved; the path must exist.
     pub async fn realpath(&self, p: &str) -> FsResult<String> {
         self.reach(p, true, Reach::Above).await?;
