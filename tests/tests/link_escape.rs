@@ -278,8 +278,8 @@ async fn export_and_run_of_a_hostile_stored_tree_stay_inside_their_directory() {
     }
     assert_eq!(find(&scratch.0, "planted.txt"), Vec::<PathBuf>::new());
 
-    // `run` writes the same tree into its private directory; the command sees no way out, and
-    // the workspace's links are untouched (nothing staged).
+    // `run` writes the same tree into its private directory (the command sees no way out),
+    // then refuses to stage onto a tree holding such links: the links are named.
     let out = supabash(
         &user,
         &[
@@ -292,12 +292,12 @@ async fn export_and_run_of_a_hostile_stored_tree_stay_inside_their_directory() {
             "--",
             "sh",
             "-c",
-            "ls x/y; test ! -e x/y/c && test ! -e x/y/c2",
+            "ls x/y; test ! -e x/y/c && test ! -e x/y/c2 && test ! -e l1",
         ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["sync"]["changes"], json!([]), "{doc}");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("INVALID_PATH") && err.contains("/l1"), "{err}");
     assert_eq!(find(&scratch.0, "planted.txt"), Vec::<PathBuf>::new());
 }
 
