@@ -185,7 +185,15 @@ pub(super) fn scan(
         }
     }
     limits.check_tree(out.files.len(), done.bytes as usize)?;
-    // Links that lead outside as the kernel resolves them (through other links) stay out.
+    leave_out_escaping_links(&mut out);
+    out.ignored.sort_by(|a, b| a.path.cmp(&b.path));
+    out.not_staged.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Leaves out the links that lead outside the directory as the kernel resolves them (through
+/// other links, `supabash_core::links`), reported as not staged.
+fn leave_out_escaping_links(out: &mut Scan) {
     for (p, _) in links::refused(&out.links, Absolute::Escapes) {
         let target = out.links.remove(&p).unwrap_or_default();
         out.not_staged.push(NotStaged {
@@ -193,9 +201,6 @@ pub(super) fn scan(
             reason: NotStagedReason::Symlink { target },
         });
     }
-    out.ignored.sort_by(|a, b| a.path.cmp(&b.path));
-    out.not_staged.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
 }
 
 #[cfg(test)]
