@@ -268,7 +268,8 @@ pub(crate) async fn blocking<T: Send + 'static>(
 impl Workspace {
     /// Writes the staged tree into `dir` (created when missing; it must be empty): files with
     /// their modes and times, symbolic links, empty directories; shell-owned paths (`/tmp`,
-    /// ...) are not written. Bodies not in memory yet come from the host cache when the tree
+    /// ...) are not written, nor a link that would lead outside `dir` as the kernel resolves
+    /// it, nor anything below a link (both recorded in [`Materialised::skipped`]). Bodies not in memory yet come from the host cache when the tree
     /// has one (what it lacks is fetched in batches and kept there), else in one request when
     /// the base revision is at most [`SNAPSHOT_BUDGET_BYTES`], one at a time otherwise; they
     /// are not kept in the tree.
@@ -303,6 +304,15 @@ impl Workspace {
         self.fs().load_all().await?;
         let entries = self.fs().entries();
         out.totals(&entries);
+        out.plan_links(
+            &entries
+                .iter()
+                .filter_map(|(p, e)| match e {
+                    Entry::Symlink { target } => Some((p.clone(), target.clone())),
+                    _ => None,
+                })
+                .collect(),
+        );
         let cache = self.fs().host_cache().cloned();
         let mut base = if cache.is_some() {
             let paths: Vec<String> = entries.iter().map(|(p, _)| p.clone()).collect();
@@ -354,6 +364,14 @@ impl Workspace {
             });
         }
         let mut files = tree.files;
+        out.plan_links(
+            &tree
+                .entries
+                .iter()
+                .filter(|e| e.kind == Kind::Symlink)
+                .map(|e| (e.path.clone(), e.target.clone().unwrap_or_default()))
+                .collect(),
+        );
         for e in tree.entries {
             match e.kind {
                 Kind::File => {

@@ -5,6 +5,7 @@ pub mod document;
 pub mod error;
 pub mod hash;
 pub mod limits;
+pub mod links;
 pub mod moves;
 pub mod path;
 pub mod point_in_time;

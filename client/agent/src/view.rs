@@ -3,14 +3,18 @@
 //! `POLICY_DENIED`); operations on a directory
 //! holding a hidden path are refused with `EACCES`, so nothing hidden is listed, copied, moved
 //! or removed. Links cannot be created through a view, and a path whose links resolve outside
-//! the view or into a hidden path is refused. Errors name visible paths.
+//! the view or into a hidden path is refused: every operation, `readlink` and `lstat`
+//! included, resolves its path as the kernel does (`supabash_core::links`), whether what the
+//! links lead to exists or not, so a write through a dangling link into a hidden path is
+//! refused too. Errors name visible paths.
 
 use super::paths::{below, canon, err, join, rename_error};
 use super::AgentFs;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 use supabash::tree::{DirEntry, Errno, FsError, FsResult, Stat};
-use supabash_core::path;
+use supabash_core::links::{self, Absolute, LinkError};
 
 /// A subtree of another filesystem, presented as `/`, minus hidden paths.
 pub struct View {
@@ -76,23 +80,66 @@ impl View {
         rename_error(e, |p| below(p, &self.root))
     }
 
-    /// Checks that links on the way to `inner_path` stay inside the view and out of hidden
-    /// paths (for a missing path, its parent is checked).
-    async fn guard(&self, inner_path: &str, op: &'static str, visible: &str) -> FsResult<()> {
-        let mut at = inner_path.to_owned();
+    /// Checks that `inner_path`, resolved as the kernel resolves it (every link on the way,
+    /// the last one too when `follow_last`, whether what it leads to exists or not), and every
+    /// link followed on the way, stay inside the view and out of hidden paths: `EACCES`
+    /// otherwise (`ELOOP` for a loop).
+    async fn guard(
+        &self,
+        inner_path: &str,
+        op: &'static str,
+        visible: &str,
+        follow_last: bool,
+    ) -> FsResult<()> {
+        let visible_here = |p: &str| below(p, &self.root).is_some_and(|v| !self.is_hidden(&v));
+        match self.resolve(inner_path, follow_last).await {
+            Err(LinkError::TooManyLinks) => Err(err(Errno::ELOOP, op, visible)),
+            Err(_) => Err(err(Errno::EACCES, op, visible)),
+            Ok((real, followed))
+                if visible_here(&real) && followed.iter().all(|l| visible_here(l)) =>
+            {
+                Ok(())
+            }
+            Ok(_) => Err(err(Errno::EACCES, op, visible)),
+        }
+    }
+
+    /// Resolves `inner_path` in the inner filesystem with `supabash_core::links` (absolute
+    /// targets from its root, as the staged tree reads them), asking the inner filesystem
+    /// which paths are links as the walk meets them; answers the path and the links followed.
+    async fn resolve(
+        &self,
+        inner_path: &str,
+        follow_last: bool,
+    ) -> Result<(String, Vec<String>), LinkError> {
+        let mut known: HashMap<String, Option<String>> = HashMap::new();
         loop {
-            match self.inner.realpath(&at).await {
-                Ok(real) if real == at => return Ok(()),
-                Ok(real) => {
-                    let inside = below(&real, &self.root).is_some_and(|v| !self.is_hidden(&v));
-                    return if inside {
-                        Ok(())
-                    } else {
-                        Err(err(Errno::EACCES, op, visible))
-                    };
-                }
-                Err(_) if at == "/" || at == self.root => return Ok(()),
-                Err(_) => at = path::parent(&at).to_owned(),
+            let (mut missing, mut followed) = (Vec::new(), Vec::new());
+            let resolved =
+                links::resolve(
+                    inner_path,
+                    follow_last,
+                    Absolute::FromRoot,
+                    |q| match known.get(q) {
+                        Some(t) => {
+                            if t.is_some() {
+                                followed.push(q.to_owned());
+                            }
+                            t.clone()
+                        }
+                        None => {
+                            missing.push(q.to_owned());
+                            None
+                        }
+                    },
+                );
+            // Every pass learns at least one path the walk meets: it ends.
+            if missing.is_empty() {
+                return resolved.map(|p| (p, followed));
+            }
+            for q in missing {
+                let target = self.inner.readlink(&q).await.ok();
+                known.insert(q, target);
             }
         }
     }
@@ -104,7 +151,7 @@ impl View {
             return Err(err(Errno::ENOENT, op, &v));
         }
         let inner = join(&self.root, &v);
-        self.guard(&inner, op, &v).await?;
+        self.guard(&inner, op, &v, true).await?;
         Ok(inner)
     }
 
@@ -115,7 +162,7 @@ impl View {
             return Err(err(Errno::EACCES, op, &v));
         }
         let inner = join(&self.root, &v);
-        self.guard(&inner, op, &v).await?;
+        self.guard(&inner, op, &v, true).await?;
         Ok(inner)
     }
 
@@ -159,7 +206,7 @@ impl AgentFs for View {
             return Err(err(Errno::ENOENT, "lstat", &v));
         }
         let i = join(&self.root, &v);
-        self.guard(path::parent(&i), "lstat", &v).await?;
+        self.guard(&i, "lstat", &v, false).await?;
         self.inner.lstat(&i).await.map_err(|e| self.out(e))
     }
     async fn mkdir(&self, p: &str, recursive: bool) -> FsResult<()> {
@@ -219,6 +266,7 @@ impl AgentFs for View {
             return Err(err(Errno::ENOENT, "readlink", &v));
         }
         let i = join(&self.root, &v);
+        self.guard(&i, "readlink", &v, false).await?;
         self.inner.readlink(&i).await.map_err(|e| self.out(e))
     }
     async fn realpath(&self, p: &str) -> FsResult<String> {
@@ -243,6 +291,7 @@ mod tests {
     use super::*;
     use supabash::tree::StagedTree;
     use supabash::{ErrorCode, Limits};
+    use supabash_core::path;
 
     async fn fixture() -> (Arc<StagedTree>, View) {
         let tree = Arc::new(StagedTree::empty(Limits::default()));
@@ -298,6 +347,47 @@ mod tests {
         tree.symlink("/outside", "/ws/escape").await.unwrap();
         let e = view.read("/escape").await.unwrap_err();
         assert_eq!(e.errno(), Some(Errno::EACCES));
+    }
+
+    /// Issue 36, item 4: a dangling link into a hidden path is no way in, for writes or for
+    /// `readlink`.
+    #[tokio::test]
+    async fn links_into_hidden_paths_are_refused_dangling_or_not() {
+        let (tree, view) = fixture().await;
+        tree.symlink(".internal/planted.txt", "/ws/notes")
+            .await
+            .unwrap();
+        tree.symlink(".internal", "/ws/d").await.unwrap();
+        tree.symlink("tok-abc123", "/ws/.internal/l").await.unwrap();
+        for e in [
+            view.write("/notes", b"x".to_vec()).await.unwrap_err(),
+            view.append("/notes", b"x".to_vec()).await.unwrap_err(),
+            view.readlink("/d/l").await.unwrap_err(),
+            view.lstat("/d/l").await.unwrap_err(),
+            view.read("/d/secret").await.unwrap_err(),
+            view.write("/d/new", b"x".to_vec()).await.unwrap_err(),
+        ] {
+            assert_eq!(e.code(), ErrorCode::PolicyDenied, "{e}");
+        }
+        assert!(!tree.exists("/ws/.internal/planted.txt").await);
+        assert!(!tree.exists("/ws/.internal/new").await);
+        // A visible link's own target is its content; links inside the view still work.
+        assert_eq!(
+            view.readlink("/notes").await.unwrap(),
+            ".internal/planted.txt"
+        );
+        tree.symlink("docs/b.md", "/ws/b").await.unwrap();
+        assert_eq!(view.read("/b").await.unwrap(), b"b");
+        tree.symlink("docs/new.md", "/ws/n").await.unwrap();
+        view.write("/n", b"n".to_vec()).await.unwrap();
+        assert_eq!(tree.read("/ws/docs/new.md").await.unwrap(), b"n");
+        // A loop is ELOOP.
+        tree.symlink("l2", "/ws/l1").await.unwrap();
+        let e = view.read("/l1").await.unwrap_err();
+        assert!(
+            e.errno().is_some() || e.code() == ErrorCode::PolicyDenied,
+            "{e}"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use supabash_core::links::{self, Absolute};
 use supabash_core::{path, posix};
 
 /// A regular file found on disk.
@@ -184,9 +185,22 @@ pub(super) fn scan(
         }
     }
     limits.check_tree(out.files.len(), done.bytes as usize)?;
+    leave_out_escaping_links(&mut out);
     out.ignored.sort_by(|a, b| a.path.cmp(&b.path));
     out.not_staged.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
+}
+
+/// Leaves out the links that lead outside the directory as the kernel resolves them (through
+/// other links, `supabash_core::links`), reported as not staged.
+fn leave_out_escaping_links(out: &mut Scan) {
+    for (p, _) in links::refused(&out.links, Absolute::Escapes) {
+        let target = out.links.remove(&p).unwrap_or_default();
+        out.not_staged.push(NotStaged {
+            path: p,
+            reason: NotStagedReason::Symlink { target },
+        });
+    }
 }
 
 #[cfg(test)]

@@ -1,15 +1,22 @@
-//! Writing a tree into a directory: parents first, files created new (never through a link)
-//! with their permission bits set exactly (whatever the umask), each recorded.
+//! Writing a tree into a directory: parents first, files created new (never through a link:
+//! nothing is written at or below a link the writer made, and the final component is opened
+//! `O_NOFOLLOW`) with their permission bits set exactly (whatever the umask), each recorded.
+//! A link that would lead outside the directory, as the kernel resolves it, is not written.
 
-use super::{blocking, local_error, DiskStamp, Materialised, Progress, ProgressFn, WrittenFile};
+use super::{
+    blocking, local_error, DiskStamp, Materialised, NotStaged, NotStagedReason, Progress,
+    ProgressFn, WrittenFile,
+};
 use crate::cache::HostCache;
 use crate::error::{Result, SupabashError};
 use crate::tree::sync::Entry;
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use supabash_core::links::{self, Absolute};
 use supabash_core::path;
 use supabash_core::ErrorCode;
 
@@ -119,6 +126,8 @@ pub(super) struct Writer {
     progress: Option<ProgressFn>,
     pub record: Materialised,
     done: Progress,
+    /// The links [`Self::plan_links`] refused: never written.
+    refused: BTreeMap<String, String>,
 }
 
 impl Writer {
@@ -133,7 +142,46 @@ impl Writer {
                 total_files: None,
                 total_bytes: None,
             },
+            refused: BTreeMap::new(),
         }
+    }
+
+    /// Settles which of the tree's links (path → target) are written: those that resolve
+    /// inside the root as the kernel resolves them (`supabash_core::links::refused` leaves
+    /// out the others: a tree stored around the server's checks). A refused link is recorded
+    /// as skipped, with a line on stderr, and never written.
+    pub fn plan_links(&mut self, links: &BTreeMap<String, String>) {
+        for (p, e) in links::refused(links, Absolute::Escapes) {
+            eprintln!("supabash: not written: {}", e.message(&p));
+            let target = links[&p].clone();
+            self.record.skipped.push(NotStaged {
+                path: p.clone(),
+                reason: NotStagedReason::Symlink {
+                    target: target.clone(),
+                },
+            });
+            self.refused.insert(p, target);
+        }
+    }
+
+    /// The link written at `p` or above it, if any: nothing is written through a link (a
+    /// tree stored around the server's checks may hold entries below one). Paths come in
+    /// order, so a link is written before anything below it would be.
+    fn through_link(&mut self, p: &str) -> bool {
+        let mut at = Some(p);
+        while let Some(d) = at.filter(|d| *d != "/") {
+            if self.record.links.contains_key(d) || self.refused.contains_key(d) {
+                let link = d.to_owned();
+                eprintln!("supabash: not written: {p:?} lies below the symbolic link {link:?}");
+                self.record.skipped.push(NotStaged {
+                    path: p.to_owned(),
+                    reason: NotStagedReason::BelowSymlink { link },
+                });
+                return true;
+            }
+            at = Some(path::parent(d));
+        }
+        false
     }
 
     /// Sets the totals progress reports from the entries about to be written.
@@ -147,8 +195,17 @@ impl Writer {
         self.done.total_bytes = Some(bytes);
     }
 
-    /// Creates the directory `p` (canonical) and its parents, recording each.
+    /// Creates the directory `p` (canonical) and its parents, recording each (nothing below
+    /// a link: see [`Self::through_link`]).
     pub fn dir(&mut self, p: &str) -> Result<()> {
+        if self.through_link(p) {
+            return Ok(());
+        }
+        self.parents(p)
+    }
+
+    /// Creates `p` and its missing parents, none of them a link.
+    fn parents(&mut self, p: &str) -> Result<()> {
         let mut missing = Vec::new();
         let mut d = p;
         while d != "/" && !self.record.directories.contains(d) {
@@ -165,7 +222,10 @@ impl Writer {
 
     /// Creates the symbolic link `p` (canonical) to `target`, recording it.
     pub async fn link(&mut self, p: &str, target: &str) -> Result<()> {
-        self.dir(path::parent(p))?;
+        if self.refused.contains_key(p) || self.through_link(p) {
+            return Ok(());
+        }
+        self.parents(path::parent(p))?;
         let (at, shown, to) = (on_disk(&self.root, p), p.to_owned(), target.to_owned());
         blocking(move || {
             std::os::unix::fs::symlink(&to, &at)
@@ -183,7 +243,10 @@ impl Writer {
         bytes: Arc<Vec<u8>>,
         mut file: WrittenFile,
     ) -> Result<()> {
-        self.dir(path::parent(p))?;
+        if self.through_link(p) {
+            return Ok(());
+        }
+        self.parents(path::parent(p))?;
         let (at, shown, record) = (on_disk(&self.root, p), p.to_owned(), file.clone());
         file.stamp = Some(blocking(move || create_file(&at, &shown, &bytes, &record)).await?);
         self.written(p.to_owned(), file);
@@ -209,8 +272,10 @@ impl Writer {
         pending: Vec<Pending>,
         cache: Option<Arc<HostCache>>,
     ) -> Result<Vec<Pending>> {
+        let mut pending = pending;
+        pending.retain(|p| !self.through_link(&p.path));
         for p in &pending {
-            self.dir(path::parent(&p.path))?;
+            self.parents(path::parent(&p.path))?;
         }
         let mut missing = Vec::new();
         let mut rest = pending.into_iter().peekable();

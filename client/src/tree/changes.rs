@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_with::skip_serializing_none;
 use std::collections::BTreeMap;
 use supabash_core::hash::sha256_hex;
+use supabash_core::links::{self, Absolute};
 use supabash_core::moves;
 use supabash_core::posix::{self, Attrs, Kind};
 use supabash_core::rpc::{Content, StagedDocument, WireChange};
@@ -260,7 +261,9 @@ impl Planned {
 
 impl StagedTree {
     /// The committable entries of the staged tree. A symbolic link whose target is absolute,
-    /// climbs above the root or is not a valid path cannot be stored: `UNSUPPORTED_CONTENT`.
+    /// climbs above the root or is not a valid path cannot be stored: `UNSUPPORTED_CONTENT`;
+    /// one that leads outside the workspace or into a loop as the kernel follows links
+    /// (`supabash_core::links`): `INVALID_PATH`.
     /// Paths [`Self::keep_local`] keeps out of commits are left out.
     fn staged(&self) -> Result<BTreeMap<String, (BaseFile, Option<Body>)>> {
         let mut entries = self.lock().staged_entries();
@@ -272,6 +275,13 @@ impl StagedTree {
                 })?;
             }
         }
+        let targets: BTreeMap<String, String> = entries
+            .iter()
+            .filter_map(|(p, (e, _))| e.target.clone().map(|t| (p.clone(), t)))
+            .collect();
+        links::check_all(&targets, Absolute::Escapes).map_err(|(p, e)| {
+            SupabashError::new(ErrorCode::InvalidPath, e.message(&p)).with_path(p)
+        })?;
         Ok(entries)
     }
 

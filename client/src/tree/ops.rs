@@ -8,6 +8,7 @@ use crate::error::SupabashError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
+use supabash_core::links::{self, Absolute, LinkError};
 use supabash_core::path;
 use supabash_core::ErrorCode;
 
@@ -49,8 +50,6 @@ impl Detached {
     }
 }
 
-const MAX_LINK_HOPS: usize = 40;
-
 fn kind_of(node: &Node) -> FileKind {
     match node {
         Node::File { .. } => FileKind::File,
@@ -88,41 +87,49 @@ fn children<'a>(
     descendants(nodes, dir).filter(move |(p, _)| !p[skip..].contains('/'))
 }
 
-/// Resolves symbolic links in `p` (in the last segment too when `follow_last`).
+/// Resolves symbolic links in `p` (in the last segment too when `follow_last`) as the kernel
+/// does (`supabash_core::links`: a `..` after a link applies to its target; an absolute target
+/// is read from the workspace root).
 fn follow(nodes: &BTreeMap<String, Node>, p: &str, follow_last: bool) -> FsResult<String> {
-    let mut current = p.to_owned();
-    for _ in 0..MAX_LINK_HOPS {
-        let segments: Vec<String> = current
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect();
-        let mut prefix = String::new();
-        let mut redirect = None;
-        for (i, seg) in segments.iter().enumerate() {
-            prefix.push('/');
-            prefix.push_str(seg);
-            if i + 1 == segments.len() && !follow_last {
-                break;
-            }
-            if let Some(Node::Symlink { target, .. }) = nodes.get(&prefix) {
-                let resolved = path::resolve(path::parent(&prefix), target)
-                    .map_err(|e| invalid_path(target, e))?;
-                let rest = segments[i + 1..].join("/");
-                redirect = Some(match (rest.is_empty(), resolved.as_str()) {
-                    (true, _) => resolved,
-                    (false, "/") => format!("/{rest}"),
-                    (false, r) => format!("{r}/{rest}"),
-                });
-                break;
-            }
-        }
-        match redirect {
-            None => return Ok(current),
-            Some(next) => current = next,
-        }
+    links::resolve(p, follow_last, Absolute::FromRoot, |q| target_of(nodes, q)).map_err(|e| match e
+    {
+        LinkError::TooManyLinks => posix(Errno::ELOOP, "resolve", p),
+        e => SupabashError::new(ErrorCode::InvalidPath, e.message(p))
+            .with_path(p)
+            .into(),
+    })
+}
+
+fn target_of(nodes: &BTreeMap<String, Node>, p: &str) -> Option<String> {
+    match nodes.get(p) {
+        Some(Node::Symlink { target, .. }) => Some(target.clone()),
+        _ => None,
     }
-    Err(posix(Errno::ELOOP, "resolve", p))
+}
+
+/// The links of `nodes` that do not resolve inside the tree (see `supabash_core::links`).
+fn bad_links(nodes: &BTreeMap<String, Node>) -> BTreeMap<String, LinkError> {
+    let all: BTreeMap<String, String> = nodes
+        .iter()
+        .filter_map(|(p, _)| target_of(nodes, p).map(|t| (p.clone(), t)))
+        .collect();
+    links::refused(&all, Absolute::FromRoot)
+}
+
+/// Refuses a change to the tree's links (from `saved` to `nodes`) that leaves a link leading
+/// outside the workspace or into a loop where none did before: `INVALID_PATH` naming it.
+fn check_links(saved: &BTreeMap<String, Node>, nodes: &BTreeMap<String, Node>) -> FsResult<()> {
+    let after = bad_links(nodes);
+    if after.is_empty() {
+        return Ok(());
+    }
+    let before = bad_links(saved);
+    match after.into_iter().find(|(p, _)| !before.contains_key(p)) {
+        None => Ok(()),
+        Some((p, e)) => Err(SupabashError::new(ErrorCode::InvalidPath, e.message(&p))
+            .with_path(p)
+            .into()),
+    }
 }
 
 /// Checks the tree against its limits: file count, total bytes and path length of the
@@ -178,7 +185,7 @@ impl StagedTree {
         };
         let mut seen = canon.clone();
         self.load_towards(&seen, reach).await?;
-        for _ in 0..MAX_LINK_HOPS {
+        for _ in 0..links::MAX_FOLLOWS {
             let next = follow(&self.lock().nodes, &canon, follow_last);
             match next {
                 Ok(next) if next != seen => {
@@ -525,6 +532,9 @@ impl StagedTree {
         let moved: Vec<(String, Node)> = descendants(&inner.nodes, &from)
             .map(|(k, n)| (k.clone(), n.clone()))
             .collect();
+        let links_moved = moved.iter().any(|(_, n)| matches!(n, Node::Symlink { .. }))
+            || matches!(node, Node::Symlink { .. })
+            || matches!(saved.get(&to), Some(Node::Symlink { .. }));
         for (k, _) in &moved {
             inner.nodes.remove(k);
         }
@@ -536,6 +546,12 @@ impl StagedTree {
         if let Err(e) = check_limits(self, &inner) {
             inner.nodes = saved;
             return Err(e.into());
+        }
+        if links_moved {
+            if let Err(e) = check_links(&saved, &inner.nodes) {
+                inner.nodes = saved;
+                return Err(e);
+            }
         }
         Ok(())
     }
@@ -578,9 +594,14 @@ impl StagedTree {
             target: target.to_owned(),
             meta: super::Meta::new(0o777),
         };
-        inner.nodes.insert(at.clone(), node);
+        let saved = inner.nodes.clone();
+        inner.nodes.insert(at, node);
+        if let Err(e) = check_links(&saved, &inner.nodes) {
+            inner.nodes = saved;
+            return Err(e);
+        }
         if let Err(e) = check_limits(self, &inner) {
-            inner.nodes.remove(&at);
+            inner.nodes = saved;
             return Err(e.into());
         }
         Ok(())
@@ -597,6 +618,23 @@ impl StagedTree {
             Some(_) => Err(posix(Errno::EINVAL, "readlink", p)),
             None => Err(posix(Errno::ENOENT, "readlink", p)),
         }
+    }
+
+    /// Checks that the link at `p` resolves inside the tree once it is real files (an absolute
+    /// target, a `..` past the root on the way, or a loop do not: `INVALID_PATH`, `ELOOP`), for
+    /// a writer that hands the kernel a stored tree (the FUSE mount's `readlink`).
+    pub async fn check_link(&self, p: &str) -> FsResult<()> {
+        self.reach(p, true, Reach::Above).await?;
+        let canon = self.canon(p)?;
+        let inner = self.lock();
+        links::check(&canon, Absolute::Escapes, |q| target_of(&inner.nodes, q))
+            .map(|_| ())
+            .map_err(|e| match e {
+                LinkError::TooManyLinks => posix(Errno::ELOOP, "readlink", p),
+                e => SupabashError::new(ErrorCode::InvalidPath, e.message(&canon))
+                    .with_path(canon.clone())
+                    .into(),
+            })
     }
 
     /// The canonical path with every link resolved; the path must exist.

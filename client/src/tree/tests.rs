@@ -246,12 +246,16 @@ fn links_dirs_and_metadata() {
             ),
             (changes::ChangeKind::Upsert, "/link", Some(0o777))
         );
-        for bad in ["/etc/passwd", "../../x"] {
-            t.symlink(bad, "/d/bad").await.unwrap();
-            let e = t.changes().unwrap_err();
-            assert_eq!(e.code, ErrorCode::UnsupportedContent);
-            t.rm("/d/bad", false, false).await.unwrap();
-        }
+        t.symlink("/etc/passwd", "/d/bad").await.unwrap();
+        let e = t.changes().unwrap_err();
+        assert_eq!(e.code, ErrorCode::UnsupportedContent);
+        t.rm("/d/bad", false, false).await.unwrap();
+        // One that climbs above the root is refused as it is made.
+        let e = t.symlink("../../x", "/d/bad").await.unwrap_err();
+        assert!(
+            matches!(e, FsError::Supabash(ref s) if s.code == ErrorCode::InvalidPath),
+            "{e}"
+        );
         t.rm("/link", false, false).await.unwrap();
         t.mkdir("/p/q", true).await.unwrap();
         t.write("/p/q/r", "R").await.unwrap();
@@ -659,4 +663,56 @@ async fn discard_and_commit_keep_unlisted_directories_unlisted() {
     assert_eq!(tree.read("/d5/s/f0.md").await.unwrap(), b"edited");
     assert_eq!(dirs.lists.lock().unwrap().len(), 4);
     assert_eq!(tree.readdir("/d7/s").await.unwrap().len(), 10);
+}
+
+/// Links resolve as the kernel resolves them once the tree is real files (issue 36): a `..`
+/// after a link applies to its target, and a link that leads outside through another, or a
+/// loop, is refused as it is made or moved into place.
+#[tokio::test]
+async fn links_resolve_as_the_kernel_does_and_escaping_ones_are_refused() {
+    let t = tree_over(
+        &base_of(&[("/x/y/f", "F"), ("/e/t", "T")]),
+        Limits::default(),
+    );
+    let invalid_path =
+        |e: &FsError| matches!(e, FsError::Supabash(ref s) if s.code == ErrorCode::InvalidPath);
+    // `via -> side/../e/t`: `side` leads to /e, so `..` is / and `via` is /e/t (read as text
+    // against /x it would be /x/e/t, which does not exist).
+    t.symlink("../e", "/x/side").await.unwrap();
+    t.symlink("side/../e/t", "/x/via").await.unwrap();
+    assert_eq!(t.read_text("/x/via").await.unwrap(), "T");
+
+    // The reported pair: b first, then c; and c first, then b.
+    t.symlink("../..", "/x/y/b").await.unwrap();
+    assert!(invalid_path(
+        &t.symlink("b/../../../etc", "/x/y/c").await.unwrap_err()
+    ));
+    t.rm("/x/y/b", false, false).await.unwrap();
+    t.symlink("b/../../../etc", "/x/y/c").await.unwrap();
+    let e = t.symlink("../..", "/x/y/b").await.unwrap_err();
+    assert!(invalid_path(&e), "{e}");
+    assert!(e.to_string().contains("/x/y/c"), "{e}");
+    // Moved into place: refused too, and nothing moves.
+    t.mkdir("/z/w", true).await.unwrap();
+    t.symlink("../..", "/z/w/b").await.unwrap();
+    assert!(invalid_path(&t.mv("/z/w/b", "/x/y/b").await.unwrap_err()));
+    assert_eq!(t.readlink("/z/w/b").await.unwrap(), "../..");
+    assert!(t.lstat("/x/y/b").await.is_err());
+    t.rm("/z", true, false).await.unwrap();
+
+    // A loop.
+    t.symlink("l2", "/l1").await.unwrap();
+    assert!(invalid_path(&t.symlink("l1", "/l2").await.unwrap_err()));
+    assert!(t.lstat("/l2").await.is_err());
+
+    // The commit refuses what the tree holds anyway (a base stored around the checks).
+    t.rm("/x/y/c", false, false).await.unwrap();
+    t.symlink("../..", "/x/y/b").await.unwrap();
+    let planted = Node::Symlink {
+        target: "b/../../../etc".into(),
+        meta: super::Meta::new(0o777),
+    };
+    t.lock().nodes.insert("/x/y/c".into(), planted);
+    let e = t.changes().unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidPath, "{e}");
 }

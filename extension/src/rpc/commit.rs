@@ -446,7 +446,8 @@ fn check_redaction(ws: &str, ctx: &Context, epoch: i64) -> Outcome<()> {
 
 /// `supabash_commit`: see docs/sql-contract.md. Authorise, decode and hash (before the lock),
 /// lock and check the redaction epoch, settle who is recorded, replay, check the lease and the
-/// base, simulate the changes on the touched paths, then write bodies, entries, the receipt,
+/// base, simulate the changes on the touched paths (then check the tree's shape and, when the
+/// commit changes its links, that every link resolves inside it), then write bodies, entries, the receipt,
 /// the audit records and the new head. Any error rolls all of it back.
 pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
     // Authorise first: a caller who may not commit here costs no decoding or hashing. The
@@ -482,6 +483,7 @@ pub fn commit(call: &Call, mut req: rq::Commit) -> Outcome<CommitResult> {
         .collect();
     let lines = simulate(&changes, &mut state)?;
     crate::rpc::tree_shape::check(call.schema, &locked, &initial, &state)?;
+    crate::rpc::link_check::check(call.schema, &locked, &initial, &state, &new_bytes)?;
     if recorded.restore_only {
         check_restore(call, &locked, ctx.source_revision.as_deref(), &state)?;
     }

@@ -15,6 +15,7 @@ pub mod garbage;
 pub mod grep;
 pub mod grep_engine;
 pub mod lease;
+pub mod link_check;
 pub mod listing;
 pub mod manifest_changes;
 pub mod notes;

@@ -77,6 +77,12 @@ impl MountFs {
     pub async fn readlink(&self, ino: u64) -> Result<String, Errno> {
         let st = self.state.lock().await;
         let p = st.path(ino)?;
+        // The kernel follows what this answers: a stored link that would lead outside the
+        // mount (or into a loop), as the kernel resolves it, is not handed over.
+        if let Err(e) = self.tree.check_link(&p).await {
+            eprintln!("supabash mount: symbolic link {p} not followed: {e}");
+            return Err(Errno::EACCES);
+        }
         self.tree.readlink(&p).await.map_err(|e| errno(&e))
     }
 
