@@ -110,8 +110,8 @@ fn target_of(nodes: &BTreeMap<String, Node>, p: &str) -> Option<String> {
 /// The links of `nodes` that do not resolve inside the tree (see `supabash_core::links`).
 fn bad_links(nodes: &BTreeMap<String, Node>) -> BTreeMap<String, LinkError> {
     let all: BTreeMap<String, String> = nodes
-        .iter()
-        .filter_map(|(p, _)| target_of(nodes, p).map(|t| (p.clone(), t)))
+        .keys()
+        .filter_map(|p| target_of(nodes, p).map(|t| (p.clone(), t)))
         .collect();
     links::refused(&all, Absolute::FromRoot)
 }
