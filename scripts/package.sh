@@ -142,7 +142,7 @@ package_cli() {
   mkdir -p "$dir/bin" "$dir/share/man/man1" "$dir/share/bash-completion/completions" \
     "$dir/share/zsh/site-functions" "$dir/share/fish/vendor_completions.d"
   bin="$dir/bin/supabash"
-  install -m 755 target/release/supabash "$bin"
+  install -m 755 "${CARGO_TARGET_DIR:-$root/target}/release/supabash" "$bin"
   strip "$bin"
   "$bin" --version | grep -q "^supabash $version (commit " || die "supabash --version does not say $version: $("$bin" --version)"
   "$bin" completions bash >"$dir/share/bash-completion/completions/supabash"
