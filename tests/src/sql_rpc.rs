@@ -192,6 +192,33 @@ impl SqlRpc {
             .to_owned()
     }
 
+    /// Commits `changes` to `workspace` as `who`, recorded as `actor`, on the head it reads
+    /// first; the answer, or the error's message.
+    pub async fn commit_at_head(
+        &mut self,
+        who: &Caller,
+        workspace: &str,
+        actor: &str,
+        changes: Value,
+    ) -> Result<Value, String> {
+        let head = self
+            .call(
+                who,
+                "supabash_load_manifest",
+                json!({ "workspace_id": workspace }),
+            )
+            .await
+            .unwrap();
+        self.call(
+            who,
+            "supabash_commit",
+            json!({ "workspace_id": workspace, "actor": actor,
+                    "base_revision": head["revision"], "changes": changes }),
+        )
+        .await
+        .map_err(|e| e.message)
+    }
+
     /// Commits `changes` to `workspace` as `owner` on `base` (which must succeed) and returns
     /// the new revision id.
     pub async fn commit_as(

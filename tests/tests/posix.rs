@@ -21,18 +21,7 @@ async fn commit(
     ws: &str,
     changes: Value,
 ) -> Result<Value, String> {
-    let head = rest
-        .call(who, "supabash_load_manifest", json!({ "workspace_id": ws }))
-        .await
-        .unwrap();
-    rest.call(
-        who,
-        "supabash_commit",
-        json!({ "workspace_id": ws, "actor": "posix", "base_revision": head["revision"],
-                "changes": changes }),
-    )
-    .await
-    .map_err(|e| e.message)
+    rest.commit_at_head(who, ws, "posix", changes).await
 }
 
 async fn manifest(rest: &mut SqlRpc, who: &Caller, ws: &str) -> Value {
