@@ -46,7 +46,9 @@ BATCH=1000
 # The *_nosync commits are the same calls with `SET LOCAL synchronous_commit = off` in their
 # transaction: the server does the same work but does not wait for the WAL flush, which on a
 # slow virtual disk puts a floor under the commit latency that hides CPU differences.
-ALL_WORKLOADS="manifest:200 document:5000 history:4000 list_root:5000 list_root_totals:1500 commit_overwrite:1000 commit_new:1000 commit_overwrite_nosync:1000 commit_new_nosync:1000"
+# large_read and large_commit read and commit a 16.5 MB text file (hex digits: it compresses
+# to about half), in a workspace of its own: the cost of compressing and decoding large bodies.
+ALL_WORKLOADS="manifest:200 document:5000 history:4000 list_root:5000 list_root_totals:1500 commit_overwrite:1000 commit_new:1000 commit_overwrite_nosync:1000 commit_new_nosync:1000 large_read:20 large_commit:10"
 WORKLOADS=${AB_WORKLOADS:-}
 
 [ "$(id -u)" = 0 ] || { echo "run as root (clusters run as the postgres OS user)" >&2; exit 2; }
@@ -179,8 +181,19 @@ seed() {
       echo "  changes => json_build_array(json_build_object('op', 'upsert', 'path', '/s/f$i.txt', 'text', $(content_sql $((100000 + i))))))->'receipt'->>'revision' AS head \\gset"
       echo "COMMIT;"
     done
-    echo "\\echo :big_ws :small_ws"
+    # The large workspace: one 16.5 MB file, its text kept in public.ab_large for large_commit.
+    echo "RESET ROLE;"
+    echo "CREATE TABLE IF NOT EXISTS public.ab_large AS SELECT string_agg(md5(j::text), ' ' ORDER BY j) AS t FROM generate_series(1, 500000) j;"
+    echo "GRANT SELECT ON public.ab_large TO authenticated;"
+    echo "\\set claims '$(claims $BIG_USER)'"
+    echo "BEGIN; SELECT set_config('request.jwt.claims', :'claims', true) \\g /dev/null"
+    echo "SET LOCAL ROLE authenticated;"
+    echo "SELECT supabash_create_workspace(label => 'large')->>'workspaceId' AS ws \\gset large_"
+    echo "SELECT supabash_commit(workspace_id => :'large_ws', actor => 'seed', changes => json_build_array(json_build_object('op', 'upsert', 'path', '/large.txt', 'text', (SELECT t FROM public.ab_large)))) \\g /dev/null"
+    echo "COMMIT;"
+    echo "\\echo :big_ws :small_ws :large_ws"
   } >"$f"
+  sql "$port" -U postgres -d postgres -c "GRANT CREATE ON SCHEMA public TO authenticator" >/dev/null
   sql "$port" -U authenticator -d postgres -f "$f"
 }
 
@@ -233,6 +246,16 @@ $PREAMBLE
 SELECT c->'receipt'->>'revision' AS head, c->'receipt'->>'position' AS pos FROM (SELECT supabash_commit(workspace_id => :ws, actor => 'bench', base_revision => :head, changes => json_build_array(json_build_object('op', 'upsert', 'path', '/new/f' || :pos::text || '.txt', 'text', lpad(:pos::text, 12, '0') || :rest::text))) AS c) s \\gset
 COMMIT;
 EOF
+  cat >"$d/large_read.sql" <<EOF
+$PREAMBLE
+SELECT length(supabash_load_document(workspace_id => :ws, path => '/large.txt')->>'text');
+COMMIT;
+EOF
+  cat >"$d/large_commit.sql" <<EOF
+$PREAMBLE
+SELECT c->'receipt'->>'revision' AS head, c->'receipt'->>'position' AS pos FROM (SELECT supabash_commit(workspace_id => :ws, actor => 'bench', base_revision => :head, changes => json_build_array(json_build_object('op', 'upsert', 'path', '/large.txt', 'text', lpad(:pos::text, 12, '0') || (SELECT t FROM public.ab_large)))) AS c) s \\gset
+COMMIT;
+EOF
   for w in commit_overwrite commit_new; do
     sed 's/^SET LOCAL ROLE authenticated;$/SET LOCAL ROLE authenticated;\nSET LOCAL synchronous_commit = off;/' "$d/$w.sql" >"$d/${w}_nosync.sql"
     grep -q synchronous_commit "$d/${w}_nosync.sql"
@@ -244,16 +267,19 @@ workload_vars() {
   local w=$1 x=$2 port=${PORTS[$2]}
   case $w in
     history) echo "claims=$(claims $SMALL_USER)"; echo "ws=${SMALL_WS[$x]}" ;;
+    large_*) echo "claims=$(claims $BIG_USER)"; echo "ws=${LARGE_WS[$x]}" ;;
     *) echo "claims=$(claims $BIG_USER)"; echo "ws=${BIG_WS[$x]}" ;;
   esac
+  local ws=${BIG_WS[$x]}
+  [[ $w != large_* ]] || ws=${LARGE_WS[$x]}
   case $w in
-    commit_*)
+    commit_*|large_commit)
       local h
       h=$(sql "$port" -U authenticator -d postgres -At <<EOF
 BEGIN;
 SELECT set_config('request.jwt.claims', '$(claims $BIG_USER)', true) \\g /dev/null
 SET LOCAL ROLE authenticated;
-SELECT m->>'revision', m->>'position' FROM (SELECT supabash_load_manifest(workspace_id => '${BIG_WS[$x]}')::jsonb m) s;
+SELECT m->>'revision', m->>'position' FROM (SELECT supabash_load_manifest(workspace_id => '$ws')::jsonb m) s;
 COMMIT;
 EOF
 )
@@ -304,6 +330,7 @@ done
 PORTS=()
 BIG_WS=()
 SMALL_WS=()
+LARGE_WS=()
 REST=$(python3 -c '
 import hashlib
 s = "".join(hashlib.md5(f"4242-{j}".encode()).hexdigest() for j in range(1, 129))
@@ -317,7 +344,7 @@ for x in 0 1; do
 done
 for x in 0 1; do
   log "seeding ${NAMES[$x]}: $FILES files of 4 KiB in commits of $BATCH, and 100 files in 100 commits"
-  read -r BIG_WS[$x] SMALL_WS[$x] < <(seed "${PORTS[$x]}" | tail -1)
+  read -r BIG_WS[$x] SMALL_WS[$x] LARGE_WS[$x] < <(seed "${PORTS[$x]}" | tail -1)
   sql "${PORTS[$x]}" -U postgres -d postgres -c "VACUUM ANALYZE" -c "CHECKPOINT"
   check=$(sql "${PORTS[$x]}" -U authenticator -d postgres -At <<EOF
 BEGIN;
@@ -386,11 +413,14 @@ for w in order:
     b = {int(r["round"]): float(r["median_ms"]) for r in rows if r["workload"] == w and r["build"] == "B"}
     calls = next(r["calls"] for r in rows if r["workload"] == w)
     ma, mb = statistics.median(a.values()), statistics.median(b.values())
-    pr = [b[k] / a[k] for k in a if k in b]
+    # A round whose median rounds to 0 ms (too few calls) has no ratio.
+    pr = [b[k] / a[k] for k in a if k in b and a[k] > 0]
     faster = sum(1 for x in pr if x < 1)
+    ratio = f"**{mb / ma:.3f}**" if ma > 0 else "n/a"
+    per_round = f"{statistics.median(pr):.3f} ({min(pr):.3f}–{max(pr):.3f})" if pr else "n/a"
     print(f"| {w} | {calls} | {ma:.2f} ({min(a.values()):.2f}–{max(a.values()):.2f}) "
-          f"| {mb:.2f} ({min(b.values()):.2f}–{max(b.values()):.2f}) | **{mb / ma:.3f}** "
-          f"| {statistics.median(pr):.3f} ({min(pr):.3f}–{max(pr):.3f}) | {faster}/{len(pr)} |")
+          f"| {mb:.2f} ({min(b.values()):.2f}–{max(b.values()):.2f}) | {ratio} "
+          f"| {per_round} | {faster}/{len(pr)} |")
 EOF
 } | tee "$OUT/results.md"
 log "done: $OUT/results.md, $OUT/rounds.tsv"
