@@ -71,4 +71,8 @@ done | awk '{ printf "%.1f\n", $1 * 1000 }' | stats | {
   read -r med min max
   echo "supabash --version, binary dropped from the page cache before each run ($runs runs): median $med ms (min $min, max $max)"
 }
+# A cold start reads the binary from disk a readahead window per page fault: say how large the
+# window is, since it decides most of the cold time (Linux's default is 128 KB).
+dev=$(df --output=source "$bin" | tail -1 | sed 's|^/dev/||; s|[0-9]*$||')
+echo "readahead of the disk holding the binary: $(cat "/sys/block/$dev/queue/read_ahead_kb" 2>/dev/null || echo unknown) KB"
 echo "load average while measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
