@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 mod answers;
+mod charts;
 mod core_paths;
 mod fork;
 mod listing;
@@ -15,6 +16,7 @@ mod reopen;
 mod report;
 mod setattr;
 
+use charts::{Chart, Kind};
 use report::{ms, stats, Report};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -215,6 +217,18 @@ async fn commit_latency(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) ->
     r.line(&format!(
         "\nRatio of medians, 10,000 / 100 files: **{ratio:.2}** (target ≤ 1.2)."
     ));
+    r.chart(Chart {
+        file: "commit-latency.svg",
+        title: "Single-file commit latency against workspace size".into(),
+        kind: Kind::Lines,
+        x: "files in the workspace".into(),
+        y: "ms per commit".into(),
+        categories: vec!["100".into(), "1,000".into(), "10,000".into()],
+        series: vec![
+            ("median".into(), s.iter().map(|s| s.median).collect()),
+            ("p90".into(), s.iter().map(|s| s.p90).collect()),
+        ],
+    });
     r.summary(
         "Single-file commit, median at 100 / 1,000 / 10,000 files",
         format!(
@@ -560,6 +574,15 @@ async fn concurrent_writers(cluster: &Cluster, r: &mut Report) {
         f2(ol.p90),
         f2(oc.median),
     ]);
+    r.chart(Chart {
+        file: "writers.svg",
+        title: format!("Commits/s: {WRITERS} writers against 1"),
+        kind: Kind::Bars,
+        x: "writers, each on its own workspace".into(),
+        y: "commits/s (median of rounds)".into(),
+        categories: vec!["1".into(), WRITERS.to_string()],
+        series: vec![("commits/s".into(), vec![o.median, m.median])],
+    });
     r.summary(
         "Commits/s, 16 concurrent writers (own workspaces)",
         format!("{} /s (1 writer: {} /s)", f1(m.median), f1(o.median)),
@@ -1515,11 +1538,17 @@ async fn main() {
     }
     drop(rest);
     cluster.stop();
+    let root = supabash_tests::cluster::repo_root();
     if std::env::var("SUPABASH_BENCH_ONLY").is_ok() {
+        // A partial run leaves BENCHMARKS.md and bench/charts/ as they are.
+        let dir = root.join("target/bench-charts");
+        r.write_charts(&dir);
         println!("{}", r.render());
+        eprintln!("bench: charts of this partial run in {}", dir.display());
         return;
     }
-    let out = supabash_tests::cluster::repo_root().join("BENCHMARKS.md");
+    let out = root.join("BENCHMARKS.md");
     std::fs::write(&out, r.render()).unwrap();
-    eprintln!("bench: wrote {}", out.display());
+    r.write_charts(&root.join("bench/charts"));
+    eprintln!("bench: wrote {} and bench/charts/", out.display());
 }

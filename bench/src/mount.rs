@@ -2,6 +2,7 @@
 //! directory holding the same 10,000-file git repository, interleaved run by run: `git
 //! status`, reading every file once (`tar`), writing 1,000 small files.
 
+use crate::charts::{Chart, Kind};
 use crate::report::{ms, stats, Report};
 use crate::{f2, text};
 use serde_json::json;
@@ -350,6 +351,27 @@ pub async fn mount_vs_local(cluster: &Cluster, r: &mut Report) {
             format!("{ratio:.1}×"),
         ]);
     }
+    r.chart(Chart {
+        file: "mount-vs-local.svg",
+        title: "Mount (FUSE) against a local directory".into(),
+        kind: Kind::Bars,
+        x: "command".into(),
+        y: "median ms".into(),
+        categories: commands
+            .iter()
+            .map(|(name, _)| (*name).to_owned())
+            .collect(),
+        series: vec![
+            (
+                "local".into(),
+                times.iter().map(|t| stats(&t.0).median).collect(),
+            ),
+            (
+                "mount".into(),
+                times.iter().map(|t| stats(&t.1).median).collect(),
+            ),
+        ],
+    });
     let status_ratio = stats(&times[0].1).median / local_status;
     r.line(&format!(
         "Then the mount's work was committed (`supabash commit --mount`: git's refreshed \

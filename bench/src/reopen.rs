@@ -5,6 +5,7 @@
 //! listing, round by round (SUPABASH_BENCH_ONLY section `reopen`): the three numbers of
 //! item 6 in one run.
 
+use crate::charts::{Chart, Kind};
 use crate::listing::{transport, wide_workspace, WIDE};
 use crate::report::{ms, stats, Report};
 use crate::{f2, upsert, Ws};
@@ -132,6 +133,27 @@ pub async fn reopen(cluster: &Cluster, rest: &mut SqlRpc, r: &mut Report) {
     ] {
         r.row(&[what.into(), s.n.to_string(), f2(s.median), f2(s.p90)]);
     }
+    let opens = [&server, &compact, &cold, &warm, &lazy];
+    r.chart(Chart {
+        file: "manifest-and-open.svg",
+        title: format!("Manifest and open, {FILES} files (100,000 for lazy)"),
+        kind: Kind::Bars,
+        x: "call".into(),
+        y: "ms".into(),
+        categories: [
+            "manifest",
+            "compact manifest",
+            "open cold",
+            "reopen warm",
+            "open lazy",
+        ]
+        .map(String::from)
+        .to_vec(),
+        series: vec![
+            ("median".into(), opens.iter().map(|s| s.median).collect()),
+            ("p90".into(), opens.iter().map(|s| s.p90).collect()),
+        ],
+    });
     r.line(&format!(
         "\nThe manifest's wrapper, interleaved call by call on the same head ({ROUNDS} pairs \
          after {WARMUP}): `supabash_load_manifest` as installed {} ms (p90 {}), the same call \

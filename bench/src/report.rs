@@ -1,6 +1,8 @@
 //! Statistics and the Markdown of BENCHMARKS.md.
 
+use crate::charts::Chart;
 use std::fmt::Write as _;
+use std::path::Path;
 use std::time::Instant;
 
 pub struct Stats {
@@ -31,6 +33,7 @@ pub struct Report {
     machine: String,
     summary: Vec<[String; 4]>,
     body: String,
+    charts: Vec<Chart>,
 }
 
 fn sh(cmd: &str) -> String {
@@ -80,6 +83,26 @@ impl Report {
 
     pub fn row(&mut self, cells: &[String]) {
         let _ = writeln!(self.body, "| {} |", cells.join(" | "));
+    }
+
+    /// Adds a chart, shown where the report is now (its SVG goes to bench/charts/).
+    pub fn chart(&mut self, chart: Chart) {
+        let _ = write!(
+            self.body,
+            "\n![{}](bench/charts/{})\n",
+            chart.title, chart.file
+        );
+        self.charts.push(chart);
+    }
+
+    /// Writes every chart's SVG into `dir`.
+    pub fn write_charts(&self, dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        for chart in &self.charts {
+            chart
+                .write(dir)
+                .unwrap_or_else(|e| panic!("chart {}: {e}", chart.file));
+        }
     }
 
     pub fn render(&self) -> String {
