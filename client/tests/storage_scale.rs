@@ -54,10 +54,28 @@ async fn an_unpublished_prefix_with_more_objects_than_a_page_opens_whole() {
     );
 }
 
+/// Requests and bytes of one measured step: writing requests, reads, bytes uploaded.
+fn counted(server: &supabash_tests::storage_server::StorageServer) -> String {
+    let c = server.counts();
+    format!(
+        "{} writes, {} reads, {} bytes up ({:?})",
+        c.writes(),
+        c.reads(),
+        c.bytes_uploaded,
+        c.by_kind
+    )
+}
+
 #[tokio::test]
 #[ignore = "measures a 5,000-file workspace (about a minute); run with --ignored"]
 async fn five_thousand_files() {
     let server = server().await;
+    // A remote server's round trip, so that the number of requests shows in the times.
+    let delay_ms = std::env::var("SUPABASH_STORAGE_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    server.set_delay(std::time::Duration::from_millis(delay_ms));
     let session = new_session();
     let ws = open(&server, &session).await;
     for d in 0..50 {
@@ -69,18 +87,33 @@ async fn five_thousand_files() {
             .await
             .unwrap();
     }
+    server.reset_counts();
     let t = Instant::now();
     ws.commit(CommitOptions::new("t")).await.unwrap();
     let first = t.elapsed();
+    let first_counts = counted(&server);
+    server.reset_counts();
     let t = Instant::now();
     let again = open(&server, &session).await;
     let open_time = t.elapsed();
+    let open_counts = counted(&server);
     assert_eq!(again.fs().readdir("/d7").await.unwrap().len(), 100);
-    again.fs().write("/d0/f0.txt", "changed").await.unwrap();
-    let t = Instant::now();
-    again.commit(CommitOptions::new("t")).await.unwrap();
-    let single = t.elapsed();
-    println!(
-        "storage 5000 files (test server): first commit {first:?}, open {open_time:?}, single-file commit {single:?}"
-    );
+    let mut singles = Vec::new();
+    for i in 0..5 {
+        again
+            .fs()
+            .write("/d0/f0.txt", format!("changed {i}"))
+            .await
+            .unwrap();
+        server.reset_counts();
+        let t = Instant::now();
+        again.commit(CommitOptions::new("t")).await.unwrap();
+        singles.push(format!("{:?}: {}", t.elapsed(), counted(&server)));
+    }
+    println!("storage 5000 files (test server, {delay_ms} ms a request):");
+    println!("  first commit {first:?}: {first_counts}");
+    println!("  open {open_time:?}: {open_counts}");
+    for s in singles {
+        println!("  single-file commit {s}");
+    }
 }

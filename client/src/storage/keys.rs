@@ -336,6 +336,14 @@ impl Keys {
     pub fn revision(&self, rev: &str) -> String {
         self.reserved(&format!("revisions/{rev}.json"))
     }
+    /// The revision pack of `rev` (its small bodies and header; see `pack.rs`).
+    pub fn pack(&self, rev: &str) -> String {
+        self.reserved(&format!("revisions/{rev}.pack"))
+    }
+    /// The snapshot (whole manifest) of `rev`.
+    pub fn snapshot(&self, rev: &str) -> String {
+        self.reserved(&format!("snapshots/{rev}.json"))
+    }
     /// The folder of unresolved intents.
     pub fn intents(&self) -> String {
         self.reserved("intents/")

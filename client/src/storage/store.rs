@@ -1,0 +1,201 @@
+//! Reading the published state and old revisions in either layout: `head.json` (0.6.0's or the
+//! delta layout's), snapshots (checked against their SHA-256), revision pack headers (read by
+//! range and checked against their span, or found in the whole pack) and 0.6.0's revision
+//! records. Errors in what is stored are `HISTORY_CORRUPTION`.
+
+use super::api::StorageApi;
+use super::keys::Keys;
+use super::layout::{HeadRecord, Locations, PackHeader, Snapshot, SnapshotRef, TreeState};
+use super::layout::LAYOUT_VERSION;
+use super::model::{Manifest, Revision};
+use super::pack::{self, Span};
+use super::recover::read;
+use crate::error::{Result, SupabashError};
+use serde::de::DeserializeOwned;
+use supabash_core::hash::sha256_hex;
+use supabash_core::rpc::Receipt;
+use supabash_core::ErrorCode;
+
+fn corrupt(message: impl Into<String>) -> SupabashError {
+    SupabashError::new(ErrorCode::HistoryCorruption, message)
+}
+
+/// The published head: its record, manifest and body locations.
+#[derive(Debug, Clone)]
+pub struct Published {
+    pub head: HeadRecord,
+    pub revision: String,
+    pub position: i64,
+    pub manifest: Manifest,
+    pub locations: Locations,
+}
+
+impl Published {
+    /// Whether the head is in 0.6.0's layout (its next commit writes a snapshot).
+    pub fn legacy(&self) -> bool {
+        self.head.schema_version < LAYOUT_VERSION
+    }
+}
+
+/// `head.json`, in either layout; `None` when absent.
+pub async fn read_head(api: &StorageApi, keys: &Keys) -> Result<Option<HeadRecord>> {
+    read::<HeadRecord>(api, &keys.head()).await
+}
+
+/// The published state `head` names (`None` when it names no revision yet): 0.6.0's revision
+/// record, or the snapshot with the head's changes applied.
+pub async fn load(api: &StorageApi, keys: &Keys, head: &HeadRecord) -> Result<Option<Published>> {
+    let Some(revision) = head.revision.clone() else {
+        return Ok(None);
+    };
+    if head.schema_version < LAYOUT_VERSION {
+        let r = read::<Revision>(api, &keys.revision(&revision))
+            .await?
+            .ok_or_else(|| corrupt("the head names a revision whose record is missing"))?;
+        return Ok(Some(Published {
+            head: head.clone(),
+            revision,
+            position: r.position,
+            manifest: r.entries,
+            locations: Locations::new(),
+        }));
+    }
+    let (manifest, locations) = tree(api, keys, &head.tree).await?;
+    Ok(Some(Published {
+        head: head.clone(),
+        revision,
+        position: head.position,
+        manifest,
+        locations,
+    }))
+}
+
+/// The manifest and body locations of `tree`: its snapshot with its changes applied.
+pub async fn tree(api: &StorageApi, keys: &Keys, tree: &TreeState) -> Result<(Manifest, Locations)> {
+    tree.check()?;
+    let snapshot = read_snapshot(api, keys, tree.snapshot.as_ref().expect("checked")).await?;
+    Ok(tree.apply(snapshot))
+}
+
+/// A snapshot, checked against the SHA-256 its reference records.
+pub async fn read_snapshot(api: &StorageApi, keys: &Keys, r: &SnapshotRef) -> Result<Snapshot> {
+    let bytes = api
+        .download(&keys.snapshot(&r.revision))
+        .await?
+        .ok_or_else(|| corrupt(format!("the snapshot of {} is missing", r.revision)))?;
+    if sha256_hex(&bytes) != r.sha256 {
+        return Err(corrupt(format!(
+            "the snapshot of {} fails its SHA-256",
+            r.revision
+        )));
+    }
+    parse(&bytes, "snapshot")
+}
+
+fn parse<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| corrupt(format!("a {what} is malformed: {e}")))
+}
+
+/// The header of `rev`'s pack: by one range read when its span is known (and checked against
+/// it), else from the whole pack. `None` when there is no pack.
+pub async fn read_header(
+    api: &StorageApi,
+    keys: &Keys,
+    rev: &str,
+    span: Option<&Span>,
+) -> Result<Option<PackHeader>> {
+    let key = keys.pack(rev);
+    let header = match span {
+        Some(s) => {
+            let Some(bytes) = api.download_range(&key, s.offset, s.len).await? else {
+                return Ok(None);
+            };
+            pack::check_header(&bytes, s).map_err(|e| corrupt(format!("{rev}: {e}")))?;
+            bytes
+        }
+        None => {
+            let Some(whole) = api.download(&key).await? else {
+                return Ok(None);
+            };
+            pack::header_of(&whole)
+                .map_err(|e| corrupt(format!("{rev}: {e}")))?
+                .to_vec()
+        }
+    };
+    let h: PackHeader = parse(&header, "revision pack header")?;
+    if h.revision != rev {
+        return Err(corrupt(format!("the pack of {rev} names {}", h.revision)));
+    }
+    Ok(Some(h))
+}
+
+/// A stored revision in either layout.
+#[derive(Debug, Clone)]
+pub enum Stored {
+    /// 0.6.0's record (whole manifest).
+    Legacy(Box<Revision>),
+    /// A revision pack's header.
+    Packed(Box<PackHeader>),
+}
+
+impl Stored {
+    pub fn revision(&self) -> &str {
+        match self {
+            Stored::Legacy(r) => &r.revision,
+            Stored::Packed(h) => &h.revision,
+        }
+    }
+
+    pub fn parent(&self) -> Option<&String> {
+        match self {
+            Stored::Legacy(r) => r.parent_revision.as_ref(),
+            Stored::Packed(h) => h.parent_revision.as_ref(),
+        }
+    }
+
+    pub fn position(&self) -> i64 {
+        match self {
+            Stored::Legacy(r) => r.position,
+            Stored::Packed(h) => h.position,
+        }
+    }
+
+    pub fn receipt(&self) -> &Receipt {
+        match self {
+            Stored::Legacy(r) => &r.receipt,
+            Stored::Packed(h) => &h.receipt,
+        }
+    }
+
+    /// The parent's pack header span, when known.
+    pub fn parent_span(&self) -> Option<&Span> {
+        match self {
+            Stored::Legacy(_) => None,
+            Stored::Packed(h) => h.parent_header.as_ref(),
+        }
+    }
+
+    /// The revision's manifest and body locations.
+    pub async fn tree(&self, api: &StorageApi, keys: &Keys) -> Result<(Manifest, Locations)> {
+        match self {
+            Stored::Legacy(r) => Ok((r.entries.clone(), Locations::new())),
+            Stored::Packed(h) => tree(api, keys, &h.tree).await,
+        }
+    }
+}
+
+/// The stored revision `rev`: its pack (by `span` when known), else 0.6.0's record; `None`
+/// when neither exists.
+pub async fn read_stored(
+    api: &StorageApi,
+    keys: &Keys,
+    rev: &str,
+    span: Option<&Span>,
+) -> Result<Option<Stored>> {
+    if let Some(h) = read_header(api, keys, rev, span).await? {
+        return Ok(Some(Stored::Packed(Box::new(h))));
+    }
+    Ok(read::<Revision>(api, &keys.revision(rev))
+        .await?
+        .map(|r| Stored::Legacy(Box::new(r))))
+}
