@@ -117,7 +117,9 @@ async fn five_thousand(server: &StorageServer, config: &StorageConfig, label: &s
             .await
             .unwrap();
         measured(server, &mut commits, async {
-            ws.commit(CommitOptions::new("bench")).await.expect("commit");
+            ws.commit(CommitOptions::new("bench"))
+                .await
+                .expect("commit");
         })
         .await;
     }

@@ -103,10 +103,7 @@ async fn a_0_6_0_workspace_opens_and_upgrades_on_its_next_commit() {
     let history = again.history(None, None).await.unwrap();
     assert_eq!(history.records.len(), 3);
     assert_eq!(
-        again
-            .read_revision_file(&first, "/gone.md")
-            .await
-            .unwrap(),
+        again.read_revision_file(&first, "/gone.md").await.unwrap(),
         b"gone soon"
     );
     let diff = again
@@ -164,5 +161,9 @@ async fn write_the_0_6_0_fixture() {
         "head": r.receipt.revision,
         "objects": objects,
     });
-    std::fs::write(FIXTURE, serde_json::to_string_pretty(&fixture).unwrap() + "\n").unwrap();
+    std::fs::write(
+        FIXTURE,
+        serde_json::to_string_pretty(&fixture).unwrap() + "\n",
+    )
+    .unwrap();
 }

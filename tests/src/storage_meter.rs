@@ -123,9 +123,18 @@ mod tests {
 
     #[test]
     fn kinds_and_sums() {
-        assert_eq!(kind(&Method::POST, &["object", "b", "u", "k"], false), "upload");
-        assert_eq!(kind(&Method::POST, &["object", "list-v2", "b"], false), "list");
-        assert_eq!(kind(&Method::GET, &["object", "info", "b", "k"], false), "info");
+        assert_eq!(
+            kind(&Method::POST, &["object", "b", "u", "k"], false),
+            "upload"
+        );
+        assert_eq!(
+            kind(&Method::POST, &["object", "list-v2", "b"], false),
+            "list"
+        );
+        assert_eq!(
+            kind(&Method::GET, &["object", "info", "b", "k"], false),
+            "info"
+        );
         assert_eq!(kind(&Method::GET, &["object", "b", "k"], true), "range");
         assert_eq!(kind(&Method::DELETE, &["object", "b"], false), "delete");
         let mut c = Counts::default();

@@ -438,7 +438,12 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
         return Ok(Response::new(Body::empty()));
     }
     if *inner.fault.lock().unwrap() == Some(Fault::ThrottleAll) {
-        return Err(api_error(429, "too_many_requests", "SlowDown", "Too Many Requests"));
+        return Err(api_error(
+            429,
+            "too_many_requests",
+            "SlowDown",
+            "Too Many Requests",
+        ));
     }
     let mutation = is_mutation(&call);
     let _running = mutation.then(|| Running::start(inner));
@@ -933,7 +938,12 @@ async fn download(
     let mut status = StatusCode::OK;
     if let Some(range) = call.headers.get("range").and_then(|v| v.to_str().ok()) {
         let (start, end) = byte_range(range, bytes.len()).ok_or_else(|| {
-            api_error(416, "InvalidRange", "InvalidRange", "The requested range is not satisfiable")
+            api_error(
+                416,
+                "InvalidRange",
+                "InvalidRange",
+                "The requested range is not satisfiable",
+            )
         })?;
         builder = builder.header(
             "content-range",
@@ -961,7 +971,10 @@ fn byte_range(header: &str, len: usize) -> Option<(usize, usize)> {
             (len.checked_sub(n.min(len))?, len.checked_sub(1)?)
         }
         (a, "") => (a.parse().ok()?, len.checked_sub(1)?),
-        (a, b) => (a.parse().ok()?, b.parse::<usize>().ok()?.min(len.checked_sub(1)?)),
+        (a, b) => (
+            a.parse().ok()?,
+            b.parse::<usize>().ok()?.min(len.checked_sub(1)?),
+        ),
     };
     (start <= end && end < len).then_some((start, end))
 }

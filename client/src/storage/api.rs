@@ -283,8 +283,7 @@ impl StorageApi {
         loop {
             let again = r.try_clone();
             let (status, headers, body) = self.send_once(r, mutation).await?;
-            if status.is_success() || !matches!(answer_status(status.as_u16(), &body), 429 | 503)
-            {
+            if status.is_success() || !matches!(answer_status(status.as_u16(), &body), 429 | 503) {
                 return Ok((status, headers, body));
             }
             match again {
@@ -406,7 +405,12 @@ impl StorageApi {
 
     /// `len` bytes of `key` from `offset` (one `Range` request); `None` when the object does
     /// not exist. Fewer bytes than asked (the object is shorter) is `HISTORY_CORRUPTION`.
-    pub async fn download_range(&self, key: &str, offset: u64, len: u64) -> Result<Option<Vec<u8>>> {
+    pub async fn download_range(
+        &self,
+        key: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Option<Vec<u8>>> {
         self.guard(key)?;
         if len == 0 {
             return Ok(Some(Vec::new()));

@@ -165,10 +165,7 @@ impl TreeState {
 }
 
 /// The locations of the bodies `entries` name.
-pub fn only_used<'a>(
-    locations: Locations,
-    entries: impl Iterator<Item = &'a Entry>,
-) -> Locations {
+pub fn only_used<'a>(locations: Locations, entries: impl Iterator<Item = &'a Entry>) -> Locations {
     let used: BTreeSet<&String> = entries.filter_map(|e| e.hash.as_ref()).collect();
     locations
         .into_iter()

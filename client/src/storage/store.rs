@@ -5,19 +5,61 @@
 
 use super::api::StorageApi;
 use super::keys::Keys;
-use super::layout::{HeadRecord, Locations, PackHeader, Snapshot, SnapshotRef, TreeState};
+use super::layout::Loc;
 use super::layout::LAYOUT_VERSION;
+use super::layout::{HeadRecord, Locations, PackHeader, Snapshot, SnapshotRef, TreeState};
 use super::model::{Manifest, Revision};
 use super::pack::{self, Span};
-use super::recover::read;
 use crate::error::{Result, SupabashError};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use supabash_core::hash::sha256_hex;
 use supabash_core::rpc::Receipt;
 use supabash_core::ErrorCode;
 
 fn corrupt(message: impl Into<String>) -> SupabashError {
     SupabashError::new(ErrorCode::HistoryCorruption, message)
+}
+
+/// Reads a record; `None` when absent, `HISTORY_CORRUPTION` when malformed.
+pub async fn read<T: DeserializeOwned>(api: &StorageApi, key: &str) -> Result<Option<T>> {
+    match api.read_json(key).await? {
+        None => Ok(None),
+        Some(v) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(|e| corrupt(format!("record {key} is malformed: {e}"))),
+    }
+}
+
+/// Writes a record (upsert unless `create_only`).
+pub async fn write<T: Serialize>(
+    api: &StorageApi,
+    key: &str,
+    record: &T,
+    create_only: bool,
+) -> Result<()> {
+    let v = serde_json::to_value(record).expect("records serialise");
+    api.write_json(key, &v, !create_only).await
+}
+
+/// The bytes of body `hash`: from its pack by range when `loc` names one that still exists
+/// (purge moves the bodies of packs it removes to `objects/`), else `objects/<hash>`. Not
+/// verified: callers check the SHA-256.
+pub async fn body(
+    api: &StorageApi,
+    keys: &Keys,
+    hash: &str,
+    loc: Option<&Loc>,
+) -> Result<Option<Vec<u8>>> {
+    if let Some(l) = loc {
+        if let Some(b) = api
+            .download_range(&keys.pack(&l.pack), l.offset, l.size)
+            .await?
+        {
+            return Ok(Some(b));
+        }
+    }
+    api.download(&keys.object(hash)).await
 }
 
 /// The published head: its record, manifest and body locations.
@@ -71,7 +113,11 @@ pub async fn load(api: &StorageApi, keys: &Keys, head: &HeadRecord) -> Result<Op
 }
 
 /// The manifest and body locations of `tree`: its snapshot with its changes applied.
-pub async fn tree(api: &StorageApi, keys: &Keys, tree: &TreeState) -> Result<(Manifest, Locations)> {
+pub async fn tree(
+    api: &StorageApi,
+    keys: &Keys,
+    tree: &TreeState,
+) -> Result<(Manifest, Locations)> {
     tree.check()?;
     let snapshot = read_snapshot(api, keys, tree.snapshot.as_ref().expect("checked")).await?;
     Ok(tree.apply(snapshot))
@@ -150,13 +196,6 @@ impl Stored {
         match self {
             Stored::Legacy(r) => r.parent_revision.as_ref(),
             Stored::Packed(h) => h.parent_revision.as_ref(),
-        }
-    }
-
-    pub fn position(&self) -> i64 {
-        match self {
-            Stored::Legacy(r) => r.position,
-            Stored::Packed(h) => h.position,
         }
     }
 

@@ -5,7 +5,9 @@
 
 use super::api::StorageApi;
 use super::keys::Keys;
+use super::layout::Locations;
 use super::model::{from_ms, to_ms, Entry, EntryKind, Manifest};
+use super::store;
 use crate::documents::StoredFile;
 use crate::error::{Result, SupabashError};
 use crate::tree::{committable, BaseFile, Body, BodySource, Lazy, Meta, Node, StagedTree};
@@ -139,12 +141,15 @@ fn put(tree: &StagedTree, revision: &str, manifest: &Manifest, as_base: bool) ->
     Ok(())
 }
 
-/// Loads file bodies of known manifests: from `objects/<sha256>` for published revisions, from
-/// the visible object for [`UNPUBLISHED`]. The staged tree verifies them.
+/// Loads file bodies of known manifests: by range from their revision pack, or from
+/// `objects/<sha256>`, for published revisions; from the visible object for [`UNPUBLISHED`].
+/// The staged tree verifies them.
 pub struct Bodies {
     api: StorageApi,
     keys: Keys,
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
+    /// Where packed bodies lie, by SHA-256 (a body's place never changes).
+    locations: Mutex<Locations>,
 }
 
 impl Bodies {
@@ -153,24 +158,20 @@ impl Bodies {
             api,
             keys,
             manifests: Mutex::default(),
+            locations: Mutex::default(),
         }
     }
 
-    /// Makes the files of `manifest` loadable as `revision`.
-    pub fn register(&self, revision: &str, manifest: Arc<Manifest>) {
+    /// Makes the files of `manifest` loadable as `revision`, packed ones at `locations`.
+    pub fn register(&self, revision: &str, manifest: Arc<Manifest>, locations: &Locations) {
         self.manifests
             .lock()
             .expect("bodies lock")
             .insert(revision.to_owned(), manifest);
-    }
-
-    /// The key a file's bytes load from.
-    fn key_of(&self, revision: &str, path: &str, hash: &str) -> String {
-        if revision == UNPUBLISHED {
-            self.keys.entry(path)
-        } else {
-            self.keys.reserved(&format!("objects/{hash}"))
-        }
+        self.locations
+            .lock()
+            .expect("bodies lock")
+            .extend(locations.iter().map(|(h, l)| (h.clone(), l.clone())));
     }
 
     /// The raw bytes of the file at `path` in `revision` (not verified).
@@ -187,14 +188,21 @@ impl Bodies {
                     .with_path(path)
             })?;
         let hash = entry.hash.clone().unwrap_or_default();
-        let bytes = self
-            .api
-            .download(&self.key_of(revision, path, &hash))
-            .await?
-            .ok_or_else(|| {
-                SupabashError::new(ErrorCode::HistoryCorruption, "a file body is missing")
-                    .with_path(path)
-            })?;
+        let bytes = if revision == UNPUBLISHED {
+            self.api.download(&self.keys.entry(path)).await?
+        } else {
+            let loc = self
+                .locations
+                .lock()
+                .expect("bodies lock")
+                .get(&hash)
+                .cloned();
+            store::body(&self.api, &self.keys, &hash, loc.as_ref()).await?
+        };
+        let bytes = bytes.ok_or_else(|| {
+            SupabashError::new(ErrorCode::HistoryCorruption, "a file body is missing")
+                .with_path(path)
+        })?;
         Ok((entry, bytes))
     }
 }
