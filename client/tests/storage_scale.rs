@@ -117,3 +117,41 @@ async fn five_thousand_files() {
         println!("  single-file commit {s}");
     }
 }
+
+#[tokio::test]
+#[ignore = "measures first commits of 1,000 files by upload concurrency; run with --ignored"]
+async fn upload_concurrency_by_measure() {
+    let server = server().await;
+    let delay_ms = std::env::var("SUPABASH_STORAGE_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    server.set_delay(std::time::Duration::from_millis(delay_ms));
+    for concurrency in [4, 8, 16, 32] {
+        let config = config(&server).with_upload_concurrency(concurrency);
+        let mut times = Vec::new();
+        for _ in 0..2 {
+            let session = new_session();
+            let ws = supabash::storage::StorageWorkspace::open_for_session(
+                &config,
+                &session,
+                supabash::Limits::default(),
+            )
+            .await
+            .unwrap();
+            for d in 0..10 {
+                ws.fs().mkdir(&format!("/d{d}"), false).await.unwrap();
+            }
+            for i in 0..1_000 {
+                ws.fs()
+                    .write(&format!("/d{}/f{i}.txt", i % 10), format!("file {i}\n"))
+                    .await
+                    .unwrap();
+            }
+            let t = Instant::now();
+            ws.commit(CommitOptions::new("t")).await.unwrap();
+            times.push(t.elapsed());
+        }
+        println!("upload concurrency {concurrency}: {times:?} ({delay_ms} ms a request)");
+    }
+}

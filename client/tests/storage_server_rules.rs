@@ -295,11 +295,14 @@ async fn bucket_restrictions_are_reported() {
     ws.commit(CommitOptions::new("x")).await.unwrap();
 }
 
-/// Upload concurrency is a setting (default 4): a commit never runs more uploads at once.
+/// Upload concurrency is a setting (default 16): a commit never runs more uploads at once.
 #[tokio::test]
 async fn upload_concurrency_is_a_setting() {
     let server = server().await;
-    assert_eq!(StorageConfig::new("http://x", BUCKET).upload_concurrency, 4);
+    assert_eq!(
+        StorageConfig::new("http://x", BUCKET).upload_concurrency,
+        16
+    );
     let session = new_session();
     let cfg = config(&server).with_upload_concurrency(2);
     let ws = StorageWorkspace::open_for_session(&cfg, &session, Limits::default())
