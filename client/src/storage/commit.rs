@@ -421,7 +421,12 @@ impl StorageWorkspace {
             stale_after: self.stale_intent_after,
             committing: true,
         };
-        super::pending::settle(&self.api, &self.keys, &policy).await
+        let base = &plan.base;
+        let known = base
+            .revision
+            .as_deref()
+            .map(|r| (r, base.manifest.as_ref(), base.locations.as_ref()));
+        super::pending::settle(&self.api, &self.keys, &policy, known).await
     }
 
     /// Steps 2 and 3: the first receipt of this same commit when it is already published (by

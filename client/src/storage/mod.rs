@@ -378,7 +378,7 @@ impl StorageWorkspace {
             stale_after: self.stale_intent_after,
             committing: false,
         };
-        let result = pending::settle(&self.api, &self.keys, &policy).await;
+        let result = pending::settle(&self.api, &self.keys, &policy, None).await;
         if let Some(l) = lease {
             l.release().await;
         }

@@ -20,12 +20,13 @@ use super::store::{self, Published};
 use crate::error::Result;
 
 /// Resolves what `policy` allows, then answers the published state (`None`: nothing
-/// published). A published workspace with nothing unresolved costs two reads: the head and
-/// its snapshot.
+/// published). A published workspace with nothing unresolved costs two reads, the head and
+/// its snapshot, or one when the head names the `known` revision.
 pub async fn settle(
     api: &StorageApi,
     keys: &Keys,
     policy: &Policy<'_>,
+    known: store::Known<'_>,
 ) -> Result<Option<Published>> {
     let mut head = store::read_head(api, keys).await?;
     let legacy = head
@@ -37,7 +38,7 @@ pub async fn settle(
     let Some(h) = head else {
         return Ok(None);
     };
-    let mut published = store::load(api, keys, &h).await?;
+    let mut published = store::load_known(api, keys, &h, known).await?;
     if let Some(intent) = &h.pending {
         if policy.resolvable(intent)? {
             roll_back(api, keys, &h, intent, published.as_ref()).await?;

@@ -112,6 +112,32 @@ pub async fn load(api: &StorageApi, keys: &Keys, head: &HeadRecord) -> Result<Op
     }))
 }
 
+/// A published state the caller already holds: its revision, manifest and body locations.
+pub type Known<'a> = Option<(&'a str, &'a Manifest, &'a Locations)>;
+
+/// Like [`load`], but a head in the delta layout that names the `known` revision is answered
+/// from what the caller holds, without reading its snapshot (a revision's tree never changes).
+pub async fn load_known(
+    api: &StorageApi,
+    keys: &Keys,
+    head: &HeadRecord,
+    known: Known<'_>,
+) -> Result<Option<Published>> {
+    if let (Some(rev), Some((k, manifest, locations))) = (&head.revision, known) {
+        if rev == k && head.schema_version >= LAYOUT_VERSION {
+            head.tree.check()?;
+            return Ok(Some(Published {
+                head: head.clone(),
+                revision: rev.clone(),
+                position: head.position,
+                manifest: manifest.clone(),
+                locations: locations.clone(),
+            }));
+        }
+    }
+    load(api, keys, head).await
+}
+
 /// The manifest and body locations of `tree`: its snapshot with its changes applied.
 pub async fn tree(
     api: &StorageApi,
