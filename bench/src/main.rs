@@ -19,7 +19,6 @@ mod storage;
 use report::{ms, stats, Report};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use supabash::Limits;
 use supabash_devcluster::Cluster;
 use supabash_tests::{Caller, SqlRpc};
 

@@ -110,7 +110,37 @@ async fn five_thousand_files() {
         again.commit(CommitOptions::new("t")).await.unwrap();
         singles.push(format!("{:?}: {}", t.elapsed(), counted(&server)));
     }
+    // The same without visible objects (a fresh user).
+    let hidden = config(&server).with_visible_objects(false);
+    let session = new_session();
+    let ws = supabash::storage::StorageWorkspace::open_for_session(
+        &hidden,
+        &session,
+        supabash::Limits::default(),
+    )
+    .await
+    .unwrap();
+    for d in 0..50 {
+        ws.fs().mkdir(&format!("/d{d}"), false).await.unwrap();
+    }
+    for i in 0..5_000 {
+        ws.fs()
+            .write(&format!("/d{}/f{i}.txt", i % 50), format!("file {i}\n"))
+            .await
+            .unwrap();
+    }
+    server.reset_counts();
+    let t = Instant::now();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    let hidden_first = format!("{:?}: {}", t.elapsed(), counted(&server));
+    ws.fs().write("/d0/f0.txt", "changed").await.unwrap();
+    server.reset_counts();
+    let t = Instant::now();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    let hidden_single = format!("{:?}: {}", t.elapsed(), counted(&server));
     println!("storage 5000 files (test server, {delay_ms} ms a request):");
+    println!("  without visible objects: first commit {hidden_first}");
+    println!("  without visible objects: single-file commit {hidden_single}");
     println!("  first commit {first:?}: {first_counts}");
     println!("  open {open_time:?}: {open_counts}");
     for s in singles {

@@ -5,19 +5,24 @@
 //! - **Opening**: [`StorageWorkspace::open_for_session`] takes a verified session (the prefix
 //!   is `<user id>/`; callers never pass a prefix), [`StorageWorkspace::open_with_capability`]
 //!   a verified Ed25519 Storage capability (bucket and exact prefix). Opening first recovers
-//!   unresolved commits, then reads the published head's manifest; bodies load lazily and are
-//!   verified against their SHA-256. With nothing published yet, the tree is read from the
+//!   unresolved commits, then reads the published head and its snapshot; bodies load lazily
+//!   (by range from their pack) and are verified against their SHA-256. With nothing published yet, the tree is read from the
 //!   visible objects (paged list-v2 and their metadata).
 //! - **Entries**: files (any bytes), directories (kept while empty, as marker objects),
 //!   symbolic links that resolve inside the root, modes and mtimes: all recorded in each
 //!   visible object's metadata and in the revision manifest. Keys are encoded reversibly
 //!   ([`keys`]); the reserved `.supabash/` area under the prefix never appears in the tree.
-//! - **Commit** (`commit.rs`): content-addressed bodies, an intent record, visible uploads and
-//!   deletes, the revision manifest and a complete record, the idempotency record, and the head
-//!   pointer last; recovery (`recover.rs`) resolves anything unfinished at the next open,
-//!   commit or discard. An optional [`coordinator`] serialises hosts.
-//! - **History** (`history.rs`): pages, old revisions, diffs, forward restore, checkpoints and
-//!   purge, from the records in the reserved area.
+//! - **Layout** ([`layout`], [`pack`]): a revision pack per commit (its small bodies and its
+//!   header), snapshots of the whole manifest now and then, and the changes since the last
+//!   snapshot in the head, so a commit writes what it changes and an open reads two objects.
+//!   0.6.0's layout is read (`store.rs`) and upgraded by the next commit.
+//! - **Commit** (`commit.rs`, `publish.rs`): one upload batch (pack, snapshot when due, large
+//!   bodies), the intent in the head, visible uploads and deletes, the idempotency record,
+//!   and the head last; recovery (`pending.rs`, and `recover.rs` for 0.6.0's intents) resolves
+//!   anything unfinished at the next open, commit or discard. An optional [`coordinator`]
+//!   serialises hosts.
+//! - **History** (`history.rs`, `purge.rs`): pages, old revisions, diffs, forward restore,
+//!   checkpoints and purge, from the records in the reserved area.
 //! - **Setup** ([`setup`]): the private bucket and a check of the row-level-security policies.
 //!
 //! See `docs/storage.md` for the layout, the failure modes and the limits.
