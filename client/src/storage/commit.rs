@@ -305,8 +305,11 @@ impl StorageWorkspace {
         let done = self.commit_frozen(&options).await?;
         std::mem::forget(frozen);
         let rev = done.base.revision.clone().unwrap_or_default();
-        self.bodies
-            .register(&rev, done.base.manifest.clone(), &done.base.locations);
+        self.bodies.register(
+            &rev,
+            done.base.manifest.clone(),
+            done.base.locations.clone(),
+        );
         self.tree.end_commit(Some(rev.clone()));
         let mut state = self.state.lock().expect("state lock");
         state.partial = None;

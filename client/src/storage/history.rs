@@ -226,7 +226,7 @@ impl StorageWorkspace {
             .ok_or_else(|| not_found("revision"))?;
         let (entries, locations) = r.tree(&self.api, &self.keys).await?;
         self.bodies
-            .register(revision, Arc::new(entries.clone()), &locations);
+            .register(revision, Arc::new(entries.clone()), Arc::new(locations));
         Ok(StoredRevision {
             receipt: r.receipt().clone(),
             entries,

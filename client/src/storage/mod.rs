@@ -401,7 +401,7 @@ impl StorageWorkspace {
     fn set_base(&self, base: Base) -> Result<()> {
         let name = base.revision.clone().unwrap_or_default();
         self.bodies
-            .register(&name, base.manifest.clone(), &base.locations);
+            .register(&name, base.manifest.clone(), base.locations.clone());
         tree_io::install(&self.tree, &name, &base.manifest)?;
         self.state.lock().expect("state lock").base = base;
         Ok(())

@@ -66,9 +66,9 @@ impl StorageWorkspace {
                 uploads.push(self.object_upload(hash, bytes.to_vec()));
             }
         }
+        // The workspace's locations keep stale entries (harmless); snapshots get only used ones.
         let mut locations = target.locations.clone();
         locations.extend(added.clone());
-        let locations = only_used(locations, target.manifest.values());
         let next = target
             .tree
             .as_ref()
@@ -76,7 +76,8 @@ impl StorageWorkspace {
         let tree = match next {
             Some(t) => t,
             None => {
-                let (upload, tree) = self.snapshot(rev, target, locations.clone());
+                let used = only_used(locations.clone(), target.manifest.values());
+                let (upload, tree) = self.snapshot(rev, target, used);
                 uploads.push(upload);
                 tree
             }

@@ -147,10 +147,12 @@ fn put(tree: &StagedTree, revision: &str, manifest: &Manifest, as_base: bool) ->
 pub struct Bodies {
     api: StorageApi,
     keys: Keys,
-    manifests: Mutex<HashMap<String, Arc<Manifest>>>,
-    /// Where packed bodies lie, by SHA-256 (a body's place never changes).
-    locations: Mutex<Locations>,
+    /// Each registered revision's manifest and where its packed bodies lie.
+    manifests: Mutex<HashMap<String, Registered>>,
 }
+
+/// A registered revision: its manifest and where its packed bodies lie.
+type Registered = (Arc<Manifest>, Arc<Locations>);
 
 impl Bodies {
     pub fn new(api: StorageApi, keys: Keys) -> Self {
@@ -158,45 +160,39 @@ impl Bodies {
             api,
             keys,
             manifests: Mutex::default(),
-            locations: Mutex::default(),
         }
     }
 
     /// Makes the files of `manifest` loadable as `revision`, packed ones at `locations`.
-    pub fn register(&self, revision: &str, manifest: Arc<Manifest>, locations: &Locations) {
+    pub fn register(&self, revision: &str, manifest: Arc<Manifest>, locations: Arc<Locations>) {
         self.manifests
             .lock()
             .expect("bodies lock")
-            .insert(revision.to_owned(), manifest);
-        self.locations
-            .lock()
-            .expect("bodies lock")
-            .extend(locations.iter().map(|(h, l)| (h.clone(), l.clone())));
+            .insert(revision.to_owned(), (manifest, locations));
     }
 
     /// The raw bytes of the file at `path` in `revision` (not verified).
     pub async fn fetch(&self, revision: &str, path: &str) -> Result<(Entry, Vec<u8>)> {
-        let entry = self
-            .manifests
-            .lock()
-            .expect("bodies lock")
-            .get(revision)
-            .and_then(|m| m.get(path).cloned())
-            .filter(|e| e.kind == EntryKind::File)
-            .ok_or_else(|| {
-                SupabashError::new(ErrorCode::NotFound, "no such file in the revision")
-                    .with_path(path)
-            })?;
+        let (entry, loc) = {
+            let manifests = self.manifests.lock().expect("bodies lock");
+            let known = manifests
+                .get(revision)
+                .and_then(|(m, l)| Some((m.get(path)?, l)))
+                .filter(|(e, _)| e.kind == EntryKind::File);
+            let Some((entry, locations)) = known else {
+                return Err(SupabashError::new(
+                    ErrorCode::NotFound,
+                    "no such file in the revision",
+                )
+                .with_path(path));
+            };
+            let loc = entry.hash.as_ref().and_then(|h| locations.get(h).cloned());
+            (entry.clone(), loc)
+        };
         let hash = entry.hash.clone().unwrap_or_default();
         let bytes = if revision == UNPUBLISHED {
             self.api.download(&self.keys.entry(path)).await?
         } else {
-            let loc = self
-                .locations
-                .lock()
-                .expect("bodies lock")
-                .get(&hash)
-                .cloned();
             store::body(&self.api, &self.keys, &hash, loc.as_ref()).await?
         };
         let bytes = bytes.ok_or_else(|| {
