@@ -1311,7 +1311,13 @@ fn selected(name: &str) -> bool {
 async fn main() {
     let mut r = Report::new();
     eprintln!("bench: starting a throwaway cluster");
-    let cluster = Cluster::start();
+    // The Storage backend needs no extension: a Storage-only run starts without it.
+    let storage_only = std::env::var("SUPABASH_BENCH_ONLY").is_ok_and(|o| o.trim() == "storage");
+    let cluster = if storage_only {
+        Cluster::start_without_extension()
+    } else {
+        Cluster::start()
+    };
     preload_pg_stat_statements(&cluster);
     cluster.psql("app", PLAIN_TABLE);
     r.machine(&cluster.psql("app", "SELECT version()"));

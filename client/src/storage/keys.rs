@@ -344,13 +344,9 @@ impl Keys {
     pub fn snapshot(&self, rev: &str) -> String {
         self.reserved(&format!("snapshots/{rev}.json"))
     }
-    /// The folder of unresolved intents.
+    /// The folder of 0.6.0's unresolved intents.
     pub fn intents(&self) -> String {
         self.reserved("intents/")
-    }
-    /// An intent record.
-    pub fn intent(&self, tx: &str) -> String {
-        self.reserved(&format!("intents/{tx}.json"))
     }
     /// A complete record.
     pub fn complete(&self, tx: &str) -> String {
