@@ -250,3 +250,39 @@ async fn a_server_answering_429_to_everything_is_a_retryable_error() {
     let again = open(&server, &session).await;
     assert_eq!(again.fs().read_text("/d1/f1.md").await.unwrap(), "staged");
 }
+
+#[tokio::test]
+async fn a_pack_stays_within_the_largest_upload() {
+    let server = server().await;
+    let limits = Limits::default()
+        .with_max_file_bytes(200_000)
+        .with_max_files(100);
+    let largest = supabash::storage::setup::largest_upload(&limits);
+    let session = new_session();
+    let ws = StorageWorkspace::open_for_session(&config(&server), &session, limits)
+        .await
+        .unwrap();
+    for i in 0..30 {
+        ws.fs()
+            .write(&format!("/f{i}.bin"), vec![i as u8; 10_000])
+            .await
+            .unwrap();
+    }
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    let service = service_api(&server, &session);
+    let listed = service
+        .list(&format!("{}/.supabash/", session.user_id))
+        .await
+        .unwrap();
+    let biggest = listed.iter().filter_map(|l| l.size).max().unwrap();
+    assert!(biggest <= largest, "{biggest} bytes in one upload");
+    // The bodies that did not fit went alone; every file reads back.
+    assert!(listed.iter().any(|l| l.name.contains("/objects/")));
+    let again = open(&server, &session).await;
+    for i in 0..30 {
+        assert_eq!(
+            again.fs().read(&format!("/f{i}.bin")).await.unwrap(),
+            vec![i as u8; 10_000]
+        );
+    }
+}

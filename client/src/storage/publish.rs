@@ -23,8 +23,21 @@ use supabash_core::ErrorCode;
 /// `objects/<sha256>`.
 pub const PACK_BODY_MAX: usize = 1024 * 1024;
 
-/// The most body bytes one revision pack holds; the commit's further bodies are stored alone.
-pub const PACK_MAX: usize = 64 * 1024 * 1024;
+/// The most body bytes one revision pack holds (below the Storage server's default upload
+/// limit of 50 MB); the commit's further bodies are stored alone. A pack also stays within
+/// the largest upload the bucket check asks for ([`super::setup::largest_upload`]).
+pub const PACK_MAX: usize = 32 * 1024 * 1024;
+
+/// Room kept in a pack for its header besides the receipt: the tree's changes (at most
+/// [`super::layout::MAX_DELTA`] entries) and the rest.
+const HEADER_ROOM: usize = super::layout::MAX_DELTA * 512 + 4096;
+
+/// The body bytes a pack of a commit with `receipt` may hold under `limits`.
+fn pack_budget(limits: &crate::limits::Limits, receipt: &Receipt) -> usize {
+    let receipt_len = serde_json::to_vec(receipt).map_or(0, |r| r.len());
+    let largest = usize::try_from(super::setup::largest_upload(limits)).unwrap_or(usize::MAX);
+    PACK_MAX.min(largest.saturating_sub(receipt_len + HEADER_ROOM))
+}
 
 /// What a commit uploads and publishes.
 pub(super) struct Built {
@@ -52,13 +65,14 @@ impl StorageWorkspace {
         mut uploads: Vec<Upload>,
     ) -> Built {
         let rev = &intent.new_revision;
+        let budget = pack_budget(self.tree.limits(), &receipt);
         let mut pack = Builder::default();
         let mut added = Locations::new();
         for (hash, bytes) in bodies {
             if target.locations.contains_key(hash) {
                 continue;
             }
-            if bytes.len() <= PACK_BODY_MAX && pack.len() + bytes.len() <= PACK_MAX {
+            if bytes.len() <= PACK_BODY_MAX && pack.len() + bytes.len() <= budget {
                 let (offset, size) = pack.add(bytes);
                 let pack = rev.clone();
                 added.insert(hash.clone(), Loc { pack, offset, size });
