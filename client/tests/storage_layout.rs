@@ -286,3 +286,25 @@ async fn a_pack_stays_within_the_largest_upload() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_old_revision_is_read_by_ranges_not_its_whole_pack() {
+    let server = server().await;
+    let config = config(&server);
+    // 600 files of 512 B: the first revision's pack is about 300 KB.
+    let session = workspace(&server, &config, 600).await;
+    let ws = open(&server, &session).await;
+    let first = ws.base_revision().unwrap();
+    ws.fs().write("/d1/f1.md", "newer").await.unwrap();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    server.reset_counts();
+    let old = ws.read_revision(&first).await.unwrap();
+    let c = server.counts();
+    assert_eq!(old.entries.len(), 610);
+    // The head, the pack's size, its trailer, its header, the snapshot: no whole pack.
+    assert_eq!((c.of("info"), c.of("range")), (1, 2), "{c:?}");
+    assert_eq!(
+        ws.read_revision_file(&first, "/d1/f1.md").await.unwrap(),
+        body(1)
+    );
+}

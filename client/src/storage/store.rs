@@ -185,20 +185,57 @@ pub async fn read_header(
             pack::check_header(&bytes, s).map_err(|e| corrupt(format!("{rev}: {e}")))?;
             bytes
         }
-        None => {
-            let Some(whole) = api.download(&key).await? else {
-                return Ok(None);
-            };
-            pack::header_of(&whole)
-                .map_err(|e| corrupt(format!("{rev}: {e}")))?
-                .to_vec()
-        }
+        None => match header_by_trailer(api, &key).await? {
+            Trailer::Missing => return Ok(None),
+            Trailer::Header(h) => h,
+            Trailer::Small => {
+                let Some(whole) = api.download(&key).await? else {
+                    return Ok(None);
+                };
+                pack::header_of(&whole)
+                    .map_err(|e| corrupt(format!("{rev}: {e}")))?
+                    .to_vec()
+            }
+        },
     };
     let h: PackHeader = parse(&header, "revision pack header")?;
     if h.revision != rev {
         return Err(corrupt(format!("the pack of {rev} names {}", h.revision)));
     }
     Ok(Some(h))
+}
+
+/// A pack read in full below this size; above it, its header is found by range reads.
+const WHOLE_PACK_BELOW: u64 = 256 * 1024;
+
+/// What [`header_by_trailer`] found.
+enum Trailer {
+    Missing,
+    /// Small enough to read whole.
+    Small,
+    Header(Vec<u8>),
+}
+
+/// The header of the pack at `key` without reading its bodies: its size (`info`), its
+/// trailing length and the header, by range.
+async fn header_by_trailer(api: &StorageApi, key: &str) -> Result<Trailer> {
+    let Some(info) = api.info(key).await? else {
+        return Ok(Trailer::Missing);
+    };
+    let size = info.size.unwrap_or(0);
+    if size < WHOLE_PACK_BELOW {
+        return Ok(Trailer::Small);
+    }
+    let Some(tail) = api.download_range(key, size - 8, 8).await? else {
+        return Ok(Trailer::Missing);
+    };
+    let len = u64::from_be_bytes(tail[..].try_into().expect("8 bytes"));
+    let start = (size - 8)
+        .checked_sub(len)
+        .filter(|s| *s >= pack::MAGIC.len() as u64)
+        .ok_or_else(|| corrupt(format!("{key}: the header length passes the pack")))?;
+    let header = api.download_range(key, start, len).await?;
+    Ok(header.map_or(Trailer::Missing, Trailer::Header))
 }
 
 /// A stored revision in either layout.
