@@ -44,14 +44,79 @@ pub type Locations = BTreeMap<String, Loc>;
 /// Changed paths over a snapshot: the new entry, or `None` for a deletion.
 pub type Changes = BTreeMap<String, Option<Entry>>;
 
-/// `snapshots/<rev>.json`: a whole manifest and the locations of its packed bodies.
+/// `snapshots/<rev>.json`: a whole manifest and the locations of its packed bodies. Stored
+/// compactly: a packed body by one path whose entry names it (`packed`: pack → path →
+/// offset; the SHA-256 and size come from the entry), so a location costs a path and a
+/// number, not a hash and a pack id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(into = "SnapshotWire", try_from = "SnapshotWire")]
 pub struct Snapshot {
     pub revision: String,
     pub entries: Manifest,
+    /// Locations of bodies the entries name (others are not stored).
     pub locations: Locations,
     pub schema_version: u32,
+}
+
+/// A snapshot as stored.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SnapshotWire {
+    revision: String,
+    entries: Manifest,
+    packed: BTreeMap<String, BTreeMap<String, u64>>,
+    schema_version: u32,
+}
+
+impl From<Snapshot> for SnapshotWire {
+    fn from(s: Snapshot) -> Self {
+        let mut packed: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        for (path, e) in &s.entries {
+            let Some(hash) = &e.hash else { continue };
+            let Some(l) = s.locations.get(hash) else {
+                continue;
+            };
+            if l.size == e.size && seen.insert(hash) {
+                packed
+                    .entry(l.pack.clone())
+                    .or_default()
+                    .insert(path.clone(), l.offset);
+            }
+        }
+        SnapshotWire {
+            revision: s.revision,
+            entries: s.entries,
+            packed,
+            schema_version: s.schema_version,
+        }
+    }
+}
+
+impl TryFrom<SnapshotWire> for Snapshot {
+    type Error = String;
+
+    fn try_from(w: SnapshotWire) -> std::result::Result<Self, String> {
+        let mut locations = Locations::new();
+        for (pack, paths) in w.packed {
+            for (path, offset) in paths {
+                let e = w.entries.get(&path).filter(|e| e.hash.is_some());
+                let e = e.ok_or_else(|| format!("a packed body names no file: {path}"))?;
+                let loc = Loc {
+                    pack: pack.clone(),
+                    offset,
+                    size: e.size,
+                };
+                locations.insert(e.hash.clone().expect("filtered"), loc);
+            }
+        }
+        Ok(Snapshot {
+            revision: w.revision,
+            entries: w.entries,
+            locations,
+            schema_version: w.schema_version,
+        })
+    }
 }
 
 /// A snapshot by revision, with the SHA-256 of its bytes (checked when read).
@@ -255,6 +320,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    proptest! {
+        /// A snapshot whose locations are those of its files comes back from its bytes whole.
+        #[test]
+        fn snapshots_round_trip(
+            files in proptest::collection::btree_map("/[a-z]{1,4}", (0u8..20, any::<bool>()), 0..30),
+        ) {
+            let mut entries = Manifest::new();
+            let mut locations = Locations::new();
+            for (p, (content, packed)) in &files {
+                entries.insert(p.clone(), entry(*content));
+                if *packed {
+                    locations.insert(entry(*content).hash.unwrap(), loc(*content));
+                }
+            }
+            let s = Snapshot { revision: "r".into(), entries, locations, schema_version: 2 };
+            let bytes = serde_json::to_vec(&s).unwrap();
+            prop_assert_eq!(serde_json::from_slice::<Snapshot>(&bytes).unwrap(), s);
+        }
+    }
+
+    #[test]
+    fn a_packed_body_must_name_a_file() {
+        let bad = r#"{"revision":"r","entries":{},"packed":{"p":{"/x":8}},"schemaVersion":2}"#;
+        assert!(serde_json::from_str::<Snapshot>(bad).is_err());
     }
 
     #[test]
