@@ -308,3 +308,29 @@ async fn an_old_revision_is_read_by_ranges_not_its_whole_pack() {
         body(1)
     );
 }
+
+#[tokio::test]
+async fn content_whose_pack_was_purged_is_uploaded_again() {
+    let server = server().await;
+    let session = new_session();
+    let ws = open(&server, &session).await;
+    ws.fs().write("/x.md", "the same bytes").await.unwrap();
+    ws.commit(CommitOptions::new("x")).await.unwrap();
+    ws.fs().rm("/x.md", false, false).await.unwrap();
+    ws.fs().write("/other.md", "other").await.unwrap();
+    ws.commit(CommitOptions::new("rm")).await.unwrap();
+    // The first revision (and its pack, whose one body nothing names now) goes.
+    let purged = ws
+        .purge(supabash::workspace::PurgeOptions::default().with_keep_revisions(1))
+        .await
+        .unwrap();
+    assert_eq!(purged.revisions.len(), 1);
+    // The same content again: it must be stored again, not taken as still packed.
+    ws.fs().write("/y.md", "the same bytes").await.unwrap();
+    ws.commit(CommitOptions::new("y")).await.unwrap();
+    let again = open(&server, &session).await;
+    assert_eq!(
+        again.fs().read_text("/y.md").await.unwrap(),
+        "the same bytes"
+    );
+}

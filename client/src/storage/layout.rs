@@ -196,7 +196,8 @@ impl TreeState {
         Ok(())
     }
 
-    /// The whole manifest and body locations: `snapshot` with the changes applied.
+    /// The whole manifest and the locations of the bodies it names: `snapshot` with the
+    /// changes applied.
     pub fn apply(&self, snapshot: Snapshot) -> (Manifest, Locations) {
         let (mut entries, mut locations) = (snapshot.entries, snapshot.locations);
         for (p, e) in &self.changes {
@@ -206,6 +207,8 @@ impl TreeState {
             };
         }
         locations.extend(self.locations.clone());
+        // A body no entry names any more may go with its pack at purge: not a place to trust.
+        let locations = only_used(locations, entries.values());
         (entries, locations)
     }
 
@@ -318,6 +321,8 @@ mod tests {
                     let h = e.hash.clone().unwrap();
                     prop_assert!(locations.contains_key(&h), "no location for {}", h);
                 }
+                let used: BTreeSet<String> = real.values().filter_map(|e| e.hash.clone()).collect();
+                prop_assert!(locations.keys().all(|h| used.contains(h)), "a stale location");
             }
         }
     }

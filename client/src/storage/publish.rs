@@ -69,6 +69,7 @@ impl StorageWorkspace {
         let mut pack = Builder::default();
         let mut added = Locations::new();
         for (hash, bytes) in bodies {
+            // Already packed for the published manifest (so kept, or moved, by purge).
             if target.locations.contains_key(hash) {
                 continue;
             }
@@ -80,9 +81,11 @@ impl StorageWorkspace {
                 uploads.push(self.object_upload(hash, bytes.to_vec()));
             }
         }
-        // The workspace's locations keep stale entries (harmless); snapshots get only used ones.
+        // Only the locations of bodies the new manifest names: a body no longer named may be
+        // purged with its pack, and must then be uploaded again, not taken as stored.
         let mut locations = target.locations.clone();
         locations.extend(added.clone());
+        let locations = only_used(locations, target.manifest.values());
         let next = target
             .tree
             .as_ref()
@@ -90,8 +93,7 @@ impl StorageWorkspace {
         let tree = match next {
             Some(t) => t,
             None => {
-                let used = only_used(locations.clone(), target.manifest.values());
-                let (upload, tree) = self.snapshot(rev, target, used);
+                let (upload, tree) = self.snapshot(rev, target, locations.clone());
                 uploads.push(upload);
                 tree
             }
