@@ -15,12 +15,12 @@ mod mount;
 mod reopen;
 mod report;
 mod setattr;
+mod storage;
 
 use charts::{Chart, Kind};
 use report::{ms, stats, Report};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use supabash::Limits;
 use supabash_devcluster::Cluster;
 use supabash_tests::{Caller, SqlRpc};
 
@@ -72,7 +72,7 @@ fn upsert(path: &str, text: &str) -> Value {
 
 /// Deterministic prose-like ASCII text of exactly `len` bytes (compresses like ordinary
 /// Markdown or source, roughly 2:1 with pglz).
-fn text(seed: u64, len: usize) -> String {
+pub(crate) fn text(seed: u64, len: usize) -> String {
     const WORDS: &[&str] = &[
         "the",
         "workspace",
@@ -1152,138 +1152,12 @@ fn f1(x: f64) -> String {
     format!("{x:.1}")
 }
 
-fn f2(x: f64) -> String {
+pub(crate) fn f2(x: f64) -> String {
     format!("{x:.2}")
 }
 
 fn kib(b: i64) -> String {
     format!("{:.0} KiB", b as f64 / 1024.0)
-}
-
-/// The Storage backend on the Storage API test server: a 5,000-file workspace's first commit,
-/// its open time and single-file commits.
-async fn storage_backend(cluster: &Cluster, r: &mut Report) {
-    use supabash::auth::Session;
-    use supabash::storage::{StorageConfig, StorageWorkspace};
-    use supabash::workspace::CommitOptions;
-    use supabash_tests::storage_server::StorageServer;
-
-    cluster.psql("app", include_str!("../../sql/storage.sql"));
-    let server = StorageServer::start(&cluster.dsn("postgres")).await;
-    let config = StorageConfig::new(server.url.clone(), "workspaces");
-    let new_session = || {
-        let user_id = uuid::Uuid::new_v4().to_string();
-        Session {
-            access_token: StorageServer::user_token(&user_id),
-            user_id,
-        }
-    };
-    let session = new_session();
-    let open = || StorageWorkspace::open_for_session(&config, &session, Limits::default());
-    let ws = open().await.expect("open");
-    for d in 0..50 {
-        ws.fs().mkdir(&format!("/d{d}"), false).await.unwrap();
-    }
-    for i in 0..5_000 {
-        let path = format!("/d{}/f{i}.md", i % 50);
-        ws.fs().write(&path, text(i, 512)).await.unwrap();
-    }
-    let t = Instant::now();
-    ws.commit(CommitOptions::new("bench"))
-        .await
-        .expect("first commit");
-    let first = ms(t);
-    let mut opens = Vec::new();
-    for _ in 0..5 {
-        let t = Instant::now();
-        let again = open().await.expect("open");
-        opens.push(ms(t));
-        assert_eq!(again.fs().readdir("/d7").await.unwrap().len(), 100);
-    }
-    let ws = open().await.expect("open");
-    let mut commits = Vec::new();
-    for i in 0..20u64 {
-        ws.fs()
-            .write("/d0/f0.md", text(9_000_000 + i, 512))
-            .await
-            .unwrap();
-        let t = Instant::now();
-        ws.commit(CommitOptions::new("bench"))
-            .await
-            .expect("commit");
-        commits.push(ms(t));
-    }
-    // What upload concurrency buys: first commits of 1,000 files, fresh users, 3 runs each.
-    let mut by_concurrency = Vec::new();
-    for concurrency in [1, 4, 8, 16] {
-        let config = config.clone().with_upload_concurrency(concurrency);
-        let mut runs = Vec::new();
-        for _ in 0..3 {
-            let session = new_session();
-            let ws = StorageWorkspace::open_for_session(&config, &session, Limits::default())
-                .await
-                .expect("open");
-            for d in 0..10 {
-                ws.fs().mkdir(&format!("/d{d}"), false).await.unwrap();
-            }
-            for i in 0..1_000 {
-                let path = format!("/d{}/f{i}.md", i % 10);
-                ws.fs().write(&path, text(i, 512)).await.unwrap();
-            }
-            let t = Instant::now();
-            ws.commit(CommitOptions::new("bench"))
-                .await
-                .expect("first commit");
-            runs.push(ms(t));
-        }
-        by_concurrency.push((concurrency, stats(&runs)));
-    }
-    r.section("Storage backend (Storage API test server)");
-    r.line(
-        "The Storage backend (`client/src/storage/`) against the Storage API test server \
-         (`tests/src/storage_server.rs`: axum on loopback, object rows in `storage.objects` of \
-         the same cluster under the row-level-security policies of `sql/storage.sql`, bodies \
-         on local disk). A fresh user's workspace gets 5,000 files of 512 B in 50 folders in \
-         one commit (every body and record is its own HTTP request, 4 at a time, the default \
-         `StorageConfig::upload_concurrency`); then the \
-         workspace is opened 5 times (listing, head, manifest; bodies stay lazy) and one \
-         file is edited and committed 20 times (intent, upload, records, head). These figures \
-         are bound by the test server on this machine, not by the real Storage API.",
-    );
-    r.table(&["measure", "N", "median ms", "p90 ms"]);
-    let (open, commit) = (stats(&opens), stats(&commits));
-    r.row(&[
-        "first commit, 5,000 files".into(),
-        "1".into(),
-        f2(first),
-        f2(first),
-    ]);
-    r.row(&[
-        "open, 5,000 files".into(),
-        "5".into(),
-        f2(open.median),
-        f2(open.p90),
-    ]);
-    r.row(&[
-        "single-file commit, 5,000 files".into(),
-        "20".into(),
-        f2(commit.median),
-        f2(commit.p90),
-    ]);
-    for (concurrency, s) in &by_concurrency {
-        r.row(&[
-            format!("first commit, 1,000 files, upload concurrency {concurrency}"),
-            "3".into(),
-            f2(s.median),
-            f2(s.p90),
-        ]);
-    }
-    r.summary(
-        "Storage backend, 5,000 files: open / single-file commit (test server)",
-        format!("{} / {} ms", f2(open.median), f2(commit.median)),
-        "—".into(),
-        None,
-    );
 }
 
 /// Peak private memory (`RssAnon`) of backends under the per-call decoding ceiling
@@ -1460,7 +1334,13 @@ fn selected(name: &str) -> bool {
 async fn main() {
     let mut r = Report::new();
     eprintln!("bench: starting a throwaway cluster");
-    let cluster = Cluster::start();
+    // The Storage backend needs no extension: a Storage-only run starts without it.
+    let storage_only = std::env::var("SUPABASH_BENCH_ONLY").is_ok_and(|o| o.trim() == "storage");
+    let cluster = if storage_only {
+        Cluster::start_without_extension()
+    } else {
+        Cluster::start()
+    };
     preload_pg_stat_statements(&cluster);
     cluster.psql("app", PLAIN_TABLE);
     r.machine(&cluster.psql("app", "SELECT version()"));
@@ -1505,7 +1385,7 @@ async fn main() {
     }
     if selected("storage") {
         eprintln!("bench: storage backend");
-        storage_backend(&cluster, &mut r).await;
+        storage::storage_backend(&cluster, &mut r).await;
     }
     if selected("memory") {
         eprintln!("bench: memory ceiling");

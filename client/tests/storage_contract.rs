@@ -129,6 +129,18 @@ async fn the_test_server_follows_the_observed_contract() {
         )
         .await;
     assert_eq!((s.as_u16(), b.len()), (304, 0));
+    // Row 13: a range read is 206 with content-range (the backend reads packed bodies so).
+    let (s, hd, b) = h
+        .send(
+            Method::GET,
+            &get,
+            Some(t1),
+            &[("range", "bytes=1-3")],
+            vec![],
+        )
+        .await;
+    assert_eq!((s.as_u16(), b.as_slice()), (206, &b"ell"[..]));
+    assert_eq!(hd["content-range"], "bytes 1-3/5");
     // Row 14-15: an upsert keeps the id, changes the etag; the old etag no longer matches.
     let (_, _, b) = h
         .send(Method::PUT, &key, Some(t1), &[], b"hello again".to_vec())

@@ -109,8 +109,9 @@ async fn a_server_error_is_named() {
     // A 500 after the intent: PARTIAL_COMMIT whose message carries the server's answer.
     let ws = open(&server, &session).await;
     ws.fs().write("/a.md", "a").await.unwrap();
-    // Mutations: the body (0), the intent (1), the visible object (2).
-    server.inject(Some(Fault::Internal(2)));
+    // Mutations: the revision pack and the first snapshot (0, 1), the intent (2), the visible
+    // object (3).
+    server.inject(Some(Fault::Internal(3)));
     let e = ws.commit(CommitOptions::new("x")).await.unwrap_err();
     server.inject(None);
     assert_eq!(e.code(), ErrorCode::PartialCommit, "{e}");
@@ -145,8 +146,8 @@ async fn a_hosts_own_failed_intent_does_not_block_its_next_commit() {
         .write("/lost.md", "never published")
         .await
         .unwrap();
-    // The visible upload after the intent fails.
-    server.inject(Some(Fault::Before(2)));
+    // The visible upload after the pack, the snapshot and the intent fails.
+    server.inject(Some(Fault::Before(3)));
     let e = first.commit(CommitOptions::new("a")).await.unwrap_err();
     server.inject(None);
     assert_eq!(e.code(), ErrorCode::PartialCommit, "{e}");
@@ -176,14 +177,12 @@ async fn a_hosts_own_failed_intent_does_not_block_its_next_commit() {
         host: Some("another-host".into()),
         schema_version: SCHEMA_VERSION,
     };
-    user_api(&server, &session)
-        .write_json(
-            &format!("{}/.supabash/intents/{tx}.json", session.user_id),
-            &serde_json::to_value(&intent).unwrap(),
-            false,
-        )
-        .await
-        .unwrap();
+    // It lies in the head, as every commit in flight does.
+    let api = user_api(&server, &session);
+    let head_key = format!("{}/.supabash/head.json", session.user_id);
+    let mut head = api.read_json(&head_key).await.unwrap().unwrap();
+    head["pending"] = serde_json::to_value(&intent).unwrap();
+    api.write_json(&head_key, &head, true).await.unwrap();
     next.fs().write("/blocked.md", "waits").await.unwrap();
     let e = next.commit(CommitOptions::new("c")).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::CommitCoordination, "{e}");
@@ -296,11 +295,14 @@ async fn bucket_restrictions_are_reported() {
     ws.commit(CommitOptions::new("x")).await.unwrap();
 }
 
-/// Upload concurrency is a setting (default 4): a commit never runs more uploads at once.
+/// Upload concurrency is a setting (default 16): a commit never runs more uploads at once.
 #[tokio::test]
 async fn upload_concurrency_is_a_setting() {
     let server = server().await;
-    assert_eq!(StorageConfig::new("http://x", BUCKET).upload_concurrency, 4);
+    assert_eq!(
+        StorageConfig::new("http://x", BUCKET).upload_concurrency,
+        16
+    );
     let session = new_session();
     let cfg = config(&server).with_upload_concurrency(2);
     let ws = StorageWorkspace::open_for_session(&cfg, &session, Limits::default())

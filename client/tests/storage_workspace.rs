@@ -132,14 +132,29 @@ async fn bodies_load_lazily_and_are_verified() {
     let session = new_session();
     let ws = open(&server, &session).await;
     ws.fs().write("/a.txt", "original").await.unwrap();
-    ws.commit(CommitOptions::new("t")).await.unwrap();
-    // Replace the content-addressed body behind the client's back (service key).
-    let hash = supabash_core::hash::sha256_hex(b"original");
+    let big: Vec<u8> = (0..1_100_000u32).map(|i| (i % 251) as u8).collect();
+    ws.fs().write("/big.bin", big.clone()).await.unwrap();
+    let r = ws.commit(CommitOptions::new("t")).await.unwrap();
+    // Change the packed body behind the client's back (service key): same length, other bytes.
     let service = service_api(&server, &session);
-    let key = format!("{}/.supabash/objects/{hash}", session.user_id);
-    put(&service, &key, b"tampered", "application/octet-stream").await;
+    let pack = format!(
+        "{}/.supabash/revisions/{}.pack",
+        session.user_id, r.receipt.revision
+    );
+    let bytes = service.download(&pack).await.unwrap().unwrap();
+    let at = bytes.windows(8).position(|w| w == b"original").unwrap();
+    let mut tampered = bytes.clone();
+    tampered[at..at + 8].copy_from_slice(b"ORIGINAL");
+    put(&service, &pack, &tampered, "application/octet-stream").await;
     let again = open(&server, &session).await;
     let e = again.fs().read("/a.txt").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::HistoryCorruption);
+    // A body too large for the pack is stored alone, and checked the same way.
+    let hash = supabash_core::hash::sha256_hex(&big);
+    let key = format!("{}/.supabash/objects/{hash}", session.user_id);
+    assert_eq!(service.download(&key).await.unwrap().unwrap(), big);
+    put(&service, &key, b"tampered", "application/octet-stream").await;
+    let e = again.fs().read("/big.bin").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::HistoryCorruption);
 }
 

@@ -223,6 +223,21 @@ impl Cluster {
 
     /// Creates, starts and prepares a new cluster.
     pub fn try_start() -> Result<Cluster> {
+        let cluster = Cluster::try_start_without_extension()?;
+        cluster.try_psql("app", "CREATE EXTENSION supabash")?;
+        Ok(cluster)
+    }
+
+    /// Creates and starts a new cluster with the Supabase roles in `postgres` and `app` but
+    /// without the extension (for what needs only PostgreSQL, e.g. the Storage API test
+    /// server); panics with what failed.
+    pub fn start_without_extension() -> Cluster {
+        Cluster::try_start_without_extension()
+            .unwrap_or_else(|e| panic!("starting a throwaway cluster: {e}"))
+    }
+
+    /// See [`Self::start_without_extension`].
+    pub fn try_start_without_extension() -> Result<Cluster> {
         let (dir, watchdog) = new_dir()?;
         let data = dir.join("data");
         let mut args: Vec<&OsStr> = vec!["-D".as_ref(), data.as_os_str()];
@@ -243,7 +258,6 @@ impl Cluster {
         cluster.try_psql("postgres", BOOTSTRAP_SQL)?;
         cluster.try_psql("postgres", "CREATE DATABASE app")?;
         cluster.try_psql("app", BOOTSTRAP_SQL)?;
-        cluster.try_psql("app", "CREATE EXTENSION supabash")?;
         Ok(cluster)
     }
 

@@ -31,6 +31,7 @@ pub mod client;
 pub mod cluster;
 pub mod memory;
 pub mod sql_rpc;
+pub mod storage_meter;
 pub mod storage_server;
 pub mod storage_support;
 pub mod support;

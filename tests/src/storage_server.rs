@@ -11,7 +11,8 @@
 //! server. Object bodies live on disk under a temporary directory, one file per object
 //! `version` (a fresh UUID per upload), written before the row that names it commits.
 //!
-//! Not implemented (the backend does not use them): `Range` requests, signed URLs, the v1
+//! `GET` honours one `Range: bytes=...` (206 with `content-range`, as the real server does).
+//! Not implemented (the backend does not use them): signed URLs, the v1
 //! `list` endpoint, `?download=`, bucket listing and deletion, multipart form uploads.
 //!
 //! Like the real server (reference: supabase-storage-api.md), it refuses an upload whose key
@@ -24,8 +25,10 @@
 //! Paths have no `/storage/v1` prefix (as the real server without Kong). Tests can make the
 //! N-th mutating request fail before it is applied (HTTP 503, or 500 as an internal failure),
 //! after (HTTP 504: the change happened but the answer is lost), wait until released, or never
-//! answer, see [`Fault`]. [`StorageServer::peak_mutations`] reports how many mutating requests
-//! ran at once.
+//! answer, or answer 429 to everything, see [`Fault`]. [`StorageServer::peak_mutations`] reports
+//! how many mutating requests ran at once; [`StorageServer::counts`] the requests by kind and
+//! the bytes uploaded, and [`StorageServer::set_delay`] adds a fixed delay to every request
+//! (`storage_meter.rs`).
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -40,13 +43,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio_postgres::{Client, NoTls};
 
+pub use crate::storage_meter::Counts;
+use crate::storage_meter::Meter;
+
 /// The HS256 secret the test server verifies JWTs with.
 pub const STORAGE_JWT_SECRET: &str = "storage-test-server-secret-at-least-32-chars";
 
 /// When an injected failure strikes the N-th mutating request (counting from 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
-    /// Answer HTTP 503 without applying the request.
+    /// Answer HTTP 503 without applying the request, and to every retry of it (same method
+    /// and path) until the next [`StorageServer::inject`].
     Before(usize),
     /// Answer HTTP 500 (the real server's `InternalError` body) without applying the request.
     Internal(usize),
@@ -57,8 +64,12 @@ pub enum Fault {
     /// Hold the request until [`StorageServer::release`], then apply it.
     Hold(usize),
     /// Delay the `slow`-th request by `ms` milliseconds, then apply it; answer the `fail`-th
-    /// with HTTP 503 without applying it (a failure while another request is in flight).
+    /// (and its retries) with HTTP 503 without applying it (a failure while another request
+    /// is in flight).
     SlowWhileFailing { slow: usize, fail: usize, ms: u64 },
+    /// Answer every request (reads too) with the real server's rate-limit answer, HTTP 429
+    /// `SlowDown`, applying none.
+    ThrottleAll,
 }
 
 struct Inner {
@@ -70,7 +81,11 @@ struct Inner {
     running: AtomicUsize,
     peak: AtomicUsize,
     fault: Mutex<Option<Fault>>,
+    /// The request (method and path) an injected 503 struck: its retries get 503 too, until
+    /// the next `inject`.
+    unavailable: Mutex<Option<(Method, Vec<String>)>>,
     release: tokio::sync::Notify,
+    meter: Meter,
 }
 
 /// A running Storage API test server on a free loopback port.
@@ -115,6 +130,11 @@ fn internal() -> ApiError {
 /// Longest key segment the real server's file backend stores (a file name).
 const MAX_SEGMENT_BYTES: usize = 255;
 
+/// An injected 503: the request was not applied.
+fn unavailable() -> ApiError {
+    api_error(503, "unavailable", "ServiceUnavailable", "injected")
+}
+
 fn not_found() -> ApiError {
     api_error(404, "not_found", "NoSuchKey", "Object not found")
 }
@@ -155,7 +175,12 @@ impl ApiError {
             "message": self.message,
             "code": self.code,
         });
-        let http = if self.status >= 500 { self.status } else { 400 };
+        // A rate limit comes back as a real 429 (from the gateway or the server's limiter).
+        let http = if self.status >= 500 || self.status == 429 {
+            self.status
+        } else {
+            400
+        };
         json_response(StatusCode::from_u16(http).unwrap(), &body)
     }
 }
@@ -284,7 +309,9 @@ impl StorageServer {
             running: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             fault: Mutex::default(),
+            unavailable: Mutex::default(),
             release: tokio::sync::Notify::new(),
+            meter: Meter::default(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -299,6 +326,7 @@ impl StorageServer {
     pub fn inject(&self, fault: Option<Fault>) {
         self.inner.mutations.store(0, Ordering::SeqCst);
         self.inner.peak.store(0, Ordering::SeqCst);
+        *self.inner.unavailable.lock().unwrap() = None;
         *self.inner.fault.lock().unwrap() = fault;
     }
 
@@ -315,6 +343,26 @@ impl StorageServer {
     /// The most mutating requests that ran at once since the last [`Self::inject`].
     pub fn peak_mutations(&self) -> usize {
         self.inner.peak.load(Ordering::SeqCst)
+    }
+
+    /// Requests by kind and bytes uploaded since the last [`Self::reset_counts`] (or start).
+    pub fn counts(&self) -> Counts {
+        self.inner.meter.counts()
+    }
+
+    /// Starts counting requests afresh.
+    pub fn reset_counts(&self) {
+        self.inner.meter.reset();
+    }
+
+    /// Adds `delay` to every request from now on (default `$SUPABASH_STORAGE_DELAY_MS`).
+    pub fn set_delay(&self, delay: std::time::Duration) {
+        self.inner.meter.set_delay(delay);
+    }
+
+    /// The delay added to every request.
+    pub fn delay(&self) -> std::time::Duration {
+        self.inner.meter.delay()
     }
 
     /// A signed access token for a user (`role: authenticated`).
@@ -364,6 +412,12 @@ async fn handle(State(inner): State<Arc<Inner>>, req: Request) -> Response {
         headers: parts.headers,
         body,
     };
+    if call.segments.first().map(String::as_str) != Some("status") {
+        let segs: Vec<&str> = call.segments.iter().map(String::as_str).collect();
+        let ranged = call.headers.contains_key("range");
+        let kind = crate::storage_meter::kind(&call.method, &segs, ranged);
+        inner.meter.record(kind, call.body.len()).await;
+    }
     match route(&inner, call).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
@@ -383,20 +437,28 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
     if call.segments.first().map(String::as_str) == Some("status") {
         return Ok(Response::new(Body::empty()));
     }
+    if *inner.fault.lock().unwrap() == Some(Fault::ThrottleAll) {
+        return Err(api_error(
+            429,
+            "too_many_requests",
+            "SlowDown",
+            "Too Many Requests",
+        ));
+    }
     let mutation = is_mutation(&call);
     let _running = mutation.then(|| Running::start(inner));
     let mut after_fault = false;
     if mutation {
         let n = inner.mutations.fetch_add(1, Ordering::SeqCst);
         let fault = *inner.fault.lock().unwrap();
+        let this = (call.method.clone(), call.segments.clone());
+        if inner.unavailable.lock().unwrap().as_ref() == Some(&this) {
+            return Err(unavailable());
+        }
         match fault {
             Some(Fault::Before(k)) if k == n => {
-                return Err(api_error(
-                    503,
-                    "unavailable",
-                    "ServiceUnavailable",
-                    "injected",
-                ))
+                *inner.unavailable.lock().unwrap() = Some(this);
+                return Err(unavailable());
             }
             Some(Fault::Internal(k)) if k == n => return Err(internal()),
             Some(Fault::After(k)) if k == n => after_fault = true,
@@ -406,12 +468,8 @@ async fn route(inner: &Arc<Inner>, call: Call) -> ApiResult<Response> {
                 tokio::time::sleep(std::time::Duration::from_millis(ms)).await
             }
             Some(Fault::SlowWhileFailing { fail, .. }) if fail == n => {
-                return Err(api_error(
-                    503,
-                    "unavailable",
-                    "ServiceUnavailable",
-                    "injected",
-                ))
+                *inner.unavailable.lock().unwrap() = Some(this);
+                return Err(unavailable());
             }
             _ => {}
         }
@@ -875,15 +933,50 @@ async fn download(
             .body(Body::empty())
             .unwrap());
     }
-    let bytes = std::fs::read(inner.body_path(&row.version))
+    let mut bytes = std::fs::read(inner.body_path(&row.version))
         .map_err(|e| api_error(500, "internal", "InternalError", &e.to_string()))?;
+    let mut status = StatusCode::OK;
+    if let Some(range) = call.headers.get("range").and_then(|v| v.to_str().ok()) {
+        let (start, end) = byte_range(range, bytes.len()).ok_or_else(|| {
+            api_error(
+                416,
+                "InvalidRange",
+                "InvalidRange",
+                "The requested range is not satisfiable",
+            )
+        })?;
+        builder = builder.header(
+            "content-range",
+            format!("bytes {start}-{end}/{}", bytes.len()),
+        );
+        bytes = bytes[start..=end].to_vec();
+        status = StatusCode::PARTIAL_CONTENT;
+    }
     builder = builder.header("content-length", bytes.len());
     let body = if call.method == Method::HEAD {
         Body::empty()
     } else {
         Body::from(bytes)
     };
-    Ok(builder.status(StatusCode::OK).body(body).unwrap())
+    Ok(builder.status(status).body(body).unwrap())
+}
+
+/// The first and last byte of a `Range: bytes=a-b` (or `a-`, or `-n`: the last n) header over
+/// `len` bytes; `None` when not satisfiable or not one byte range.
+fn byte_range(header: &str, len: usize) -> Option<(usize, usize)> {
+    let (a, b) = header.strip_prefix("bytes=")?.split_once('-')?;
+    let (start, end) = match (a.trim(), b.trim()) {
+        ("", n) => {
+            let n: usize = n.parse().ok()?;
+            (len.checked_sub(n.min(len))?, len.checked_sub(1)?)
+        }
+        (a, "") => (a.parse().ok()?, len.checked_sub(1)?),
+        (a, b) => (
+            a.parse().ok()?,
+            b.parse::<usize>().ok()?.min(len.checked_sub(1)?),
+        ),
+    };
+    (start <= end && end < len).then_some((start, end))
 }
 
 async fn delete_one(
@@ -1136,6 +1229,17 @@ mod tests {
         assert!(!mime_allowed("text/*", "application/json"));
         assert!(!mime_allowed("*/*", "application/json"));
         assert!(!mime_allowed("application", "application/json"));
+    }
+
+    #[test]
+    fn byte_ranges() {
+        assert_eq!(byte_range("bytes=0-4", 19), Some((0, 4)));
+        assert_eq!(byte_range("bytes=5-", 19), Some((5, 18)));
+        assert_eq!(byte_range("bytes=-4", 19), Some((15, 18)));
+        assert_eq!(byte_range("bytes=10-100", 19), Some((10, 18)));
+        assert_eq!(byte_range("bytes=19-", 19), None);
+        assert_eq!(byte_range("bytes=0-0", 0), None);
+        assert_eq!(byte_range("items=0-1", 19), None);
     }
 
     #[test]

@@ -14,14 +14,16 @@ use supabash::{Limits, StagedTree};
 
 pub const BUCKET: &str = "workspaces";
 
-/// The shared cluster, with the Storage schema, bucket and policies.
+/// This process's cluster for the Storage tests, with the Storage schema, bucket and
+/// policies (no extension: the Storage backend needs none). Its watchdog stops it when the
+/// process ends.
 pub fn cluster() -> &'static Cluster {
-    static READY: OnceLock<()> = OnceLock::new();
-    let c = Cluster::shared();
-    READY.get_or_init(|| {
+    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        let c = Cluster::start_without_extension();
         c.psql("app", include_str!("../../sql/storage.sql"));
-    });
-    c
+        c
+    })
 }
 
 /// A Storage API test server over the shared cluster.

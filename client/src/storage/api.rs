@@ -47,8 +47,10 @@ impl std::fmt::Debug for StorageApi {
     }
 }
 
-/// How many uploads [`StorageApi::upload_all`] runs at a time unless told otherwise.
-pub const DEFAULT_UPLOAD_CONCURRENCY: NonZeroUsize = NonZeroUsize::new(4).expect("not zero");
+/// How many uploads [`StorageApi::upload_all`] runs at a time unless told otherwise: 16, where
+/// a first commit of 1,000 files stopped getting faster against the test server with a 5 ms
+/// round trip (4: 3.6 s, 8: 2.7 s, 16: 2.2 s, 32: 2.3 s; bench/ANALYSIS.md, issue 39).
+pub const DEFAULT_UPLOAD_CONCURRENCY: NonZeroUsize = NonZeroUsize::new(16).expect("not zero");
 
 /// Messages of an `AccessDenied` answer that are about the bearer token itself (expired, not yet
 /// valid, malformed, badly signed) rather than a policy: a new login helps, new rights do not.
@@ -102,12 +104,7 @@ fn transport_error(e: reqwest::Error, mutation: bool) -> SupabashError {
 /// Maps an error answer: the status and code inside the body win over the HTTP status.
 pub fn answer_error(http: u16, body: &[u8], mutation: bool) -> SupabashError {
     let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let status = match &v["statusCode"] {
-        Value::String(s) => s.parse().ok(),
-        Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
-        _ => None,
-    }
-    .unwrap_or(http);
+    let status = answer_status(http, body);
     let code = v["code"].as_str().unwrap_or_default();
     let message = match v["message"].as_str() {
         Some(m) => format!("storage answered {status} {code}: {m}"),
@@ -137,6 +134,37 @@ pub fn answer_error(http: u16, body: &[u8], mutation: bool) -> SupabashError {
         e.retryable = false;
     }
     e
+}
+
+/// How often a request answered 429 or 503 is sent again.
+pub const RETRIES: u32 = 4;
+/// The first back-off after a 429 or 503; it doubles with each retry.
+pub const RETRY_BASE: std::time::Duration = std::time::Duration::from_millis(50);
+/// The longest back-off (also caps the server's `Retry-After`).
+pub const RETRY_CAP: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The wait before retry `attempt` (from 0): the server's `Retry-After` seconds when given,
+/// else [`RETRY_BASE`] doubled per attempt; never over [`RETRY_CAP`].
+fn backoff(attempt: u32, headers: &reqwest::header::HeaderMap) -> std::time::Duration {
+    let asked = headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(std::time::Duration::from_secs);
+    asked
+        .unwrap_or(RETRY_BASE * 2u32.saturating_pow(attempt))
+        .min(RETRY_CAP)
+}
+
+/// The status an error answer means: its body's `statusCode`, else the HTTP status.
+fn answer_status(http: u16, body: &[u8]) -> u16 {
+    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    match &v["statusCode"] {
+        Value::String(s) => s.parse().ok(),
+        Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
+        _ => None,
+    }
+    .unwrap_or(http)
 }
 
 fn is_not_found(body: &[u8]) -> bool {
@@ -245,7 +273,37 @@ impl StorageApi {
         r
     }
 
+    /// Sends `r`; an answer of 429 or 503 (rate limited, unavailable: not applied) is retried
+    /// after a back-off ([`RETRY_BASE`] doubling, or the server's `Retry-After`, at most
+    /// [`RETRY_CAP`]) up to [`RETRIES`] times, then returned as the error it is.
     async fn send(
+        &self,
+        mut r: reqwest::RequestBuilder,
+        mutation: bool,
+    ) -> Result<(StatusCode, reqwest::header::HeaderMap, Vec<u8>)> {
+        let mut attempt = 0;
+        loop {
+            let again = r.try_clone();
+            let (status, headers, body) = self.send_once(r, mutation).await?;
+            if status.is_success() || !matches!(answer_status(status.as_u16(), &body), 429 | 503) {
+                return Ok((status, headers, body));
+            }
+            match again {
+                Some(next) if attempt < RETRIES => {
+                    tokio::time::sleep(backoff(attempt, &headers)).await;
+                    attempt += 1;
+                    r = next;
+                }
+                _ => {
+                    let mut e = answer_error(status.as_u16(), &body, mutation);
+                    e.message = format!("{} (after {} attempts)", e.message, attempt + 1);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    async fn send_once(
         &self,
         r: reqwest::RequestBuilder,
         mutation: bool,
@@ -345,6 +403,45 @@ impl StorageApi {
         } else {
             Err(answer_error(status.as_u16(), &body, false))
         }
+    }
+
+    /// `len` bytes of `key` from `offset` (one `Range` request); `None` when the object does
+    /// not exist. Fewer bytes than asked (the object is shorter) is `HISTORY_CORRUPTION`.
+    pub async fn download_range(
+        &self,
+        key: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        self.guard(key)?;
+        if len == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        let last = offset.saturating_add(len - 1);
+        let r = self
+            .request(
+                Method::GET,
+                self.url(&["object", "authenticated"], Some(key)),
+            )
+            .header("range", format!("bytes={offset}-{last}"));
+        let (status, _, body) = self.send(r, false).await?;
+        let bytes = match status {
+            StatusCode::PARTIAL_CONTENT => body,
+            // A server that ignores ranges sends the whole object.
+            StatusCode::OK => body
+                .get(offset as usize..)
+                .map(|b| b[..b.len().min(len as usize)].to_vec())
+                .unwrap_or_default(),
+            _ if is_not_found(&body) => return Ok(None),
+            _ => return Err(answer_error(status.as_u16(), &body, false)),
+        };
+        if bytes.len() as u64 != len {
+            return Err(SupabashError::new(
+                ErrorCode::HistoryCorruption,
+                format!("{key} is shorter than its index says"),
+            ));
+        }
+        Ok(Some(bytes))
     }
 
     /// A JSON record at `key`; `None` when absent, `HISTORY_CORRUPTION` when not JSON.

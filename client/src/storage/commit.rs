@@ -1,34 +1,42 @@
 //! The commit, without a transaction. Steps (each durable step is one or more Storage writes):
 //!
 //! 1. freeze the staged tree, snapshot it, check the limits;
-//! 2. [`recover`](super::recover) anything unresolved; a retry of a commit that failed after
-//!    its intent returns that commit's receipt if recovery adopted it;
+//! 2. recover anything unresolved (`pending.rs`) and read the published head; a retry of a
+//!    commit that failed after its intent returns that commit's receipt if its head landed;
 //! 3. idempotency key: same fingerprint → the first receipt; another → `IDEMPOTENCY_CONFLICT`;
 //! 4. optimistic conflict check: when the head moved, every touched path must still hold what
 //!    the base held (by recorded entry: hash, kind, mode, mtime, target), else
 //!    `COMMIT_CONFLICT`; untouched paths take the head's entries;
-//! 5. content-addressed bodies `objects/<sha256>` (and, with nothing published, the bodies the
-//!    commit replaces, so a rollback can restore them);
-//! 6. the intent record (create-only);
-//! 7. visible uploads and deletes; if another host's recovery rolled this commit back
-//!    meanwhile (`abort.json`, only possible without a coordinator), its writes are undone and
-//!    the commit fails with `COMMIT_COORDINATION`;
-//! 8. the revision record (manifest + receipt), then `complete.json`;
-//! 9. the idempotency record, then `head.json` **last**; the intent is then removed.
+//! 5. one upload batch: the revision pack (the commit's small bodies and its header), a
+//!    snapshot when the changes over the last one would pass their bound, large bodies at
+//!    `objects/<sha256>`, and with nothing published the bodies the commit replaces (so a
+//!    rollback can restore them); nothing names them yet;
+//! 6. with visible objects, the intent: `head.json` rewritten with the commit as `pending`;
+//! 7. with visible objects, their uploads and deletes; if another host's recovery rolled this
+//!    commit back meanwhile (the head no longer names it as pending; only possible without a
+//!    coordinator), its writes are undone and the commit fails with `COMMIT_COORDINATION`;
+//! 8. the idempotency record, then `head.json` naming the new revision: the commit is
+//!    published by this one write.
 //!
-//! A failure from step 6 on is `PARTIAL_COMMIT` (outcome unknown): the previous revision stays
-//! readable, and the next open, commit or discard rolls the commit back or adopts it.
-//! With a coordinator, the whole commit runs under its lease, checked before step 5, before
-//! `complete.json` and before the head; a lost lease is `COMMIT_COORDINATION`. Without one,
-//! two hosts can race between step 4 and step 9 (documented).
+//! A failure before step 6 is a plain error (retryable when its cause is; what step 5 stored
+//! is deleted or left for purge). A failure from step 6 on (from step 8 without visible
+//! objects) is `PARTIAL_COMMIT`
+//! (outcome unknown): the previous revision stays readable, and the next open, commit or
+//! discard rolls the commit back unless its head landed. With a coordinator, the whole commit
+//! runs under its lease, checked before step 5, before the idempotency record and before the
+//! head; a lost lease is `COMMIT_COORDINATION`. Without one, two hosts can race between step 4
+//! and step 8 (documented). The writes themselves are in `publish.rs`.
 
 use super::api::Upload;
 use super::coordinator::{self, Lease};
-use super::model::{rfc3339, Complete, Entry, EntryKind, Head, Idempotency, Intent, Revision};
+use super::layout::{HeadRecord, Locations, TreeState};
+use super::model::{rfc3339, Entry, EntryKind, Idempotency, Intent};
 use super::model::{Manifest, Touched, SCHEMA_VERSION};
-use super::recover::{self, read, write};
+use super::pack::Span;
+use super::recover;
+use super::store::{self, read, Published};
 use super::tree_io::{self, UNPUBLISHED};
-use super::{diff, Base, StorageWorkspace};
+use super::{base_of, diff, Base, Partial, StorageWorkspace};
 use crate::error::{Result, SupabashError};
 use crate::tree::Body;
 use crate::workspace::CommitOptions;
@@ -129,7 +137,7 @@ fn line(t: &Touched) -> ReceiptLine {
 
 /// The error of a commit that stopped after its intent: `PARTIAL_COMMIT`, or
 /// `COMMIT_COORDINATION` for a lost lease; either way the outcome is left to recovery.
-fn partial(mut e: SupabashError) -> SupabashError {
+pub(super) fn partial(mut e: SupabashError) -> SupabashError {
     if e.code == ErrorCode::CommitCoordination {
         e.outcome_unknown = true;
         return e;
@@ -149,7 +157,7 @@ fn partial(mut e: SupabashError) -> SupabashError {
 }
 
 impl StorageWorkspace {
-    fn object_upload(&self, hash: &str, body: Vec<u8>) -> Upload {
+    pub(super) fn object_upload(&self, hash: &str, body: Vec<u8>) -> Upload {
         Upload {
             key: self.keys.object(hash),
             body,
@@ -170,13 +178,13 @@ impl Drop for Frozen<'_> {
 
 /// What a commit sends: the staged tree against its base, and what the workspace held when
 /// the commit began.
-struct Plan {
+pub(super) struct Plan {
     base: Base,
-    /// This workspace's last commit that failed after its intent: (fingerprint, transaction id).
-    partial: Option<(String, String)>,
+    /// This workspace's last commit that failed after its intent.
+    partial: Option<Partial>,
     /// The revision a restore staged, recorded as the receipt's source.
     source: Option<String>,
-    touched: Vec<Touched>,
+    pub(super) touched: Vec<Touched>,
     /// The staged files' bodies, by path.
     bodies: BTreeMap<String, Body>,
     /// What identifies this logical commit ([`fingerprint`]).
@@ -184,11 +192,21 @@ struct Plan {
 }
 
 /// Where a commit lands: the published head it follows and the manifest it publishes.
-struct Target {
-    parent: Option<String>,
+pub(super) struct Target {
+    pub(super) parent: Option<String>,
+    /// The parent's pack header (`None`: 0.6.0's record, or nothing published).
+    pub(super) parent_header: Option<Span>,
     /// The parent's position (0 with nothing published).
-    position: i64,
-    manifest: Manifest,
+    pub(super) position: i64,
+    /// The published manifest with the commit's changes.
+    pub(super) manifest: Manifest,
+    /// Where the published manifest's packed bodies lie.
+    pub(super) locations: Locations,
+    /// The head's tree in the delta layout (`None`: 0.6.0's layout or nothing published: the
+    /// commit writes a snapshot).
+    pub(super) tree: Option<TreeState>,
+    /// The head record as read (the intent is written over it).
+    pub(super) head: Option<HeadRecord>,
     /// Whether the head had moved past the base.
     rebased: bool,
 }
@@ -196,16 +214,16 @@ struct Target {
 /// Step 4: where the commit lands. When the head moved past the base, every touched path
 /// must still hold there what the base held (by recorded entry: hash, kind, mode, mtime,
 /// target), else `COMMIT_CONFLICT`; untouched paths take the head's entries.
-fn target(plan: &Plan, published: Option<(Head, Revision)>) -> Result<Target> {
+fn target(plan: &Plan, published: Option<Published>) -> Result<Target> {
     let base = &plan.base;
     let mut target = match published {
-        Some((h, r)) => {
-            let rebased = Some(&h.revision) != base.revision.as_ref();
+        Some(p) => {
+            let rebased = Some(&p.revision) != base.revision.as_ref();
             if rebased {
                 if let Some(t) = plan
                     .touched
                     .iter()
-                    .find(|t| r.entries.get(&t.path) != t.before.as_ref())
+                    .find(|t| p.manifest.get(&t.path) != t.before.as_ref())
                 {
                     return Err(SupabashError::new(
                         ErrorCode::CommitConflict,
@@ -214,10 +232,15 @@ fn target(plan: &Plan, published: Option<(Head, Revision)>) -> Result<Target> {
                     .with_path(&t.path));
                 }
             }
+            let legacy = p.legacy();
             Target {
-                parent: Some(h.revision),
-                position: r.position,
-                manifest: r.entries,
+                parent: Some(p.revision),
+                parent_header: p.head.header.clone(),
+                position: p.position,
+                manifest: p.manifest,
+                locations: p.locations,
+                tree: (!legacy).then(|| p.head.tree.clone()),
+                head: Some(p.head),
                 rebased,
             }
         }
@@ -229,8 +252,12 @@ fn target(plan: &Plan, published: Option<(Head, Revision)>) -> Result<Target> {
         }
         None => Target {
             parent: None,
+            parent_header: None,
             position: 0,
             manifest: (*base.manifest).clone(),
+            locations: Locations::new(),
+            tree: None,
+            head: None,
             rebased: false,
         },
     };
@@ -260,24 +287,11 @@ fn intent(plan: &Plan, o: &CommitOptions, parent: Option<String>) -> Intent {
     }
 }
 
-/// The complete record of the commit `intent` announces (same ids, fingerprint and time).
-fn complete(intent: &Intent) -> Complete {
-    Complete {
-        transaction_id: intent.transaction_id.clone(),
-        revision: intent.new_revision.clone(),
-        parent_revision: intent.parent_revision.clone(),
-        fingerprint: intent.fingerprint.clone(),
-        idempotency_key: intent.idempotency_key.clone(),
-        committed_at: intent.created_at.clone(),
-        schema_version: SCHEMA_VERSION,
-    }
-}
-
 /// What the frozen commit produced.
-struct Done {
-    result: CommitResult,
-    base: Base,
-    rebased: bool,
+pub(super) struct Done {
+    pub(super) result: CommitResult,
+    pub(super) base: Base,
+    pub(super) rebased: bool,
 }
 
 impl StorageWorkspace {
@@ -291,7 +305,11 @@ impl StorageWorkspace {
         let done = self.commit_frozen(&options).await?;
         std::mem::forget(frozen);
         let rev = done.base.revision.clone().unwrap_or_default();
-        self.bodies.register(&rev, done.base.manifest.clone());
+        self.bodies.register(
+            &rev,
+            done.base.manifest.clone(),
+            done.base.locations.clone(),
+        );
         self.tree.end_commit(Some(rev.clone()));
         let mut state = self.state.lock().expect("state lock");
         state.partial = None;
@@ -306,8 +324,11 @@ impl StorageWorkspace {
 
     /// The first receipt of a commit that is already published; the workspace is then based
     /// on the current head (`head`), like after any commit.
-    async fn replay(&self, revision: &str, head: Option<&(Head, Revision)>) -> Result<Done> {
-        let record = read::<Revision>(&self.api, &self.keys.revision(revision))
+    async fn replay(&self, revision: &str, head: Option<&Published>) -> Result<Done> {
+        let span = head
+            .filter(|p| p.revision == revision)
+            .and_then(|p| p.head.header.as_ref());
+        let stored = store::read_stored(&self.api, &self.keys, revision, span)
             .await?
             .ok_or_else(|| {
                 SupabashError::new(
@@ -316,18 +337,19 @@ impl StorageWorkspace {
                 )
             })?;
         let base = match head {
-            Some((h, r)) => Base {
-                revision: Some(h.revision.clone()),
-                manifest: Arc::new(r.entries.clone()),
-            },
-            None => Base {
-                revision: Some(revision.to_owned()),
-                manifest: Arc::new(record.entries.clone()),
-            },
+            Some(p) => base_of(p.clone()),
+            None => {
+                let (manifest, locations) = stored.tree(&self.api, &self.keys).await?;
+                Base {
+                    revision: Some(revision.to_owned()),
+                    manifest: Arc::new(manifest),
+                    locations: Arc::new(locations),
+                }
+            }
         };
         Ok(Done {
             result: CommitResult {
-                receipt: record.receipt,
+                receipt: stored.receipt().clone(),
                 replayed: true,
             },
             base,
@@ -345,7 +367,7 @@ impl StorageWorkspace {
         result
     }
 
-    /// Steps 1 to 9 of the module documentation, under the coordinator's lease if any.
+    /// Steps 1 to 8 of the module documentation, under the coordinator's lease if any.
     async fn commit_leased(&self, o: &CommitOptions, lease: Option<&dyn Lease>) -> Result<Done> {
         let plan = self.plan(o)?;
         let published = self.recover_then_read_head(&plan, lease.is_some()).await?;
@@ -354,25 +376,24 @@ impl StorageWorkspace {
         }
         let target = target(&plan, published)?;
         coordinator::check(lease).await?;
-        let uploaded = self.upload_bodies(&plan, target.parent.is_none()).await?;
+        let bodies = self.added_bodies(&plan).await?;
+        let mut extra = Vec::new();
+        if target.parent.is_none() {
+            extra = self.replaced_bodies(&plan.touched).await?;
+        }
         let intent = intent(&plan, o, target.parent.clone());
         // Until this commit returns, this process's recovery leaves its intent alone.
         let _running = recover::InFlight::start(&intent.transaction_id);
-        self.write_intent(&intent).await?;
         let rebased = target.rebased;
-        let record = self.revision_record(&plan, o, &intent, target);
-        self.publish(&intent, &uploaded, &record, lease).await?;
-        Ok(Done {
-            result: CommitResult {
-                receipt: record.receipt,
-                replayed: false,
-            },
-            base: Base {
-                revision: Some(record.revision),
-                manifest: Arc::new(record.entries),
-            },
-            rebased,
-        })
+        let receipt = self.receipt(&plan, o, &intent, &target);
+        let built = self.build(&plan, &intent, &target, &bodies, receipt, extra);
+        self.publish(&intent, &target, &bodies, built, lease)
+            .await
+            .map(|(result, base)| Done {
+                result,
+                base,
+                rebased,
+            })
     }
 
     /// Step 1 (the tree is already frozen and checked): the staged tree against its base.
@@ -395,20 +416,20 @@ impl StorageWorkspace {
     }
 
     /// Step 2: resolves whatever earlier commits left unfinished (this workspace's own failed
-    /// commit at once), then reads the published head.
-    async fn recover_then_read_head(
-        &self,
-        plan: &Plan,
-        leased: bool,
-    ) -> Result<Option<(Head, Revision)>> {
+    /// commit at once) and answers the published head.
+    async fn recover_then_read_head(&self, plan: &Plan, leased: bool) -> Result<Option<Published>> {
         let policy = recover::Policy {
             leased,
-            own: plan.partial.as_ref().map(|(_, tx)| tx.as_str()),
+            own: plan.partial.as_ref().map(|p| p.transaction_id.as_str()),
             stale_after: self.stale_intent_after,
             committing: true,
         };
-        recover::recover(&self.api, &self.keys, &policy).await?;
-        recover::published(&self.api, &self.keys).await
+        let base = &plan.base;
+        let known = base
+            .revision
+            .as_deref()
+            .map(|r| (r, base.manifest.as_ref(), base.locations.as_ref()));
+        super::pending::settle(&self.api, &self.keys, &policy, known).await
     }
 
     /// Steps 2 and 3: the first receipt of this same commit when it is already published (by
@@ -418,16 +439,12 @@ impl StorageWorkspace {
         &self,
         plan: &Plan,
         o: &CommitOptions,
-        published: Option<&(Head, Revision)>,
+        published: Option<&Published>,
     ) -> Result<Option<Done>> {
-        let head_rev = published.map(|(h, _)| h.revision.as_str());
-        if let Some((pfp, tx)) = &plan.partial {
-            if *pfp == plan.fingerprint {
-                if let Some(c) = read::<Complete>(&self.api, &self.keys.complete(tx)).await? {
-                    if head_rev == Some(c.revision.as_str()) {
-                        return self.replay(&c.revision, published).await.map(Some);
-                    }
-                }
+        let head_rev = published.map(|p| p.revision.as_str());
+        if let Some(p) = &plan.partial {
+            if p.fingerprint == plan.fingerprint && head_rev == Some(p.revision.as_str()) {
+                return self.replay(&p.revision, published).await.map(Some);
             }
         }
         if let Some(k) = &o.idempotency_key {
@@ -444,15 +461,9 @@ impl StorageWorkspace {
         Ok(None)
     }
 
-    /// Step 5: uploads the content-addressed bodies the commit adds (invisible until a
-    /// manifest names them) and, when nothing is published yet (`first`), those it replaces,
-    /// so a rollback can restore them. Answers the added bodies by hash.
-    async fn upload_bodies(
-        &self,
-        plan: &Plan,
-        first: bool,
-    ) -> Result<BTreeMap<String, Arc<Vec<u8>>>> {
-        let mut uploaded: BTreeMap<String, Arc<Vec<u8>>> = BTreeMap::new();
+    /// The bodies of the files the commit adds, by hash.
+    async fn added_bodies(&self, plan: &Plan) -> Result<BTreeMap<String, Arc<Vec<u8>>>> {
+        let mut added: BTreeMap<String, Arc<Vec<u8>>> = BTreeMap::new();
         for t in &plan.touched {
             if let Some(Entry {
                 kind: EntryKind::File,
@@ -461,18 +472,10 @@ impl StorageWorkspace {
             }) = &t.after
             {
                 let body: &Body = &plan.bodies[&t.path];
-                uploaded.insert(hash.clone(), self.tree.bytes_of(body).await?);
+                added.insert(hash.clone(), self.tree.bytes_of(body).await?);
             }
         }
-        let mut objects: Vec<Upload> = uploaded
-            .iter()
-            .map(|(hash, bytes)| self.object_upload(hash, bytes.to_vec()))
-            .collect();
-        if first {
-            objects.extend(self.replaced_bodies(&plan.touched).await?);
-        }
-        self.api.upload_all(objects).await?;
-        Ok(uploaded)
+        Ok(added)
     }
 
     /// The bodies of the files a first commit replaces, read from their visible objects; one
@@ -500,30 +503,9 @@ impl StorageWorkspace {
         Ok(objects)
     }
 
-    /// Step 6: writes the intent record (create-only). An intent that may have been written
-    /// counts as written: from then on a failure is left to recovery ([`partial`]).
-    async fn write_intent(&self, intent: &Intent) -> Result<()> {
-        let key = self.keys.intent(&intent.transaction_id);
-        match write(&self.api, &key, intent, true).await {
-            Err(e) if !e.outcome_unknown => Err(e),
-            written => {
-                let own = (intent.fingerprint.clone(), intent.transaction_id.clone());
-                self.state.lock().expect("state lock").partial = Some(own);
-                written.map_err(partial)
-            }
-        }
-    }
-
-    /// The revision record (manifest and receipt) of the commit `intent` announces, landing
-    /// on `target`.
-    fn revision_record(
-        &self,
-        plan: &Plan,
-        o: &CommitOptions,
-        intent: &Intent,
-        target: Target,
-    ) -> Revision {
-        let receipt = Receipt {
+    /// The receipt of the commit `intent` announces, landing on `target`.
+    fn receipt(&self, plan: &Plan, o: &CommitOptions, intent: &Intent, target: &Target) -> Receipt {
+        Receipt {
             workspace_id: self.scope(),
             revision: intent.new_revision.clone(),
             parent_revision: intent.parent_revision.clone(),
@@ -540,127 +522,20 @@ impl StorageWorkspace {
             rebased_from: None,
             committed_at: intent.created_at.clone(),
             changes: plan.touched.iter().map(line).collect(),
+        }
+    }
+
+    /// Step 8's first write: the idempotency record of `intent`'s key, if any.
+    pub(super) async fn write_idempotency(&self, intent: &Intent) -> Result<()> {
+        let Some(k) = &intent.idempotency_key else {
+            return Ok(());
         };
-        Revision {
+        let record = Idempotency {
+            fingerprint: intent.fingerprint.clone(),
             revision: intent.new_revision.clone(),
-            parent_revision: intent.parent_revision.clone(),
-            position: target.position + 1,
-            entries: target.manifest,
-            receipt,
+            transaction_id: intent.transaction_id.clone(),
             schema_version: SCHEMA_VERSION,
-        }
-    }
-
-    /// Steps 7 to 9, then the intent's clean-up: visible objects (undone, and the commit
-    /// refused, if another host's recovery rolled it back meanwhile), revision and complete
-    /// records, idempotency record, head. Any failure is left to recovery ([`partial`]).
-    async fn publish(
-        &self,
-        intent: &Intent,
-        uploaded: &BTreeMap<String, Arc<Vec<u8>>>,
-        record: &Revision,
-        lease: Option<&dyn Lease>,
-    ) -> Result<()> {
-        self.publish_visible(&intent.touched, uploaded)
-            .await
-            .map_err(partial)?;
-        if self.rolled_back_elsewhere(intent).await.map_err(partial)? {
-            return Err(SupabashError::new(
-                ErrorCode::CommitCoordination,
-                "another host's recovery rolled this commit back while it ran (no coordinator); \
-                 what it wrote is undone, nothing was published",
-            ));
-        }
-        self.publish_records(record, &complete(intent), lease)
-            .await
-            .map_err(partial)?;
-        // Clean-up only: recovery removes an intent whose commit is the head.
-        let _ = self
-            .api
-            .delete(&[self.keys.intent(&intent.transaction_id)])
-            .await;
-        Ok(())
-    }
-
-    /// Step 7: visible uploads, then deletes.
-    async fn publish_visible(
-        &self,
-        touched: &[Touched],
-        uploaded: &BTreeMap<String, Arc<Vec<u8>>>,
-    ) -> Result<()> {
-        let mut stale = Vec::new();
-        let mut visible = Vec::new();
-        for t in touched {
-            let after_key = t.after.as_ref().map(|e| self.keys.of_entry(&t.path, e));
-            if let Some(before) = &t.before {
-                let key = self.keys.of_entry(&t.path, before);
-                if Some(&key) != after_key.as_ref() {
-                    stale.push(key);
-                }
-            }
-            let Some(e) = &t.after else { continue };
-            let body = match e.kind {
-                EntryKind::File => uploaded[e.hash.as_deref().unwrap_or_default()].to_vec(),
-                EntryKind::Directory => Vec::new(),
-                EntryKind::Symlink => e.target.clone().unwrap_or_default().into_bytes(),
-            };
-            visible.push(Upload {
-                key: self.keys.of_entry(&t.path, e),
-                body,
-                content_type: e.content_type(),
-                metadata: self.keys.metadata(&t.path, e),
-            });
-        }
-        self.api.upload_all(visible).await?;
-        if !stale.is_empty() {
-            self.api.delete(&stale).await?;
-        }
-        Ok(())
-    }
-
-    /// Without a coordinator another host may have run recovery meanwhile and rolled this
-    /// commit back (its `abort.json` exists). Then what this commit wrote after that rollback
-    /// is undone too (to the published head), and `true` is returned.
-    async fn rolled_back_elsewhere(&self, intent: &Intent) -> Result<bool> {
-        let abort = self.keys.abort(&intent.transaction_id);
-        if self.api.download(&abort).await?.is_none() {
-            return Ok(false);
-        }
-        let published = recover::published(&self.api, &self.keys).await?;
-        recover::roll_back(
-            &self.api,
-            &self.keys,
-            intent,
-            published.as_ref().map(|(_, r)| &r.entries),
-        )
-        .await?;
-        self.state.lock().expect("state lock").partial = None;
-        Ok(true)
-    }
-
-    /// Steps 8 and 9: revision record, complete record, idempotency record, head.
-    async fn publish_records(
-        &self,
-        record: &Revision,
-        complete: &Complete,
-        lease: Option<&dyn Lease>,
-    ) -> Result<()> {
-        write(
-            &self.api,
-            &self.keys.revision(&record.revision),
-            record,
-            false,
-        )
-        .await?;
-        coordinator::check(lease).await?;
-        write(
-            &self.api,
-            &self.keys.complete(&complete.transaction_id),
-            complete,
-            false,
-        )
-        .await?;
-        coordinator::check(lease).await?;
-        recover::adopt(&self.api, &self.keys, complete).await
+        };
+        store::write(&self.api, &self.keys.idempotency(k), &record, false).await
     }
 }

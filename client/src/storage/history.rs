@@ -4,22 +4,20 @@
 //! first, reading old revisions, diffs between manifests, forward restore, checkpoints
 //! (`checkpoints/<id>.json`) and purge.
 //!
-//! Every history call walks the chain from the head: one read per retained revision.
+//! Every history call walks the chain from the head: one read per retained revision (a range
+//! read of its pack header, whose span the child records; 0.6.0's records whole).
 
-use super::model::Intent;
-use super::model::{rfc3339, Entry, EntryKind, Manifest, Revision, Touched};
-use super::recover::{self, read};
+use super::model::{rfc3339, Entry, EntryKind, Manifest, Touched};
+use super::pack::Span;
+use super::store::{self, Stored};
 use super::{diff, tree_io, StorageWorkspace};
 use crate::error::{Result, SupabashError};
-use crate::workspace::{
-    Checkpoint, CheckpointOptions, Diff, DiffRef, HistoryPage, PurgeOptions, PurgeReport,
-};
+use crate::workspace::{Checkpoint, CheckpointOptions, Diff, DiffRef, HistoryPage};
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::SystemTime;
 use supabash_core::capability::Operation;
-use supabash_core::limits::DEFAULT_PURGE_KEEP;
 use supabash_core::rpc::{DiffEntry, DiffKind, Receipt};
 use supabash_core::ErrorCode;
 
@@ -141,24 +139,24 @@ fn checkpoint_from(v: &serde_json::Value) -> Result<Checkpoint> {
 }
 
 impl StorageWorkspace {
-    /// Every retained revision record on the head's chain, newest first.
-    async fn chain(&self) -> Result<Vec<Revision>> {
+    /// Every retained revision on the head's chain, newest first.
+    pub(super) async fn chain(&self) -> Result<Vec<Stored>> {
         let mut out = Vec::new();
-        let Some(head) = read::<super::model::Head>(&self.api, &self.keys.head()).await? else {
+        let Some(head) = store::read_head(&self.api, &self.keys).await? else {
             return Ok(out);
         };
-        let mut next = Some(head.revision);
+        let mut next: Option<(String, Option<Span>)> = head.revision.map(|r| (r, head.header));
         let mut seen = BTreeSet::new();
-        while let Some(rev) = next.take() {
+        while let Some((rev, span)) = next.take() {
             if !seen.insert(rev.clone()) {
                 return Err(SupabashError::new(
                     ErrorCode::HistoryCorruption,
                     "the revision chain has a cycle",
                 ));
             }
-            match read::<Revision>(&self.api, &self.keys.revision(&rev)).await? {
+            match store::read_stored(&self.api, &self.keys, &rev, span.as_ref()).await? {
                 Some(r) => {
-                    next = r.parent_revision.clone();
+                    next = r.parent().map(|p| (p.clone(), r.parent_span().cloned()));
                     out.push(r);
                 }
                 None => {
@@ -166,7 +164,9 @@ impl StorageWorkspace {
                         .api
                         .read_json(&self.keys.reserved(&format!("ancestry/{rev}.json")))
                         .await?;
-                    next = link.and_then(|l| l["parentRevision"].as_str().map(str::to_owned));
+                    next = link
+                        .and_then(|l| l["parentRevision"].as_str().map(str::to_owned))
+                        .map(|p| (p, None));
                 }
             }
         }
@@ -189,13 +189,17 @@ impl StorageWorkspace {
             Some(c) => {
                 chain
                     .iter()
-                    .position(|r| r.revision == c)
+                    .position(|r| r.revision() == c)
                     .ok_or_else(|| not_found("history cursor"))?
                     + 1
             }
         };
         let rest = &chain[start.min(chain.len())..];
-        let page: Vec<Receipt> = rest.iter().take(size).map(|r| r.receipt.clone()).collect();
+        let page: Vec<Receipt> = rest
+            .iter()
+            .take(size)
+            .map(|r| r.receipt().clone())
+            .collect();
         let next_cursor = (rest.len() > size).then(|| page.last().unwrap().revision.clone());
         Ok(HistoryPage {
             records: page,
@@ -213,13 +217,19 @@ impl StorageWorkspace {
     }
 
     async fn load_revision(&self, revision: &str) -> Result<StoredRevision> {
-        let r = read::<Revision>(&self.api, &self.keys.revision(revision))
+        let head = store::read_head(&self.api, &self.keys).await?;
+        let span = head
+            .filter(|h| h.revision.as_deref() == Some(revision))
+            .and_then(|h| h.header);
+        let r = store::read_stored(&self.api, &self.keys, revision, span.as_ref())
             .await?
             .ok_or_else(|| not_found("revision"))?;
-        self.bodies.register(revision, Arc::new(r.entries.clone()));
+        let (entries, locations) = r.tree(&self.api, &self.keys).await?;
+        self.bodies
+            .register(revision, Arc::new(entries.clone()), Arc::new(locations));
         Ok(StoredRevision {
-            receipt: r.receipt,
-            entries: r.entries,
+            receipt: r.receipt().clone(),
+            entries,
         })
     }
 
@@ -243,10 +253,17 @@ impl StorageWorkspace {
                 let m = self.load_revision(&cp.revision).await?.entries;
                 (Some(cp.revision), m)
             }
-            DiffRef::Head => match recover::published(&self.api, &self.keys).await? {
-                Some((h, r)) => (Some(h.revision), r.entries),
-                None => (None, Manifest::new()),
-            },
+            DiffRef::Head => {
+                let head = store::read_head(&self.api, &self.keys).await?;
+                let published = match &head {
+                    Some(h) => store::load(&self.api, &self.keys, h).await?,
+                    None => None,
+                };
+                match published {
+                    Some(p) => (Some(p.revision), p.manifest),
+                    None => (None, Manifest::new()),
+                }
+            }
             DiffRef::Staged => (Some("staged".into()), tree_io::snapshot(&self.tree)?.0),
         })
     }
@@ -317,7 +334,7 @@ impl StorageWorkspace {
         self.list_checkpoints().await
     }
 
-    async fn list_checkpoints(&self) -> Result<Vec<Checkpoint>> {
+    pub(super) async fn list_checkpoints(&self) -> Result<Vec<Checkpoint>> {
         let mut out = Vec::new();
         for listed in self.api.list(&self.keys.reserved("checkpoints/")).await? {
             if let Some(v) = self.api.read_json(&listed.name).await? {
@@ -337,135 +354,6 @@ impl StorageWorkspace {
         if self.api.delete(&[key]).await?.is_empty() {
             return Err(not_found("checkpoint"));
         }
-        Ok(())
-    }
-
-    /// Drops old revision records and the bodies only they used. Kept: the head, the newest
-    /// `keep_revisions` (default 50), checkpointed revisions, the floor revision and everything
-    /// newer, and (with `max_age_seconds`) anything younger. Ancestry links of removed
-    /// revisions are written before anything is deleted, so history stays ordered.
-    pub async fn purge(&self, options: PurgeOptions) -> Result<PurgeReport> {
-        self.require(Operation::Purge)?;
-        let chain = self.chain().await?;
-        let (kept, removed) = self.purge_selection(&chain, &options).await?;
-        let used = self.bodies_in_use(&kept).await?;
-        let garbage = self.unused_bodies(&used).await?;
-        let report = PurgeReport {
-            dry_run: options.dry_run,
-            revisions: removed.iter().map(|r| r.revision.clone()).collect(),
-            entries: removed.iter().map(|r| r.entries.len() as i64).sum(),
-            bodies: garbage.len() as i64,
-            bytes: garbage.values().map(|b| *b as i64).sum(),
-        };
-        if options.dry_run || (removed.is_empty() && garbage.is_empty()) {
-            return Ok(report);
-        }
-        self.drop_revisions(&removed, garbage).await?;
-        Ok(report)
-    }
-
-    /// The revisions of `chain` (newest first) that purge keeps and those it removes, by the
-    /// rules of [`Self::purge`].
-    async fn purge_selection<'c>(
-        &self,
-        chain: &'c [Revision],
-        options: &PurgeOptions,
-    ) -> Result<(Vec<&'c Revision>, Vec<&'c Revision>)> {
-        let keep_n = options.keep_revisions.unwrap_or(DEFAULT_PURGE_KEEP).max(1) as usize;
-        let pinned: BTreeSet<String> = self
-            .list_checkpoints()
-            .await?
-            .into_iter()
-            .map(|c| c.revision)
-            .collect();
-        let floor = match &options.floor_revision {
-            None => None,
-            Some(f) => Some(
-                chain
-                    .iter()
-                    .position(|r| &r.revision == f)
-                    .ok_or_else(|| not_found("floor revision"))?,
-            ),
-        };
-        let cutoff = options
-            .max_age_seconds
-            .map(|s| rfc3339(SystemTime::now() - std::time::Duration::from_secs(s.max(0) as u64)));
-        let (mut kept, mut removed) = (Vec::new(), Vec::new());
-        for (i, r) in chain.iter().enumerate() {
-            let young = cutoff
-                .as_ref()
-                .is_some_and(|c| r.receipt.committed_at.as_str() > c.as_str());
-            let keep = i < keep_n
-                || pinned.contains(&r.revision)
-                || floor.is_some_and(|f| i <= f)
-                || young;
-            if keep {
-                kept.push(r);
-            } else {
-                removed.push(r);
-            }
-        }
-        Ok((kept, removed))
-    }
-
-    /// The body hashes still needed: those of the `kept` revisions, and those an unresolved
-    /// commit names (it may still be published or rolled back).
-    async fn bodies_in_use(&self, kept: &[&Revision]) -> Result<BTreeSet<String>> {
-        let mut used: BTreeSet<String> = kept
-            .iter()
-            .flat_map(|r| r.entries.values().filter_map(|e: &Entry| e.hash.clone()))
-            .collect();
-        for listed in self.api.list(&self.keys.intents()).await? {
-            if let Some(intent) = read::<Intent>(&self.api, &listed.name).await? {
-                for t in intent.touched {
-                    used.extend(t.before.and_then(|e| e.hash));
-                    used.extend(t.after.and_then(|e| e.hash));
-                }
-            }
-        }
-        Ok(used)
-    }
-
-    /// The stored bodies (`objects/<hash>`) outside `used`: key → size in bytes.
-    async fn unused_bodies(&self, used: &BTreeSet<String>) -> Result<BTreeMap<String, u64>> {
-        let mut garbage = BTreeMap::new();
-        for listed in self.api.list(&self.keys.reserved("objects/")).await? {
-            let hash = listed
-                .name
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned();
-            if !used.contains(&hash) {
-                garbage.insert(listed.name, listed.size.unwrap_or(0));
-            }
-        }
-        Ok(garbage)
-    }
-
-    /// Deletes the `removed` revision records and the `garbage` bodies, after writing each
-    /// removed revision's ancestry link (so history stays ordered).
-    async fn drop_revisions(
-        &self,
-        removed: &[&Revision],
-        garbage: BTreeMap<String, u64>,
-    ) -> Result<()> {
-        for r in removed {
-            let link = json!({ "parentRevision": r.parent_revision });
-            self.api
-                .write_json(
-                    &self.keys.reserved(&format!("ancestry/{}.json", r.revision)),
-                    &link,
-                    true,
-                )
-                .await?;
-        }
-        let mut doomed: Vec<String> = removed
-            .iter()
-            .map(|r| self.keys.revision(&r.revision))
-            .collect();
-        doomed.extend(garbage.into_keys());
-        self.api.delete(&doomed).await?;
         Ok(())
     }
 }

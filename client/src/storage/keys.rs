@@ -336,13 +336,17 @@ impl Keys {
     pub fn revision(&self, rev: &str) -> String {
         self.reserved(&format!("revisions/{rev}.json"))
     }
-    /// The folder of unresolved intents.
+    /// The revision pack of `rev` (its small bodies and header; see `pack.rs`).
+    pub fn pack(&self, rev: &str) -> String {
+        self.reserved(&format!("revisions/{rev}.pack"))
+    }
+    /// The snapshot (whole manifest) of `rev`.
+    pub fn snapshot(&self, rev: &str) -> String {
+        self.reserved(&format!("snapshots/{rev}.json"))
+    }
+    /// The folder of 0.6.0's unresolved intents.
     pub fn intents(&self) -> String {
         self.reserved("intents/")
-    }
-    /// An intent record.
-    pub fn intent(&self, tx: &str) -> String {
-        self.reserved(&format!("intents/{tx}.json"))
     }
     /// A complete record.
     pub fn complete(&self, tx: &str) -> String {

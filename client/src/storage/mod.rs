@@ -5,19 +5,24 @@
 //! - **Opening**: [`StorageWorkspace::open_for_session`] takes a verified session (the prefix
 //!   is `<user id>/`; callers never pass a prefix), [`StorageWorkspace::open_with_capability`]
 //!   a verified Ed25519 Storage capability (bucket and exact prefix). Opening first recovers
-//!   unresolved commits, then reads the published head's manifest; bodies load lazily and are
-//!   verified against their SHA-256. With nothing published yet, the tree is read from the
+//!   unresolved commits, then reads the published head and its snapshot; bodies load lazily
+//!   (by range from their pack) and are verified against their SHA-256. With nothing published yet, the tree is read from the
 //!   visible objects (paged list-v2 and their metadata).
 //! - **Entries**: files (any bytes), directories (kept while empty, as marker objects),
 //!   symbolic links that resolve inside the root, modes and mtimes: all recorded in each
 //!   visible object's metadata and in the revision manifest. Keys are encoded reversibly
 //!   ([`keys`]); the reserved `.supabash/` area under the prefix never appears in the tree.
-//! - **Commit** (`commit.rs`): content-addressed bodies, an intent record, visible uploads and
-//!   deletes, the revision manifest and a complete record, the idempotency record, and the head
-//!   pointer last; recovery (`recover.rs`) resolves anything unfinished at the next open,
-//!   commit or discard. An optional [`coordinator`] serialises hosts.
-//! - **History** (`history.rs`): pages, old revisions, diffs, forward restore, checkpoints and
-//!   purge, from the records in the reserved area.
+//! - **Layout** ([`layout`], [`pack`]): a revision pack per commit (its small bodies and its
+//!   header), snapshots of the whole manifest now and then, and the changes since the last
+//!   snapshot in the head, so a commit writes what it changes and an open reads two objects.
+//!   0.6.0's layout is read (`store.rs`) and upgraded by the next commit.
+//! - **Commit** (`commit.rs`, `publish.rs`): one upload batch (pack, snapshot when due, large
+//!   bodies), the intent in the head, visible uploads and deletes, the idempotency record,
+//!   and the head last; recovery (`pending.rs`, and `recover.rs` for 0.6.0's intents) resolves
+//!   anything unfinished at the next open, commit or discard. An optional [`coordinator`]
+//!   serialises hosts.
+//! - **History** (`history.rs`, `purge.rs`): pages, old revisions, diffs, forward restore,
+//!   checkpoints and purge, from the records in the reserved area.
 //! - **Setup** ([`setup`]): the private bucket and a check of the row-level-security policies.
 //!
 //! See `docs/storage.md` for the layout, the failure modes and the limits.
@@ -27,9 +32,15 @@ mod commit;
 pub mod coordinator;
 mod history;
 pub mod keys;
+pub mod layout;
 pub mod model;
+pub mod pack;
+mod pending;
+mod publish;
+mod purge;
 mod recover;
 pub mod setup;
+mod store;
 mod tree_io;
 
 pub use api::StorageApi;
@@ -42,7 +53,7 @@ use crate::error::{Result, SupabashError};
 use crate::limits::Limits;
 use crate::tree::StagedTree;
 use keys::{Keys, Visible};
-use model::{Head, Revision};
+use layout::Locations;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use supabash_core::capability::{Operation, OperationSet};
@@ -67,8 +78,13 @@ pub struct StorageConfig {
     /// process's own failed commits are resolved at once.
     pub stale_intent_after: Duration,
     /// How many uploads a commit runs at a time (1 to [`MAX_UPLOAD_CONCURRENCY`]; default
-    /// [`api::DEFAULT_UPLOAD_CONCURRENCY`], 4).
+    /// [`api::DEFAULT_UPLOAD_CONCURRENCY`]).
     pub upload_concurrency: usize,
+    /// Whether commits keep a visible object per entry (default `true`: the bucket is
+    /// browsable). Off, a commit writes only its revision pack and the head (and its
+    /// idempotency record): no intent, no per-entry uploads; the objects already visible are
+    /// left as they are. See docs/storage.md, "Visible objects".
+    pub visible_objects: bool,
     /// The most bytes one Storage answer may hold (1 to
     /// [`crate::transport::MAX_ANSWER_BYTES`]; default
     /// [`crate::transport::DEFAULT_MAX_ANSWER_BYTES`], 256 MiB): a longer one fails with
@@ -88,6 +104,7 @@ crate::setters! {
         with_stale_intent_after(stale_intent_after: Duration),
         with_upload_concurrency(upload_concurrency: usize),
         with_max_answer_bytes(max_answer_bytes: usize),
+        with_visible_objects(visible_objects: bool),
     }
 }
 
@@ -96,8 +113,8 @@ pub const DEFAULT_STALE_INTENT: Duration = Duration::from_secs(300);
 
 impl StorageConfig {
     /// The Storage API at `url` (hosted: `https://<ref>.supabase.co/storage/v1`) with
-    /// workspaces in `bucket`: no API key, no coordinator, [`DEFAULT_STALE_INTENT`], 4 uploads
-    /// at a time.
+    /// workspaces in `bucket`: no API key, no coordinator, [`DEFAULT_STALE_INTENT`],
+    /// [`api::DEFAULT_UPLOAD_CONCURRENCY`] uploads at a time, visible objects kept.
     pub fn new(url: impl Into<String>, bucket: impl Into<String>) -> Self {
         StorageConfig {
             url: url.into(),
@@ -107,6 +124,7 @@ impl StorageConfig {
             stale_intent_after: DEFAULT_STALE_INTENT,
             upload_concurrency: api::DEFAULT_UPLOAD_CONCURRENCY.get(),
             max_answer_bytes: crate::transport::DEFAULT_MAX_ANSWER_BYTES,
+            visible_objects: true,
         }
     }
 
@@ -133,6 +151,7 @@ impl std::fmt::Debug for StorageConfig {
             .field("coordinated", &self.coordinator.is_some())
             .field("upload_concurrency", &self.upload_concurrency)
             .field("max_answer_bytes", &self.max_answer_bytes)
+            .field("visible_objects", &self.visible_objects)
             .finish_non_exhaustive()
     }
 }
@@ -143,6 +162,16 @@ struct Base {
     /// The published revision (`None`: nothing published; the tree came from the listing).
     revision: Option<String>,
     manifest: Arc<Manifest>,
+    /// Where the manifest's packed bodies lie.
+    locations: Arc<Locations>,
+}
+
+/// A commit that failed after its intent: what identifies it, its transaction, its revision.
+#[derive(Debug, Clone)]
+struct Partial {
+    fingerprint: String,
+    transaction_id: String,
+    revision: String,
 }
 
 /// One opened Storage workspace.
@@ -153,6 +182,8 @@ pub struct StorageWorkspace {
     bodies: Arc<Bodies>,
     coordinator: Option<Arc<dyn CommitCoordinator>>,
     stale_intent_after: Duration,
+    /// Whether commits keep visible objects ([`StorageConfig::visible_objects`]).
+    visible: bool,
     /// The operations a capability granted (`None`: a user's own workspace, everything).
     operations: Option<OperationSet>,
     state: Mutex<State>,
@@ -160,8 +191,8 @@ pub struct StorageWorkspace {
 
 struct State {
     base: Base,
-    /// The last commit that failed after its intent: (fingerprint, transaction id).
-    partial: Option<(String, String)>,
+    /// The last commit that failed after its intent.
+    partial: Option<Partial>,
     /// The revision a restore staged; the next commit records it as its source.
     restore_source: Option<String>,
 }
@@ -193,13 +224,7 @@ impl StorageWorkspace {
             &format!("{}/", session.user_id),
             &session.access_token,
         )?;
-        Self::open_with(
-            api,
-            limits,
-            config.coordinator.clone(),
-            config.stale_intent_after,
-        )
-        .await
+        Self::open_configured(api, limits, config).await
     }
 
     /// Verifies the incoming request's session (see [`crate::auth::verify_request`]), then
@@ -241,18 +266,30 @@ impl StorageWorkspace {
                         ));
                     }
                     let api = config.api(&binding.bucket, &binding.prefix, token)?;
-                    let mut ws = Self::open_with(
-                        api,
-                        limits,
-                        config.coordinator.clone(),
-                        config.stale_intent_after,
-                    )
-                    .await?;
+                    let mut ws = Self::open_configured(api, limits, config).await?;
                     ws.operations = Some(operations);
                     Ok(ws)
                 }
             })
             .await
+    }
+
+    /// Opens the workspace `api` points at with the coordinator, stale window and visible
+    /// objects setting of `config`.
+    async fn open_configured(
+        api: StorageApi,
+        limits: Limits,
+        config: &StorageConfig,
+    ) -> Result<Self> {
+        let mut ws = Self::unopened(
+            api,
+            limits,
+            config.coordinator.clone(),
+            config.stale_intent_after,
+        )?;
+        ws.visible = config.visible_objects;
+        ws.settle(None).await?;
+        Ok(ws)
     }
 
     /// Opens the workspace `api` points at, without a coordinator. See [`Self::open_with`].
@@ -262,8 +299,20 @@ impl StorageWorkspace {
 
     /// Opens the workspace `api` points at: recovery (under the coordinator's lease when there
     /// is one; without, of other hosts' commits older than `stale_intent_after`), then the
-    /// published head (or, with none, the visible objects).
+    /// published head (or, with none, the visible objects). Visible objects are kept.
     pub async fn open_with(
+        api: StorageApi,
+        limits: Limits,
+        coordinator: Option<Arc<dyn CommitCoordinator>>,
+        stale_intent_after: Duration,
+    ) -> Result<Self> {
+        let ws = Self::unopened(api, limits, coordinator, stale_intent_after)?;
+        ws.settle(None).await?;
+        Ok(ws)
+    }
+
+    /// The workspace before recovery and the first read.
+    fn unopened(
         api: StorageApi,
         limits: Limits,
         coordinator: Option<Arc<dyn CommitCoordinator>>,
@@ -282,26 +331,25 @@ impl StorageWorkspace {
             Some(bodies.clone()),
             limits,
         ));
-        let ws = StorageWorkspace {
+        Ok(StorageWorkspace {
             api,
             keys,
             tree,
             bodies,
             coordinator,
             stale_intent_after,
+            visible: true,
             operations: None,
             state: Mutex::new(State {
                 base: Base {
                     revision: None,
                     manifest: Arc::default(),
+                    locations: Arc::default(),
                 },
                 partial: None,
                 restore_source: None,
             }),
-        };
-        ws.recover_leased(None).await?;
-        ws.reload().await?;
-        Ok(ws)
+        })
     }
 
     /// Refuses `op` when the workspace was opened by a capability that does not grant it
@@ -324,9 +372,10 @@ impl StorageWorkspace {
         }
     }
 
-    /// Recovery under the lease (see `recover.rs` for what it may resolve); `own` is this
-    /// workspace's own unresolved transaction.
-    async fn recover_leased(&self, own: Option<&str>) -> Result<()> {
+    /// Recovery under the lease (see `pending.rs` for what it may resolve; `own` is this
+    /// workspace's own unresolved transaction), then the published state (or, with nothing
+    /// published, the visible objects) becomes the base and the staged tree.
+    async fn settle(&self, own: Option<&str>) -> Result<()> {
         let lease = self.lease("recovery").await?;
         let policy = recover::Policy {
             leased: lease.is_some(),
@@ -334,35 +383,25 @@ impl StorageWorkspace {
             stale_after: self.stale_intent_after,
             committing: false,
         };
-        let result = recover::recover(&self.api, &self.keys, &policy).await;
+        let result = pending::settle(&self.api, &self.keys, &policy, None).await;
         if let Some(l) = lease {
             l.release().await;
         }
-        result.map(|_| ())
-    }
-
-    /// Reads the published state and makes it the base and the staged tree.
-    async fn reload(&self) -> Result<()> {
-        let base = match recover::published(&self.api, &self.keys).await? {
-            Some((head, revision)) => self.base_of(head, revision),
+        let base = match result? {
+            Some(p) => base_of(p),
             None => Base {
                 revision: None,
                 manifest: Arc::new(self.read_visible().await?),
+                locations: Arc::default(),
             },
         };
         self.set_base(base)
     }
 
-    fn base_of(&self, head: Head, revision: Revision) -> Base {
-        Base {
-            revision: Some(head.revision),
-            manifest: Arc::new(revision.entries),
-        }
-    }
-
     fn set_base(&self, base: Base) -> Result<()> {
         let name = base.revision.clone().unwrap_or_default();
-        self.bodies.register(&name, base.manifest.clone());
+        self.bodies
+            .register(&name, base.manifest.clone(), base.locations.clone());
         tree_io::install(&self.tree, &name, &base.manifest)?;
         self.state.lock().expect("state lock").base = base;
         Ok(())
@@ -457,9 +496,8 @@ impl StorageWorkspace {
             state.restore_source = None;
             state.partial.take()
         };
-        if let Some((_, tx)) = &partial {
-            self.recover_leased(Some(tx)).await?;
-            return self.reload().await;
+        if let Some(p) = &partial {
+            return self.settle(Some(&p.transaction_id)).await;
         }
         let base = self.state.lock().expect("state lock").base.clone();
         tree_io::install(
@@ -467,6 +505,15 @@ impl StorageWorkspace {
             base.revision.as_deref().unwrap_or(UNPUBLISHED),
             &base.manifest,
         )
+    }
+}
+
+/// The base a published state gives.
+fn base_of(p: store::Published) -> Base {
+    Base {
+        revision: Some(p.revision),
+        manifest: Arc::new(p.manifest),
+        locations: Arc::new(p.locations),
     }
 }
 

@@ -1,13 +1,16 @@
 //! What the Storage backend records: entries (files, directories, symbolic links with mode and
-//! mtime), revision manifests, and the records of the commit protocol in the reserved area.
+//! mtime) and the records both layouts share (intents, idempotency records), and 0.6.0's
+//! records, still read (and resolved) in a workspace not yet upgraded. The delta layout's
+//! own records (head, revision pack header, snapshot) are in [`super::layout`].
 //!
 //! ```text
-//! P.supabash/head.json                       Head: the published revision (written last)
-//! P.supabash/revisions/<rev>.json            Revision: the full manifest and the receipt
-//! P.supabash/intents/<tx>.json               Intent: present while a commit is unresolved
-//! P.supabash/transactions/<tx>/complete.json Complete: the commit reached its manifest
-//! P.supabash/transactions/<tx>/abort.json    Abort: recovery rolled the commit back
-//! P.supabash/objects/<sha256>                content-addressed file bodies
+//! P.supabash/head.json                       Head: 0.6.0's head (the published revision)
+//! P.supabash/revisions/<rev>.json            Revision: 0.6.0's full manifest and receipt
+//! P.supabash/intents/<tx>.json               Intent: 0.6.0's unresolved commit (the delta
+//!                                            layout keeps it in head.json as `pending`)
+//! P.supabash/transactions/<tx>/complete.json Complete: 0.6.0's commit reached its manifest
+//! P.supabash/transactions/<tx>/abort.json    Abort: recovery rolled a 0.6.0 commit back
+//! P.supabash/objects/<sha256>                bodies stored alone
 //! P.supabash/idempotency/<sha256(key)>.json  Idempotency: key → revision and fingerprint
 //! ```
 

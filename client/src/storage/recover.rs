@@ -1,6 +1,8 @@
 //! Recovery of unresolved commits, run when a workspace opens, before every commit and on
-//! discard. An intent record (`intents/<tx>.json`) marks a commit that may have changed visible
-//! objects. For each one:
+//! discard. In the delta layout a commit in flight is the `pending` intent of `head.json`
+//! (`pending.rs` resolves it by rolling it back); this module holds what both layouts share
+//! (which intents may be resolved, restoring visible objects) and the recovery of 0.6.0's
+//! intent records (`intents/<tx>.json`), run while the head is in that layout. For each one:
 //! - its `complete.json` exists and its parent is the published head: the commit is
 //!   **adopted** (idempotency record, then `head.json`), as if it had finished;
 //! - it is already the head: nothing to do;
@@ -20,11 +22,11 @@
 
 use super::api::StorageApi;
 use super::keys::Keys;
+use super::layout::Locations;
 use super::model::{rfc3339, to_ms, SCHEMA_VERSION};
 use super::model::{Complete, Entry, EntryKind, Head, Idempotency, Intent, Manifest, Revision};
+use super::store::{self, read, write};
 use crate::error::{Result, SupabashError};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::{Mutex, OnceLock};
@@ -72,32 +74,8 @@ fn ended_here(intent: &Intent) -> bool {
             .contains(&intent.transaction_id)
 }
 
-/// Reads a record; `None` when absent, `HISTORY_CORRUPTION` when malformed.
-pub async fn read<T: DeserializeOwned>(api: &StorageApi, key: &str) -> Result<Option<T>> {
-    match api.read_json(key).await? {
-        None => Ok(None),
-        Some(v) => serde_json::from_value(v).map(Some).map_err(|e| {
-            SupabashError::new(
-                ErrorCode::HistoryCorruption,
-                format!("record {key} is malformed: {e}"),
-            )
-        }),
-    }
-}
-
-/// Writes a record (upsert unless `create_only`).
-pub async fn write<T: Serialize>(
-    api: &StorageApi,
-    key: &str,
-    record: &T,
-    create_only: bool,
-) -> Result<()> {
-    let v = serde_json::to_value(record).expect("records serialise");
-    api.write_json(key, &v, !create_only).await
-}
-
-/// The published head and its revision record.
-pub async fn published(api: &StorageApi, keys: &Keys) -> Result<Option<(Head, Revision)>> {
+/// The published head and its revision record in 0.6.0's layout.
+async fn published(api: &StorageApi, keys: &Keys) -> Result<Option<(Head, Revision)>> {
     let Some(head) = read::<Head>(api, &keys.head()).await? else {
         return Ok(None);
     };
@@ -132,18 +110,27 @@ pub async fn adopt(api: &StorageApi, keys: &Keys, c: &Complete) -> Result<()> {
     write(api, &keys.head(), &head, false).await
 }
 
-/// Writes the visible object of entry `e` at `p` (file bytes from `objects/`).
-pub async fn put_visible(api: &StorageApi, keys: &Keys, p: &str, e: &Entry) -> Result<()> {
+/// Writes the visible object of entry `e` at `p` (file bytes from their pack, by
+/// `locations`, or from `objects/`).
+pub async fn put_visible(
+    api: &StorageApi,
+    keys: &Keys,
+    p: &str,
+    e: &Entry,
+    locations: &Locations,
+) -> Result<()> {
     let body = match e.kind {
         EntryKind::File => {
             let hash = e.hash.as_deref().unwrap_or_default();
-            api.download(&keys.object(hash)).await?.ok_or_else(|| {
-                SupabashError::new(
-                    ErrorCode::HistoryCorruption,
-                    "a content-addressed body is missing",
-                )
-                .with_path(p)
-            })?
+            store::body(api, keys, hash, locations.get(hash))
+                .await?
+                .ok_or_else(|| {
+                    SupabashError::new(
+                        ErrorCode::HistoryCorruption,
+                        "a content-addressed body is missing",
+                    )
+                    .with_path(p)
+                })?
         }
         EntryKind::Directory => Vec::new(),
         EntryKind::Symlink => e.target.clone().unwrap_or_default().into_bytes(),
@@ -158,18 +145,21 @@ pub async fn put_visible(api: &StorageApi, keys: &Keys, p: &str, e: &Entry) -> R
     .await
 }
 
-/// Restores every path `intent` touched to `target` (the head manifest, or the intent's own
-/// `before` entries when nothing is published).
+/// Restores every path `intent` touched to `target` (the head manifest and its body
+/// locations, or the intent's own `before` entries, bodies in `objects/`, when nothing is
+/// published).
 pub async fn roll_back(
     api: &StorageApi,
     keys: &Keys,
     intent: &Intent,
-    target: Option<&Manifest>,
+    target: Option<(&Manifest, &Locations)>,
 ) -> Result<()> {
     let mut stale = Vec::new();
+    let none = Locations::new();
+    let locations = target.map_or(&none, |(_, l)| l);
     for t in &intent.touched {
         let want = match target {
-            Some(m) => m.get(&t.path),
+            Some((m, _)) => m.get(&t.path),
             None => t.before.as_ref(),
         };
         if let Some(after) = &t.after {
@@ -180,7 +170,7 @@ pub async fn roll_back(
         }
         if let Some(w) = want {
             if t.after.as_ref() != Some(w) {
-                put_visible(api, keys, &t.path, w).await?;
+                put_visible(api, keys, &t.path, w, locations).await?;
             }
         }
     }
@@ -204,7 +194,7 @@ pub struct Policy<'a> {
 
 impl Policy<'_> {
     /// Whether `intent` may be resolved now; `Err` when a commit must wait for it.
-    fn resolvable(&self, intent: &Intent) -> Result<bool> {
+    pub fn resolvable(&self, intent: &Intent) -> Result<bool> {
         let age_ms = to_ms(SystemTime::now()).saturating_sub(intent.created_ms);
         if self.leased
             || self.own == Some(intent.transaction_id.as_str())
@@ -223,9 +213,10 @@ impl Policy<'_> {
     }
 }
 
-/// Resolves every unresolved intent `policy` allows; returns the commits adopted.
-pub async fn recover(api: &StorageApi, keys: &Keys, policy: &Policy<'_>) -> Result<Vec<Complete>> {
-    let mut adopted = Vec::new();
+/// Resolves every unresolved intent of 0.6.0's layout (`intents/<tx>.json`) `policy` allows;
+/// returns how many it resolved.
+pub async fn recover(api: &StorageApi, keys: &Keys, policy: &Policy<'_>) -> Result<usize> {
+    let mut resolved = 0;
     for listed in api.list(&keys.intents()).await? {
         let Some(intent) = read::<Intent>(api, &listed.name).await? else {
             continue;
@@ -237,19 +228,12 @@ pub async fn recover(api: &StorageApi, keys: &Keys, policy: &Policy<'_>) -> Resu
         let published = published(api, keys).await?;
         let head_rev = published.as_ref().map(|(h, _)| h.revision.clone());
         match read::<Complete>(api, &keys.complete(tx)).await? {
-            Some(c) if head_rev == c.parent_revision => {
-                adopt(api, keys, &c).await?;
-                adopted.push(c);
-            }
+            Some(c) if head_rev == c.parent_revision => adopt(api, keys, &c).await?,
             Some(c) if head_rev.as_deref() == Some(c.revision.as_str()) => {}
             _ => {
-                roll_back(
-                    api,
-                    keys,
-                    &intent,
-                    published.as_ref().map(|(_, r)| &r.entries),
-                )
-                .await?;
+                let none = Locations::new();
+                let target = published.as_ref().map(|(_, r)| (&r.entries, &none));
+                roll_back(api, keys, &intent, target).await?;
                 // The revision record may have been written; it never became the head.
                 api.delete(&[keys.revision(&intent.new_revision)]).await?;
                 let abort = json!({
@@ -262,6 +246,7 @@ pub async fn recover(api: &StorageApi, keys: &Keys, policy: &Policy<'_>) -> Resu
             }
         }
         api.delete(&[listed.name]).await?;
+        resolved += 1;
     }
-    Ok(adopted)
+    Ok(resolved)
 }

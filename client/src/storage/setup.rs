@@ -157,6 +157,12 @@ pub async fn check_policies(client: &tokio_postgres::Client, bucket: &str) -> Re
 /// the bucket's `file_size_limit`.
 pub const RECORD_BYTES_PER_ENTRY: u64 = 512;
 
+/// The largest object the backend uploads under `limits`: the largest file, or the records
+/// of the largest tree, whichever is bigger (a revision pack stays within it too).
+pub fn largest_upload(limits: &Limits) -> u64 {
+    (limits.max_file_bytes as u64).max(limits.max_files as u64 * RECORD_BYTES_PER_ENTRY)
+}
+
 /// What [`check_bucket`] found about the bucket's upload restrictions.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BucketReport {
@@ -235,8 +241,7 @@ pub async fn check_bucket(
         )
         .await
         .map_err(|e| SupabashError::new(ErrorCode::Backend, format!("bucket check failed: {e}")))?;
-    let largest_upload =
-        (limits.max_file_bytes as u64).max(limits.max_files as u64 * RECORD_BYTES_PER_ENTRY);
+    let largest_upload = largest_upload(limits);
     let Some(row) = row else {
         return Ok(BucketReport {
             largest_upload,

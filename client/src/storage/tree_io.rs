@@ -5,7 +5,9 @@
 
 use super::api::StorageApi;
 use super::keys::Keys;
+use super::layout::Locations;
 use super::model::{from_ms, to_ms, Entry, EntryKind, Manifest};
+use super::store;
 use crate::documents::StoredFile;
 use crate::error::{Result, SupabashError};
 use crate::tree::{committable, BaseFile, Body, BodySource, Lazy, Meta, Node, StagedTree};
@@ -139,13 +141,18 @@ fn put(tree: &StagedTree, revision: &str, manifest: &Manifest, as_base: bool) ->
     Ok(())
 }
 
-/// Loads file bodies of known manifests: from `objects/<sha256>` for published revisions, from
-/// the visible object for [`UNPUBLISHED`]. The staged tree verifies them.
+/// Loads file bodies of known manifests: by range from their revision pack, or from
+/// `objects/<sha256>`, for published revisions; from the visible object for [`UNPUBLISHED`].
+/// The staged tree verifies them.
 pub struct Bodies {
     api: StorageApi,
     keys: Keys,
-    manifests: Mutex<HashMap<String, Arc<Manifest>>>,
+    /// Each registered revision's manifest and where its packed bodies lie.
+    manifests: Mutex<HashMap<String, Registered>>,
 }
+
+/// A registered revision: its manifest and where its packed bodies lie.
+type Registered = (Arc<Manifest>, Arc<Locations>);
 
 impl Bodies {
     pub fn new(api: StorageApi, keys: Keys) -> Self {
@@ -156,45 +163,42 @@ impl Bodies {
         }
     }
 
-    /// Makes the files of `manifest` loadable as `revision`.
-    pub fn register(&self, revision: &str, manifest: Arc<Manifest>) {
+    /// Makes the files of `manifest` loadable as `revision`, packed ones at `locations`.
+    pub fn register(&self, revision: &str, manifest: Arc<Manifest>, locations: Arc<Locations>) {
         self.manifests
             .lock()
             .expect("bodies lock")
-            .insert(revision.to_owned(), manifest);
-    }
-
-    /// The key a file's bytes load from.
-    fn key_of(&self, revision: &str, path: &str, hash: &str) -> String {
-        if revision == UNPUBLISHED {
-            self.keys.entry(path)
-        } else {
-            self.keys.reserved(&format!("objects/{hash}"))
-        }
+            .insert(revision.to_owned(), (manifest, locations));
     }
 
     /// The raw bytes of the file at `path` in `revision` (not verified).
     pub async fn fetch(&self, revision: &str, path: &str) -> Result<(Entry, Vec<u8>)> {
-        let entry = self
-            .manifests
-            .lock()
-            .expect("bodies lock")
-            .get(revision)
-            .and_then(|m| m.get(path).cloned())
-            .filter(|e| e.kind == EntryKind::File)
-            .ok_or_else(|| {
-                SupabashError::new(ErrorCode::NotFound, "no such file in the revision")
-                    .with_path(path)
-            })?;
+        let (entry, loc) = {
+            let manifests = self.manifests.lock().expect("bodies lock");
+            let known = manifests
+                .get(revision)
+                .and_then(|(m, l)| Some((m.get(path)?, l)))
+                .filter(|(e, _)| e.kind == EntryKind::File);
+            let Some((entry, locations)) = known else {
+                return Err(SupabashError::new(
+                    ErrorCode::NotFound,
+                    "no such file in the revision",
+                )
+                .with_path(path));
+            };
+            let loc = entry.hash.as_ref().and_then(|h| locations.get(h).cloned());
+            (entry.clone(), loc)
+        };
         let hash = entry.hash.clone().unwrap_or_default();
-        let bytes = self
-            .api
-            .download(&self.key_of(revision, path, &hash))
-            .await?
-            .ok_or_else(|| {
-                SupabashError::new(ErrorCode::HistoryCorruption, "a file body is missing")
-                    .with_path(path)
-            })?;
+        let bytes = if revision == UNPUBLISHED {
+            self.api.download(&self.keys.entry(path)).await?
+        } else {
+            store::body(&self.api, &self.keys, &hash, loc.as_ref()).await?
+        };
+        let bytes = bytes.ok_or_else(|| {
+            SupabashError::new(ErrorCode::HistoryCorruption, "a file body is missing")
+                .with_path(path)
+        })?;
         Ok((entry, bytes))
     }
 }
