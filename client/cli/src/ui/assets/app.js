@@ -1,0 +1,94 @@
+// The page: a router over the address's fragment (#view?params), one view at a time, and the
+// live feed of the workspace shown (Server-Sent Events; each announcement is dispatched as a
+// `supabash:change` event the views listen to).
+import { el, parseHash, errorView, banner } from './dom.js';
+import { showWorkspaces } from './workspaces.js';
+import { showTimeline } from './timeline.js';
+import { showRevision, showAudit } from './revision.js';
+import { showTree, showFile, showHistory } from './files.js';
+import { showSearch } from './search.js';
+
+const views = {
+  workspaces: showWorkspaces,
+  ws: showTimeline,
+  rev: showRevision,
+  audit: showAudit,
+  tree: showTree,
+  file: showFile,
+  history: showHistory,
+  search: showSearch,
+};
+
+let feed = null;
+
+/** Follows the change feed of `ws` (none when no workspace is shown). */
+function follow(ws) {
+  if (feed && feed.ws === ws) return;
+  if (feed) feed.source.close();
+  feed = null;
+  const live = document.getElementById('live');
+  live.className = 'live off';
+  live.textContent = 'not live';
+  if (!ws) return;
+  const source = new EventSource('/api/ws/' + encodeURIComponent(ws) + '/events');
+  feed = { ws, source };
+  source.addEventListener('open', () => {
+    live.className = 'live on';
+    live.textContent = 'live';
+  });
+  source.addEventListener('error', () => {
+    live.className = 'live off';
+    live.textContent = 'reconnecting';
+  });
+  source.addEventListener('lost', (e) => {
+    live.className = 'live off';
+    live.textContent = 'feed lost';
+    banner('The change feed lost the database: ' + e.data + ' It tries again.');
+  });
+  source.addEventListener('change', (e) => {
+    live.className = 'live on';
+    live.textContent = 'live';
+    banner('');
+    let detail = null;
+    try { detail = JSON.parse(e.data); } catch (err) { return; }
+    window.dispatchEvent(new CustomEvent('supabash:change', { detail }));
+  });
+}
+
+/** Where listeners of the previous view are removed. */
+let cleanup = [];
+
+/** Shows the view the address names. */
+async function route() {
+  for (const undo of cleanup) undo();
+  cleanup = [];
+  const { view, params } = parseHash();
+  const main = document.getElementById('main');
+  follow(params.get('ws'));
+  const show = views[view];
+  const ctx = {
+    /** Calls `fn` on each announcement while this view is shown. */
+    onChange(fn) {
+      const h = (e) => fn(e.detail);
+      window.addEventListener('supabash:change', h);
+      cleanup.push(() => window.removeEventListener('supabash:change', h));
+    },
+  };
+  if (!show) {
+    main.replaceChildren(el('p', { class: 'error' }, 'No such view.'));
+    return;
+  }
+  const started = performance.now();
+  main.setAttribute('aria-busy', 'true');
+  try {
+    const node = await show(params, ctx);
+    main.replaceChildren(node);
+  } catch (err) {
+    main.replaceChildren(errorView(err, route));
+  }
+  main.removeAttribute('aria-busy');
+  document.body.dataset.rendered = String(Math.round(performance.now() - started));
+}
+
+window.addEventListener('hashchange', route);
+route();

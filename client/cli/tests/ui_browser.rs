@@ -1,0 +1,415 @@
+//! `supabash ui` in a real browser: the built binary serves a seeded workspace on a real
+//! PostgreSQL with the extension, and headless Chromium (Debian's `chromium` and
+//! `chromium-driver`) drives the page over WebDriver: the workspaces, the timeline, a diff, an
+//! audit record followed to its revision, search, a commit from another connection appearing
+//! without a reload, hostile names and contents that run no script, and every route refused
+//! without the token. Screenshots of the views go to `$SUPABASH_UI_SCREENSHOTS` (docs/ui/
+//! holds the committed ones), else to the target directory.
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use supabash::transport::call;
+use supabash::workspace::CommitOptions;
+use supabash::Workspace;
+use supabash_core::rpc::audit::{Action, ActionKind, ActionOutcome};
+use supabash_core::rpc::requests::CreateWorkspace;
+use supabash_tests::client::{cluster, new_user, reopen, transport, workspace_with, Via};
+
+/// A child process killed when the test ends.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `supabash ui` as `user`, and the address it printed.
+fn start_ui(user: &str) -> (Killed, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_supabash"))
+        .arg("ui")
+        .env("SUPABASH_DSN", cluster().dsn("authenticator"))
+        .env("SUPABASH_SUB", user)
+        .env_remove("SUPABASH_WORKSPACE")
+        .env_remove("SUPABASH_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("http://127.0.0.1:"), "{line:?}");
+    (Killed(child), line.trim().to_owned())
+}
+
+/// Headless Chromium behind chromedriver.
+async fn browser() -> (Killed, Client) {
+    let port = free_port();
+    let driver = Killed(
+        Command::new("/usr/bin/chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (apt-get install chromium chromium-driver)"),
+    );
+    let caps = json!({ "goog:chromeOptions": {
+        "binary": "/usr/bin/chromium",
+        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1280,900", "--lang=en-US"],
+    }});
+    let caps = caps.as_object().unwrap().clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        match ClientBuilder::new(connector)
+            .capabilities(caps.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
+            Ok(c) => return (driver, c),
+            Err(e) if Instant::now() > deadline => panic!("chromedriver: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+async fn find(c: &Client, css: &str) -> Element {
+    c.wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+}
+
+/// Waits until the text of `css` contains `want`.
+async fn wait_text(c: &Client, css: &str, want: &str) -> Element {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(e) = c.find(Locator::Css(css)).await {
+            if e.text().await.unwrap_or_default().contains(want) {
+                return e;
+            }
+        }
+        assert!(Instant::now() < deadline, "{css} never showed {want:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Clicks the first link under `css` whose text contains `text`.
+async fn click_link(c: &Client, css: &str, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for a in c.find_all(Locator::Css(css)).await.unwrap() {
+            if a.text().await.unwrap_or_default().contains(text) {
+                a.click().await.unwrap();
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "no link {text:?} under {css}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn screenshot(c: &Client, name: &str) {
+    let dir = std::env::var("SUPABASH_UI_SCREENSHOTS")
+        .unwrap_or_else(|_| env!("CARGO_TARGET_TMPDIR").to_owned());
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = c.screenshot().await.unwrap();
+    std::fs::write(format!("{dir}/{name}.png"), png).unwrap();
+}
+
+fn action(tool: &str, args: Value, paths: &[&str], bytes: i64) -> Action {
+    Action {
+        record_id: uuid::Uuid::new_v4().to_string(),
+        session_id: "0b9c7a52-1c53-4c55-9a5e-6e1f3c2d4b10".into(),
+        sequence: 0,
+        at_ms: 1_765_000_000_000,
+        kind: ActionKind::FileTool,
+        tool: tool.into(),
+        arguments: Some(args),
+        outcome: ActionOutcome::Ok,
+        duration_ms: 12,
+        paths: paths.iter().map(|p| p.to_string()).collect(),
+        bytes_changed: bytes,
+    }
+}
+
+fn by(actor: &str, cause: &str) -> CommitOptions {
+    let mut o = CommitOptions::new(actor);
+    o.cause = Some(cause.into());
+    o
+}
+
+/// A workspace with a label, four commits, audit records on the second, a rename, a mode
+/// change, a link and an image.
+async fn seeded(user: &str) -> Workspace {
+    let label = CreateWorkspace {
+        label: Some("demo project".into()),
+        files_only: None,
+    };
+    let t = transport(Via::Postgres, user).await;
+    let created = call(t.as_ref(), &label).await.unwrap();
+    let ws = reopen(Via::Postgres, user, &created.workspace_id).await;
+    let fs = ws.fs();
+    fs.mkdir("/src", true).await.unwrap();
+    fs.write("/README.md", "# demo\n\nA small project.\n").await.unwrap();
+    fs.write("/src/main.rs", "fn main() {}\n").await.unwrap();
+    fs.write("/run.sh", "#!/bin/sh\necho run\n").await.unwrap();
+    ws.commit(by("alice", "seed the project")).await.unwrap();
+    ws.record(action("edit", json!({"path": "/src/main.rs", "old": "{}", "new": "{ hi }"}), &["/src/main.rs"], 44));
+    ws.record(action("write", json!({"path": "/notes/todo.md"}), &["/notes/todo.md"], 30));
+    fs.write("/src/main.rs", "fn main() {\n    println!(\"hi\");\n}\n").await.unwrap();
+    fs.mkdir("/notes", true).await.unwrap();
+    fs.write("/notes/todo.md", "- find the needle in here\n").await.unwrap();
+    ws.commit(by("agent-7", "add a greeting")).await.unwrap();
+    fs.mkdir("/docs", true).await.unwrap();
+    fs.mv("/README.md", "/docs/README.md").await.unwrap();
+    fs.chmod("/run.sh", 0o755).await.unwrap();
+    fs.symlink("docs/README.md", "/README").await.unwrap();
+    let png: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\0\x05\0\x01\xff\x89\x99=\x1d\0\0\0\0IEND\xaeB`\x82";
+    fs.write("/logo.png", png.to_vec()).await.unwrap();
+    ws.commit(by("agent-7", "tidy the layout")).await.unwrap();
+    ws
+}
+
+#[tokio::test]
+async fn the_viewer_walks_history_diffs_audit_search_and_live_updates() {
+    let user = new_user();
+    let ws = seeded(&user).await;
+    let (_ui, url) = start_ui(&user);
+    let (_driver, c) = browser().await;
+    c.goto(&url).await.unwrap();
+    // Workspaces: the label links to the timeline.
+    wait_text(&c, "#workspaces", "demo project").await;
+    screenshot(&c, "workspaces").await;
+    click_link(&c, "#workspaces a", "demo project").await;
+    // Timeline: three revisions, their actors and causes.
+    wait_text(&c, "table.timeline", "tidy the layout").await;
+    wait_text(&c, "#live", "live").await;
+    let rows = c.find_all(Locator::Css("table.timeline tbody tr")).await.unwrap();
+    assert_eq!(rows.len(), 3);
+    screenshot(&c, "timeline").await;
+    // A revision with its diff and the audit records that produced it.
+    click_link(&c, "table.timeline a", "#2").await;
+    wait_text(&c, "#revision", "add a greeting").await;
+    wait_text(&c, "section.file-diff[data-path='/src/main.rs'] pre.diff", "+    println!(\"hi\");").await;
+    wait_text(&c, "table.audit", "edit").await;
+    screenshot(&c, "revision").await;
+    // From the record to the audit trail, and from the trail back to the revision.
+    click_link(&c, "table.audit a", "in the trail").await;
+    wait_text(&c, "#audit tr.marked", "edit").await;
+    screenshot(&c, "audit").await;
+    click_link(&c, "#audit tr.marked a", "revision").await;
+    wait_text(&c, "#revision h1", "Revision #2").await;
+    // The third revision: a rename, a mode change, a link, an image.
+    c.back().await.unwrap();
+    c.back().await.unwrap();
+    click_link(&c, "table.timeline a", "#3").await;
+    let third = wait_text(&c, "#revision", "tidy the layout").await;
+    let text = third.text().await.unwrap();
+    assert!(text.contains("rename from README.md"), "{text}");
+    assert!(text.contains("old mode 100644") && text.contains("new mode 100755"), "{text}");
+    assert!(text.contains("+docs/README.md"), "the link's target: {text}");
+    assert!(text.contains("Binary files"), "{text}");
+    screenshot(&c, "revision-rename").await;
+    // Files: the tree at the head, a directory, a file, an image.
+    click_link(&c, "nav.tabs a", "Files").await;
+    click_link(&c, "table.listing a", "docs/").await;
+    click_link(&c, "table.listing a", "README.md").await;
+    wait_text(&c, "#file pre.text", "A small project.").await;
+    screenshot(&c, "file").await;
+    click_link(&c, "nav.tabs a", "Files").await;
+    click_link(&c, "table.listing a", "logo.png").await;
+    let img = find(&c, "#file img.shown").await;
+    let natural = c
+        .execute("return arguments[0].naturalWidth", vec![json!(img)])
+        .await
+        .unwrap();
+    assert_eq!(natural, json!(1), "the PNG was served as an image");
+    // Search, linked to the file.
+    click_link(&c, "nav.tabs a", "Search").await;
+    find(&c, "#q").await.send_keys("needle").await.unwrap();
+    find(&c, "#go").await.click().await.unwrap();
+    wait_text(&c, "#results", "find the needle in here").await;
+    screenshot(&c, "search").await;
+    click_link(&c, "#results h3 a", "/notes/todo.md").await;
+    wait_text(&c, "#file pre.text", "needle").await;
+    // Live: a commit from another connection appears on the timeline without a reload.
+    click_link(&c, "nav.tabs a", "Timeline").await;
+    wait_text(&c, "table.timeline", "tidy the layout").await;
+    wait_text(&c, "#live", "live").await;
+    c.execute("window.notReloaded = true", vec![]).await.unwrap();
+    let other = reopen(Via::Postgres, &user, ws.id()).await;
+    other.fs().write("/late.txt", "arrived live\n").await.unwrap();
+    other.commit(by("bob", "a commit from elsewhere")).await.unwrap();
+    wait_text(&c, "table.timeline", "a commit from elsewhere").await;
+    wait_text(&c, "#head", "#4").await;
+    let same_page = c.execute("return window.notReloaded === true", vec![]).await.unwrap();
+    assert_eq!(same_page, json!(true), "the page was not reloaded");
+    screenshot(&c, "timeline-live").await;
+    c.close().await.unwrap();
+}
+
+const HOSTILE_NAMES: [&str; 4] = [
+    "/\"><img src=x onerror=\"document.title='pwned';window.pwned=1\">.md",
+    "/<script>window.pwned=1<",
+    "/javascript:alert(1)",
+    "/evil\u{202E}gpj.exe",
+];
+
+#[tokio::test]
+async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
+    let user = new_user();
+    let files: Vec<(&str, &str)> = HOSTILE_NAMES
+        .iter()
+        .map(|n| {
+            (
+                *n,
+                "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=1\">\n",
+            )
+        })
+        .collect();
+    let ws = workspace_with(Via::Postgres, &user, &files).await;
+    ws.fs()
+        .write("/x.svg", "<svg xmlns='http://www.w3.org/2000/svg' onload='window.pwned=1'/>")
+        .await
+        .unwrap();
+    ws.commit(by("<img src=x onerror=window.pwned=1>", "\"><script>window.pwned=1</script>"))
+        .await
+        .unwrap();
+    let (_ui, url) = start_ui(&user);
+    let (_driver, c) = browser().await;
+    let base = url.split('?').next().unwrap().to_owned();
+    c.goto(&url).await.unwrap();
+    find(&c, "#workspaces").await;
+    let clean = |c: Client| async move {
+        let seen = c
+            .execute(
+                "return [document.title, window.pwned === undefined, \
+                 document.querySelectorAll('main img:not(.shown), main script').length]",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(seen, json!(["supabash", true, 0]), "a script ran or markup was parsed");
+    };
+    let ws_q = format!("ws={}", ws.id());
+    c.goto(&format!("{base}#ws?{ws_q}")).await.unwrap();
+    wait_text(&c, "table.timeline", "<script>window.pwned=1</script>").await;
+    clean(c.clone()).await;
+    c.goto(&format!("{base}#tree?{ws_q}")).await.unwrap();
+    let listing = wait_text(&c, "table.listing", "javascript:alert(1)").await;
+    let text = listing.text().await.unwrap();
+    assert!(text.contains("\"><img src=x onerror="), "{text}");
+    assert!(text.contains("evil<U+202E>gpj.exe"), "the override is shown, not applied: {text}");
+    for a in c.find_all(Locator::Css("main a")).await.unwrap() {
+        let href = a.attr("href").await.unwrap().unwrap_or_default();
+        assert!(href.starts_with('#') || href.starts_with("/api/"), "{href}");
+    }
+    screenshot(&c, "hostile").await;
+    clean(c.clone()).await;
+    click_link(&c, "table.listing a", "javascript:alert(1)").await;
+    wait_text(&c, "#file pre.text", "<script>window.pwned=1</script>").await;
+    clean(c.clone()).await;
+    c.goto(&format!("{base}#file?{ws_q}&path=%2Fx.svg")).await.unwrap();
+    wait_text(&c, "#file pre.text", "onload").await;
+    clean(c.clone()).await;
+    click_link(&c, "nav.tabs a", "Timeline").await;
+    click_link(&c, "table.timeline a", "#2").await;
+    wait_text(&c, "#revision", "+<script>window.pwned=1</script>").await;
+    clean(c.clone()).await;
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_route_is_refused_without_the_token_and_answers_carry_the_policy() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/a.md", "a\n")]).await;
+    ws.fs().write("/x.svg", "<svg onload='alert(1)'/>").await.unwrap();
+    ws.commit(by("alice", "an svg")).await.unwrap();
+    let (_ui, url) = start_ui(&user);
+    let base = url.split("/?").next().unwrap().to_owned();
+    let token = url.split("token=").nth(1).unwrap().to_owned();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let id = ws.id();
+    let routes = [
+        "/".to_owned(),
+        "/assets/app.js".to_owned(),
+        "/api/workspaces".to_owned(),
+        format!("/api/ws/{id}"),
+        format!("/api/ws/{id}/timeline"),
+        format!("/api/ws/{id}/revision?rev=x"),
+        format!("/api/ws/{id}/tree"),
+        format!("/api/ws/{id}/file?path=/a.md"),
+        format!("/api/ws/{id}/raw?path=/a.md"),
+        format!("/api/ws/{id}/history?path=/a.md"),
+        format!("/api/ws/{id}/search?q=a"),
+        format!("/api/ws/{id}/audit"),
+        format!("/api/ws/{id}/events"),
+        "/nowhere".to_owned(),
+    ];
+    for r in &routes {
+        let res = http.get(format!("{base}{r}")).send().await.unwrap();
+        assert_eq!(res.status(), 401, "{r} without the token");
+        assert_eq!(res.headers()["x-content-type-options"], "nosniff");
+        let sep = if r.contains('?') { '&' } else { '?' };
+        let res = http.get(format!("{base}{r}{sep}token=0123")).send().await.unwrap();
+        assert_eq!(res.status(), 403, "{r} with a wrong token");
+        let res = http
+            .get(format!("{base}{r}"))
+            .header("cookie", format!("supabash_ui_{}=forged", base.rsplit(':').next().unwrap()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403, "{r} with a forged cookie");
+    }
+    // The token is exchanged once for an HttpOnly, SameSite=Strict cookie.
+    let res = http.get(format!("{base}/?token={token}")).send().await.unwrap();
+    assert_eq!(res.status(), 303);
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    let session = cookie.split(';').next().unwrap().to_owned();
+    let again = http.get(format!("{base}/?token={token}")).send().await.unwrap();
+    assert_eq!(again.status(), 403, "the token works once");
+    let get = |path: String| {
+        http.get(format!("{base}{path}"))
+            .header("cookie", session.clone())
+            .send()
+    };
+    let page = get("/".into()).await.unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"), "{csp}");
+    assert!(!page.text().await.unwrap().contains("<script>"), "no inline script");
+    let svg = get(format!("/api/ws/{id}/raw?path=/x.svg")).await.unwrap();
+    assert_eq!(svg.headers()["content-type"], "application/octet-stream");
+    assert_eq!(svg.headers()["content-disposition"], "attachment");
+    let list: Value = get("/api/workspaces".into()).await.unwrap().json().await.unwrap();
+    assert_eq!(list["workspaces"].as_array().unwrap().len(), 1, "{list}");
+    // Another user's workspace is not this identity's to read.
+    let stranger = workspace_with(Via::Postgres, &new_user(), &[("/s.md", "secret")]).await;
+    let refused = get(format!("/api/ws/{}/file?path=/s.md", stranger.id())).await.unwrap();
+    assert!(matches!(refused.status().as_u16(), 403 | 404), "{}", refused.status());
+    let unknown = get(format!("/api/ws/{}", uuid::Uuid::new_v4())).await.unwrap();
+    assert_eq!(unknown.status(), 404);
+}
