@@ -13,10 +13,10 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use supabash::audit::{Action, ActionKind};
 use supabash::transport::call;
 use supabash::workspace::CommitOptions;
 use supabash::Workspace;
-use supabash_core::rpc::audit::{Action, ActionKind, ActionOutcome};
 use supabash_core::rpc::requests::CreateWorkspace;
 use supabash_tests::client::{cluster, new_user, reopen, transport, workspace_with, Via};
 
@@ -135,20 +135,12 @@ async fn screenshot(c: &Client, name: &str) {
     std::fs::write(format!("{dir}/{name}.png"), png).unwrap();
 }
 
-fn action(tool: &str, args: Value, paths: &[&str], bytes: i64) -> Action {
-    Action {
-        record_id: uuid::Uuid::new_v4().to_string(),
-        session_id: "0b9c7a52-1c53-4c55-9a5e-6e1f3c2d4b10".into(),
-        sequence: 0,
-        at_ms: 1_765_000_000_000,
-        kind: ActionKind::FileTool,
-        tool: tool.into(),
-        arguments: Some(args),
-        outcome: ActionOutcome::Ok,
-        duration_ms: 12,
-        paths: paths.iter().map(|p| p.to_string()).collect(),
-        bytes_changed: bytes,
-    }
+fn action(tool: &str, args: Value, paths: &[&str], bytes: u64) -> Action {
+    Action::new(ActionKind::FileTool, tool)
+        .with_arguments(args)
+        .with_duration(Duration::from_millis(12))
+        .with_paths(paths.iter().map(|p| p.to_string()).collect())
+        .with_bytes_changed(bytes)
 }
 
 fn by(actor: &str, cause: &str) -> CommitOptions {
@@ -169,15 +161,31 @@ async fn seeded(user: &str) -> Workspace {
     let ws = reopen(Via::Postgres, user, &created.workspace_id).await;
     let fs = ws.fs();
     fs.mkdir("/src", true).await.unwrap();
-    fs.write("/README.md", "# demo\n\nA small project.\n").await.unwrap();
+    fs.write("/README.md", "# demo\n\nA small project.\n")
+        .await
+        .unwrap();
     fs.write("/src/main.rs", "fn main() {}\n").await.unwrap();
     fs.write("/run.sh", "#!/bin/sh\necho run\n").await.unwrap();
     ws.commit(by("alice", "seed the project")).await.unwrap();
-    ws.record(action("edit", json!({"path": "/src/main.rs", "old": "{}", "new": "{ hi }"}), &["/src/main.rs"], 44));
-    ws.record(action("write", json!({"path": "/notes/todo.md"}), &["/notes/todo.md"], 30));
-    fs.write("/src/main.rs", "fn main() {\n    println!(\"hi\");\n}\n").await.unwrap();
+    ws.record(action(
+        "edit",
+        json!({"path": "/src/main.rs", "old": "{}", "new": "{ hi }"}),
+        &["/src/main.rs"],
+        44,
+    ));
+    ws.record(action(
+        "write",
+        json!({"path": "/notes/todo.md"}),
+        &["/notes/todo.md"],
+        30,
+    ));
+    fs.write("/src/main.rs", "fn main() {\n    println!(\"hi\");\n}\n")
+        .await
+        .unwrap();
     fs.mkdir("/notes", true).await.unwrap();
-    fs.write("/notes/todo.md", "- find the needle in here\n").await.unwrap();
+    fs.write("/notes/todo.md", "- find the needle in here\n")
+        .await
+        .unwrap();
     ws.commit(by("agent-7", "add a greeting")).await.unwrap();
     fs.mkdir("/docs", true).await.unwrap();
     fs.mv("/README.md", "/docs/README.md").await.unwrap();
@@ -203,13 +211,21 @@ async fn the_viewer_walks_history_diffs_audit_search_and_live_updates() {
     // Timeline: three revisions, their actors and causes.
     wait_text(&c, "table.timeline", "tidy the layout").await;
     wait_text(&c, "#live", "live").await;
-    let rows = c.find_all(Locator::Css("table.timeline tbody tr")).await.unwrap();
+    let rows = c
+        .find_all(Locator::Css("table.timeline tbody tr"))
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 3);
     screenshot(&c, "timeline").await;
     // A revision with its diff and the audit records that produced it.
     click_link(&c, "table.timeline a", "#2").await;
     wait_text(&c, "#revision", "add a greeting").await;
-    wait_text(&c, "section.file-diff[data-path='/src/main.rs'] pre.diff", "+    println!(\"hi\");").await;
+    wait_text(
+        &c,
+        "section.file-diff[data-path='/src/main.rs'] pre.diff",
+        "+    println!(\"hi\");",
+    )
+    .await;
     wait_text(&c, "table.audit", "edit").await;
     screenshot(&c, "revision").await;
     // From the record to the audit trail, and from the trail back to the revision.
@@ -225,8 +241,14 @@ async fn the_viewer_walks_history_diffs_audit_search_and_live_updates() {
     let third = wait_text(&c, "#revision", "tidy the layout").await;
     let text = third.text().await.unwrap();
     assert!(text.contains("rename from README.md"), "{text}");
-    assert!(text.contains("old mode 100644") && text.contains("new mode 100755"), "{text}");
-    assert!(text.contains("+docs/README.md"), "the link's target: {text}");
+    assert!(
+        text.contains("old mode 100644") && text.contains("new mode 100755"),
+        "{text}"
+    );
+    assert!(
+        text.contains("+docs/README.md"),
+        "the link's target: {text}"
+    );
     assert!(text.contains("Binary files"), "{text}");
     screenshot(&c, "revision-rename").await;
     // Files: the tree at the head, a directory, a file, an image.
@@ -255,13 +277,25 @@ async fn the_viewer_walks_history_diffs_audit_search_and_live_updates() {
     click_link(&c, "nav.tabs a", "Timeline").await;
     wait_text(&c, "table.timeline", "tidy the layout").await;
     wait_text(&c, "#live", "live").await;
-    c.execute("window.notReloaded = true", vec![]).await.unwrap();
+    c.execute("window.notReloaded = true", vec![])
+        .await
+        .unwrap();
     let other = reopen(Via::Postgres, &user, ws.id()).await;
-    other.fs().write("/late.txt", "arrived live\n").await.unwrap();
-    other.commit(by("bob", "a commit from elsewhere")).await.unwrap();
+    other
+        .fs()
+        .write("/late.txt", "arrived live\n")
+        .await
+        .unwrap();
+    other
+        .commit(by("bob", "a commit from elsewhere"))
+        .await
+        .unwrap();
     wait_text(&c, "table.timeline", "a commit from elsewhere").await;
     wait_text(&c, "#head", "#4").await;
-    let same_page = c.execute("return window.notReloaded === true", vec![]).await.unwrap();
+    let same_page = c
+        .execute("return window.notReloaded === true", vec![])
+        .await
+        .unwrap();
     assert_eq!(same_page, json!(true), "the page was not reloaded");
     screenshot(&c, "timeline-live").await;
     c.close().await.unwrap();
@@ -288,12 +322,18 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
         .collect();
     let ws = workspace_with(Via::Postgres, &user, &files).await;
     ws.fs()
-        .write("/x.svg", "<svg xmlns='http://www.w3.org/2000/svg' onload='window.pwned=1'/>")
+        .write(
+            "/x.svg",
+            "<svg xmlns='http://www.w3.org/2000/svg' onload='window.pwned=1'/>",
+        )
         .await
         .unwrap();
-    ws.commit(by("<img src=x onerror=window.pwned=1>", "\"><script>window.pwned=1</script>"))
-        .await
-        .unwrap();
+    ws.commit(by(
+        "<img src=x onerror=window.pwned=1>",
+        "\"><script>window.pwned=1</script>",
+    ))
+    .await
+    .unwrap();
     let (_ui, url) = start_ui(&user);
     let (_driver, c) = browser().await;
     let base = url.split('?').next().unwrap().to_owned();
@@ -308,7 +348,11 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
             )
             .await
             .unwrap();
-        assert_eq!(seen, json!(["supabash", true, 0]), "a script ran or markup was parsed");
+        assert_eq!(
+            seen,
+            json!(["supabash", true, 0]),
+            "a script ran or markup was parsed"
+        );
     };
     let ws_q = format!("ws={}", ws.id());
     c.goto(&format!("{base}#ws?{ws_q}")).await.unwrap();
@@ -318,7 +362,10 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
     let listing = wait_text(&c, "table.listing", "javascript:alert(1)").await;
     let text = listing.text().await.unwrap();
     assert!(text.contains("\"><img src=x onerror="), "{text}");
-    assert!(text.contains("evil<U+202E>gpj.exe"), "the override is shown, not applied: {text}");
+    assert!(
+        text.contains("evil<U+202E>gpj.exe"),
+        "the override is shown, not applied: {text}"
+    );
     for a in c.find_all(Locator::Css("main a")).await.unwrap() {
         let href = a.attr("href").await.unwrap().unwrap_or_default();
         assert!(href.starts_with('#') || href.starts_with("/api/"), "{href}");
@@ -328,7 +375,9 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
     click_link(&c, "table.listing a", "javascript:alert(1)").await;
     wait_text(&c, "#file pre.text", "<script>window.pwned=1</script>").await;
     clean(c.clone()).await;
-    c.goto(&format!("{base}#file?{ws_q}&path=%2Fx.svg")).await.unwrap();
+    c.goto(&format!("{base}#file?{ws_q}&path=%2Fx.svg"))
+        .await
+        .unwrap();
     wait_text(&c, "#file pre.text", "onload").await;
     clean(c.clone()).await;
     click_link(&c, "nav.tabs a", "Timeline").await;
@@ -342,7 +391,10 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
 async fn every_route_is_refused_without_the_token_and_answers_carry_the_policy() {
     let user = new_user();
     let ws = workspace_with(Via::Postgres, &user, &[("/a.md", "a\n")]).await;
-    ws.fs().write("/x.svg", "<svg onload='alert(1)'/>").await.unwrap();
+    ws.fs()
+        .write("/x.svg", "<svg onload='alert(1)'/>")
+        .await
+        .unwrap();
     ws.commit(by("alice", "an svg")).await.unwrap();
     let (_ui, url) = start_ui(&user);
     let base = url.split("/?").next().unwrap().to_owned();
@@ -373,23 +425,41 @@ async fn every_route_is_refused_without_the_token_and_answers_carry_the_policy()
         assert_eq!(res.status(), 401, "{r} without the token");
         assert_eq!(res.headers()["x-content-type-options"], "nosniff");
         let sep = if r.contains('?') { '&' } else { '?' };
-        let res = http.get(format!("{base}{r}{sep}token=0123")).send().await.unwrap();
+        let res = http
+            .get(format!("{base}{r}{sep}token=0123"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(res.status(), 403, "{r} with a wrong token");
         let res = http
             .get(format!("{base}{r}"))
-            .header("cookie", format!("supabash_ui_{}=forged", base.rsplit(':').next().unwrap()))
+            .header(
+                "cookie",
+                format!("supabash_ui_{}=forged", base.rsplit(':').next().unwrap()),
+            )
             .send()
             .await
             .unwrap();
         assert_eq!(res.status(), 403, "{r} with a forged cookie");
     }
     // The token is exchanged once for an HttpOnly, SameSite=Strict cookie.
-    let res = http.get(format!("{base}/?token={token}")).send().await.unwrap();
+    let res = http
+        .get(format!("{base}/?token={token}"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 303);
     let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let session = cookie.split(';').next().unwrap().to_owned();
-    let again = http.get(format!("{base}/?token={token}")).send().await.unwrap();
+    let again = http
+        .get(format!("{base}/?token={token}"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(again.status(), 403, "the token works once");
     let get = |path: String| {
         http.get(format!("{base}{path}"))
@@ -398,18 +468,41 @@ async fn every_route_is_refused_without_the_token_and_answers_carry_the_policy()
     };
     let page = get("/".into()).await.unwrap();
     assert_eq!(page.status(), 200);
-    let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
-    assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"), "{csp}");
-    assert!(!page.text().await.unwrap().contains("<script>"), "no inline script");
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+        "{csp}"
+    );
+    assert!(
+        !page.text().await.unwrap().contains("<script>"),
+        "no inline script"
+    );
     let svg = get(format!("/api/ws/{id}/raw?path=/x.svg")).await.unwrap();
     assert_eq!(svg.headers()["content-type"], "application/octet-stream");
     assert_eq!(svg.headers()["content-disposition"], "attachment");
-    let list: Value = get("/api/workspaces".into()).await.unwrap().json().await.unwrap();
+    let list = get("/api/workspaces".into())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let list: Value = serde_json::from_str(&list).unwrap();
     assert_eq!(list["workspaces"].as_array().unwrap().len(), 1, "{list}");
     // Another user's workspace is not this identity's to read.
     let stranger = workspace_with(Via::Postgres, &new_user(), &[("/s.md", "secret")]).await;
-    let refused = get(format!("/api/ws/{}/file?path=/s.md", stranger.id())).await.unwrap();
-    assert!(matches!(refused.status().as_u16(), 403 | 404), "{}", refused.status());
-    let unknown = get(format!("/api/ws/{}", uuid::Uuid::new_v4())).await.unwrap();
+    let refused = get(format!("/api/ws/{}/file?path=/s.md", stranger.id()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(refused.status().as_u16(), 403 | 404),
+        "{}",
+        refused.status()
+    );
+    let unknown = get(format!("/api/ws/{}", uuid::Uuid::new_v4()))
+        .await
+        .unwrap();
     assert_eq!(unknown.status(), 404);
 }

@@ -12,10 +12,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use supabash::transport::call;
 use supabash::{ErrorCode, Transport, Workspace};
-use supabash_core::rpc::WorkspaceInfo;
 use supabash_core::rpc::audit::{Audit, AuditPage};
 use supabash_core::rpc::listing::ListDirectory;
 use supabash_core::rpc::requests::LeaseInfo;
+use supabash_core::rpc::WorkspaceInfo;
 
 /// The most workspaces the list shows.
 const MAX_WORKSPACES: usize = 1000;

@@ -9,7 +9,11 @@ use axum::response::{IntoResponse, Response};
 
 /// The assets by name, with their types.
 const ASSETS: &[(&str, &str, &str)] = &[
-    ("app.css", "text/css; charset=utf-8", include_str!("assets/app.css")),
+    (
+        "app.css",
+        "text/css; charset=utf-8",
+        include_str!("assets/app.css"),
+    ),
     ("app.js", JS, include_str!("assets/app.js")),
     ("dom.js", JS, include_str!("assets/dom.js")),
     ("workspaces.js", JS, include_str!("assets/workspaces.js")),

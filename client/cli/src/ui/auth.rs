@@ -105,7 +105,12 @@ impl Auth {
 }
 
 fn refused(status: StatusCode, why: &'static str) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], why).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        why,
+    )
+        .into_response()
 }
 
 /// The middleware in front of every route.

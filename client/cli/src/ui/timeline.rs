@@ -146,7 +146,13 @@ pub async fn timeline(
     let mut out = Vec::new();
     let mut cursor = q.cursor.clone();
     for _ in 0..FILTER_PAGES {
-        let p = page(s.transport.as_ref(), &ws, cursor.clone(), Some(limit as i32)).await?;
+        let p = page(
+            s.transport.as_ref(),
+            &ws,
+            cursor.clone(),
+            Some(limit as i32),
+        )
+        .await?;
         s.receipts.keep(&ws, &p.records);
         for r in &p.records {
             cursor = Some(r.revision.clone());
