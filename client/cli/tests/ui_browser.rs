@@ -191,8 +191,9 @@ async fn seeded(user: &str) -> Workspace {
     fs.mv("/README.md", "/docs/README.md").await.unwrap();
     fs.chmod("/run.sh", 0o755).await.unwrap();
     fs.symlink("docs/README.md", "/README").await.unwrap();
-    let png: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\0\x05\0\x01\xff\x89\x99=\x1d\0\0\0\0IEND\xaeB`\x82";
-    fs.write("/logo.png", png.to_vec()).await.unwrap();
+    // A 1x1 GIF (no checksums to get wrong).
+    let gif: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff\x21\xf9\x04\x01\x00\x00\x00\x00\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x01\x44\x00\x3b";
+    fs.write("/logo.gif", gif.to_vec()).await.unwrap();
     ws.commit(by("agent-7", "tidy the layout")).await.unwrap();
     ws
 }
@@ -235,8 +236,7 @@ async fn the_viewer_walks_history_diffs_audit_search_and_live_updates() {
     click_link(&c, "#audit tr.marked a", "revision").await;
     wait_text(&c, "#revision h1", "Revision #2").await;
     // The third revision: a rename, a mode change, a link, an image.
-    c.back().await.unwrap();
-    c.back().await.unwrap();
+    click_link(&c, "nav.tabs a", "Timeline").await;
     click_link(&c, "table.timeline a", "#3").await;
     let third = wait_text(&c, "#revision", "tidy the layout").await;
     let text = third.text().await.unwrap();
@@ -258,13 +258,13 @@ async fn the_viewer_walks_history_diffs_audit_search_and_live_updates() {
     wait_text(&c, "#file pre.text", "A small project.").await;
     screenshot(&c, "file").await;
     click_link(&c, "nav.tabs a", "Files").await;
-    click_link(&c, "table.listing a", "logo.png").await;
+    click_link(&c, "table.listing a", "logo.gif").await;
     let img = find(&c, "#file img.shown").await;
     let natural = c
         .execute("return arguments[0].naturalWidth", vec![json!(img)])
         .await
         .unwrap();
-    assert_eq!(natural, json!(1), "the PNG was served as an image");
+    assert_eq!(natural, json!(1), "the GIF was served as an image");
     // Search, linked to the file.
     click_link(&c, "nav.tabs a", "Search").await;
     find(&c, "#q").await.send_keys("needle").await.unwrap();
@@ -381,7 +381,7 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
     wait_text(&c, "#file pre.text", "onload").await;
     clean(c.clone()).await;
     click_link(&c, "nav.tabs a", "Timeline").await;
-    click_link(&c, "table.timeline a", "#2").await;
+    click_link(&c, "table.timeline a", "#1").await;
     wait_text(&c, "#revision", "+<script>window.pwned=1</script>").await;
     clean(c.clone()).await;
     c.close().await.unwrap();
