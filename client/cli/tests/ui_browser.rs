@@ -101,13 +101,18 @@ async fn find(c: &Client, css: &str) -> Element {
 /// Waits until the text of `css` contains `want`.
 async fn wait_text(c: &Client, css: &str, want: &str) -> Element {
     let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = String::new();
     loop {
         if let Ok(e) = c.find(Locator::Css(css)).await {
-            if e.text().await.unwrap_or_default().contains(want) {
+            seen = e.text().await.unwrap_or_default();
+            if seen.contains(want) {
                 return e;
             }
         }
-        assert!(Instant::now() < deadline, "{css} never showed {want:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{css} never showed {want:?}: {seen:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -301,11 +306,12 @@ async fn the_viewer_walks_history_diffs_audit_search_and_live_updates() {
     c.close().await.unwrap();
 }
 
-const HOSTILE_NAMES: [&str; 4] = [
+/// Names agents could write (the server refuses a bidi override in a path: it goes in the
+/// contents and the cause instead).
+const HOSTILE_NAMES: [&str; 3] = [
     "/\"><img src=x onerror=\"document.title='pwned';window.pwned=1\">.md",
     "/<script>window.pwned=1<",
     "/javascript:alert(1)",
-    "/evil\u{202E}gpj.exe",
 ];
 
 #[tokio::test]
@@ -316,7 +322,7 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
         .map(|n| {
             (
                 *n,
-                "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=1\">\n",
+                "<script>window.pwned=1</script><img src=x onerror=\"window.pwned=1\">\nevil\u{202E}gpj.exe\n",
             )
         })
         .collect();
@@ -362,10 +368,6 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
     let listing = wait_text(&c, "table.listing", "javascript:alert(1)").await;
     let text = listing.text().await.unwrap();
     assert!(text.contains("\"><img src=x onerror="), "{text}");
-    assert!(
-        text.contains("evil<U+202E>gpj.exe"),
-        "the override is shown, not applied: {text}"
-    );
     for a in c.find_all(Locator::Css("main a")).await.unwrap() {
         let href = a.attr("href").await.unwrap().unwrap_or_default();
         assert!(href.starts_with('#') || href.starts_with("/api/"), "{href}");
@@ -373,7 +375,12 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
     screenshot(&c, "hostile").await;
     clean(c.clone()).await;
     click_link(&c, "table.listing a", "javascript:alert(1)").await;
-    wait_text(&c, "#file pre.text", "<script>window.pwned=1</script>").await;
+    let body = wait_text(&c, "#file pre.text", "<script>window.pwned=1</script>").await;
+    let body = body.text().await.unwrap();
+    assert!(
+        body.contains("evil<U+202E>gpj.exe"),
+        "the override is shown, not applied: {body}"
+    );
     clean(c.clone()).await;
     c.goto(&format!("{base}#file?{ws_q}&path=%2Fx.svg"))
         .await

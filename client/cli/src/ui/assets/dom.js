@@ -51,6 +51,12 @@ export function name(text) {
     (c) => '<U+' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + '>');
 }
 
+/** File text with bidirectional and zero-width characters made visible (tabs kept). */
+export function shown(text) {
+  return String(text ?? '').replace(/[\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c\ufeff]/g,
+    (c) => '<U+' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + '>');
+}
+
 /** The first characters of an id. */
 export function short(id) {
   return id ? String(id).slice(0, 8) : '';

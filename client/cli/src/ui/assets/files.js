@@ -1,6 +1,6 @@
 // Files at a revision: a directory a page at a time, a file (text, image, binary or redacted),
 // and a path's versions.
-import { el, api, link, tabs, table, short, bytes, name, query } from './dom.js';
+import { el, api, link, tabs, table, short, bytes, name, query, shown } from './dom.js';
 
 function crumbs(ws, rev, path) {
   const parts = path.split('/').filter(Boolean);
@@ -71,7 +71,7 @@ function content(ws, rev, f) {
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
   const pre = el('pre', { class: 'text' });
   const frag = document.createDocumentFragment();
-  lines.forEach((l, i) => frag.append(el('div', { class: 'line' }, el('span', { class: 'ln' }, String(i + 1)), l)));
+  lines.forEach((l, i) => frag.append(el('div', { class: 'line' }, el('span', { class: 'ln' }, String(i + 1)), shown(l))));
   pre.append(frag);
   return [f.truncated ? el('p', { class: 'muted' }, 'Only the first 512 KiB of ' + bytes(f.size) + ' is shown.') : null, pre];
 }

@@ -1,7 +1,7 @@
 // One revision: its receipt, the audit records that produced it (each linking to the audit
 // trail), and its changes as unified diffs; and the audit trail, each record linking to the
 // revision it led to.
-import { el, api, link, tabs, table, short, bytes, name } from './dom.js';
+import { el, api, link, tabs, table, short, bytes, name, shown } from './dom.js';
 
 /** How many diff lines are drawn before a "show more" button (the rest on demand). */
 const LINES_AT_ONCE = 2000;
@@ -26,15 +26,15 @@ function diffLines(text) {
   const lines = text.split('\n');
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
   const pre = el('pre', { class: 'diff' });
-  let shown = 0;
+  let done = 0;
   const more = el('button', { type: 'button', class: 'more' }, '');
   const draw = () => {
     const frag = document.createDocumentFragment();
-    const end = Math.min(lines.length, shown + LINES_AT_ONCE);
-    for (; shown < end; shown++) frag.append(el('div', { class: lineClass(lines[shown]) }, name(lines[shown]).replace(/<U\+0009>/g, '\t')));
+    const end = Math.min(lines.length, done + LINES_AT_ONCE);
+    for (; done < end; done++) frag.append(el('div', { class: lineClass(lines[done]) }, shown(lines[done])));
     pre.append(frag);
-    more.hidden = shown >= lines.length;
-    more.textContent = `show ${Math.min(LINES_AT_ONCE, lines.length - shown)} more lines`;
+    more.hidden = done >= lines.length;
+    more.textContent = `show ${Math.min(LINES_AT_ONCE, lines.length - done)} more lines`;
   };
   more.addEventListener('click', draw);
   draw();

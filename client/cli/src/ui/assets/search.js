@@ -1,5 +1,5 @@
 // Search the files of a revision on the server (supabash_grep), each match linked to its file.
-import { el, api, link, tabs, hrefTo, name } from './dom.js';
+import { el, api, link, tabs, hrefTo, name, shown } from './dom.js';
 
 /** The search view (`#search?ws=ID&q=&rev=&fixed=&icase=`). */
 export async function showSearch(params) {
@@ -31,7 +31,7 @@ export async function showSearch(params) {
         out.append(el('h3', {}, link('file', { ws, rev: at, path: m.path }, name(m.path))));
         last = m.path;
       }
-      out.append(el('div', { class: 'match' }, el('span', { class: 'ln' }, String(m.line)), name(m.text)));
+      out.append(el('div', { class: 'match' }, el('span', { class: 'ln' }, String(m.line)), shown(m.text)));
     }
     for (const b of page.binaryMatches || []) out.append(el('div', { class: 'muted' }, 'Binary file ', name(b), ' matches'));
   }

@@ -16,6 +16,7 @@ function growth(records) {
   let files = 0, total = 0;
   return records.map((r) => {
     for (const c of r.changes) {
+      if (c.kind === 'directory') continue;
       if (c.op === 'delete') files -= 1;
       else if (c.op === 'upsert' && !c.beforeHash && !c.redacted) files += 1;
     }
@@ -43,7 +44,7 @@ function chart(points) {
   line('bytes', 'bytes');
   const last = points[points.length - 1];
   box.append(svg('text', { x: pad + 2, y: 14, class: 'legend' },
-    `${last.files} files, ${bytes(last.bytes)} at #${last.position}`));
+    `files (blue): ${last.files}, bytes (green): ${bytes(last.bytes)} at #${last.position}`));
   return box;
 }
 
