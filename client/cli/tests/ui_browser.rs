@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use supabash::audit::{Action, ActionKind};
 use supabash::transport::call;
-use supabash::workspace::CommitOptions;
+use supabash::workspace::{CommitOptions, PurgeOptions, RedactOptions};
 use supabash::Workspace;
 use supabash_core::rpc::requests::CreateWorkspace;
 use supabash_tests::client::{cluster, new_user, reopen, transport, workspace_with, Via};
@@ -40,9 +40,14 @@ fn free_port() -> u16 {
 
 /// `supabash ui` as `user`, and the address it printed.
 fn start_ui(user: &str) -> (Killed, String) {
+    start_ui_on(user, &cluster().dsn("authenticator"))
+}
+
+/// `supabash ui` as `user` over the connection string `dsn`.
+fn start_ui_on(user: &str, dsn: &str) -> (Killed, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_supabash"))
         .arg("ui")
-        .env("SUPABASH_DSN", cluster().dsn("authenticator"))
+        .env("SUPABASH_DSN", dsn)
         .env("SUPABASH_SUB", user)
         .env_remove("SUPABASH_WORKSPACE")
         .env_remove("SUPABASH_URL")
@@ -512,4 +517,203 @@ async fn every_route_is_refused_without_the_token_and_answers_carry_the_policy()
         .await
         .unwrap();
     assert_eq!(unknown.status(), 404);
+}
+
+/// A TCP proxy in front of the cluster that can lose every connection (and refuse new ones)
+/// until it is brought back.
+struct Proxy {
+    port: u16,
+    down: tokio::sync::watch::Sender<bool>,
+}
+
+impl Proxy {
+    async fn start(upstream: u16) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (down, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let mut rx = rx.clone();
+                if *rx.borrow() {
+                    continue;
+                }
+                tokio::spawn(async move {
+                    let Ok(mut up) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                    else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut up) => {}
+                        _ = rx.wait_for(|d| *d) => {}
+                    }
+                });
+            }
+        });
+        Proxy { port, down }
+    }
+
+    fn set_down(&self, down: bool) {
+        self.down.send_replace(down);
+    }
+}
+
+// Multi-threaded: the proxy must answer while `start_ui_on` waits for the address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_a_clear_page_and_a_lost_database_recovers() {
+    let user = new_user();
+    let ws = workspace_with(
+        Via::Postgres,
+        &user,
+        &[("/a.md", "one\n"), ("/secret.env", "TOKEN=abc\n")],
+    )
+    .await;
+    let first = ws.base_revision().unwrap();
+    for text in ["two\n", "three\n"] {
+        ws.fs().write("/a.md", text).await.unwrap();
+        ws.commit(by("alice", "edit a.md")).await.unwrap();
+    }
+    ws.redact(RedactOptions::new().path("/secret.env").apply())
+        .await
+        .unwrap();
+    let mut keep_one = PurgeOptions::default();
+    keep_one.keep_revisions = Some(1);
+    ws.purge(keep_one).await.unwrap();
+    let dsn = cluster().dsn("authenticator");
+    let port: u16 = dsn
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("port="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proxy = Proxy::start(port).await;
+    let (_ui, url) = start_ui_on(
+        &user,
+        &dsn.replace(&format!("port={port}"), &format!("port={}", proxy.port)),
+    );
+    let (_driver, c) = browser().await;
+    let base = url.split('?').next().unwrap().to_owned();
+    c.goto(&url).await.unwrap();
+    find(&c, "#workspaces").await;
+    let id = ws.id();
+    c.goto(&format!("{base}#ws?ws={}", uuid::Uuid::new_v4()))
+        .await
+        .unwrap();
+    wait_text(&c, ".error h2", "Not found").await;
+    c.goto(&format!("{base}#rev?ws={id}&rev={first}"))
+        .await
+        .unwrap();
+    wait_text(&c, ".error h2", "purge removed it").await;
+    c.goto(&format!("{base}#file?ws={id}&path=%2Fsecret.env"))
+        .await
+        .unwrap();
+    wait_text(&c, "#file .redacted", "Redacted").await;
+    screenshot(&c, "redacted").await;
+    // The database goes away: the page says so; when it is back, "Try again" recovers.
+    proxy.set_down(true);
+    c.goto(&format!("{base}#tree?ws={id}")).await.unwrap();
+    wait_text(&c, ".error h2", "Lost the connection to the database").await;
+    wait_text(&c, "#banner", "ost").await;
+    screenshot(&c, "lost-connection").await;
+    proxy.set_down(false);
+    find(&c, ".error button").await.click().await.unwrap();
+    wait_text(&c, "table.listing", "a.md").await;
+    c.close().await.unwrap();
+}
+
+/// The median of `runs` measurements.
+fn median(mut runs: Vec<u64>) -> u64 {
+    runs.sort_unstable();
+    runs[runs.len() / 2]
+}
+
+/// Waits for the view to finish and answers its `data-rendered-at` or `data-rendered`.
+async fn rendered(c: &Client, css: &str, key: &str) -> u64 {
+    find(c, css).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = c
+            .execute(
+                &format!(
+                    "return document.querySelector('main[aria-busy]') ? null : document.body.dataset.{key}"
+                ),
+                vec![],
+            )
+            .await
+            .unwrap();
+        if let Some(ms) = v.as_str().and_then(|s| s.parse().ok()) {
+            return ms;
+        }
+        assert!(Instant::now() < deadline, "{css} never finished");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// With `SUPABASH_UI_BENCH=1` (else it returns at once): in headless Chromium, the first render
+/// of a 10,000-file workspace's timeline (100 revisions) and root after the page is requested,
+/// and opening a directory of 1,000 entries (bench/ANALYSIS.md).
+#[tokio::test]
+async fn bench_first_render_of_a_large_workspace() {
+    if std::env::var_os("SUPABASH_UI_BENCH").is_none() {
+        return;
+    }
+    let user = new_user();
+    let ws = reopen(
+        Via::Postgres,
+        &user,
+        supabash_tests::client::new_workspace(Via::Postgres, &user)
+            .await
+            .id(),
+    )
+    .await;
+    let fs = ws.fs();
+    for d in 0..10 {
+        let dir = if d == 0 {
+            "/big".to_owned()
+        } else {
+            format!("/d{d:02}")
+        };
+        fs.mkdir(&dir, true).await.unwrap();
+        for f in 0..1000 {
+            fs.write(&format!("{dir}/file-{f:04}.txt"), format!("{dir} {f}\n"))
+                .await
+                .unwrap();
+        }
+    }
+    ws.commit(by("seed", "10,000 files")).await.unwrap();
+    for i in 1..100 {
+        fs.write("/big/file-0000.txt", format!("edit {i}\n"))
+            .await
+            .unwrap();
+        ws.commit(by("agent", &format!("edit {i}"))).await.unwrap();
+    }
+    let (_ui, url) = start_ui(&user);
+    let (_driver, c) = browser().await;
+    let base = url.split('?').next().unwrap().to_owned();
+    c.goto(&url).await.unwrap();
+    find(&c, "#workspaces").await;
+    let id = ws.id();
+    let (mut timeline, mut root, mut dir) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..5 {
+        c.goto("about:blank").await.unwrap();
+        c.goto(&format!("{base}#ws?ws={id}")).await.unwrap();
+        timeline.push(rendered(&c, "table.timeline", "renderedAt").await);
+        c.goto("about:blank").await.unwrap();
+        c.goto(&format!("{base}#tree?ws={id}")).await.unwrap();
+        root.push(rendered(&c, "table.listing", "renderedAt").await);
+        c.execute(
+            &format!("location.hash = '#tree?ws={id}&path=%2Fbig'"),
+            vec![],
+        )
+        .await
+        .unwrap();
+        wait_text(&c, "table.listing", "file-0999.txt").await;
+        dir.push(rendered(&c, "table.listing", "rendered").await);
+    }
+    eprintln!(
+        "ui bench: timeline first render {} ms, root first render {} ms, 1,000-entry directory {} ms (medians of 5: {timeline:?} {root:?} {dir:?})",
+        median(timeline.clone()),
+        median(root.clone()),
+        median(dir.clone())
+    );
+    c.close().await.unwrap();
 }
