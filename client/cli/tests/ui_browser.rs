@@ -568,16 +568,18 @@ async fn bad_input_gets_a_clear_page_and_a_lost_database_recovers() {
     )
     .await;
     let first = ws.base_revision().unwrap();
-    for text in ["two\n", "three\n"] {
-        ws.fs().write("/a.md", text).await.unwrap();
-        ws.commit(by("alice", "edit a.md")).await.unwrap();
-    }
+    ws.fs().write("/a.md", "two\n").await.unwrap();
+    ws.commit(by("alice", "edit a.md")).await.unwrap();
+    let second = ws.base_revision().unwrap();
+    ws.fs().write("/a.md", "three\n").await.unwrap();
+    ws.fs().rm("/secret.env", false, false).await.unwrap();
+    ws.commit(by("alice", "drop the secret")).await.unwrap();
     ws.redact(RedactOptions::new().path("/secret.env").apply())
         .await
         .unwrap();
-    let mut keep_one = PurgeOptions::default();
-    keep_one.keep_revisions = Some(1);
-    ws.purge(keep_one).await.unwrap();
+    let mut keep_two = PurgeOptions::default();
+    keep_two.keep_revisions = Some(2);
+    ws.purge(keep_two).await.unwrap();
     let dsn = cluster().dsn("authenticator");
     let port: u16 = dsn
         .split_whitespace()
@@ -603,10 +605,12 @@ async fn bad_input_gets_a_clear_page_and_a_lost_database_recovers() {
         .await
         .unwrap();
     wait_text(&c, ".error h2", "purge removed it").await;
-    c.goto(&format!("{base}#file?ws={id}&path=%2Fsecret.env"))
-        .await
-        .unwrap();
-    wait_text(&c, "#file .redacted", "Redacted").await;
+    c.goto(&format!(
+        "{base}#file?ws={id}&path=%2Fsecret.env&rev={second}"
+    ))
+    .await
+    .unwrap();
+    wait_text(&c, "#file", "Redacted").await;
     screenshot(&c, "redacted").await;
     // The database goes away: the page says so; when it is back, "Try again" recovers.
     proxy.set_down(true);

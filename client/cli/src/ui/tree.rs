@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use supabash::documents::StoredFile;
 use supabash::transport::call;
-use supabash::Transport;
+use supabash::{ErrorCode, Transport};
 use supabash_core::rpc::grep::{Grep, GrepPage};
 use supabash_core::rpc::listing::{DirectoryPage, ListDirectory};
 use supabash_core::rpc::path_history::{PathHistory, PathHistoryPage};
@@ -95,7 +95,12 @@ pub async fn file(
     Path(ws): Path<String>,
     Query(at): Query<At>,
 ) -> ApiResult<Value> {
-    let (f, revision) = stored(s.transport.as_ref(), &ws, &at).await?;
+    let (f, revision) = match stored(s.transport.as_ref(), &ws, &at).await {
+        Err(e) if e.code == ErrorCode::Redacted.as_str() => {
+            return Ok(Json(json!({ "path": at.path(), "redacted": true })))
+        }
+        other => other?,
+    };
     let mut shown = json!({
         "path": f.path, "revision": revision, "size": f.size, "kind": f.kind,
         "mode": format!("{:o}", f.mode), "mtimeNs": f.mtime_ns, "redacted": f.redacted,
