@@ -77,8 +77,19 @@ async fn workspaces(State(s): State<UiState>) -> ApiResult<Value> {
     Ok(Json(json!({ "workspaces": shown })))
 }
 
-/// `GET /api/ws/{id}`: the workspace's entry, lease, and the files and bytes of its head.
-async fn workspace(State(s): State<UiState>, Path(ws): Path<String>) -> ApiResult<Value> {
+/// Whether to count the head tree's files and bytes (a scan of the tree index).
+#[derive(Debug, Deserialize)]
+pub struct Totals {
+    totals: Option<String>,
+}
+
+/// `GET /api/ws/{id}?totals`: the workspace's entry and lease; with `totals=1` also the files
+/// and bytes of its head (the page asks for those after its first render).
+async fn workspace(
+    State(s): State<UiState>,
+    Path(ws): Path<String>,
+    Query(q): Query<Totals>,
+) -> ApiResult<Value> {
     let t = s.transport.as_ref();
     let info = all_workspaces(t)
         .await?
@@ -90,19 +101,21 @@ async fn workspace(State(s): State<UiState>, Path(ws): Path<String>) -> ApiResul
                 "no such workspace among yours: unknown, deleted, or not shared with you",
             )
         })?;
-    let request = ListDirectory {
-        workspace_id: ws.clone(),
-        path: "/".into(),
-        page_size: Some(1),
-        totals: Some(true),
-        ..Default::default()
-    };
-    let root = call(t, &request).await?;
     let mut v = json!(info);
     v["lease"] = lease(t, &ws).await?;
-    v["treeFiles"] = json!(root.tree_files);
-    v["treeBytes"] = json!(root.tree_bytes);
-    v["restoreFloor"] = json!(root.restore_floor);
+    if q.totals.as_deref() == Some("1") {
+        let request = ListDirectory {
+            workspace_id: ws.clone(),
+            path: "/".into(),
+            page_size: Some(1),
+            totals: Some(true),
+            ..Default::default()
+        };
+        let root = call(t, &request).await?;
+        v["treeFiles"] = json!(root.tree_files);
+        v["treeBytes"] = json!(root.tree_bytes);
+        v["restoreFloor"] = json!(root.restore_floor);
+    }
     Ok(Json(v))
 }
 

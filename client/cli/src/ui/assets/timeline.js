@@ -103,6 +103,11 @@ export async function showTimeline(params, ctx) {
   const pathIn = el('input', { name: 'path', placeholder: 'path, e.g. /src', value: filter.path });
   const actorIn = el('input', { name: 'actor', placeholder: 'actor', value: filter.actor });
   const apply = () => { location.hash = hrefTo('ws', { ws, path: pathIn.value, actor: actorIn.value }); };
+  // The totals scan the tree's index: asked for after the first render.
+  const files = el('dd', { id: 'files' }, '\u2026');
+  api('/api/ws/' + encodeURIComponent(ws), { totals: 1 }).then((t) => {
+    files.textContent = String(t.treeFiles ?? '') + ' (' + bytes(t.treeBytes) + ')';
+  }, () => { files.textContent = '?'; });
   const lease = info.lease ? info.lease.holder + ' until ' + info.lease.expiresAt : 'none';
   return el('section', { id: 'timeline' },
     el('h1', {}, name(info.label || '(no label)')),
@@ -110,7 +115,7 @@ export async function showTimeline(params, ctx) {
     el('dl', { class: 'facts' },
       el('dt', {}, 'workspace'), el('dd', { class: 'mono' }, info.workspaceId),
       el('dt', {}, 'head'), el('dd', {}, head),
-      el('dt', {}, 'files'), el('dd', {}, String(info.treeFiles ?? ''), ' (', bytes(info.treeBytes), ')'),
+      el('dt', {}, 'files'), files,
       el('dt', {}, 'forked from'), el('dd', {}, info.forkedFrom
         ? link('rev', { ws: info.forkedFrom.workspaceId, rev: info.forkedFrom.revision }, short(info.forkedFrom.workspaceId) + '@' + short(info.forkedFrom.revision))
         : '-'),
