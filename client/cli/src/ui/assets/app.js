@@ -35,6 +35,8 @@ function follow(ws) {
   source.addEventListener('open', () => {
     live.className = 'live on';
     live.textContent = 'live';
+    // Whatever was committed between the view's reads and the feed's start: views read on.
+    window.dispatchEvent(new CustomEvent('supabash:change', { detail: { kind: 'commit' } }));
   });
   source.addEventListener('error', () => {
     live.className = 'live off';
@@ -64,7 +66,6 @@ async function route() {
   cleanup = [];
   const { view, params } = parseHash();
   const main = document.getElementById('main');
-  follow(params.get('ws'));
   const show = views[view];
   const ctx = {
     /** Calls `fn` on each announcement while this view is shown. */
@@ -87,6 +88,8 @@ async function route() {
     main.replaceChildren(errorView(err, route));
   }
   main.removeAttribute('aria-busy');
+  // The feed opens once the view is drawn, so its start does not delay the first render.
+  follow(params.get('ws'));
   // For the browser benchmarks: how long this view took, and when (since navigation start).
   document.body.dataset.rendered = String(Math.round(performance.now() - started));
   document.body.dataset.renderedAt = String(Math.round(performance.now()));

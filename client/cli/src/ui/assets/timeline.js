@@ -68,10 +68,13 @@ function row(ws, r) {
 export async function showTimeline(params, ctx) {
   const ws = params.get('ws');
   const filter = { path: params.get('path') || '', actor: params.get('actor') || '' };
-  const [info, first] = await Promise.all([
-    api('/api/ws/' + encodeURIComponent(ws)),
-    api('/api/ws/' + encodeURIComponent(ws) + '/timeline', { ...filter, limit: 100 }),
-  ]);
+  // Both asked at once; the workspace's answer decides the error (an unknown workspace is
+  // "not found", whatever history says).
+  const infoAsked = api('/api/ws/' + encodeURIComponent(ws));
+  const firstAsked = api('/api/ws/' + encodeURIComponent(ws) + '/timeline', { ...filter, limit: 100 });
+  firstAsked.catch(() => {});
+  const info = await infoAsked;
+  const first = await firstAsked;
   const records = [...first.records];
   let next = first.nextCursor;
   let last = records.length ? records[records.length - 1].revision : null;
