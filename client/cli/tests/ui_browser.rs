@@ -721,3 +721,66 @@ async fn bench_first_render_of_a_large_workspace() {
     );
     c.close().await.unwrap();
 }
+
+/// The viewer over PostgREST with the user's token reads as that user: their workspace's
+/// timeline, nobody else's workspaces.
+#[tokio::test]
+async fn over_postgrest_the_viewer_reads_as_the_token_user() {
+    let user = new_user();
+    let ws = workspace_with(Via::Postgres, &user, &[("/a.md", "a\n")]).await;
+    let other = workspace_with(Via::Postgres, &new_user(), &[("/b.md", "b\n")]).await;
+    let claims = supabash_tests::client::user_claims(&user);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_supabash"))
+        .arg("ui")
+        .env_remove("SUPABASH_DSN")
+        .env_remove("SUPABASH_WORKSPACE")
+        .env("SUPABASH_URL", supabash_tests::client::postrust_url())
+        .env("SUPABASH_TOKEN", supabash_tests::client::sign(&claims))
+        .env("SUPABASH_APIKEY", "test-publishable-key")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let _ui = Killed(child);
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let res = http.get(url.trim()).send().await.unwrap();
+    assert_eq!(res.status(), 303, "{url}");
+    let session = res.headers()["set-cookie"].to_str().unwrap();
+    let session = session.split(';').next().unwrap().to_owned();
+    let base = url.trim().split("/?").next().unwrap().to_owned();
+    let get = |path: String| {
+        let (http, session, base) = (http.clone(), session.clone(), base.clone());
+        async move {
+            let res = http
+                .get(format!("{base}{path}"))
+                .header("cookie", session)
+                .send()
+                .await
+                .unwrap();
+            let status = res.status().as_u16();
+            let body: Value = serde_json::from_str(&res.text().await.unwrap()).unwrap();
+            (status, body)
+        }
+    };
+    let (status, list) = get("/api/workspaces".into()).await;
+    assert_eq!(status, 200, "{list}");
+    let ids: Vec<&str> = list["workspaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["workspaceId"].as_str())
+        .collect();
+    assert_eq!(ids, [ws.id()], "{list}");
+    let (status, timeline) = get(format!("/api/ws/{}/timeline", ws.id())).await;
+    assert_eq!(status, 200, "{timeline}");
+    assert_eq!(timeline["records"][0]["actor"], "seed", "{timeline}");
+    let (status, refused) = get(format!("/api/ws/{}/file?path=/b.md", other.id())).await;
+    assert!(matches!(status, 403 | 404), "{status} {refused}");
+}
