@@ -283,6 +283,17 @@ async fn the_viewer_walks_history_diffs_audit_search_and_live_updates() {
     screenshot(&c, "search").await;
     click_link(&c, "#results h3 a", "/notes/todo.md").await;
     wait_text(&c, "#file pre.text", "needle").await;
+    // A path's history, and one version against the one before it.
+    let base = url.split('?').next().unwrap();
+    c.goto(&format!(
+        "{base}#history?ws={}&path=%2Fsrc%2Fmain.rs",
+        ws.id()
+    ))
+    .await
+    .unwrap();
+    click_link(&c, "#history a", "diff").await;
+    wait_text(&c, "#pathdiff pre.diff", "+    println!(\"hi\");").await;
+    screenshot(&c, "path-diff").await;
     // Live: a commit from another connection appears on the timeline without a reload.
     click_link(&c, "nav.tabs a", "Timeline").await;
     wait_text(&c, "table.timeline", "tidy the layout").await;

@@ -30,6 +30,7 @@ pub fn routes() -> Router<UiState> {
         .route("/api/ws/{id}/audit", get(audit))
         .route("/api/ws/{id}/timeline", get(super::timeline::timeline))
         .route("/api/ws/{id}/revision", get(super::diffs::revision))
+        .route("/api/ws/{id}/compare", get(super::diffs::compare_path))
         .route("/api/ws/{id}/tree", get(super::tree::list))
         .route("/api/ws/{id}/file", get(super::tree::file))
         .route("/api/ws/{id}/raw", get(super::tree::raw))

@@ -1,7 +1,8 @@
 //! One revision (`GET /api/ws/{id}/revision?rev=ID`): its receipt and notes, its changes as
 //! unified diffs (git's layout from `history::diff`: renames as renames, mode changes, link
 //! targets, binary files named, redacted versions said so, large files summarised), and the
-//! audit records that produced it (each naming its revision, so they link both ways).
+//! audit records that produced it (each naming its revision, so they link both ways); and
+//! one path between two of its versions (`GET /api/ws/{id}/compare`).
 
 use super::error::{ApiError, ApiResult};
 use super::timeline::{receipt, summary};
@@ -175,4 +176,36 @@ pub async fn revision(
         "files": files,
         "audit": audit,
     })))
+}
+
+/// The query of a path's diff between two of its versions.
+#[derive(Debug, Deserialize)]
+pub struct CompareQuery {
+    path: String,
+    /// Where the path was in `from`, when a move brought it to `path`.
+    old: Option<String>,
+    from: String,
+    to: String,
+    /// The larger version's size, as the path's history gives it (a larger one is not read).
+    size: Option<i64>,
+}
+
+/// `GET /api/ws/{id}/compare?path&old&from&to&size`: `{"from", "to", "files": [...]}`.
+pub async fn compare_path(
+    State(s): State<UiState>,
+    Path(ws): Path<String>,
+    Query(q): Query<CompareQuery>,
+) -> ApiResult<Value> {
+    let t = s.transport.as_ref();
+    let mut paths = vec![q.path.clone()];
+    paths.extend(q.old.filter(|o| *o != q.path));
+    let (from, to) = (DiffRef::Revision(q.from), DiffRef::Revision(q.to));
+    let diff = compare(t, &ws, from, to, Some(paths)).await?;
+    let mut files = Vec::with_capacity(diff.entries.len());
+    for e in &diff.entries {
+        files.push(file_change(t, &ws, &diff, e, q.size.unwrap_or(0)).await);
+    }
+    Ok(Json(
+        json!({ "from": diff.from, "to": diff.to, "files": files }),
+    ))
 }

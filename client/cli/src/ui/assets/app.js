@@ -4,7 +4,7 @@
 import { el, parseHash, errorView, banner } from './dom.js';
 import { showWorkspaces } from './workspaces.js';
 import { showTimeline } from './timeline.js';
-import { showRevision, showAudit } from './revision.js';
+import { showRevision, showAudit, showPathDiff } from './revision.js';
 import { showTree, showFile, showHistory } from './files.js';
 import { showSearch } from './search.js';
 
@@ -13,6 +13,7 @@ const views = {
   ws: showTimeline,
   rev: showRevision,
   audit: showAudit,
+  pathdiff: showPathDiff,
   tree: showTree,
   file: showFile,
   history: showHistory,

@@ -96,16 +96,24 @@ export async function showHistory(params) {
   const ws = params.get('ws');
   const path = params.get('path') || '/';
   const page = await api('/api/ws/' + encodeURIComponent(ws) + '/history', { path });
-  const rows = page.versions.map((v) => el('tr', {},
+  // Each version against the one before it (the next row: newest first).
+  const diffLink = (v, i) => {
+    const prev = page.versions[i + 1];
+    if (!v.revision || !prev || !prev.revision || v.op === 'delete' || prev.op === 'delete') return '';
+    const size = Math.max(v.size || 0, prev.size || 0);
+    return link('pathdiff', { ws, path: v.path, old: prev.path, from: prev.revision, to: v.revision, size }, 'diff');
+  };
+  const rows = page.versions.map((v, i) => el('tr', {},
     el('td', { class: 'num' }, v.revision ? link('rev', { ws, rev: v.revision }, '#' + v.position) : '#' + v.position + ' (purged)'),
     el('td', {}, v.committedAt || '-'),
     el('td', {}, name(v.actor || '-')),
     el('td', {}, v.op, v.from ? [' from ', name(v.from)] : null),
     el('td', {}, v.revision && v.op !== 'delete' ? link('file', { ws, rev: v.revision, path: v.path }, name(v.path)) : name(v.path)),
-    el('td', { class: 'num' }, v.redacted ? 'redacted' : bytes(v.size))));
+    el('td', { class: 'num' }, v.redacted ? 'redacted' : bytes(v.size)),
+    el('td', {}, diffLink(v, i))));
   return el('section', { id: 'history' },
     el('h1', {}, 'History of ', name(path)),
     tabs(ws, 'tree'),
-    table(['pos', 'time', 'actor', 'change', 'path', 'size'], rows),
+    table(['pos', 'time', 'actor', 'change', 'path', 'size', 'against the previous'], rows),
     page.nextCursor ? el('p', { class: 'muted' }, 'Older versions follow (the first 100 are shown).') : null);
 }

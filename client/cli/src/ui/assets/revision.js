@@ -138,3 +138,16 @@ export async function showAudit(params) {
       el('thead', {}, el('tr', {}, AUDIT_HEADERS.map((h) => el('th', {}, h)))), body),
     more);
 }
+
+/** A path between two of its versions (`#pathdiff?ws=ID&path=&old=&from=&to=&size=`). */
+export async function showPathDiff(params) {
+  const ws = params.get('ws');
+  const path = params.get('path');
+  const d = await api('/api/ws/' + encodeURIComponent(ws) + '/compare', {
+    path, old: params.get('old'), from: params.get('from'), to: params.get('to'), size: params.get('size'),
+  });
+  return el('section', { id: 'pathdiff' },
+    el('h1', {}, name(path), ': ', short(d.from), ' \u2192 ', short(d.to)),
+    tabs(ws, 'tree'),
+    d.files.length ? d.files.map((f) => fileBlock(ws, d.to, f)) : el('p', { class: 'muted' }, 'No difference.'));
+}
