@@ -63,12 +63,26 @@ fn start_ui_on(user: &str, dsn: &str) -> (Killed, String) {
     (Killed(child), line.trim().to_owned())
 }
 
+/// chromedriver in a process group of its own, which goes whole when the test ends (so a
+/// failed test that never closed its session leaves no browser behind).
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.0.wait();
+    }
+}
+
 /// Headless Chromium behind chromedriver.
-async fn browser() -> (Killed, Client) {
+async fn browser() -> (Driver, Client) {
+    use std::os::unix::process::CommandExt;
     let port = free_port();
-    let driver = Killed(
+    let driver = Driver(
         Command::new("/usr/bin/chromedriver")
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
