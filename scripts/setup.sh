@@ -27,7 +27,9 @@ sudo_cmd=""
 if [ "$(id -u)" != 0 ]; then sudo_cmd=sudo; fi
 
 need_apt=()
-for pkg in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang sudo openssl fuse3 rsync git binutils; do
+# chromium and chromium-driver: the headless browser of `supabash ui`'s tests
+# (client/cli/tests/ui_browser.rs, over WebDriver).
+for pkg in postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang sudo openssl fuse3 rsync git binutils chromium chromium-driver; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -16,6 +16,8 @@
 //!   ([`mount::control`]);
 //! - [`mcp`]: `supabash mcp`, which opens workspaces the way a host does and serves
 //!   `supabash_agent::mcp`, with the `--mount` flags that compose them ([`mcp::mounts`]);
+//! - [`ui`]: `supabash ui`, the read-only web viewer of workspaces, history, diffs and audit
+//!   records (docs/ui.md);
 //!
 //! and what every command shares: [`exit`] (exit statuses and error reports from the error
 //! taxonomy), [`output`] (JSON and lines), [`flags`] (argument blocks several commands
@@ -34,6 +36,7 @@ pub mod mcp;
 pub mod mount;
 pub mod output;
 pub mod run;
+pub mod ui;
 
 /// `supabash doctor` at the path other crates' tests use (`supabash_cli::doctor`).
 pub use check::doctor;

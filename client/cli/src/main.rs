@@ -35,6 +35,9 @@ enum Command {
     /// workspaces, on stdio or streamable HTTP. Commit, history and restore are not tools:
     /// they stay with the host.
     Mcp(Box<cli::mcp::McpArgs>),
+    /// Serves a read-only web viewer of your workspaces (timelines, diffs, files, search, the
+    /// agents' actions, live updates) on 127.0.0.1; prints its address with a one-time token.
+    Ui(Box<cli::ui::UiArgs>),
     /// Sets a project up for the Storage backend: creates the private bucket with the service
     /// key (when missing), then checks in the database that row-level security confines every
     /// user to their own first folder (the four policies of sql/storage.sql) and that no other
@@ -130,6 +133,7 @@ async fn dispatch(command: Command) -> Result<i32, BoxError> {
     match command {
         Command::Demo => demo::run().await.map(done),
         Command::Mcp(args) => cli::mcp::run(*args).await.map(done),
+        Command::Ui(args) => cli::ui::run(*args).await.map(done),
         Command::StorageSetup(args) => cli::admin::storage_setup::run(args).await.map(done),
         Command::Workspaces(args) => cli::admin::workspaces::list(args).await.map(done),
         Command::Fork(args) => cli::admin::workspaces::fork(args).await.map(done),
@@ -242,7 +246,8 @@ fn rerun(command: &Command) -> Rerun {
         | Command::Manpages { .. }
         | Command::Verify(_)
         | Command::Doctor(_)
-        | Command::Audit(_) => Rerun::READ,
+        | Command::Audit(_)
+        | Command::Ui(_) => Rerun::READ,
     }
 }
 

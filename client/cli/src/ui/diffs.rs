@@ -1,0 +1,211 @@
+//! One revision (`GET /api/ws/{id}/revision?rev=ID`): its receipt and notes, its changes as
+//! unified diffs (git's layout from `history::diff`: renames as renames, mode changes, link
+//! targets, binary files named, redacted versions said so, large files summarised), and the
+//! audit records that produced it (each naming its revision, so they link both ways); and
+//! one path between two of its versions (`GET /api/ws/{id}/compare`).
+
+use super::error::{ApiError, ApiResult};
+use super::timeline::{receipt, summary};
+use super::UiState;
+use crate::history::diff::{compare, load, unified, FileDiff, Side};
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use supabash::transport::call;
+use supabash::workspace::{Diff, DiffEntry, DiffKind, DiffRef};
+use supabash::Transport;
+use supabash_core::rpc::audit::{Audit, AuditRecord};
+use supabash_core::rpc::{Receipt, ReceiptLine};
+
+/// A side larger than this is summarised, not read.
+const MAX_DIFF_SIDE: i64 = 2 << 20;
+/// The most bytes of unified diff one file answers (the rest is cut, and said so).
+const MAX_DIFF_TEXT: usize = 512 << 10;
+
+/// The query naming a revision.
+#[derive(Debug, Deserialize)]
+pub struct RevQuery {
+    rev: String,
+}
+
+/// The entries of a revision without a readable parent, from its receipt.
+fn entries_of(r: &Receipt) -> Vec<DiffEntry> {
+    r.changes
+        .iter()
+        .map(|c| DiffEntry {
+            kind: match (c.op.as_str(), &c.before_hash) {
+                ("delete", _) => DiffKind::Deleted,
+                ("move", _) => DiffKind::Moved,
+                (_, None) => DiffKind::Added,
+                _ => DiffKind::Modified,
+            },
+            path: c.path.clone(),
+            from: c.from.clone(),
+            before_hash: c.before_hash.clone(),
+            after_hash: c.after_hash.clone(),
+            preview: None,
+            binary: false,
+            before_mode: c.before_mode,
+            after_mode: c.after_mode,
+            before_kind: None,
+            after_kind: c.kind,
+        })
+        .collect()
+}
+
+/// The larger side of `path` as the receipt tells it.
+fn largest(lines: &[ReceiptLine], path: &str) -> i64 {
+    lines
+        .iter()
+        .filter(|c| c.path == path)
+        .map(|c| c.before_size.unwrap_or(0).max(c.after_size.unwrap_or(0)))
+        .max()
+        .unwrap_or(0)
+}
+
+/// One file's change as the page shows it.
+async fn file_change(
+    t: &dyn Transport,
+    ws: &str,
+    diff: &Diff,
+    entry: &DiffEntry,
+    size: i64,
+) -> Value {
+    let mut shown = json!({
+        "kind": entry.kind,
+        "path": entry.path,
+        "from": entry.from,
+        "beforeMode": entry.before_mode.map(|m| format!("{m:o}")),
+        "afterMode": entry.after_mode.map(|m| format!("{m:o}")),
+        "beforeKind": entry.before_kind,
+        "afterKind": entry.after_kind,
+        "binary": entry.binary,
+    });
+    if size > MAX_DIFF_SIDE {
+        shown["large"] = json!(size);
+        return shown;
+    }
+    let one = Diff {
+        from: diff.from.clone(),
+        to: diff.to.clone(),
+        entries: vec![entry.clone()],
+    };
+    let files: Vec<FileDiff> = match load(t, ws, &one).await {
+        Ok(f) => f,
+        Err(e) => {
+            shown["error"] = json!(ApiError::from(e).message);
+            return shown;
+        }
+    };
+    let redacted = files
+        .iter()
+        .any(|f| f.before == Side::Redacted || f.after == Side::Redacted);
+    let binary = files
+        .iter()
+        .any(|f| f.before == Side::Binary || f.after == Side::Binary);
+    let mut text = unified(&files, false);
+    if text.len() > MAX_DIFF_TEXT {
+        let mut cut = MAX_DIFF_TEXT;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        shown["truncated"] = json!(true);
+    }
+    shown["redacted"] = json!(redacted);
+    shown["binary"] = json!(entry.binary || binary);
+    shown["unified"] = json!(text);
+    shown
+}
+
+/// Every audit record of revision `rev`.
+pub async fn audit_of(
+    t: &dyn Transport,
+    ws: &str,
+    rev: &str,
+) -> Result<Vec<AuditRecord>, ApiError> {
+    let mut records = Vec::new();
+    let mut cursor = None;
+    loop {
+        let request = Audit {
+            workspace_id: ws.to_owned(),
+            revision: Some(rev.to_owned()),
+            cursor,
+            page_size: None,
+            delegated_grant: None,
+        };
+        let page = call(t, &request).await?;
+        records.extend(page.records);
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return Ok(records),
+        }
+    }
+}
+
+/// `GET /api/ws/{id}/revision?rev=ID`: `{"revision": summary, "files": [...], "audit": [...]}`.
+pub async fn revision(
+    State(s): State<UiState>,
+    Path(ws): Path<String>,
+    Query(q): Query<RevQuery>,
+) -> ApiResult<Value> {
+    let t = s.transport.as_ref();
+    let r = receipt(t, &s.receipts, &ws, &q.rev).await?;
+    let notes = crate::history::notes::fetch(t, &ws, &r.revision).await?;
+    let to = DiffRef::Revision(r.revision.clone());
+    let compared = match &r.parent_revision {
+        Some(p) => compare(t, &ws, DiffRef::Revision(p.clone()), to, None)
+            .await
+            .ok(),
+        None => None,
+    };
+    let diff = compared.unwrap_or_else(|| Diff {
+        from: None,
+        to: Some(r.revision.clone()),
+        entries: entries_of(&r),
+    });
+    let mut files = Vec::with_capacity(diff.entries.len());
+    for e in &diff.entries {
+        files.push(file_change(t, &ws, &diff, e, largest(&r.changes, &e.path)).await);
+    }
+    let audit = audit_of(t, &ws, &r.revision).await?;
+    Ok(Json(json!({
+        "revision": summary(&r, &notes),
+        "metadata": r.metadata,
+        "files": files,
+        "audit": audit,
+    })))
+}
+
+/// The query of a path's diff between two of its versions.
+#[derive(Debug, Deserialize)]
+pub struct CompareQuery {
+    path: String,
+    /// Where the path was in `from`, when a move brought it to `path`.
+    old: Option<String>,
+    from: String,
+    to: String,
+    /// The larger version's size, as the path's history gives it (a larger one is not read).
+    size: Option<i64>,
+}
+
+/// `GET /api/ws/{id}/compare?path&old&from&to&size`: `{"from", "to", "files": [...]}`.
+pub async fn compare_path(
+    State(s): State<UiState>,
+    Path(ws): Path<String>,
+    Query(q): Query<CompareQuery>,
+) -> ApiResult<Value> {
+    let t = s.transport.as_ref();
+    let mut paths = vec![q.path.clone()];
+    paths.extend(q.old.filter(|o| *o != q.path));
+    let (from, to) = (DiffRef::Revision(q.from), DiffRef::Revision(q.to));
+    let diff = compare(t, &ws, from, to, Some(paths)).await?;
+    let mut files = Vec::with_capacity(diff.entries.len());
+    for e in &diff.entries {
+        files.push(file_change(t, &ws, &diff, e, q.size.unwrap_or(0)).await);
+    }
+    Ok(Json(
+        json!({ "from": diff.from, "to": diff.to, "files": files }),
+    ))
+}
