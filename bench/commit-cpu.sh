@@ -5,6 +5,7 @@
 #   bench/commit-cpu.sh start                 start (or reuse) the cluster
 #   bench/commit-cpu.sh add LABEL [SQL_FILE]  snapshot the build now installed in PG_CONFIG as LABEL
 #   bench/commit-cpu.sh run LABEL...          interleaved rounds over the labels (and `plain`)
+#   bench/commit-cpu.sh writers LABEL...      W_CLIENTS concurrent writers per label (writers())
 #   bench/commit-cpu.sh stop                  stop the cluster (the data stays in $CPU_DIR)
 #
 # `add` copies the installed supabash.so to supabash_LABEL.so, creates database LABEL,
@@ -29,7 +30,8 @@
 #
 # Knobs: PG_CONFIG (default /opt/pg-perf/...), CPU_DIR=/tmp/commit-cpu, CPU_PORT=54987,
 # CPU_FILES=10000, CPU_ROUNDS=8, CPU_CALLS=300, CPU_WARM=30, CPU_WORKLOADS="overwrite new plain",
-# CPU_SYNC=off (on: every transaction waits for its WAL flush, as with stock settings).
+# CPU_SYNC=off (on: every transaction waits for its WAL flush, as with stock settings),
+# W_CLIENTS=16, W_SECS=10.
 # Run as root (the cluster runs as the postgres OS user).
 set -euo pipefail
 
@@ -44,6 +46,8 @@ CALLS=${CPU_CALLS:-300}
 WARM=${CPU_WARM:-30}
 WORKLOADS=${CPU_WORKLOADS:-overwrite new plain}
 SYNC=${CPU_SYNC:-off}
+W_CLIENTS=${W_CLIENTS:-16}
+W_SECS=${W_SECS:-10}
 BATCH=1000
 USER_ID=11111111-1111-4111-8111-111111111111
 CLAIMS="{\"sub\":\"$USER_ID\",\"role\":\"authenticated\"}"
@@ -238,6 +242,72 @@ for w in dict.fromkeys(r["workload"] for r in rows):
 EOF
 }
 
+# Seeds (once per label) $W_CLIENTS users, each with its own empty workspace, in table
+# public.bench_writers (n = pgbench's client_id, the user's claims, the workspace).
+seed_writers() {
+  local label=$1 i ws claims
+  sql "$label" -U postgres -At -c "SELECT to_regclass('public.bench_writers') IS NOT NULL" | grep -q t && return
+  sql "$label" -U postgres -c "CREATE TABLE public.bench_writers (n int PRIMARY KEY, claims text NOT NULL, ws uuid)" \
+    -c "INSERT INTO public.bench_writers (n, claims) SELECT i, json_build_object('sub', gen_random_uuid(), 'role', 'authenticated')::text FROM generate_series(0, $W_CLIENTS - 1) i" \
+    -c "GRANT SELECT ON public.bench_writers TO authenticator" >/dev/null
+  for ((i = 0; i < W_CLIENTS; i++)); do
+    claims=$(sql "$label" -U postgres -At -c "SELECT claims FROM public.bench_writers WHERE n = $i")
+    ws=$(printf '%s\n' "BEGIN;" "SELECT set_config('request.jwt.claims', :'claims', true) \\g /dev/null" \
+      "SET LOCAL ROLE authenticated;" "SELECT supabash_create_workspace()->>'workspaceId';" "COMMIT;" \
+      | sql "$label" -U authenticator -At -v claims="$claims" | grep -E '^[0-9a-f-]{36}$')
+    sql "$label" -U postgres -c "UPDATE public.bench_writers SET ws = '$ws' WHERE n = $i" >/dev/null
+  done
+}
+
+# writers LABEL...: $W_CLIENTS concurrent writers (pgbench clients), each a user committing
+# single-file edits (512 B) to its own workspace for $W_SECS s, per label, rounds interleaved
+# (order flipped every round); commits/s per label and per round its ratio to the first label.
+writers() {
+  start
+  local labels=("$@") tsv=$DIR/writers-$(date -u +%Y%m%d-%H%M%S).tsv r l out tps
+  for l in "${labels[@]}"; do seed_writers "$l"; done
+  cat >"$DIR/writers.sql" <<SQL
+BEGIN;
+SELECT set_config('request.jwt.claims', claims, true) AS claims_set, ws FROM public.bench_writers WHERE n = :client_id \gset
+SET LOCAL ROLE authenticated;
+SET LOCAL synchronous_commit = $SYNC;
+SELECT supabash_commit(workspace_id => :'ws', actor => 'bench', changes => json_build_array(json_build_object('op', 'upsert', 'path', '/notes.md', 'text', repeat(md5(random()::text), 16)))) IS NOT NULL AS committed \gset
+COMMIT;
+SQL
+  printf 'round\tlabel\ttps\n' >"$tsv"
+  log "writers: $W_CLIENTS clients, $W_SECS s per run, $ROUNDS rounds; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    local order=("${labels[@]}")
+    (( r % 2 )) || order=($(printf '%s\n' "${order[@]}" | tac))
+    for l in "${order[@]}"; do
+      out=$("$BIN/pgbench" -n -M prepared -c "$W_CLIENTS" -j 2 -T "$W_SECS" -h 127.0.0.1 -p "$PORT" \
+        -U authenticator -d "$l" -f "$DIR/writers.sql" 2>&1) || { echo "$out" >&2; exit 1; }
+      grep -q "number of failed transactions: 0" <<<"$out" || { echo "$out" >&2; exit 1; }
+      tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out" | head -1)
+      printf '%d\t%s\t%s\n' "$r" "$l" "$tps" >>"$tsv"
+      log "round $r $l: $tps commits/s"
+    done
+  done
+  echo
+  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), load average at the end $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds of $W_SECS s, $W_CLIENTS writers, synchronous_commit = $SYNC."
+  echo
+  echo "| label | commits/s (median of rounds; min–max) | / first label, per round: median (min–max) |"
+  echo "|---|---|---|"
+  python3 - "$tsv" "${labels[@]}" <<'PY'
+import csv, statistics as st, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+labels = sys.argv[2:]
+tps = {l: {int(r["round"]): float(r["tps"]) for r in rows if r["label"] == l} for l in labels}
+for l in labels:
+    v = tps[l]
+    ratio = "—"
+    if l != labels[0]:
+        pr = [v[k] / tps[labels[0]][k] for k in v]
+        ratio = f"{st.median(pr):.3f} ({min(pr):.3f}–{max(pr):.3f})"
+    print(f"| {l} | {st.median(v.values()):.1f} ({min(v.values()):.1f}–{max(v.values()):.1f}) | {ratio} |")
+PY
+}
+
 stop() { runuser -u postgres -- "$BIN/pg_ctl" -D "$DIR/data" -m fast -w stop; }
 
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 2; }
@@ -246,6 +316,7 @@ case $cmd in
   start) start ;;
   add) add "$@" ;;
   run) run "$@" ;;
+  writers) writers "$@" ;;
   report) report "$@" ;;
   stop) stop ;;
   *) sed -n '2,30p' "$0"; exit 2 ;;

@@ -16,6 +16,7 @@ pub mod rpc;
 pub use error::{ErrorCode, Marker};
 
 /// The extension schema versions one shared library serves, newest first: the current one and
-/// the one before it (the support window). An older installed schema answers every RPC with
+/// the one before it (the support window), and for 0.7.0, whose upgrade rewrites every table,
+/// also 0.5.0. An older installed schema answers every RPC with
 /// `SUPABASH_SCHEMA_OUTDATED` until `ALTER EXTENSION supabash UPDATE` runs.
-pub const SERVED_SCHEMAS: [&str; 2] = ["0.6.0", "0.5.0"];
+pub const SERVED_SCHEMAS: [&str; 3] = ["0.7.0", "0.6.0", "0.5.0"];

@@ -4,4 +4,13 @@
 SELECT supabash._assert_privileges();
 SELECT supabash._check_install();
 
-NOTIFY pgrst, 'reload schema';
+-- PostgREST reloads its schema cache on this notice. Under Citus a DDL transaction ends in a
+-- two-phase commit, which PostgreSQL refuses after NOTIFY: there the operator reloads
+-- PostgREST instead (docs/scale.md).
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+    NOTIFY pgrst, 'reload schema';
+  END IF;
+END
+$$;

@@ -2,87 +2,62 @@
 -- table owner is filtered), and every policy the extension relies on is in this file: a row is
 -- visible only when its workspace belongs to the verified caller, or is the one workspace a
 -- delegated grant scoped the running native call to. The identity functions these policies ask
--- (supabash.request_owner(), request_role(), _scope_workspace(), _scope_owner()) are native
+-- (supabash._row_owner(), request_role(), _scope_workspace(), _scope_owner()) are native
 -- (extension/src/identity.rs, extension/src/access.rs); pgrx creates them before this file
 -- (`requires` in extension/src/lib.rs).
 --
 -- Who may reach the tables at all (grants) is sql/privileges.sql.
 
--- The workspaces policy: the caller's own workspaces, or the one workspace a delegated grant
--- scoped the running native call to and the other workspaces of its fork family (same body
--- store, same owner), which a fork reads from and a purge must see (supabash._scope_*: set only
--- by the extension's Rust code, for one call; see extension/src/access.rs). The grant itself
--- still names one workspace: every RPC checks it before the scope opens. Child tables'
--- policies defer to this one.
-ALTER TABLE supabash.workspaces ENABLE ROW LEVEL SECURITY;
-ALTER TABLE supabash.workspaces FORCE ROW LEVEL SECURITY;
-CREATE POLICY owner ON supabash.workspaces TO supabash_owner
-  USING (owner_id = (SELECT supabash.request_owner())
-         OR (id = (SELECT supabash._scope_workspace())::uuid
-             AND owner_id = coalesce((SELECT supabash._scope_owner())::uuid, owner_id))
-         OR (store_id = (SELECT supabash._scope_store())::uuid
-             AND owner_id = (SELECT supabash._scope_owner())::uuid))
-  WITH CHECK (owner_id = (SELECT supabash.request_owner())
-         OR ((id = (SELECT supabash._scope_workspace())::uuid
-              OR store_id = (SELECT supabash._scope_store())::uuid)
-             AND owner_id = (SELECT supabash._scope_owner())::uuid));
-
--- Workspace contents: visible exactly when their workspace is. The check is an EXISTS
--- correlated with the row, so the planner can look the one workspace up by its key for a
--- statement that touches a few rows (a commit's), and still hash the caller's visible
--- workspaces once for a statement that reads many (a manifest). `workspace_id IN (SELECT id
--- ...)` could only hash them: every statement of a commit read all of the owner's workspaces
--- (an owner of 5,000 made each commit 12 times as costly, bench/ANALYSIS.md).
+-- The tenant key (0.7.0, docs/scale.md). Every table of workspace data carries its owner,
+-- written by default as supabash._row_owner(): the owner whose rows the running native call may
+-- see (the caller's `sub`, or inside a delegated grant's scope that workspace's owner; see
+-- extension/src/pg/scope.rs). Every policy below compares a column with it: no subquery, which
+-- a distributed table refuses, and a comparison the planner evaluates once per index scan
+-- instead of looking the workspace up again for every statement.
 DO $$
 DECLARE t text;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['revisions', 'entries', 'checkpoints', 'purged_commits', 'redactions'] LOOP
-    EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
-    EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
-    EXECUTE format('CREATE POLICY owner ON supabash.%1$I TO supabash_owner
-                      USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = %1$I.workspace_id))
-                      WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = %1$I.workspace_id))', t);
+  FOREACH t IN ARRAY ARRAY['revisions', 'entries', 'checkpoints', 'purged_commits', 'redactions',
+                           'bodies', 'leases', 'audit_records', 'revision_notes'] LOOP
+    EXECUTE format('ALTER TABLE supabash.%I ALTER COLUMN owner_id SET DEFAULT supabash._row_owner()', t);
   END LOOP;
 END
 $$;
 
--- The audit trail: visible exactly when its workspace is (like workspace contents).
-ALTER TABLE supabash.audit_records ENABLE ROW LEVEL SECURITY;
-ALTER TABLE supabash.audit_records FORCE ROW LEVEL SECURITY;
-CREATE POLICY owner ON supabash.audit_records TO supabash_owner
-  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = audit_records.workspace_id))
-  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = audit_records.workspace_id));
+-- The workspaces policy: the owner's workspaces; inside a delegated grant's scope only the
+-- scoped workspace and, once the call widens it, the other workspaces of its fork family (same
+-- body store, same owner), which a fork reads from and a purge must see. While a call looks a
+-- workspace's owner up (scope without owner) it sees that one row. The grant itself still names
+-- one workspace: every RPC checks it before the scope opens.
+ALTER TABLE supabash.workspaces ENABLE ROW LEVEL SECURITY;
+ALTER TABLE supabash.workspaces FORCE ROW LEVEL SECURITY;
+CREATE POLICY owner ON supabash.workspaces TO supabash_owner
+  USING ((owner_id = supabash._row_owner()
+          AND (supabash._scope_workspace() IS NULL
+               OR id = supabash._scope_workspace()::uuid
+               OR store_id = supabash._scope_store()::uuid))
+         OR (id = supabash._scope_workspace()::uuid AND supabash._scope_owner() IS NULL))
+  WITH CHECK (owner_id = supabash._row_owner()
+              AND (supabash._scope_workspace() IS NULL
+                   OR id = supabash._scope_workspace()::uuid
+                   OR store_id = supabash._scope_store()::uuid));
 
--- Leases: visible exactly when their workspace is (like workspace contents).
-ALTER TABLE supabash.leases ENABLE ROW LEVEL SECURITY;
-ALTER TABLE supabash.leases FORCE ROW LEVEL SECURITY;
-CREATE POLICY owner ON supabash.leases TO supabash_owner
-  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = leases.workspace_id))
-  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = leases.workspace_id));
-
--- Notes on revisions: visible exactly when their workspace is (like workspace contents).
-ALTER TABLE supabash.revision_notes ENABLE ROW LEVEL SECURITY;
-ALTER TABLE supabash.revision_notes FORCE ROW LEVEL SECURITY;
-CREATE POLICY owner ON supabash.revision_notes TO supabash_owner
-  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = revision_notes.workspace_id))
-  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.id = revision_notes.workspace_id));
-
--- Bodies: visible exactly when a workspace of their store is.
-ALTER TABLE supabash.bodies ENABLE ROW LEVEL SECURITY;
-ALTER TABLE supabash.bodies FORCE ROW LEVEL SECURITY;
-CREATE POLICY owner ON supabash.bodies TO supabash_owner
-  USING (EXISTS (SELECT FROM supabash.workspaces w WHERE w.store_id = bodies.workspace_id))
-  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.store_id = bodies.workspace_id));
-
--- Usage: the owner's (all of their workspaces, for the per-owner quota), also within a call a
--- grant scoped to one of them (the sum of sizes is all such a call reads). Written only for a
--- visible workspace.
-ALTER TABLE supabash.usage ENABLE ROW LEVEL SECURITY;
-ALTER TABLE supabash.usage FORCE ROW LEVEL SECURITY;
-CREATE POLICY owner ON supabash.usage TO supabash_owner
-  USING (owner_id = (SELECT supabash.request_owner())
-         OR owner_id = (SELECT supabash._scope_owner())::uuid)
-  WITH CHECK (EXISTS (SELECT FROM supabash.workspaces w WHERE w.store_id = usage.workspace_id));
+-- Workspace contents, bodies, usage, leases, notes and the audit trail: the owner's rows.
+-- Inside a delegated scope that is the scoped workspace's owner; the narrower fork-family bound
+-- is the workspace row's (above), which every native call resolves before it reads contents.
+DO $$
+DECLARE t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['revisions', 'entries', 'checkpoints', 'purged_commits', 'redactions',
+                           'bodies', 'usage', 'leases', 'audit_records', 'revision_notes'] LOOP
+    EXECUTE format('ALTER TABLE supabash.%I ENABLE ROW LEVEL SECURITY', t);
+    EXECUTE format('ALTER TABLE supabash.%I FORCE ROW LEVEL SECURITY', t);
+    EXECUTE format('CREATE POLICY owner ON supabash.%I TO supabash_owner
+                      USING (owner_id = supabash._row_owner())
+                      WITH CHECK (owner_id = supabash._row_owner())', t);
+  END LOOP;
+END
+$$;
 
 -- Delegated capabilities (docs/capabilities.md).
 DO $$
@@ -102,17 +77,17 @@ CREATE POLICY manage ON supabash.capability_verifiers TO supabash_owner, supabas
 CREATE POLICY revoke ON supabash.grants TO supabash_keeper USING (true);
 -- Exchanging a capability (service_role only) consumes nonces and mints grants.
 CREATE POLICY exchange ON supabash.capability_nonces TO supabash_owner
-  USING ((SELECT supabash.request_role()) = 'service_role')
-  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+  USING (supabash.request_role() = 'service_role')
+  WITH CHECK (supabash.request_role() = 'service_role');
 CREATE POLICY exchange ON supabash.grants TO supabash_owner
-  USING ((SELECT supabash.request_role()) = 'service_role')
-  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+  USING (supabash.request_role() = 'service_role')
+  WITH CHECK (supabash.request_role() = 'service_role');
 -- Storage capability nonces: spent by the host's service_role only.
 ALTER TABLE supabash.storage_nonces ENABLE ROW LEVEL SECURITY;
 ALTER TABLE supabash.storage_nonces FORCE ROW LEVEL SECURITY;
 CREATE POLICY spend ON supabash.storage_nonces TO supabash_owner
-  USING ((SELECT supabash.request_role()) = 'service_role')
-  WITH CHECK ((SELECT supabash.request_role()) = 'service_role');
+  USING (supabash.request_role() = 'service_role')
+  WITH CHECK (supabash.request_role() = 'service_role');
 
 
 -- Supabase Realtime's policy on realtime.messages (only where that table exists) is in

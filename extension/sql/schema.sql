@@ -68,7 +68,7 @@ $$;
 -- workspace). A deleted workspace that a fork still reads from keeps its row, marked
 -- deleted_at, with only the entries its forks see (extension/src/workspaces.rs).
 CREATE TABLE supabash.workspaces (
-  id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  id            uuid NOT NULL DEFAULT gen_random_uuid(),
   owner_id      uuid NOT NULL,
   head_revision uuid,
   head_position bigint,
@@ -76,7 +76,7 @@ CREATE TABLE supabash.workspaces (
   updated_at    timestamptz NOT NULL DEFAULT now(),
   store_id      uuid NOT NULL,
   label         text CHECK (octet_length(label) BETWEEN 1 AND 256),
-  fork_of       uuid REFERENCES supabash.workspaces (id),
+  fork_of       uuid,
   fork_revision uuid,
   fork_position bigint CHECK (fork_position > 0),
   deleted_at    timestamptz,
@@ -88,7 +88,12 @@ CREATE TABLE supabash.workspaces (
   -- refused whole with SUPABASH_UNSUPPORTED_CONTENT (extension/src/rpc/commit.rs).
   files_only    boolean NOT NULL DEFAULT false,
   CHECK ((head_revision IS NULL) = (head_position IS NULL)),
-  CHECK ((fork_of IS NULL) = (fork_position IS NULL) AND (fork_of IS NULL) = (fork_revision IS NULL))
+  CHECK ((fork_of IS NULL) = (fork_position IS NULL) AND (fork_of IS NULL) = (fork_revision IS NULL)),
+  -- The tenant key (0.7.0, docs/scale.md): every table of workspace data carries the owner in
+  -- its primary, unique and foreign keys, so one owner's rows can live together on one node.
+  CONSTRAINT workspaces_pkey PRIMARY KEY (id, owner_id),
+  -- A fork has its parent's owner.
+  CONSTRAINT workspaces_fork_of_fkey FOREIGN KEY (fork_of, owner_id) REFERENCES supabash.workspaces (id, owner_id)
 );
 -- Every commit rewrites its workspace row (the head; no indexed column changes): room left on
 -- each page keeps that a HOT update, with no new index entries (issue 22).
@@ -100,7 +105,7 @@ CREATE INDEX workspaces_store_idx ON supabash.workspaces (store_id);
 -- One row per commit. The receipt is rebuilt from the row on read (so replays return it
 -- unchanged); its lines are stored in the compact binary form of supabash_core::receipt_lines.
 CREATE TABLE supabash.revisions (
-  workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  workspace_id    uuid NOT NULL,
   revision_id     uuid NOT NULL,
   position        bigint NOT NULL,
   parent_revision uuid,
@@ -127,11 +132,16 @@ CREATE TABLE supabash.revisions (
   -- before 0.6.0, or one older than a redaction, which recounts only the head): counted by scan.
   tree_files      bigint,
   tree_bytes      bigint,
-  PRIMARY KEY (workspace_id, revision_id),
-  UNIQUE (workspace_id, position),
-  UNIQUE (workspace_id, transaction_id)
+  -- The tenant key (see workspaces); written by its default, supabash._row_owner()
+  -- (sql/policies.sql), like in every table below.
+  owner_id        uuid NOT NULL,
+  CONSTRAINT revisions_pkey PRIMARY KEY (workspace_id, revision_id, owner_id),
+  CONSTRAINT revisions_workspace_id_position_key UNIQUE (workspace_id, position, owner_id),
+  CONSTRAINT revisions_workspace_id_transaction_id_key UNIQUE (workspace_id, transaction_id, owner_id),
+  CONSTRAINT revisions_workspace_id_fkey FOREIGN KEY (workspace_id, owner_id)
+    REFERENCES supabash.workspaces (id, owner_id) ON DELETE CASCADE
 );
-CREATE UNIQUE INDEX revisions_idempotency_idx ON supabash.revisions (workspace_id, idempotency_key)
+CREATE UNIQUE INDEX revisions_idempotency_idx ON supabash.revisions (workspace_id, idempotency_key, owner_id)
   WHERE idempotency_key IS NOT NULL;
 -- Reads as of a time find the last revision committed at or before it (extension/src/store/
 -- revisions.rs resolve_time) by this index, whatever the workspace's length.
@@ -140,12 +150,15 @@ CREATE INDEX revisions_committed_idx ON supabash.revisions (workspace_id, commit
 -- What each body store holds: the plain size of its distinct bodies, for the per-owner byte
 -- quota (extension/src/quota.rs). One row per store (workspace_id holds the store id).
 CREATE TABLE supabash.usage (
-  workspace_id uuid PRIMARY KEY REFERENCES supabash.workspaces ON DELETE CASCADE,
+  workspace_id uuid NOT NULL,
   owner_id     uuid NOT NULL,
   body_bytes   bigint NOT NULL DEFAULT 0 CHECK (body_bytes >= 0),
   -- The store's live workspaces (the per-owner count quota; a delegated call sees only its own
   -- fork family's workspaces, but all of the owner's usage).
-  workspaces   integer NOT NULL DEFAULT 1 CHECK (workspaces >= 0)
+  workspaces   integer NOT NULL DEFAULT 1 CHECK (workspaces >= 0),
+  CONSTRAINT usage_pkey PRIMARY KEY (workspace_id, owner_id),
+  CONSTRAINT usage_workspace_id_fkey FOREIGN KEY (workspace_id, owner_id)
+    REFERENCES supabash.workspaces (id, owner_id) ON DELETE CASCADE
 );
 -- Rewritten by every commit that adds bytes: room on each page keeps it a HOT update (issue 22).
 ALTER TABLE supabash.usage SET (fillfactor = 70);
@@ -154,19 +167,22 @@ CREATE INDEX usage_owner_idx ON supabash.usage (owner_id);
 -- Commits whose revisions purge removed. Their transaction ids and idempotency keys stay
 -- spent, so a retry of a purged commit fails clearly instead of committing a second time.
 CREATE TABLE supabash.purged_commits (
-  workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  workspace_id    uuid NOT NULL,
   transaction_id  uuid NOT NULL,
   idempotency_key text,
   revision_id     uuid NOT NULL,
   purged_at       timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (workspace_id, transaction_id)
+  owner_id        uuid NOT NULL,
+  CONSTRAINT purged_commits_pkey PRIMARY KEY (workspace_id, transaction_id, owner_id),
+  CONSTRAINT purged_commits_workspace_id_fkey FOREIGN KEY (workspace_id, owner_id)
+    REFERENCES supabash.workspaces (id, owner_id) ON DELETE CASCADE
 );
-CREATE UNIQUE INDEX purged_commits_idempotency_idx ON supabash.purged_commits (workspace_id, idempotency_key)
+CREATE UNIQUE INDEX purged_commits_idempotency_idx ON supabash.purged_commits (workspace_id, idempotency_key, owner_id)
   WHERE idempotency_key IS NOT NULL;
 
 ALTER TABLE supabash.workspaces
-  ADD FOREIGN KEY (id, head_revision) REFERENCES supabash.revisions (workspace_id, revision_id)
-  DEFERRABLE INITIALLY DEFERRED;
+  ADD CONSTRAINT workspaces_id_head_revision_fkey FOREIGN KEY (id, head_revision, owner_id)
+  REFERENCES supabash.revisions (workspace_id, revision_id, owner_id) DEFERRABLE INITIALLY DEFERRED;
 
 -- Content-addressed bodies (SHA-256 of the bytes), stored once per body store (workspace_id
 -- holds the store id: the workspace's own id, shared by its forks). No foreign
@@ -182,7 +198,8 @@ CREATE TABLE supabash.bodies (
   -- For a delta, the body (of the same workspace) it was compressed against: the file's
   -- previous version. Purge keeps a base while a kept body needs it (extension/src/bodies.rs).
   base_hash    bytea CHECK (base_hash <> hash),
-  PRIMARY KEY (workspace_id, hash)
+  owner_id     uuid NOT NULL,
+  CONSTRAINT bodies_pkey PRIMARY KEY (workspace_id, hash, owner_id)
 );
 ALTER TABLE supabash.bodies ALTER COLUMN body SET STORAGE EXTERNAL;
 
@@ -202,7 +219,6 @@ CREATE TABLE supabash.entries (
   metadata     jsonb CHECK (metadata <> '{}'),
   CHECK ((content_hash IS NULL) = (content_size IS NULL)
          AND (content_hash IS NULL) = (metadata IS NULL)),
-  PRIMARY KEY (workspace_id, path, valid_from),
   -- A tombstone (redaction removed the version's content): an explicit flag, never a content
   -- value a user could write, with an empty body hash (no body is named) and no metadata.
   redacted     boolean NOT NULL DEFAULT false,
@@ -218,15 +234,17 @@ CREATE TABLE supabash.entries (
   mode         integer NOT NULL DEFAULT 420 CHECK (mode BETWEEN 0 AND 4095),
   mtime_ns     bigint NOT NULL,
   CONSTRAINT entries_kind_content_check CHECK (kind = 'file' OR (metadata IS NULL
-    AND (kind <> 'directory' OR body_size = 0)))
+    AND (kind <> 'directory' OR body_size = 0))),
+  owner_id     uuid NOT NULL,
+  CONSTRAINT entries_pkey PRIMARY KEY (workspace_id, path, valid_from, owner_id)
 );
-CREATE UNIQUE INDEX entries_open_idx ON supabash.entries (workspace_id, path) WHERE valid_until IS NULL;
+CREATE UNIQUE INDEX entries_open_idx ON supabash.entries (workspace_id, path, owner_id) WHERE valid_until IS NULL;
 
 -- Applied redactions, append-only (supabash_owner may only insert and read; rows go with their
 -- workspace). A path redaction's boundary is also the restore fence: a restore from a revision
 -- before it is refused. No foreign key to revisions, so purge cannot remove a fence.
 CREATE TABLE supabash.redactions (
-  workspace_id      uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  workspace_id      uuid NOT NULL,
   redaction_id      uuid NOT NULL,
   boundary_position bigint NOT NULL,
   boundary_revision uuid NOT NULL,
@@ -235,11 +253,14 @@ CREATE TABLE supabash.redactions (
   reason            text,
   actor             text NOT NULL,
   created_at        timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (workspace_id, redaction_id)
+  owner_id          uuid NOT NULL,
+  CONSTRAINT redactions_pkey PRIMARY KEY (workspace_id, redaction_id, owner_id),
+  CONSTRAINT redactions_workspace_id_fkey FOREIGN KEY (workspace_id, owner_id)
+    REFERENCES supabash.workspaces (id, owner_id) ON DELETE CASCADE
 );
 
 CREATE TABLE supabash.checkpoints (
-  workspace_id    uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  workspace_id    uuid NOT NULL,
   checkpoint_id   uuid NOT NULL DEFAULT gen_random_uuid(),
   revision_id     uuid NOT NULL,
   label           text,
@@ -247,9 +268,13 @@ CREATE TABLE supabash.checkpoints (
   idempotency_key text,
   request_hash    bytea NOT NULL,
   created_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
-  PRIMARY KEY (workspace_id, checkpoint_id),
-  UNIQUE (workspace_id, idempotency_key),
-  FOREIGN KEY (workspace_id, revision_id) REFERENCES supabash.revisions (workspace_id, revision_id)
+  owner_id        uuid NOT NULL,
+  CONSTRAINT checkpoints_pkey PRIMARY KEY (workspace_id, checkpoint_id, owner_id),
+  CONSTRAINT checkpoints_workspace_id_idempotency_key_key UNIQUE (workspace_id, idempotency_key, owner_id),
+  CONSTRAINT checkpoints_workspace_id_fkey FOREIGN KEY (workspace_id, owner_id)
+    REFERENCES supabash.workspaces (id, owner_id) ON DELETE CASCADE,
+  CONSTRAINT checkpoints_workspace_id_revision_id_fkey FOREIGN KEY (workspace_id, revision_id, owner_id)
+    REFERENCES supabash.revisions (workspace_id, revision_id, owner_id)
 );
 
 -- Single-writer leases (extension/src/lease.rs): at most one row per workspace, naming the host
@@ -257,13 +282,17 @@ CREATE TABLE supabash.checkpoints (
 -- the database's clock (clock_timestamp()); a row whose expires_at has passed is no lease.
 -- Written only under the workspace's row lock, so lease changes serialise with commits.
 CREATE TABLE supabash.leases (
-  workspace_id uuid PRIMARY KEY REFERENCES supabash.workspaces ON DELETE CASCADE,
+  workspace_id uuid NOT NULL,
   holder       text NOT NULL CHECK (octet_length(holder) BETWEEN 1 AND 256),
   token        uuid NOT NULL,
   acquired_at  timestamptz NOT NULL,
   renewed_at   timestamptz NOT NULL,
   expires_at   timestamptz NOT NULL,
-  CHECK (acquired_at <= renewed_at AND renewed_at < expires_at)
+  CHECK (acquired_at <= renewed_at AND renewed_at < expires_at),
+  owner_id     uuid NOT NULL,
+  CONSTRAINT leases_pkey PRIMARY KEY (workspace_id, owner_id),
+  CONSTRAINT leases_workspace_id_fkey FOREIGN KEY (workspace_id, owner_id)
+    REFERENCES supabash.workspaces (id, owner_id) ON DELETE CASCADE
 );
 
 -- Delegated capabilities (docs/capabilities.md, "Trust model"). Verifiers: what a key id's
@@ -330,7 +359,7 @@ CREATE INDEX grants_expiry_idx ON supabash.grants (expires_at);
 -- role holds any privilege on it. No foreign key to revisions: purge removes a revision's
 -- records itself, and keeps those telling what a job tried (extension/src/store/audit.rs).
 CREATE TABLE supabash.audit_records (
-  workspace_id  uuid NOT NULL REFERENCES supabash.workspaces ON DELETE CASCADE,
+  workspace_id  uuid NOT NULL,
   record_id     uuid NOT NULL,
   revision_id   uuid,
   session_id    uuid NOT NULL,
@@ -352,9 +381,12 @@ CREATE TABLE supabash.audit_records (
   -- The record's size as the client sent it (compact JSON): counted in the owner's byte quota
   -- (supabash.usage) while the record exists.
   stored_bytes  integer NOT NULL DEFAULT 0 CHECK (stored_bytes >= 0),
-  PRIMARY KEY (workspace_id, record_id),
   CHECK (discarded = (revision_id IS NULL)),
-  CHECK ((outcome = 'error') = (code IS NOT NULL) AND (outcome = 'denied') = (reason IS NOT NULL))
+  CHECK ((outcome = 'error') = (code IS NOT NULL) AND (outcome = 'denied') = (reason IS NOT NULL)),
+  owner_id      uuid NOT NULL,
+  CONSTRAINT audit_records_pkey PRIMARY KEY (workspace_id, record_id, owner_id),
+  CONSTRAINT audit_records_workspace_id_fkey FOREIGN KEY (workspace_id, owner_id)
+    REFERENCES supabash.workspaces (id, owner_id) ON DELETE CASCADE
 );
 CREATE INDEX audit_records_order_idx ON supabash.audit_records (workspace_id, recorded_at, session_id, sequence, record_id);
 CREATE INDEX audit_records_revision_idx ON supabash.audit_records (workspace_id, revision_id);
@@ -372,8 +404,10 @@ CREATE TABLE supabash.revision_notes (
   actor             text NOT NULL,
   delegation_key_id text,
   noted_at          timestamptz NOT NULL,
-  PRIMARY KEY (workspace_id, revision_id, key, version),
-  FOREIGN KEY (workspace_id, revision_id) REFERENCES supabash.revisions ON DELETE CASCADE
+  owner_id          uuid NOT NULL,
+  CONSTRAINT revision_notes_pkey PRIMARY KEY (workspace_id, revision_id, key, version, owner_id),
+  CONSTRAINT revision_notes_workspace_id_revision_id_fkey FOREIGN KEY (workspace_id, revision_id, owner_id)
+    REFERENCES supabash.revisions (workspace_id, revision_id, owner_id) ON DELETE CASCADE
 );
 
 -- Row-level security (enabled and forced on every table above) and every policy: sql/policies.sql.

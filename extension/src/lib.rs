@@ -27,7 +27,7 @@ extension_sql_file!(
     "../sql/policies.sql",
     name = "policies",
     requires = [
-        request_owner,
+        row_owner,
         request_role,
         scope_workspace,
         scope_owner,
@@ -95,6 +95,13 @@ mod supabash {
     #[pg_extern(name = "request_owner", stable, parallel_safe)]
     fn request_owner() -> Option<pgrx::Uuid> {
         identity::owner(&identity::claims())
+    }
+
+    /// The owner whose rows the running statement may see: every policy's comparison and the
+    /// default of every table's `owner_id` (see `scope::row_owner`).
+    #[pg_extern(name = "_row_owner", stable, parallel_unsafe)]
+    fn row_owner() -> Option<pgrx::Uuid> {
+        scope::row_owner()
     }
 
     /// The workspace a delegated grant scoped the running call to (row-level security).

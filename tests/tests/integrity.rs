@@ -720,8 +720,15 @@ async fn garbage_reports_orphans_and_idle_workspaces_and_applies_to_orphans_only
     for s in [&store, &other.store(&admin).await] {
         exec(
             &admin,
-            "INSERT INTO supabash.bodies (workspace_id, hash, size, body) VALUES ($1::text::uuid, $2, $3, '\\x00'::bytea || $4)",
-            &[s, &sha256(orphan).to_vec(), &(orphan.len() as i64), &orphan.to_vec()],
+            "INSERT INTO supabash.bodies (workspace_id, hash, size, body, owner_id)
+             SELECT $1::text::uuid, $2, $3, '\\x00'::bytea || $4, owner_id
+               FROM supabash.workspaces WHERE id = $1::text::uuid",
+            &[
+                s,
+                &sha256(orphan).to_vec(),
+                &(orphan.len() as i64),
+                &orphan.to_vec(),
+            ],
         )
         .await;
         exec(

@@ -399,6 +399,50 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
         .await
         .unwrap_or_else(|e| panic!("purge: {e}"));
     assert_eq!(purge["revisions"], json!([r1]), "{purge}");
+
+    // From 0.4.0 on: a fork of Alice's workspace with a commit of its own, then a redaction in
+    // the workspace it reads from (its tombstones reach the fork's reads too).
+    let mut workspaces = vec![(alice.clone(), a.clone()), (bob.clone(), b.clone())];
+    if cluster
+        .psql(db, "SELECT to_regproc('public.supabash_fork') IS NOT NULL")
+        .trim()
+        == "t"
+    {
+        let fork = rest
+            .call(
+                &alice,
+                "supabash_fork",
+                json!({"workspace_id": a, "label": "the fork", "actor": "agent"}),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("fork: {e}"));
+        let fork_id = fork["workspaceId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a fork id: {fork}"))
+            .to_owned();
+        let fork_head = fork["headRevision"].as_str().map(str::to_owned);
+        let mut args = json!({"actor": "agent", "changes": [
+            {"op": "upsert", "path": "/notes/a.md", "text": "the fork's own words\n"},
+            {"op": "upsert", "path": "/fork-only.txt", "text": "only here\n"}
+        ]});
+        if let Some(h) = fork_head {
+            args["base_revision"] = json!(h);
+        }
+        commit(rest, &alice, &fork_id, args).await;
+        let redacted = rest
+            .call(
+                &alice,
+                "supabash_redact",
+                json!({"workspace_id": a, "paths": ["/long.txt"], "reason": "upgrade test"}),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("redact: {e}"));
+        assert!(
+            redacted["versions"].as_u64().is_some_and(|n| n > 0),
+            "{redacted}"
+        );
+        workspaces.push((alice.clone(), fork_id));
+    }
     let _ = r4;
 
     // Bob: a few commits, then a verifier and a grant for his workspace.
@@ -462,7 +506,7 @@ async fn fill(cluster: &Cluster, db: &str, rest: &mut SqlRpc) -> Filled {
     .await;
 
     Filled {
-        workspaces: vec![(alice.clone(), a), (bob.clone(), b)],
+        workspaces,
         alice,
         bob,
         grant,
@@ -759,7 +803,8 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
         );
 
         // The upgrade counted every revision's tree (issue 25): what a scan of the entries
-        // visible at it counts, for every workspace that is not a fork.
+        // visible at it counts, for every workspace that is not a fork and saw no redaction
+        // (a redaction recounts only the head: older totals say what was committed).
         let wrong = one_text(
             &admin,
             "WITH counted AS (
@@ -772,7 +817,8 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
                         WHERE e.workspace_id = r.workspace_id AND e.valid_from <= r.position
                           AND (e.valid_until IS NULL OR e.valid_until > r.position)) AS bytes
                  FROM supabash.revisions r
-                 JOIN supabash.workspaces w ON w.id = r.workspace_id AND w.fork_of IS NULL)
+                 JOIN supabash.workspaces w ON w.id = r.workspace_id AND w.fork_of IS NULL
+                WHERE NOT EXISTS (SELECT FROM supabash.redactions x WHERE x.workspace_id = w.id))
              SELECT format('%s of %s',
                            count(*) FILTER (WHERE tree_files IS DISTINCT FROM files
                                                OR tree_bytes IS DISTINCT FROM bytes),
@@ -815,20 +861,21 @@ async fn every_older_version_upgrades_to_a_fresh_install() {
 
         // (c) The upgraded database takes new writes.
         let (_, alice_ws) = &filled.workspaces[0];
-        let head = rest
+        let manifest = rest
             .call(
                 &filled.alice,
                 "supabash_load_manifest",
                 json!({"workspace_id": alice_ws}),
             )
             .await
-            .unwrap()["revision"]
-            .clone();
+            .unwrap();
+        // The epoch the tree was loaded at (the redaction moved it, where there was one).
+        let (head, epoch) = (&manifest["revision"], &manifest["redactionEpoch"]);
         let rev = commit(
             &mut rest,
             &filled.alice,
             alice_ws,
-            json!({"actor": "after-upgrade", "base_revision": head, "changes": [
+            json!({"actor": "after-upgrade", "base_revision": head, "redaction_epoch": epoch, "changes": [
                 {"op": "upsert", "path": "/notes/a.md", "text": "after the upgrade\n"},
                 {"op": "upsert", "path": "/bin.dat", "base64": base64_encode(&[0, 159, 146, 150])},
                 {"op": "move", "from": "/notes/b.md", "path": "/notes/c.md"}

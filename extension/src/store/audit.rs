@@ -85,7 +85,7 @@ pub fn write(
                 at_ms bigint, kind text, tool text, arguments jsonb, outcome text, code text,
                 reason text, duration_ms bigint, paths text[], bytes_changed bigint,
                 stored_bytes integer)
-         ON CONFLICT (workspace_id, record_id) DO NOTHING
+         ON CONFLICT ON CONSTRAINT audit_records_pkey DO NOTHING
          RETURNING {returned}"),
         &[
             ws.id.as_str().into(),

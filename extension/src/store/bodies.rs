@@ -344,7 +344,7 @@ pub fn store(ws: &str, bodies: Vec<New>) -> Outcome<i64> {
         "INSERT INTO supabash.bodies (workspace_id, hash, size, body, base_hash)
          SELECT $1::uuid, unnest($2::bytea[]), unnest($3::bigint[]), unnest($4::bytea[]),
                 unnest($5::bytea[])
-         ON CONFLICT (workspace_id, hash) DO NOTHING
+         ON CONFLICT ON CONSTRAINT bodies_pkey DO NOTHING
          RETURNING hash",
         &[
             ws.into(),

@@ -61,7 +61,7 @@ pub fn take(ws: &str, holder: &str, ttl_seconds: i32) -> Outcome<Option<Stored>>
                     (workspace_id, holder, token, acquired_at, renewed_at, expires_at)
              SELECT $1::uuid, $2, gen_random_uuid(), t, t, t + $3 * interval '1 second'
                FROM clock_timestamp() t
-             ON CONFLICT (workspace_id) DO UPDATE
+             ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
                 SET holder = EXCLUDED.holder, token = EXCLUDED.token,
                     acquired_at = EXCLUDED.acquired_at, renewed_at = EXCLUDED.renewed_at,
                     expires_at = EXCLUDED.expires_at

@@ -145,7 +145,7 @@ fn store_bytes(store: &str, owner: &str, bytes: i64) -> Outcome<()> {
     db::exec_kept(
         "INSERT INTO supabash.usage AS u (workspace_id, owner_id, body_bytes)
          VALUES ($1::uuid, $2::uuid, greatest($3, 0))
-         ON CONFLICT (workspace_id) DO UPDATE SET body_bytes = greatest(u.body_bytes + $3, 0)",
+         ON CONFLICT ON CONSTRAINT usage_pkey DO UPDATE SET body_bytes = greatest(u.body_bytes + $3, 0)",
         &[store.into(), owner.into(), bytes.into()],
     )
 }
