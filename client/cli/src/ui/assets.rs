@@ -16,6 +16,8 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ),
     ("app.js", JS, include_str!("assets/app.js")),
     ("dom.js", JS, include_str!("assets/dom.js")),
+    ("highlight.js", JS, include_str!("assets/highlight.js")),
+    ("diffview.js", JS, include_str!("assets/diffview.js")),
     ("workspaces.js", JS, include_str!("assets/workspaces.js")),
     ("timeline.js", JS, include_str!("assets/timeline.js")),
     ("revision.js", JS, include_str!("assets/revision.js")),

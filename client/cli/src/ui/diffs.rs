@@ -2,7 +2,8 @@
 //! unified diffs (git's layout from `history::diff`: renames as renames, mode changes, link
 //! targets, binary files named, redacted versions said so, large files summarised), and the
 //! audit records that produced it (each naming its revision, so they link both ways); and
-//! one path between two of its versions (`GET /api/ws/{id}/compare`).
+//! one path between two of its versions (`GET /api/ws/{id}/compare`), which is also how the
+//! page reads a revision's large files (over 256 KiB) after the rest.
 
 use super::error::{ApiError, ApiResult};
 use super::timeline::{receipt, summary};
@@ -20,8 +21,12 @@ use supabash_core::rpc::{Receipt, ReceiptLine};
 
 /// A side larger than this is summarised, not read.
 const MAX_DIFF_SIDE: i64 = 2 << 20;
-/// The most bytes of unified diff one file answers (the rest is cut, and said so).
-const MAX_DIFF_TEXT: usize = 512 << 10;
+/// A revision's file whose larger side is over this is not diffed in the revision's answer:
+/// the page asks for it on its own (`/compare`) once the rest is drawn.
+const DEFER_SIDE: i64 = 256 << 10;
+/// The most bytes of unified diff one file answers (the rest is cut, and said so): two sides
+/// of [`MAX_DIFF_SIDE`] wholly rewritten fit.
+const MAX_DIFF_TEXT: usize = 5 << 20;
 
 /// The query naming a revision.
 #[derive(Debug, Deserialize)]
@@ -64,15 +69,9 @@ fn largest(lines: &[ReceiptLine], path: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// One file's change as the page shows it.
-async fn file_change(
-    t: &dyn Transport,
-    ws: &str,
-    diff: &Diff,
-    entry: &DiffEntry,
-    size: i64,
-) -> Value {
-    let mut shown = json!({
+/// What the page shows of a changed entry before its content.
+fn entry_fields(entry: &DiffEntry) -> Value {
+    json!({
         "kind": entry.kind,
         "path": entry.path,
         "from": entry.from,
@@ -81,7 +80,27 @@ async fn file_change(
         "beforeKind": entry.before_kind,
         "afterKind": entry.after_kind,
         "binary": entry.binary,
+    })
+}
+
+/// A large file of a revision, to be asked for on its own: where `/compare` finds it.
+fn deferred(diff: &Diff, entry: &DiffEntry, size: i64) -> Value {
+    let mut shown = entry_fields(entry);
+    shown["deferred"] = json!({
+        "from": diff.from, "to": diff.to, "path": entry.path, "old": entry.from, "size": size,
     });
+    shown
+}
+
+/// One file's change as the page shows it.
+async fn file_change(
+    t: &dyn Transport,
+    ws: &str,
+    diff: &Diff,
+    entry: &DiffEntry,
+    size: i64,
+) -> Value {
+    let mut shown = entry_fields(entry);
     if size > MAX_DIFF_SIDE {
         shown["large"] = json!(size);
         return shown;
@@ -167,7 +186,13 @@ pub async fn revision(
     });
     let mut files = Vec::with_capacity(diff.entries.len());
     for e in &diff.entries {
-        files.push(file_change(t, &ws, &diff, e, largest(&r.changes, &e.path)).await);
+        let size = largest(&r.changes, &e.path);
+        let later = size > DEFER_SIDE && size <= MAX_DIFF_SIDE && diff.from.is_some() && !e.binary;
+        files.push(if later {
+            deferred(&diff, e, size)
+        } else {
+            file_change(t, &ws, &diff, e, size).await
+        });
     }
     let audit = audit_of(t, &ws, &r.revision).await?;
     Ok(Json(json!({
