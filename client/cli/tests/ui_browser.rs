@@ -17,7 +17,7 @@ use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use supabash::audit::{Action, ActionKind};
 use supabash::transport::call;
 use supabash::workspace::{CommitOptions, PurgeOptions, RedactOptions};

@@ -3,7 +3,7 @@
 //! diffs, and a path's diff between any two of its versions.
 
 use super::by;
-use super::ui_support::{browser, click_link, find, screenshot, start_ui, wait_text};
+use super::ui_support::{browser, find, screenshot, start_ui, wait_text};
 use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
