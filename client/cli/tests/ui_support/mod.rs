@@ -118,10 +118,13 @@ pub async fn wait_text(c: &Client, css: &str, want: &str) -> Element {
                 return e;
             }
         }
-        assert!(
-            Instant::now() < deadline,
-            "{css} never showed {want:?}: {seen:?}"
-        );
+        if Instant::now() >= deadline {
+            let page = c
+                .execute("return document.querySelector('main')?.innerText", vec![])
+                .await
+                .unwrap_or_default();
+            panic!("{css} never showed {want:?}: {seen:?}; the page: {page}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

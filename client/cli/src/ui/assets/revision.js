@@ -4,6 +4,13 @@
 import { el, api, link, tabs, table, short, bytes, name } from './dom.js';
 import { diffBlock, layoutSwitch } from './diffview.js';
 
+function outcome(o) {
+  if (!o) return '';
+  if (o.status === 'error') return 'error ' + o.code;
+  if (o.status === 'denied') return 'denied (' + o.reason + ')';
+  return o.status;
+}
+
 function fileNotes(f) {
   const notes = [];
   if (f.beforeMode && f.afterMode && f.beforeMode !== f.afterMode) notes.push('mode ' + f.beforeMode + ' \u2192 ' + f.afterMode);
