@@ -36,6 +36,27 @@ async fn rendered(c: &Client, css: &str, key: &str) -> u64 {
     }
 }
 
+/// Where the page's time went since navigation: each request's start and end (ms), the
+/// document's first, then the view drawn.
+async fn requests(c: &Client) -> String {
+    let v = c
+        .execute(
+            "const r = (x) => Math.round(x);
+             const nav = performance.getEntriesByType('navigation')[0];
+             const out = [['page', r(nav.requestStart), r(nav.responseEnd)]];
+             for (const e of performance.getEntriesByType('resource')) {
+               out.push([e.name.replace(location.origin, '').replace(/[?].*/, '').replace(/[0-9a-f-]{36}/, 'ID'),
+                         r(e.startTime), r(e.responseEnd)]);
+             }
+             out.push(['drawn', null, Number(document.body.dataset.renderedAt)]);
+             return out.map(([n, a, b]) => n + ' ' + a + '-' + b).join(', ');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    v.as_str().unwrap_or_default().to_owned()
+}
+
 /// With `SUPABASH_UI_BENCH=1` (else it returns at once): in headless Chromium, the first render
 /// of a 10,000-file workspace's timeline (100 revisions) and root after the page is requested,
 /// and opening a directory of 1,000 entries (bench/ANALYSIS.md).
@@ -85,6 +106,7 @@ async fn bench_first_render_of_a_large_workspace() {
         c.goto("about:blank").await.unwrap();
         c.goto(&format!("{base}#ws?ws={id}")).await.unwrap();
         timeline.push(rendered(&c, "table.timeline", "renderedAt").await);
+        eprintln!("ui bench: timeline requests {}", requests(&c).await);
         c.goto("about:blank").await.unwrap();
         c.goto(&format!("{base}#tree?ws={id}")).await.unwrap();
         root.push(rendered(&c, "table.listing", "renderedAt").await);
@@ -106,10 +128,10 @@ async fn bench_first_render_of_a_large_workspace() {
     c.close().await.unwrap();
 }
 
-/// One draw of the large diff: the revision's first render, the large diff drawn whole (both
-/// since the address changed), the longest task and the longest gap between timer ticks
-/// while it drew (ms).
-async fn draw_large_diff(c: &Client, id: &str, rev: &str, layout: &str) -> [u64; 4] {
+/// One draw of the large diff (ms): the revision's first render and the large diff drawn
+/// whole (both since the address changed), the longest task and the longest gap between timer
+/// ticks while it drew, the time its `/compare` request took, and the drawing after it.
+async fn draw_large_diff(c: &Client, id: &str, rev: &str, layout: &str) -> [u64; 6] {
     c.execute(
         &format!("localStorage.setItem('supabash.diffLayout', '{layout}'); location.hash = '#workspaces'"),
         vec![],
@@ -133,6 +155,7 @@ async fn draw_large_diff(c: &Client, id: &str, rev: &str, layout: &str) -> [u64;
                window.benchGap = Math.max(window.benchGap, now - last);
                last = now;
              }}, 5);
+             performance.clearResourceTimings();
              window.benchT0 = performance.now();
              location.hash = '#rev?ws={id}&rev={rev}';"
         ),
@@ -147,8 +170,10 @@ async fn draw_large_diff(c: &Client, id: &str, rev: &str, layout: &str) -> [u64;
                 "const box = document.querySelector('section.file-diff[data-path=\"/big.txt\"] .diff[data-complete]');
                  if (!box) return null;
                  clearInterval(window.benchTick);
+                 const asked = performance.getEntriesByType('resource').filter((e) => e.name.includes('/compare')).pop();
                  return [Number(document.body.dataset.renderedAt) - window.benchT0,
-                         Number(box.dataset.doneAt) - window.benchT0, window.benchLong, window.benchGap]
+                         Number(box.dataset.doneAt) - window.benchT0, window.benchLong, window.benchGap,
+                         asked.responseEnd - asked.startTime, Number(box.dataset.doneAt) - asked.responseEnd]
                    .map(Math.round);",
                 vec![],
             )
@@ -156,7 +181,7 @@ async fn draw_large_diff(c: &Client, id: &str, rev: &str, layout: &str) -> [u64;
             .unwrap();
         if let Some(a) = v.as_array() {
             let n = |i: usize| a[i].as_u64().unwrap_or(0);
-            return [n(0), n(1), n(2), n(3)];
+            return [n(0), n(1), n(2), n(3), n(4), n(5)];
         }
         assert!(Instant::now() < deadline, "the large diff was never drawn");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -177,7 +202,7 @@ async fn bench_a_large_diff() {
     c.goto(&url).await.unwrap();
     find(&c, "#workspaces").await;
     for layout in ["unified", "split"] {
-        let runs: Vec<[u64; 4]> = {
+        let runs: Vec<[u64; 6]> = {
             let mut v = Vec::new();
             for _ in 0..5 {
                 v.push(draw_large_diff(&c, ws.id(), &revs[2], layout).await);
@@ -187,11 +212,14 @@ async fn bench_a_large_diff() {
         let col = |i: usize| runs.iter().map(|r| r[i]).collect::<Vec<_>>();
         eprintln!(
             "ui bench: 1 MiB diff, {layout}: revision drawn {} ms, large diff drawn whole {} ms, \
-             longest task {} ms, longest timer gap {} ms (medians of 5: {runs:?})",
+             longest task {} ms, longest timer gap {} ms; its /compare answered in {} ms, drawn in {} ms \
+             after (medians of 5: {runs:?})",
             median(col(0)),
             median(col(1)),
             median(col(2)),
             median(col(3)),
+            median(col(4)),
+            median(col(5)),
         );
     }
     c.close().await.unwrap();

@@ -65,7 +65,7 @@ pub async fn drawn(c: &Client, path: &str) -> Value {
          if (!box) return null;
          const n = (sel) => box.querySelectorAll(sel).length;
          return {{ add: n('div.add, .cell.add'), del: n('div.del, .cell.del'), bytes: box.textContent.length,
-                  last: box.lastElementChild.textContent }};"
+                  last: box.lastElementChild.lastElementChild.textContent }};"
     );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

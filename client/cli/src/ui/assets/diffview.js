@@ -9,6 +9,8 @@ import { languageOf, tokenize, tokenNodes } from './highlight.js';
 const SLICE_MS = 12;
 /** Lines drawn before the first turn is given back (what shows at once). */
 const FIRST_LINES = 400;
+/** Lines a block of the drawing holds (blocks off screen are not laid out). */
+const CHUNK_LINES = 200;
 /** Lines after which highlighting stops (a huge diff is drawn plain, and says so). */
 const HIGHLIGHT_LINES = 50000;
 
@@ -131,23 +133,31 @@ function splitRow([left, right], paint) {
 }
 
 /**
- * Draws `items` into `box` with `draw`, the first lines at once and the rest a slice at a time;
- * `status` says how far it is. Answers a function that stops it.
+ * Draws `items` into `box` with `draw`, in blocks of CHUNK_LINES lines (`div.chunk`: the page
+ * lays out and paints only the blocks on screen, so the thousandth block costs what the first
+ * did): the first lines at once, the rest a slice at a time; `status` says how far it is.
+ * Answers a function that stops it.
  */
 export function stream(box, items, draw, status) {
-  let done = 0, stopped = false, shownOnce = false;
-  const slice = (budget) => {
+  let done = 0, stopped = false, shownOnce = false, chunk = null;
+  const put = (node) => {
+    if (!chunk || chunk.childElementCount >= CHUNK_LINES) {
+      chunk = document.createElement('div');
+      chunk.className = 'chunk';
+      box.append(chunk);
+    }
+    chunk.append(node);
+  };
+  const slice = () => {
     // Stops when the page moved on (the box was shown, and is no longer).
     shownOnce = shownOnce || box.isConnected;
     if (stopped || (shownOnce && !box.isConnected)) return;
-    const frag = document.createDocumentFragment();
-    const until = performance.now() + budget;
+    const until = performance.now() + SLICE_MS;
     const first = done === 0;
-    while (done < items.length && (first ? done < FIRST_LINES : performance.now() < until)) frag.append(draw(items[done++]));
-    box.append(frag);
+    while (done < items.length && (first ? done < FIRST_LINES : performance.now() < until)) put(draw(items[done++]));
     if (done < items.length) {
       status.textContent = `drawing\u2026 ${done.toLocaleString('en')} of ${items.length.toLocaleString('en')} lines`;
-      setTimeout(() => slice(SLICE_MS), 0);
+      setTimeout(slice, 0);
     } else {
       status.textContent = '';
       status.hidden = true;
@@ -157,7 +167,7 @@ export function stream(box, items, draw, status) {
     }
   };
   status.hidden = false;
-  slice(SLICE_MS);
+  slice();
   return () => { stopped = true; };
 }
 
