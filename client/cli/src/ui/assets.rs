@@ -15,6 +15,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("assets/app.css"),
     ),
     ("app.js", JS, include_str!("assets/app.js")),
+    ("early.js", JS, include_str!("assets/early.js")),
     ("dom.js", JS, include_str!("assets/dom.js")),
     ("highlight.js", JS, include_str!("assets/highlight.js")),
     ("diffview.js", JS, include_str!("assets/diffview.js")),

@@ -3,7 +3,7 @@
 //! workspace's timeline and root, opening a directory of 1,000 entries, and a 1 MiB text diff.
 
 use super::by;
-use super::ui_support::{browser, find, start_ui, wait_text};
+use super::ui_support::{browser, find, start_ui, start_ui_bin, wait_text};
 use fantoccini::Client;
 use std::time::{Duration, Instant};
 use supabash_tests::client::{new_user, reopen, Via};
@@ -57,9 +57,34 @@ async fn requests(c: &Client) -> String {
     v.as_str().unwrap_or_default().to_owned()
 }
 
+/// One round on the viewer at `base` (ms): the timeline's and the root's first render after
+/// the page is requested, and opening the 1,000-entry `/big`.
+async fn first_renders(c: &Client, base: &str, id: &str) -> [u64; 3] {
+    c.goto("about:blank").await.unwrap();
+    c.goto(&format!("{base}#ws?ws={id}")).await.unwrap();
+    let timeline = rendered(c, "table.timeline", "renderedAt").await;
+    eprintln!("ui bench: timeline requests {}", requests(c).await);
+    c.goto("about:blank").await.unwrap();
+    c.goto(&format!("{base}#tree?ws={id}")).await.unwrap();
+    let root = rendered(c, "table.listing", "renderedAt").await;
+    c.execute(
+        &format!("location.hash = '#tree?ws={id}&path=%2Fbig'"),
+        vec![],
+    )
+    .await
+    .unwrap();
+    wait_text(c, "table.listing", "file-0999.txt").await;
+    [
+        timeline,
+        root,
+        rendered(c, "table.listing", "rendered").await,
+    ]
+}
+
 /// With `SUPABASH_UI_BENCH=1` (else it returns at once): in headless Chromium, the first render
 /// of a 10,000-file workspace's timeline (100 revisions) and root after the page is requested,
-/// and opening a directory of 1,000 entries (bench/ANALYSIS.md).
+/// and opening a directory of 1,000 entries (bench/ANALYSIS.md). `SUPABASH_UI_BENCH_BASE=BIN`
+/// measures the `supabash` at BIN too, in turn with this build's, round by round.
 #[tokio::test]
 async fn bench_first_render_of_a_large_workspace() {
     if std::env::var_os("SUPABASH_UI_BENCH").is_none() {
@@ -95,36 +120,36 @@ async fn bench_first_render_of_a_large_workspace() {
             .unwrap();
         ws.commit(by("agent", &format!("edit {i}"))).await.unwrap();
     }
-    let (_ui, url) = start_ui(&user);
-    let (_driver, c) = browser().await;
-    let base = url.split('?').next().unwrap().to_owned();
-    c.goto(&url).await.unwrap();
-    find(&c, "#workspaces").await;
-    let id = ws.id();
-    let (mut timeline, mut root, mut dir) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..5 {
-        c.goto("about:blank").await.unwrap();
-        c.goto(&format!("{base}#ws?ws={id}")).await.unwrap();
-        timeline.push(rendered(&c, "table.timeline", "renderedAt").await);
-        eprintln!("ui bench: timeline requests {}", requests(&c).await);
-        c.goto("about:blank").await.unwrap();
-        c.goto(&format!("{base}#tree?ws={id}")).await.unwrap();
-        root.push(rendered(&c, "table.listing", "renderedAt").await);
-        c.execute(
-            &format!("location.hash = '#tree?ws={id}&path=%2Fbig'"),
-            vec![],
-        )
-        .await
-        .unwrap();
-        wait_text(&c, "table.listing", "file-0999.txt").await;
-        dir.push(rendered(&c, "table.listing", "rendered").await);
+    // This build's viewer, and with SUPABASH_UI_BENCH_BASE another build's `supabash` (an
+    // older commit's, say) measured in turn with it, round by round, under the same load.
+    let mut viewers = vec![("this build".to_owned(), start_ui(&user))];
+    if let Ok(bin) = std::env::var("SUPABASH_UI_BENCH_BASE") {
+        let dsn = supabash_tests::client::cluster().dsn("authenticator");
+        viewers.push((bin.clone(), start_ui_bin(&bin, &user, &dsn)));
     }
-    eprintln!(
-        "ui bench: timeline first render {} ms, root first render {} ms, 1,000-entry directory {} ms (medians of 5: {timeline:?} {root:?} {dir:?})",
-        median(timeline.clone()),
-        median(root.clone()),
-        median(dir.clone())
-    );
+    let (_driver, c) = browser().await;
+    for (_, (_, url)) in &viewers {
+        c.goto(url).await.unwrap();
+        find(&c, "#workspaces").await;
+    }
+    let mut runs = vec![[Vec::new(), Vec::new(), Vec::new()]; viewers.len()];
+    for _ in 0..5 {
+        for (v, (_, (_, url))) in viewers.iter().enumerate() {
+            let base = url.split('?').next().unwrap();
+            let [t, r, d] = first_renders(&c, base, ws.id()).await;
+            runs[v][0].push(t);
+            runs[v][1].push(r);
+            runs[v][2].push(d);
+        }
+    }
+    for ((label, _), [timeline, root, dir]) in viewers.iter().zip(runs) {
+        eprintln!(
+            "ui bench ({label}): timeline first render {} ms, root first render {} ms, 1,000-entry directory {} ms (medians of 5: {timeline:?} {root:?} {dir:?})",
+            median(timeline.clone()),
+            median(root.clone()),
+            median(dir.clone())
+        );
+    }
     c.close().await.unwrap();
 }
 

@@ -35,7 +35,12 @@ pub fn start_ui(user: &str) -> (Killed, String) {
 
 /// `supabash ui` as `user` over the connection string `dsn`.
 pub fn start_ui_on(user: &str, dsn: &str) -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_supabash"))
+    start_ui_bin(env!("CARGO_BIN_EXE_supabash"), user, dsn)
+}
+
+/// The `supabash` at `bin` serving `ui` as `user` over `dsn` (the benchmark compares builds).
+pub fn start_ui_bin(bin: &str, user: &str, dsn: &str) -> (Killed, String) {
+    let mut child = Command::new(bin)
         .arg("ui")
         .env("SUPABASH_DSN", dsn)
         .env("SUPABASH_SUB", user)

@@ -2,6 +2,7 @@
 // live feed of the workspace shown (Server-Sent Events; each announcement is dispatched as a
 // `supabash:change` event the views listen to).
 import { el, parseHash, errorView, banner } from './dom.js';
+import { forgetEarly } from './early.js';
 import { showWorkspaces } from './workspaces.js';
 import { showTimeline } from './timeline.js';
 import { showRevision, showAudit, showPathDiff } from './revision.js';
@@ -89,6 +90,8 @@ async function route() {
     main.replaceChildren(errorView(err, route));
   }
   main.removeAttribute('aria-busy');
+  // What early.js asked for is for the first view only.
+  forgetEarly();
   // The feed opens once the view is drawn, so its start does not delay the first render.
   follow(params.get('ws'));
   // For the browser benchmarks: how long this view took, and when (since navigation start).
