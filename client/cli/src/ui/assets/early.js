@@ -1,8 +1,10 @@
 // The first view's data, asked for while the page's code is still arriving. index.html loads
 // this module `async` and it imports nothing, so it runs as soon as it is here, before the
 // views' modules are all in; for the views whose first requests the address alone decides (a
-// workspace's timeline, a directory) it asks for them at once. dom.js's api() takes such an
-// answer (once) instead of asking again; app.js forgets the rest after the first view.
+// workspace's timeline, a directory) it asks for them at once, and it preloads the modules of
+// the view the address names (app.js imports a view's module when the view is first shown).
+// dom.js's api() takes an answer asked for here (once) instead of asking again; app.js forgets
+// the rest after the first view.
 
 const pending = new Map();
 
@@ -40,11 +42,30 @@ export function forgetEarly() {
   pending.clear();
 }
 
+/** The modules each view needs beyond app.js and dom.js. */
+const MODULES = {
+  workspaces: ['workspaces.js'],
+  ws: ['timeline.js'],
+  rev: ['revision.js', 'diffview.js', 'highlight.js'],
+  audit: ['revision.js', 'diffview.js', 'highlight.js'],
+  pathdiff: ['revision.js', 'diffview.js', 'highlight.js'],
+  tree: ['files.js', 'diffview.js', 'highlight.js'],
+  file: ['files.js', 'diffview.js', 'highlight.js'],
+  history: ['files.js', 'diffview.js', 'highlight.js'],
+  search: ['search.js'],
+};
+
 const hash = location.hash.slice(1);
 const at = hash.indexOf('?');
 const view = at < 0 ? hash : hash.slice(0, at);
 const p = new URLSearchParams(at < 0 ? '' : hash.slice(at + 1));
 const ws = p.get('ws');
+for (const name of MODULES[view || 'workspaces'] ?? []) {
+  const link = document.createElement('link');
+  link.rel = 'modulepreload';
+  link.href = '/assets/' + name;
+  document.head.append(link);
+}
 if (ws && view === 'ws') {
   const base = '/api/ws/' + encodeURIComponent(ws);
   ask(base, {});
