@@ -8,7 +8,7 @@
 use super::error::{ApiError, ApiResult};
 use super::timeline::{receipt, summary};
 use super::UiState;
-use crate::history::diff::{compare, load, unified, FileDiff, Side};
+use crate::history::diff::{compare, load, unified_within, FileDiff, Side};
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::Deserialize;
@@ -19,6 +19,9 @@ use supabash::Transport;
 use supabash_core::rpc::audit::{Audit, AuditRecord};
 use supabash_core::rpc::{Receipt, ReceiptLine};
 
+/// The longest one file's diff may look for the smallest set of changes (then it answers a
+/// larger one: correct, less tidy).
+const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 /// A side larger than this is summarised, not read.
 const MAX_DIFF_SIDE: i64 = 2 << 20;
 /// A revision's file whose larger side is over this is not diffed in the revision's answer:
@@ -123,7 +126,7 @@ async fn file_change(
     let binary = files
         .iter()
         .any(|f| f.before == Side::Binary || f.after == Side::Binary);
-    let mut text = unified(&files, false);
+    let mut text = unified_within(&files, false, Some(DIFF_TIMEOUT));
     if text.len() > MAX_DIFF_TEXT {
         let mut cut = MAX_DIFF_TEXT;
         while !text.is_char_boundary(cut) {

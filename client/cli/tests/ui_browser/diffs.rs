@@ -97,13 +97,15 @@ async fn a_large_diff_side_by_side_highlighting_and_any_two_versions() {
         .unwrap();
     wait_text(&c, "section.file-diff[data-path='/src/lib.rs']", "fn three").await;
     let big = drawn(&c, "/big.txt").await;
-    assert_eq!(big["add"], json!(BIG_LINES / 4), "{big}");
-    assert_eq!(big["del"], json!(BIG_LINES / 4), "{big}");
+    // Every fourth line changed: 4,096 out and 4,096 in (more if the server's differ ran out
+    // of time and answered a larger diff), as many in as out; over 1 MiB of text drawn.
+    let (add, del) = (big["add"].as_u64().unwrap(), big["del"].as_u64().unwrap());
+    assert!(add >= (BIG_LINES / 4) as u64 && add == del, "{big}");
     assert!(big["bytes"].as_u64().unwrap() > 1 << 20, "{big}");
+    // The last line drawn is the file's last (after its mark: a space, or + when larger).
     let last = big["last"].as_str().unwrap();
-    // The last line drawn is the file's last (a line of context: its mark is a space).
     assert!(
-        last.starts_with(&format!(" {:05} written", BIG_LINES - 1)),
+        last[1..].starts_with(&format!("{:05} written", BIG_LINES - 1)),
         "{big}"
     );
     let section = find(&c, "section.file-diff[data-path='/big.txt'] h3").await;
@@ -143,7 +145,7 @@ async fn a_large_diff_side_by_side_highlighting_and_any_two_versions() {
         "{pairs}"
     );
     let split = drawn(&c, "/big.txt").await;
-    assert_eq!(split["add"], json!(BIG_LINES / 4), "{split}");
+    assert_eq!(split["add"], big["add"], "{split}");
     screenshot(&c, "revision-split").await;
     // The layout is remembered: a reload draws side by side again.
     c.refresh().await.unwrap();
