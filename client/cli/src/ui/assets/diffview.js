@@ -26,7 +26,7 @@ function remember(value) {
 }
 
 /**
- * The lines of a unified diff as records: {t: 'meta'|'hunk'|'del'|'add'|'ctx'|'note', s: text
+ * The lines of a unified diff as records: {t: 'meta'|'hunk'|'del'|'add'|'ctx'|'eol', s: text
  * without its mark, raw: the line, o: old line number, n: new line number}. Lines inside a
  * hunk are told apart by the hunk's counts, so a deleted line "--- x" is not a header.
  */
@@ -46,7 +46,7 @@ export function parseUnified(text) {
       if (newLeft === 0) n += 1;
       out.push({ t: 'hunk', s: raw, raw });
     } else if (raw.startsWith('\\')) {
-      out.push({ t: 'note', s: raw, raw });
+      out.push({ t: 'eol', s: raw, raw });
     } else if (inHunk && raw.startsWith('-')) {
       out.push({ t: 'del', s: raw.slice(1), raw, o: o++ }); oldLeft--;
     } else if (inHunk && raw.startsWith('+')) {
@@ -89,7 +89,7 @@ function highlighter(path, count) {
   let before = -1, after = -1;
   return (r) => {
     const text = shown(r.s);
-    if (!lang || r.t === 'meta' || r.t === 'hunk' || r.t === 'note') return [document.createTextNode(text)];
+    if (!lang || r.t === 'meta' || r.t === 'hunk' || r.t === 'eol') return [document.createTextNode(text)];
     const side = r.t === 'add' ? after : before;
     const { tokens, state } = tokenize(lang, text, side);
     if (r.t !== 'add') before = state;
