@@ -174,14 +174,22 @@ pub async fn revision(
 ) -> ApiResult<Value> {
     let t = s.transport.as_ref();
     let r = receipt(t, &s.receipts, &ws, &q.rev).await?;
-    let notes = crate::history::notes::fetch(t, &ws, &r.revision).await?;
     let to = DiffRef::Revision(r.revision.clone());
-    let compared = match &r.parent_revision {
-        Some(p) => compare(t, &ws, DiffRef::Revision(p.clone()), to, None)
-            .await
-            .ok(),
-        None => None,
+    let compared = async {
+        match &r.parent_revision {
+            Some(p) => compare(t, &ws, DiffRef::Revision(p.clone()), to, None)
+                .await
+                .ok(),
+            None => None,
+        }
     };
+    // Side by side on the pool's connections: the notes, the audit records and the diff.
+    let (notes, audit, compared) = tokio::join!(
+        crate::history::notes::fetch(t, &ws, &r.revision),
+        audit_of(t, &ws, &r.revision),
+        compared
+    );
+    let (notes, audit) = (notes?, audit?);
     let diff = compared.unwrap_or_else(|| Diff {
         from: None,
         to: Some(r.revision.clone()),
@@ -197,7 +205,6 @@ pub async fn revision(
             file_change(t, &ws, &diff, e, size).await
         });
     }
-    let audit = audit_of(t, &ws, &r.revision).await?;
     Ok(Json(json!({
         "revision": summary(&r, &notes),
         "metadata": r.metadata,
