@@ -7,12 +7,17 @@
 //! holds the committed ones), else to the target directory.
 
 mod ui_support;
+// The numbers (`SUPABASH_UI_BENCH=1`) and the diff views, in files of their own.
+#[path = "ui_browser/bench.rs"]
+mod bench;
+#[path = "ui_browser/diffs.rs"]
+mod diffs;
 
 use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use supabash::audit::{Action, ActionKind};
 use supabash::transport::call;
 use supabash::workspace::{CommitOptions, PurgeOptions, RedactOptions};
@@ -208,6 +213,12 @@ const HOSTILE_NAMES: [&str; 3] = [
     "/javascript:alert(1)",
 ];
 
+/// A JavaScript file whose strings, comments and code carry markup.
+const HOSTILE_JS: &str =
+    "const a = \"<script>window.pwned=1</script>\"; // <img src=x onerror=\"window.pwned=1\">\n\
+/* </span><img src=x onerror=window.pwned=1> */ let b = '<b onmouseover=alert(1)>';\n\
+`${window.pwned=1}` <script>alert(1)</script>\n";
+
 #[tokio::test]
 async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
     let user = new_user();
@@ -228,6 +239,8 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
         )
         .await
         .unwrap();
+    // Highlighted as JavaScript: the payloads land in strings, comments and plain text.
+    ws.fs().write("/evil.js", HOSTILE_JS).await.unwrap();
     ws.commit(by(
         "<img src=x onerror=window.pwned=1>",
         "\"><script>window.pwned=1</script>",
@@ -281,9 +294,31 @@ async fn hostile_names_and_contents_run_no_script_and_show_as_text() {
         .unwrap();
     wait_text(&c, "#file pre.text", "onload").await;
     clean(c.clone()).await;
+    c.goto(&format!("{base}#file?{ws_q}&path=%2Fevil.js"))
+        .await
+        .unwrap();
+    let js = wait_text(&c, "#file pre.text", "onerror").await;
+    assert_eq!(js.text().await.unwrap(), HOSTILE_JS.trim_end());
+    find(&c, "#file pre.text span.tok-str").await;
+    clean(c.clone()).await;
     click_link(&c, "nav.tabs a", "Timeline").await;
     click_link(&c, "table.timeline a", "#1").await;
     wait_text(&c, "#revision", "+<script>window.pwned=1</script>").await;
+    clean(c.clone()).await;
+    // Side by side, the same: text only.
+    click_link(&c, "nav.tabs a", "Timeline").await;
+    click_link(&c, "table.timeline a", "#2").await;
+    find(&c, "button[data-layout='split']")
+        .await
+        .click()
+        .await
+        .unwrap();
+    wait_text(
+        &c,
+        "section.file-diff[data-path='/evil.js'] .diff.split",
+        "onerror",
+    )
+    .await;
     clean(c.clone()).await;
     c.close().await.unwrap();
 }
@@ -472,104 +507,6 @@ async fn bad_input_gets_a_clear_page_and_a_lost_database_recovers() {
     proxy.set_down(false);
     find(&c, ".error button").await.click().await.unwrap();
     wait_text(&c, "table.listing", "a.md").await;
-    c.close().await.unwrap();
-}
-
-/// The median of `runs` measurements.
-fn median(mut runs: Vec<u64>) -> u64 {
-    runs.sort_unstable();
-    runs[runs.len() / 2]
-}
-
-/// Waits for the view to finish and answers its `data-rendered-at` or `data-rendered`.
-async fn rendered(c: &Client, css: &str, key: &str) -> u64 {
-    find(c, css).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let v = c
-            .execute(
-                &format!(
-                    "return document.querySelector('main[aria-busy]') ? null : document.body.dataset.{key}"
-                ),
-                vec![],
-            )
-            .await
-            .unwrap();
-        if let Some(ms) = v.as_str().and_then(|s| s.parse().ok()) {
-            return ms;
-        }
-        assert!(Instant::now() < deadline, "{css} never finished");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// With `SUPABASH_UI_BENCH=1` (else it returns at once): in headless Chromium, the first render
-/// of a 10,000-file workspace's timeline (100 revisions) and root after the page is requested,
-/// and opening a directory of 1,000 entries (bench/ANALYSIS.md).
-#[tokio::test]
-async fn bench_first_render_of_a_large_workspace() {
-    if std::env::var_os("SUPABASH_UI_BENCH").is_none() {
-        return;
-    }
-    let user = new_user();
-    let ws = reopen(
-        Via::Postgres,
-        &user,
-        supabash_tests::client::new_workspace(Via::Postgres, &user)
-            .await
-            .id(),
-    )
-    .await;
-    let fs = ws.fs();
-    for d in 0..10 {
-        let dir = if d == 0 {
-            "/big".to_owned()
-        } else {
-            format!("/d{d:02}")
-        };
-        fs.mkdir(&dir, true).await.unwrap();
-        for f in 0..1000 {
-            fs.write(&format!("{dir}/file-{f:04}.txt"), format!("{dir} {f}\n"))
-                .await
-                .unwrap();
-        }
-    }
-    ws.commit(by("seed", "10,000 files")).await.unwrap();
-    for i in 1..100 {
-        fs.write("/big/file-0000.txt", format!("edit {i}\n"))
-            .await
-            .unwrap();
-        ws.commit(by("agent", &format!("edit {i}"))).await.unwrap();
-    }
-    let (_ui, url) = start_ui(&user);
-    let (_driver, c) = browser().await;
-    let base = url.split('?').next().unwrap().to_owned();
-    c.goto(&url).await.unwrap();
-    find(&c, "#workspaces").await;
-    let id = ws.id();
-    let (mut timeline, mut root, mut dir) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..5 {
-        c.goto("about:blank").await.unwrap();
-        c.goto(&format!("{base}#ws?ws={id}")).await.unwrap();
-        timeline.push(rendered(&c, "table.timeline", "renderedAt").await);
-        c.goto("about:blank").await.unwrap();
-        c.goto(&format!("{base}#tree?ws={id}")).await.unwrap();
-        root.push(rendered(&c, "table.listing", "renderedAt").await);
-        c.execute(
-            &format!("location.hash = '#tree?ws={id}&path=%2Fbig'"),
-            vec![],
-        )
-        .await
-        .unwrap();
-        wait_text(&c, "table.listing", "file-0999.txt").await;
-        dir.push(rendered(&c, "table.listing", "rendered").await);
-    }
-    eprintln!(
-        "ui bench: timeline first render {} ms, root first render {} ms, 1,000-entry directory {} ms (medians of 5: {timeline:?} {root:?} {dir:?})",
-        median(timeline.clone()),
-        median(root.clone()),
-        median(dir.clone())
-    );
     c.close().await.unwrap();
 }
 

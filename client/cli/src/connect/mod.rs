@@ -117,6 +117,12 @@ impl ConnectArgs {
         Ok(Endpoint::Http { url, token, apikey })
     }
 
+    /// Whether these arguments reach PostgreSQL directly (a transport is one connection, one
+    /// call at a time) rather than over PostgREST (HTTP requests, side by side on one).
+    pub fn is_direct(&self) -> Result<bool, BoxError> {
+        Ok(matches!(self.endpoint()?, Endpoint::Direct { .. }))
+    }
+
     /// The transport these arguments describe.
     pub async fn connect(&self) -> Result<Arc<dyn Transport>, BoxError> {
         self.connect_with(

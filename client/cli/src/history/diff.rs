@@ -10,6 +10,7 @@ use crate::output;
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 use std::io::IsTerminal;
+use std::time::Duration;
 use supabash::workspace::{Diff, DiffEntry, DiffKind, DiffRef};
 use supabash::{ErrorCode, SupabashError, Transport};
 use supabash_core::posix::Kind;
@@ -231,6 +232,13 @@ fn rel(path: &str) -> &str {
 
 /// The unified diff of `files`, git's layout.
 pub fn unified(files: &[FileDiff], color: bool) -> String {
+    unified_within(files, color, None)
+}
+
+/// [`unified`], where each file's diff may take `timeout` at most: past it the differ stops
+/// looking for the smallest diff and answers a larger one, still correct (the viewer bounds
+/// its answers so; the command line waits for the smallest).
+pub fn unified_within(files: &[FileDiff], color: bool, timeout: Option<Duration>) -> String {
     let paint = Paint(color);
     let mut out = String::new();
     for f in files {
@@ -288,7 +296,11 @@ pub fn unified(files: &[FileDiff], color: bool) -> String {
         }
         header(format!("--- {a}"));
         header(format!("+++ {b}"));
-        let diff = TextDiff::from_lines(f.before.text(), f.after.text());
+        let mut config = TextDiff::configure();
+        if let Some(t) = timeout {
+            config.timeout(t);
+        }
+        let diff = config.diff_lines(f.before.text(), f.after.text());
         for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
             out.push_str(&paint.hunk(&hunk.header().to_string()));
             out.push('\n');

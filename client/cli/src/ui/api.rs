@@ -92,8 +92,9 @@ async fn workspace(
     Query(q): Query<Totals>,
 ) -> ApiResult<Value> {
     let t = s.transport.as_ref();
-    let info = all_workspaces(t)
-        .await?
+    // Side by side (the transport is a pool of connections): the list decides "not found".
+    let (list, lease) = tokio::join!(all_workspaces(t), lease(t, &ws));
+    let info = list?
         .into_iter()
         .find(|w| w.workspace_id == ws)
         .ok_or_else(|| {
@@ -103,7 +104,7 @@ async fn workspace(
             )
         })?;
     let mut v = json!(info);
-    v["lease"] = lease(t, &ws).await?;
+    v["lease"] = lease?;
     if q.totals.as_deref() == Some("1") {
         let request = ListDirectory {
             workspace_id: ws.clone(),

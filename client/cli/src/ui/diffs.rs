@@ -2,12 +2,13 @@
 //! unified diffs (git's layout from `history::diff`: renames as renames, mode changes, link
 //! targets, binary files named, redacted versions said so, large files summarised), and the
 //! audit records that produced it (each naming its revision, so they link both ways); and
-//! one path between two of its versions (`GET /api/ws/{id}/compare`).
+//! one path between two of its versions (`GET /api/ws/{id}/compare`), which is also how the
+//! page reads a revision's large files (over 256 KiB) after the rest.
 
 use super::error::{ApiError, ApiResult};
 use super::timeline::{receipt, summary};
 use super::UiState;
-use crate::history::diff::{compare, load, unified, FileDiff, Side};
+use crate::history::diff::{compare, load, unified_within, FileDiff, Side};
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::Deserialize;
@@ -18,10 +19,17 @@ use supabash::Transport;
 use supabash_core::rpc::audit::{Audit, AuditRecord};
 use supabash_core::rpc::{Receipt, ReceiptLine};
 
+/// The longest one file's diff may look for the smallest set of changes (then it answers a
+/// larger one: correct, less tidy).
+const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 /// A side larger than this is summarised, not read.
 const MAX_DIFF_SIDE: i64 = 2 << 20;
-/// The most bytes of unified diff one file answers (the rest is cut, and said so).
-const MAX_DIFF_TEXT: usize = 512 << 10;
+/// A revision's file whose larger side is over this is not diffed in the revision's answer:
+/// the page asks for it on its own (`/compare`) once the rest is drawn.
+const DEFER_SIDE: i64 = 256 << 10;
+/// The most bytes of unified diff one file answers (the rest is cut, and said so): two sides
+/// of [`MAX_DIFF_SIDE`] wholly rewritten fit.
+const MAX_DIFF_TEXT: usize = 5 << 20;
 
 /// The query naming a revision.
 #[derive(Debug, Deserialize)]
@@ -64,15 +72,9 @@ fn largest(lines: &[ReceiptLine], path: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// One file's change as the page shows it.
-async fn file_change(
-    t: &dyn Transport,
-    ws: &str,
-    diff: &Diff,
-    entry: &DiffEntry,
-    size: i64,
-) -> Value {
-    let mut shown = json!({
+/// What the page shows of a changed entry before its content.
+fn entry_fields(entry: &DiffEntry) -> Value {
+    json!({
         "kind": entry.kind,
         "path": entry.path,
         "from": entry.from,
@@ -81,7 +83,27 @@ async fn file_change(
         "beforeKind": entry.before_kind,
         "afterKind": entry.after_kind,
         "binary": entry.binary,
+    })
+}
+
+/// A large file of a revision, to be asked for on its own: where `/compare` finds it.
+fn deferred(diff: &Diff, entry: &DiffEntry, size: i64) -> Value {
+    let mut shown = entry_fields(entry);
+    shown["deferred"] = json!({
+        "from": diff.from, "to": diff.to, "path": entry.path, "old": entry.from, "size": size,
     });
+    shown
+}
+
+/// One file's change as the page shows it.
+async fn file_change(
+    t: &dyn Transport,
+    ws: &str,
+    diff: &Diff,
+    entry: &DiffEntry,
+    size: i64,
+) -> Value {
+    let mut shown = entry_fields(entry);
     if size > MAX_DIFF_SIDE {
         shown["large"] = json!(size);
         return shown;
@@ -104,7 +126,7 @@ async fn file_change(
     let binary = files
         .iter()
         .any(|f| f.before == Side::Binary || f.after == Side::Binary);
-    let mut text = unified(&files, false);
+    let mut text = unified_within(&files, false, Some(DIFF_TIMEOUT));
     if text.len() > MAX_DIFF_TEXT {
         let mut cut = MAX_DIFF_TEXT;
         while !text.is_char_boundary(cut) {
@@ -152,14 +174,22 @@ pub async fn revision(
 ) -> ApiResult<Value> {
     let t = s.transport.as_ref();
     let r = receipt(t, &s.receipts, &ws, &q.rev).await?;
-    let notes = crate::history::notes::fetch(t, &ws, &r.revision).await?;
     let to = DiffRef::Revision(r.revision.clone());
-    let compared = match &r.parent_revision {
-        Some(p) => compare(t, &ws, DiffRef::Revision(p.clone()), to, None)
-            .await
-            .ok(),
-        None => None,
+    let compared = async {
+        match &r.parent_revision {
+            Some(p) => compare(t, &ws, DiffRef::Revision(p.clone()), to, None)
+                .await
+                .ok(),
+            None => None,
+        }
     };
+    // Side by side on the pool's connections: the notes, the audit records and the diff.
+    let (notes, audit, compared) = tokio::join!(
+        crate::history::notes::fetch(t, &ws, &r.revision),
+        audit_of(t, &ws, &r.revision),
+        compared
+    );
+    let (notes, audit) = (notes?, audit?);
     let diff = compared.unwrap_or_else(|| Diff {
         from: None,
         to: Some(r.revision.clone()),
@@ -167,9 +197,14 @@ pub async fn revision(
     });
     let mut files = Vec::with_capacity(diff.entries.len());
     for e in &diff.entries {
-        files.push(file_change(t, &ws, &diff, e, largest(&r.changes, &e.path)).await);
+        let size = largest(&r.changes, &e.path);
+        let later = size > DEFER_SIDE && size <= MAX_DIFF_SIDE && diff.from.is_some() && !e.binary;
+        files.push(if later {
+            deferred(&diff, e, size)
+        } else {
+            file_change(t, &ws, &diff, e, size).await
+        });
     }
-    let audit = audit_of(t, &ws, &r.revision).await?;
     Ok(Json(json!({
         "revision": summary(&r, &notes),
         "metadata": r.metadata,

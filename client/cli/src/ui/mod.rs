@@ -12,6 +12,7 @@ pub mod diffs;
 pub mod error;
 pub mod headers;
 pub mod live;
+pub mod pool;
 pub mod timeline;
 pub mod tree;
 
@@ -41,7 +42,7 @@ pub struct UiArgs {
     pub workspace: Option<String>,
 }
 
-/// What every handler shares: the connection (one identity) and the token check.
+/// What every handler shares: the connections (one identity) and the token check.
 #[derive(Clone)]
 pub struct UiState {
     pub transport: Arc<dyn Transport>,
@@ -78,10 +79,29 @@ fn page_url(addr: SocketAddr, token: &str, workspace: Option<&str>) -> String {
     url
 }
 
+/// The viewer's transport: over a direct connection a [`pool::ReadPool`] of
+/// [`pool::DIRECT_CONNECTIONS`] connections (made side by side), so the page's requests do not
+/// queue on one; over PostgREST one transport (its HTTP requests already run side by side).
+async fn connect(args: &ConnectArgs) -> Result<Arc<dyn Transport>, BoxError> {
+    if !args.is_direct()? {
+        return args.connect().await;
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..pool::DIRECT_CONNECTIONS {
+        let args = args.clone();
+        tasks.spawn(async move { args.connect().await });
+    }
+    let mut members = Vec::with_capacity(pool::DIRECT_CONNECTIONS);
+    while let Some(joined) = tasks.join_next().await {
+        members.push(joined.map_err(|e| -> BoxError { Box::new(e) })??);
+    }
+    Ok(Arc::new(pool::ReadPool::new(members)))
+}
+
 /// `supabash ui`: serves the viewer until Ctrl-C; prints its address (with the token) alone
 /// on stdout.
 pub async fn run(args: UiArgs) -> Result<(), BoxError> {
-    let transport = args.connect.connect().await?;
+    let transport = connect(&args.connect).await?;
     let listener = tokio::net::TcpListener::bind((args.bind, args.port)).await?;
     let addr = listener.local_addr()?;
     let auth = Arc::new(auth::Auth::new(addr.port()));

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use supabash::{ErrorCode, Transport};
+use supabash_core::posix::Kind;
 use supabash_core::rpc::notes::RevisionNote;
 use supabash_core::rpc::Receipt;
 
@@ -26,13 +27,13 @@ const FILTER_PAGES: usize = 20;
 pub struct ReceiptCache(Mutex<HashMap<(String, String), Receipt>>);
 
 impl ReceiptCache {
-    fn keep(&self, ws: &str, receipts: &[Receipt]) {
+    fn keep(&self, ws: &str, receipts: Vec<Receipt>) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if map.len() + receipts.len() > CACHED_RECEIPTS {
             map.clear();
         }
         for r in receipts {
-            map.insert((ws.to_owned(), r.revision.clone()), r.clone());
+            map.insert((ws.to_owned(), r.revision.clone()), r);
         }
     }
 
@@ -55,10 +56,10 @@ pub async fn receipt(
     }
     let mut found = None;
     for_each_page(transport, ws, |p| {
-        cache.keep(ws, &p.records);
         if found.is_none() {
-            found = p.records.into_iter().find(|r| r.revision == rev);
+            found = p.records.iter().find(|r| r.revision == rev).cloned();
         }
+        cache.keep(ws, p.records);
     })
     .await?;
     found.ok_or_else(|| {
@@ -110,7 +111,23 @@ fn under(dir: &str, path: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// One revision as the timeline shows it.
+/// The files a revision adds less those it removes (directories not counted): the steps of
+/// the growth chart, so the page need not be sent every change line (a first commit of 10,000
+/// files has 10,000).
+fn files_delta(r: &Receipt) -> i64 {
+    r.changes
+        .iter()
+        .filter(|c| c.kind != Some(Kind::Directory))
+        .map(|c| match c.op.as_str() {
+            "delete" => -1,
+            "upsert" if c.before_hash.is_none() && !c.redacted => 1,
+            "move" if c.replaced_hash.is_some() => -1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// One revision as the timeline shows it (its change lines counted, not listed).
 pub fn summary(r: &Receipt, notes: &[RevisionNote]) -> Value {
     let written: i64 = r.changes.iter().filter_map(|c| c.after_size).sum();
     let delta: i64 = r
@@ -131,7 +148,7 @@ pub fn summary(r: &Receipt, notes: &[RevisionNote]) -> Value {
         "filesChanged": r.changes.len(),
         "bytesWritten": written,
         "bytesDelta": delta,
-        "changes": r.changes,
+        "filesDelta": files_delta(r),
         "notes": notes,
     })
 }
@@ -153,17 +170,24 @@ pub async fn timeline(
             Some(limit as i32),
         )
         .await?;
-        s.receipts.keep(&ws, &p.records);
+        let mut full = false;
         for r in &p.records {
             cursor = Some(r.revision.clone());
             if q.keeps(r) {
                 out.push(summary(r, &p.notes));
-                if out.len() == limit {
-                    return Ok(Json(json!({ "records": out, "nextCursor": cursor })));
+                full = out.len() == limit;
+                if full {
+                    break;
                 }
             }
         }
-        if p.next_cursor.is_none() {
+        let last_page = p.next_cursor.is_none();
+        // Kept whole (moved, not copied: a first commit's receipt may list 10,000 changes).
+        s.receipts.keep(&ws, p.records);
+        if full {
+            return Ok(Json(json!({ "records": out, "nextCursor": cursor })));
+        }
+        if last_page {
             return Ok(Json(json!({ "records": out, "nextCursor": null })));
         }
     }
@@ -172,7 +196,40 @@ pub async fn timeline(
 
 #[cfg(test)]
 mod tests {
-    use super::under;
+    use super::{files_delta, under, Receipt};
+    use serde_json::json;
+
+    #[test]
+    fn the_growth_chart_counts_files_added_less_files_removed() {
+        let line = |op: &str, before: Option<&str>, extra: serde_json::Value| {
+            let mut l = json!({ "op": op, "path": "/x", "beforeHash": before });
+            l.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            l
+        };
+        let changes = [
+            line("upsert", None, json!({})),       // a new file: +1
+            line("upsert", None, json!({})),       // another: +1
+            line("upsert", Some("ab"), json!({})), // an edit: 0
+            line("delete", Some("ab"), json!({})), // gone: -1
+            line("upsert", None, json!({ "kind": "directory" })), // a directory: 0
+            line("move", Some("ab"), json!({ "replacedHash": "cd" })), // onto a file: -1
+            line("upsert", None, json!({ "redacted": true })), // redacted: not counted
+        ];
+        let r: Receipt = serde_json::from_value(json!({
+            "workspaceId": "w", "revision": "r", "position": 1, "transactionId": "t",
+            "actor": "a", "metadata": {}, "committedAt": "now", "changes": changes,
+        }))
+        .unwrap();
+        assert_eq!(files_delta(&r), 0);
+        let only_new: Receipt = serde_json::from_value(json!({
+            "workspaceId": "w", "revision": "r", "position": 1, "transactionId": "t",
+            "actor": "a", "metadata": {}, "committedAt": "now", "changes": [changes[0], changes[1]],
+        }))
+        .unwrap();
+        assert_eq!(files_delta(&only_new), 2);
+    }
 
     #[test]
     fn a_path_filter_keeps_the_path_and_what_lies_below() {

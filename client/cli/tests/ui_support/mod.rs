@@ -35,7 +35,12 @@ pub fn start_ui(user: &str) -> (Killed, String) {
 
 /// `supabash ui` as `user` over the connection string `dsn`.
 pub fn start_ui_on(user: &str, dsn: &str) -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_supabash"))
+    start_ui_bin(env!("CARGO_BIN_EXE_supabash"), user, dsn)
+}
+
+/// The `supabash` at `bin` serving `ui` as `user` over `dsn` (the benchmark compares builds).
+pub fn start_ui_bin(bin: &str, user: &str, dsn: &str) -> (Killed, String) {
+    let mut child = Command::new(bin)
         .arg("ui")
         .env("SUPABASH_DSN", dsn)
         .env("SUPABASH_SUB", user)
@@ -118,10 +123,13 @@ pub async fn wait_text(c: &Client, css: &str, want: &str) -> Element {
                 return e;
             }
         }
-        assert!(
-            Instant::now() < deadline,
-            "{css} never showed {want:?}: {seen:?}"
-        );
+        if Instant::now() >= deadline {
+            let page = c
+                .execute("return document.querySelector('main')?.innerText", vec![])
+                .await
+                .unwrap_or_default();
+            panic!("{css} never showed {want:?}: {seen:?}; the page: {page}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -2,22 +2,19 @@
 // live feed of the workspace shown (Server-Sent Events; each announcement is dispatched as a
 // `supabash:change` event the views listen to).
 import { el, parseHash, errorView, banner } from './dom.js';
-import { showWorkspaces } from './workspaces.js';
-import { showTimeline } from './timeline.js';
-import { showRevision, showAudit, showPathDiff } from './revision.js';
-import { showTree, showFile, showHistory } from './files.js';
-import { showSearch } from './search.js';
+import { forgetEarly } from './early.js';
 
+// Each view's module is read when a view first needs it (early.js preloads the first one's).
 const views = {
-  workspaces: showWorkspaces,
-  ws: showTimeline,
-  rev: showRevision,
-  audit: showAudit,
-  pathdiff: showPathDiff,
-  tree: showTree,
-  file: showFile,
-  history: showHistory,
-  search: showSearch,
+  workspaces: () => import('./workspaces.js').then((m) => m.showWorkspaces),
+  ws: () => import('./timeline.js').then((m) => m.showTimeline),
+  rev: () => import('./revision.js').then((m) => m.showRevision),
+  audit: () => import('./revision.js').then((m) => m.showAudit),
+  pathdiff: () => import('./revision.js').then((m) => m.showPathDiff),
+  tree: () => import('./files.js').then((m) => m.showTree),
+  file: () => import('./files.js').then((m) => m.showFile),
+  history: () => import('./files.js').then((m) => m.showHistory),
+  search: () => import('./search.js').then((m) => m.showSearch),
 };
 
 let feed = null;
@@ -67,7 +64,7 @@ async function route() {
   cleanup = [];
   const { view, params } = parseHash();
   const main = document.getElementById('main');
-  const show = views[view];
+  const load = views[view];
   const ctx = {
     /** Calls `fn` on each announcement while this view is shown. */
     onChange(fn) {
@@ -76,19 +73,22 @@ async function route() {
       cleanup.push(() => window.removeEventListener('supabash:change', h));
     },
   };
-  if (!show) {
+  if (!load) {
     main.replaceChildren(el('p', { class: 'error' }, 'No such view.'));
     return;
   }
   const started = performance.now();
   main.setAttribute('aria-busy', 'true');
   try {
+    const show = await load();
     const node = await show(params, ctx);
     main.replaceChildren(node);
   } catch (err) {
     main.replaceChildren(errorView(err, route));
   }
   main.removeAttribute('aria-busy');
+  // What early.js asked for is for the first view only.
+  forgetEarly();
   // The feed opens once the view is drawn, so its start does not delay the first render.
   follow(params.get('ws'));
   // For the browser benchmarks: how long this view took, and when (since navigation start).

@@ -1,6 +1,7 @@
 // DOM helpers. Every name, path and content is attacker-controlled (agents write them): text
 // goes in with textContent only, links are built here from encoded query parameters and always
 // start with '#' or '/api/', and nothing is ever parsed as HTML.
+import { takeEarly } from './early.js';
 
 /** An element with attributes (event handlers for on* keys) and children (strings become text). */
 export function el(tag, attrs = {}, ...children) {
@@ -11,7 +12,7 @@ export function el(tag, attrs = {}, ...children) {
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
     else e.setAttribute(k, String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -87,12 +88,12 @@ export function banner(message) {
   b.textContent = message || '';
 }
 
-/** The JSON answer of an API route; errors thrown as ApiError. */
+/** The JSON answer of an API route (asked for by early.js, or now); errors thrown as ApiError. */
 export async function api(path, params = {}) {
   const q = query(params);
   let res;
   try {
-    res = await fetch(path + (q ? '?' + q : ''), { headers: { accept: 'application/json' } });
+    res = await (takeEarly(path, params) || fetch(path + (q ? '?' + q : ''), { headers: { accept: 'application/json' } }));
   } catch (e) {
     banner('The viewer is not answering (is `supabash ui` still running?).');
     throw new ApiError(0, 'UNREACHABLE', 'the viewer is not answering');

@@ -1,6 +1,8 @@
 // Files at a revision: a directory a page at a time, a file (text, image, binary or redacted),
 // and a path's versions.
-import { el, api, link, tabs, table, short, bytes, name, query, shown } from './dom.js';
+import { el, api, link, tabs, table, short, bytes, name, query, shown, hrefTo } from './dom.js';
+import { stream, highlighted } from './diffview.js';
+import { languageOf, tokenize, tokenNodes } from './highlight.js';
 
 function crumbs(ws, rev, path) {
   const parts = path.split('/').filter(Boolean);
@@ -69,11 +71,20 @@ function content(ws, rev, f) {
   if (f.binary) return el('p', {}, 'Binary file, ' + bytes(f.size) + ': not shown. ', el('a', { href: raw, download: '' }, 'download'));
   const lines = (f.text ?? '').split('\n');
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
-  const pre = el('pre', { class: 'text' });
-  const frag = document.createDocumentFragment();
-  lines.forEach((l, i) => frag.append(el('div', { class: 'line' }, el('span', { class: 'ln' }, String(i + 1)), shown(l))));
-  pre.append(frag);
-  return [f.truncated ? el('p', { class: 'muted' }, 'Only the first 512 KiB of ' + bytes(f.size) + ' is shown.') : null, pre];
+  const lang = highlighted(lines.length) ? languageOf(f.path) : null;
+  const pre = el('pre', { class: 'text' + (lang ? ' lang-' + lang : '') });
+  const status = el('p', { class: 'muted drawing', hidden: true }, '');
+  let state = -1, at = 0;
+  const draw = (l) => {
+    const line = el('div', { class: 'line' }, el('span', { class: 'ln', 'data-n': String(++at) }));
+    if (!lang) { line.append(shown(l)); return line; }
+    const t = tokenize(lang, shown(l), state);
+    state = t.state;
+    line.append(...tokenNodes(t.tokens));
+    return line;
+  };
+  stream(pre, lines, draw, status);
+  return [f.truncated ? el('p', { class: 'muted' }, 'Only the first 512 KiB of ' + bytes(f.size) + ' is shown.') : null, pre, status];
 }
 
 /** The file view (`#file?ws=ID&rev=&path=`). */
@@ -91,29 +102,83 @@ export async function showFile(params) {
     content(ws, f.revision || rev, f));
 }
 
-/** The path history view (`#history?ws=ID&path=`). */
-export async function showHistory(params) {
-  const ws = params.get('ws');
-  const path = params.get('path') || '/';
-  const page = await api('/api/ws/' + encodeURIComponent(ws) + '/history', { path });
-  // Each version against the one before it (the next row: newest first).
-  const diffLink = (v, i) => {
-    const prev = page.versions[i + 1];
-    if (!v.revision || !prev || !prev.revision || v.op === 'delete' || prev.op === 'delete') return '';
-    const size = Math.max(v.size || 0, prev.size || 0);
-    return link('pathdiff', { ws, path: v.path, old: prev.path, from: prev.revision, to: v.revision, size }, 'diff');
-  };
-  const rows = page.versions.map((v, i) => el('tr', {},
+/** Whether a version can be diffed (its content is there: not a deletion, not purged). */
+function diffable(v) {
+  return Boolean(v && v.revision && v.op !== 'delete');
+}
+
+/** The pathdiff view of `from` against `to` (two versions of the path's history). */
+function pairHref(ws, from, to) {
+  const size = Math.max(from.size || 0, to.size || 0);
+  return hrefTo('pathdiff', { ws, path: to.path, old: from.path, from: from.revision, to: to.revision, size });
+}
+
+function versionRow(ws, versions, i) {
+  const v = versions[i];
+  const prev = versions[i + 1];
+  const pick = (side) => el('input', {
+    type: 'radio', name: side, value: String(i), 'aria-label': side + ' #' + v.position, disabled: !diffable(v),
+  });
+  return el('tr', { 'data-position': v.position },
     el('td', { class: 'num' }, v.revision ? link('rev', { ws, rev: v.revision }, '#' + v.position) : '#' + v.position + ' (purged)'),
     el('td', {}, v.committedAt || '-'),
     el('td', {}, name(v.actor || '-')),
     el('td', {}, v.op, v.from ? [' from ', name(v.from)] : null),
-    el('td', {}, v.revision && v.op !== 'delete' ? link('file', { ws, rev: v.revision, path: v.path }, name(v.path)) : name(v.path)),
+    el('td', {}, diffable(v) ? link('file', { ws, rev: v.revision, path: v.path }, name(v.path)) : name(v.path)),
     el('td', { class: 'num' }, v.redacted ? 'redacted' : bytes(v.size)),
-    el('td', {}, diffLink(v, i))));
+    el('td', { class: 'pick' }, pick('from')),
+    el('td', { class: 'pick' }, pick('to')),
+    el('td', {}, diffable(v) && diffable(prev) ? el('a', { href: pairHref(ws, prev, v), class: 'previous' }, 'diff') : ''));
+}
+
+/**
+ * The path history view (`#history?ws=ID&path=`): versions newest first, a page at a time;
+ * any two chosen (from, to) are compared, and each links to its diff against the one before.
+ */
+export async function showHistory(params) {
+  const ws = params.get('ws');
+  const path = params.get('path') || '/';
+  const versions = [];
+  const body = el('tbody', {});
+  const more = el('button', { type: 'button', id: 'more' }, 'older versions');
+  let cursor = null;
+  const load = async () => {
+    const page = await api('/api/ws/' + encodeURIComponent(ws) + '/history', { path, cursor });
+    const from = versions.length;
+    versions.push(...page.versions);
+    // The last row of the previous page links to the first of this one.
+    if (from > 0) body.lastElementChild?.replaceWith(versionRow(ws, versions, from - 1));
+    for (let i = from; i < versions.length; i++) body.append(versionRow(ws, versions, i));
+    cursor = page.nextCursor;
+    more.hidden = !cursor;
+  };
+  more.addEventListener('click', load);
+  await load();
+  const form = el('form', { id: 'versions' });
+  const chosen = (side) => {
+    const r = form.querySelector(`input[name="${side}"]:checked`);
+    return r ? versions[Number(r.value)] : null;
+  };
+  const why = el('span', { class: 'muted', id: 'compare-why' }, '');
+  const compare = el('button', { type: 'button', id: 'compare' }, 'Compare the chosen versions');
+  compare.addEventListener('click', () => {
+    const [from, to] = [chosen('from'), chosen('to')];
+    if (!from || !to) { why.textContent = ' Choose a version in each column.'; return; }
+    if (from === to) { why.textContent = ' Choose two different versions.'; return; }
+    location.hash = pairHref(ws, from, to);
+  });
+  // The two newest versions with content are chosen to begin with (older as "from").
+  const open = versions.map((v, i) => [v, i]).filter(([v]) => diffable(v)).slice(0, 2);
+  form.append(table(['pos', 'time', 'actor', 'change', 'path', 'size', 'from', 'to', 'against the previous'], []));
+  form.querySelector('tbody').replaceWith(body);
+  if (open.length === 2) {
+    body.querySelectorAll('input[name="to"]')[open[0][1]].checked = true;
+    body.querySelectorAll('input[name="from"]')[open[1][1]].checked = true;
+  }
   return el('section', { id: 'history' },
     el('h1', {}, 'History of ', name(path)),
     tabs(ws, 'tree'),
-    table(['pos', 'time', 'actor', 'change', 'path', 'size', 'against the previous'], rows),
-    page.nextCursor ? el('p', { class: 'muted' }, 'Older versions follow (the first 100 are shown).') : null);
+    el('p', {}, compare, why),
+    form,
+    more);
 }

@@ -1,10 +1,8 @@
 // One revision: its receipt, the audit records that produced it (each linking to the audit
 // trail), and its changes as unified diffs; and the audit trail, each record linking to the
 // revision it led to.
-import { el, api, link, tabs, table, short, bytes, name, shown } from './dom.js';
-
-/** How many diff lines are drawn before a "show more" button (the rest on demand). */
-const LINES_AT_ONCE = 2000;
+import { el, api, link, tabs, table, short, bytes, name } from './dom.js';
+import { diffBlock, layoutSwitch } from './diffview.js';
 
 function outcome(o) {
   if (!o) return '';
@@ -13,53 +11,59 @@ function outcome(o) {
   return o.status;
 }
 
-function lineClass(line) {
-  if (line.startsWith('@@')) return 'hunk';
-  if (line.startsWith('+++') || line.startsWith('---') || line.startsWith('diff --git')) return 'meta';
-  if (line.startsWith('+')) return 'add';
-  if (line.startsWith('-')) return 'del';
-  return 'ctx';
-}
-
-/** The lines of a diff, drawn LINES_AT_ONCE at a time. */
-function diffLines(text) {
-  const lines = text.split('\n');
-  if (lines.length && lines[lines.length - 1] === '') lines.pop();
-  const pre = el('pre', { class: 'diff' });
-  let done = 0;
-  const more = el('button', { type: 'button', class: 'more' }, '');
-  const draw = () => {
-    const frag = document.createDocumentFragment();
-    const end = Math.min(lines.length, done + LINES_AT_ONCE);
-    for (; done < end; done++) frag.append(el('div', { class: lineClass(lines[done]) }, shown(lines[done])));
-    pre.append(frag);
-    more.hidden = done >= lines.length;
-    more.textContent = `show ${Math.min(LINES_AT_ONCE, lines.length - done)} more lines`;
-  };
-  more.addEventListener('click', draw);
-  draw();
-  return [pre, more];
-}
-
-function fileBlock(ws, rev, f) {
-  const title = f.from && f.from !== f.path ? [name(f.from), ' \u2192 ', name(f.path)] : [name(f.path)];
+function fileNotes(f) {
   const notes = [];
   if (f.beforeMode && f.afterMode && f.beforeMode !== f.afterMode) notes.push('mode ' + f.beforeMode + ' \u2192 ' + f.afterMode);
   if (f.afterKind === 'symlink') notes.push('symbolic link');
   if (f.binary) notes.push('binary');
   if (f.redacted) notes.push('redacted');
-  if (f.truncated) notes.push('diff cut at 512 KiB');
-  let content;
-  if (f.large) content = el('p', { class: 'muted' }, 'A large file (' + bytes(f.large) + '): not shown. Open it from the file view.');
-  else if (f.error) content = el('p', { class: 'error' }, 'Could not read this file: ' + f.error);
-  else if (f.unified !== undefined) content = diffLines(f.unified);
-  else content = null;
+  if (f.truncated) notes.push('diff cut at 5 MiB');
+  return notes;
+}
+
+/** What a file's diff shows: its lines, or why not. */
+function fileContent(f) {
+  if (f.large) return el('p', { class: 'muted' }, 'A large file (' + bytes(f.large) + '): not shown. Open it from the file view.');
+  if (f.error) return el('p', { class: 'error' }, 'Could not read this file: ' + f.error);
+  if (f.unified !== undefined) return diffBlock(f.unified, f.path);
+  return null;
+}
+
+/**
+ * A file's block. A deferred one (a large file) shows a placeholder; `later` gets the work
+ * that reads and draws it, run once the page is drawn.
+ */
+function fileBlock(ws, rev, f, later) {
+  const title = f.from && f.from !== f.path ? [name(f.from), ' \u2192 ', name(f.path)] : [name(f.path)];
+  const notes = el('span', { class: 'muted' }, fileNotes(f).length ? ' (' + fileNotes(f).join(', ') + ')' : '');
+  const body = el('div', { class: 'file-body' });
+  if (f.deferred) {
+    body.append(el('p', { class: 'muted drawing' }, 'Reading a large diff (' + bytes(f.deferred.size) + ')\u2026'));
+    later.push(async () => {
+      const d = f.deferred;
+      try {
+        const got = await api('/api/ws/' + encodeURIComponent(ws) + '/compare', { path: d.path, old: d.old, from: d.from, to: d.to, size: d.size });
+        const one = got.files.find((x) => x.path === f.path) || got.files[0];
+        if (!one) { body.replaceChildren(el('p', { class: 'muted' }, 'No difference.')); return; }
+        notes.textContent = fileNotes(one).length ? ' (' + fileNotes(one).join(', ') + ')' : '';
+        body.replaceChildren(...[fileContent(one)].flat().filter(Boolean));
+      } catch (err) {
+        body.replaceChildren(el('p', { class: 'error' }, 'Could not read this file: ' + (err.message || String(err))));
+      }
+    });
+  } else {
+    body.append(...[fileContent(f)].flat().filter(Boolean));
+  }
   return el('section', { class: 'file-diff', 'data-path': f.path },
     el('h3', {}, el('span', { class: 'kind ' + f.kind }, f.kind), ' ',
       f.kind === 'deleted' ? el('span', {}, title) : link('file', { ws, rev, path: f.path }, title),
-      notes.length ? el('span', { class: 'muted' }, ' (' + notes.join(', ') + ')') : null,
-      ' ', link('history', { ws, path: f.path }, 'history')),
-    content);
+      notes, ' ', link('history', { ws, path: f.path }, 'history')),
+    body);
+}
+
+/** Runs the deferred reads one after another, once the view is on the page. */
+function runLater(later) {
+  setTimeout(async () => { for (const job of later) await job(); }, 0);
 }
 
 function auditRow(ws, r, here) {
@@ -90,11 +94,13 @@ export async function showRevision(params) {
     ? table(AUDIT_HEADERS, d.audit.map((a) => auditRow(ws, a, true)), { class: 'audit' })
     : el('p', { class: 'muted' }, 'No audit record: this revision was not made through recorded agent actions.');
   const marked = params.get('record');
+  const later = [];
+  let section = null;
   if (marked) {
     const tr = audit.querySelector?.(`tr[data-record="${CSS.escape(marked)}"]`);
     if (tr) tr.classList.add('marked');
   }
-  return el('section', { id: 'revision' },
+  section = el('section', { id: 'revision' },
     el('h1', {}, 'Revision #' + r.position),
     tabs(ws, ''),
     el('dl', { class: 'facts' },
@@ -109,7 +115,10 @@ export async function showRevision(params) {
     el('h2', {}, 'Agent actions'),
     audit,
     el('h2', {}, 'Changes'),
-    d.files.map((f) => fileBlock(ws, r.revision, f)));
+    d.files.length ? layoutSwitch(() => section) : null,
+    d.files.map((f) => fileBlock(ws, r.revision, f, later)));
+  runLater(later);
+  return section;
 }
 
 /** The audit trail (`#audit?ws=ID`), a page at a time. */
@@ -146,8 +155,12 @@ export async function showPathDiff(params) {
   const d = await api('/api/ws/' + encodeURIComponent(ws) + '/compare', {
     path, old: params.get('old'), from: params.get('from'), to: params.get('to'), size: params.get('size'),
   });
-  return el('section', { id: 'pathdiff' },
+  let section = null;
+  section = el('section', { id: 'pathdiff' },
     el('h1', {}, name(path), ': ', short(d.from), ' \u2192 ', short(d.to)),
     tabs(ws, 'tree'),
-    d.files.length ? d.files.map((f) => fileBlock(ws, d.to, f)) : el('p', { class: 'muted' }, 'No difference.'));
+    el('p', {}, link('history', { ws, path }, 'all versions of this path')),
+    d.files.length ? [layoutSwitch(() => section), d.files.map((f) => fileBlock(ws, d.to, f, []))]
+      : el('p', { class: 'muted' }, 'No difference.'));
+  return section;
 }

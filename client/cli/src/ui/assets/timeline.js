@@ -15,11 +15,7 @@ function svg(tag, attrs = {}, ...children) {
 function growth(records) {
   let files = 0, total = 0;
   return records.map((r) => {
-    for (const c of r.changes) {
-      if (c.kind === 'directory') continue;
-      if (c.op === 'delete') files -= 1;
-      else if (c.op === 'upsert' && !c.beforeHash && !c.redacted) files += 1;
-    }
+    files += r.filesDelta;
     total += r.bytesDelta;
     return { position: r.position, files, bytes: total };
   });
