@@ -162,9 +162,18 @@ pub async fn storage_backend(cluster: &Cluster, r: &mut Report) {
     // The same first commit with every visible object written before its head (as before),
     // and without visible objects.
     let inline = config.clone().with_visible_inline_max(usize::MAX);
-    rows.extend(first_commit(&server, &inline, ", visible objects before the head").await.1);
+    rows.extend(
+        first_commit(&server, &inline, ", visible objects before the head")
+            .await
+            .1,
+    );
     let hidden = config.clone().with_visible_objects(false);
-    rows.push(first_commit(&server, &hidden, ", no visible objects").await.1.remove(0));
+    rows.push(
+        first_commit(&server, &hidden, ", no visible objects")
+            .await
+            .1
+            .remove(0),
+    );
     // What upload concurrency buys: first commits of 1,000 files, fresh users, 3 runs each,
     // every visible object before the head (so the commit holds every upload).
     for concurrency in [1, 4, 8, 16, 32] {

@@ -111,7 +111,10 @@ async fn first_commit(server: &StorageServer, config: &StorageConfig) -> (Sessio
     let t = Instant::now();
     ws.sync_visible().await.unwrap();
     let after = format!("{:?}: {}", t.elapsed(), counted(server));
-    (session, format!("{first}; visible objects after it: {after}"))
+    (
+        session,
+        format!("{first}; visible objects after it: {after}"),
+    )
 }
 
 #[tokio::test]

@@ -25,8 +25,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::Response;
 use axum::Router;
-use std::sync::Arc;
-use tokio::sync::OnceCell;
+use std::sync::{Arc, OnceLock};
 
 /// An external Storage server, from the environment.
 #[derive(Debug, Clone)]
@@ -61,24 +60,25 @@ struct Proxy {
 /// Applies `sql/storage.sql` to the external server's database (once per process), when
 /// `SUPABASH_STORAGE_DSN` names it.
 async fn prepare(external: &External) {
-    static PREPARED: OnceCell<()> = OnceCell::const_new();
-    let Some(dsn) = external.dsn.clone() else {
+    static PREPARED: OnceLock<tokio::sync::Mutex<bool>> = OnceLock::new();
+    let Some(dsn) = &external.dsn else {
         return;
     };
-    PREPARED
-        .get_or_init(|| async move {
-            let (client, conn) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls)
-                .await
-                .expect("connect to SUPABASH_STORAGE_DSN");
-            let task = tokio::spawn(conn);
-            client
-                .batch_execute(include_str!("../../sql/storage.sql"))
-                .await
-                .expect("apply sql/storage.sql to the external server's database");
-            drop(client);
-            let _ = task.await;
-        })
-        .await;
+    let mut done = PREPARED.get_or_init(Default::default).lock().await;
+    if *done {
+        return;
+    }
+    let (client, conn) = tokio_postgres::connect(dsn, tokio_postgres::NoTls)
+        .await
+        .expect("connect to SUPABASH_STORAGE_DSN");
+    let task = tokio::spawn(conn);
+    client
+        .batch_execute(include_str!("../../sql/storage.sql"))
+        .await
+        .expect("apply sql/storage.sql to the external server's database");
+    drop(client);
+    let _ = task.await;
+    *done = true;
 }
 
 /// Starts the forwarder to `external` counting with `meter`: its base URL and its task.
@@ -121,7 +121,11 @@ async fn forward(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
         let kind = kind(&parts.method, &segments, ranged);
         proxy.meter.record(kind, body.len()).await;
     }
-    let query = parts.uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    let query = parts
+        .uri
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
     let mut out = proxy
         .client
         .request(parts.method, format!("{}{path}{query}", proxy.target))

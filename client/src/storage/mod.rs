@@ -45,10 +45,10 @@ mod tree_io;
 mod visible;
 
 pub use api::StorageApi;
-pub use visible::DEFAULT_VISIBLE_INLINE_MAX;
 pub use coordinator::{CommitCoordinator, Lease, PostgresCoordinator};
 pub use history::StoredRevision;
 pub use model::{Entry, EntryKind, Manifest, Touched};
+pub use visible::DEFAULT_VISIBLE_INLINE_MAX;
 
 use crate::auth::Session;
 use crate::error::{Result, SupabashError};

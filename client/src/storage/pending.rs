@@ -50,7 +50,10 @@ pub async fn settle(
             }
         }
     }
-    if let Some(p) = published.as_mut().filter(|p| policy.finish_visible && visible::lags(&p.head)) {
+    if let Some(p) = published
+        .as_mut()
+        .filter(|p| policy.finish_visible && visible::lags(&p.head))
+    {
         visible::finish(api, keys, p).await?;
         p.head.visible_behind = None;
     }

@@ -81,7 +81,10 @@ pub async fn publish(
 fn scope_lock(api: &StorageApi) -> Arc<tokio::sync::Mutex<()>> {
     static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
     let scope = format!("{} {} {}", api.base_url(), api.bucket(), api.prefix());
-    let mut locks = LOCKS.get_or_init(Mutex::default).lock().expect("scope locks");
+    let mut locks = LOCKS
+        .get_or_init(Mutex::default)
+        .lock()
+        .expect("scope locks");
     // Forget the locks nobody holds or waits for (this map is the only other owner).
     locks.retain(|_, l| Arc::strong_count(l) > 1);
     locks.entry(scope).or_default().clone()
