@@ -261,9 +261,11 @@ impl StorageWorkspace {
     /// interrupted background write, here or on another host). Answers whether it wrote
     /// anything. Needs no call for correctness: the next commit does the same first.
     pub async fn sync_visible(&self) -> Result<bool> {
-        let _idle = lock(&self.api).await;
+        // The lease before the lock, as a commit takes them (a background write holds both).
         let lease = self.lease("visible").await?;
+        let idle = lock(&self.api).await;
         let result = self.finish_lag().await;
+        drop(idle);
         if let Some(l) = lease {
             l.release().await;
         }
