@@ -209,3 +209,39 @@ async fn sync_visible_finishes_an_interrupted_write_from_another_workspace() {
     assert!(head.get("visibleBehind").is_none(), "{head}");
     assert_eq!(visible_tree(&server, &session).await, new);
 }
+
+#[tokio::test]
+async fn under_a_coordinator_the_background_write_keeps_the_lease() {
+    let server = server().await;
+    let coordinator = supabash::storage::PostgresCoordinator::new(
+        &cluster().dsn("postgres"),
+        std::time::Duration::from_millis(300),
+    );
+    let mut a_config = deferring(&server);
+    a_config.coordinator = Some(std::sync::Arc::new(coordinator));
+    // Another host: the same server by another name, so that this process's own lock on
+    // the prefix does not make it wait; only the coordinator's lease does.
+    let mut b_config = a_config.clone();
+    b_config.url = server.url.replace("127.0.0.1", "localhost");
+    let session = new_session();
+    let a = open_with(&a_config, &session).await;
+    let b = open_with(&b_config, &session).await;
+    a.fs().write("/one.md", "1").await.unwrap();
+    a.fs().write("/two.md", "2").await.unwrap();
+    b.fs().write("/three.md", "3").await.unwrap();
+    // Mutations of this first commit: the pack and the snapshot (0, 1), the head (2), then
+    // the visible objects: hold the first.
+    server.inject(Some(Fault::Hold(3)));
+    a.commit(CommitOptions::new("a")).await.unwrap();
+    let e = b.commit(CommitOptions::new("b")).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::CommitCoordination, "{e}");
+    assert!(e.is_retryable(), "{e}");
+    server.release();
+    a.sync_visible().await.unwrap();
+    server.inject(None);
+    b.commit(CommitOptions::new("b")).await.unwrap();
+    b.sync_visible().await.unwrap();
+    let tree = dump(open(&server, &session).await.fs()).await;
+    assert_eq!(tree.len(), 3, "{tree:#?}");
+    assert_eq!(visible_tree(&server, &session).await, tree);
+}
