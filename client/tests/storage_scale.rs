@@ -60,6 +60,39 @@ async fn an_unpublished_prefix_with_more_objects_than_a_page_opens_whole() {
     );
 }
 
+#[tokio::test]
+async fn the_forwarder_passes_requests_through_and_counts_them() {
+    // The forwarder the ignored tests and the bench use for an external server, here in
+    // front of the test server.
+    let server = server().await;
+    let external = supabash_tests::storage_proxy::External {
+        url: server.url.clone(),
+        jwt_secret: supabash_tests::storage_server::STORAGE_JWT_SECRET.into(),
+        service_key: None,
+        dsn: None,
+    };
+    let meter = std::sync::Arc::new(supabash_tests::storage_meter::Meter::default());
+    let (url, task) = supabash_tests::storage_proxy::start(&external, meter.clone()).await;
+    let config = config(&server).with_url(url);
+    let (session, ws) = seeded(&config, 2, 10).await;
+    server.reset_counts();
+    meter.reset();
+    ws.commit(CommitOptions::new("t")).await.unwrap();
+    let again = StorageWorkspace::open_for_session(&config, &session, Limits::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        again.fs().read_text("/d1/f7.txt").await.unwrap(),
+        "file 7\n"
+    );
+    // Through the forwarder: every request counted there was served here, and none lost.
+    let (seen, served) = (meter.counts(), server.counts());
+    assert!(served.writes() >= 3, "{served:?}");
+    assert_eq!(seen.by_kind, served.by_kind);
+    assert_eq!(seen.bytes_uploaded, served.bytes_uploaded);
+    task.abort();
+}
+
 /// Requests and bytes of one measured step: writing requests, reads, bytes uploaded.
 fn counted(server: &StorageServer) -> String {
     let c = server.counts();
