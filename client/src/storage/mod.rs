@@ -18,7 +18,8 @@
 //!   0.6.0's layout is read (`store.rs`) and upgraded by the next commit.
 //! - **Commit** (`commit.rs`, `publish.rs`): one upload batch (pack, snapshot when due, large
 //!   bodies), the intent in the head, visible uploads and deletes, the idempotency record,
-//!   and the head last; recovery (`pending.rs`, and `recover.rs` for 0.6.0's intents) resolves
+//!   and the head last (a commit of more than `visible_inline_max` entries writes its visible
+//!   objects after the head instead, in the background: `visible.rs`); recovery (`pending.rs`, and `recover.rs` for 0.6.0's intents) resolves
 //!   anything unfinished at the next open, commit or discard. An optional [`coordinator`]
 //!   serialises hosts.
 //! - **History** (`history.rs`, `purge.rs`): pages, old revisions, diffs, forward restore,
