@@ -88,8 +88,13 @@ fn row(what: impl Into<String>) -> Row {
     }
 }
 
-/// The rows of one configuration: first commit of 5,000 files, 5 opens, 20 single-file commits.
-async fn five_thousand(server: &StorageServer, config: &StorageConfig, label: &str) -> Vec<Row> {
+/// The first commit of 5,000 files under `config` (a fresh user), then the wait for its
+/// visible objects (written after its head when it defers them): two rows.
+async fn first_commit(
+    server: &StorageServer,
+    config: &StorageConfig,
+    label: &str,
+) -> (Session, Vec<Row>) {
     let (session, ws) = staged(config, 5_000, 50).await;
     let mut first = row(format!("first commit, 5,000 files{label}"));
     measured(server, &mut first, async {
@@ -98,6 +103,20 @@ async fn five_thousand(server: &StorageServer, config: &StorageConfig, label: &s
             .expect("first commit");
     })
     .await;
+    let mut after = row(format!(
+        "its 5,000 visible objects, written after it returned{label}"
+    ));
+    measured(server, &mut after, async {
+        ws.sync_visible().await.expect("visible objects");
+    })
+    .await;
+    (session, vec![first, after])
+}
+
+/// The rows of one configuration: first commit of 5,000 files (and the wait for its visible
+/// objects), 5 opens, 20 single-file commits.
+async fn five_thousand(server: &StorageServer, config: &StorageConfig, label: &str) -> Vec<Row> {
+    let (session, mut rows) = first_commit(server, config, label).await;
     let open = || StorageWorkspace::open_for_session(config, &session, Limits::default());
     let mut opens = row(format!("open, 5,000 files{label}"));
     for _ in 0..5 {
@@ -123,23 +142,45 @@ async fn five_thousand(server: &StorageServer, config: &StorageConfig, label: &s
         })
         .await;
     }
-    vec![first, opens, commits]
+    rows.extend([opens, commits]);
+    rows
 }
 
 /// The Storage section of the report.
 pub async fn storage_backend(cluster: &Cluster, r: &mut Report) {
     cluster.psql("app", include_str!("../../sql/storage.sql"));
+    // With SUPABASH_STORAGE_URL: an external server, behind a counting forwarder
+    // (tests/src/storage_proxy.rs).
     let server = StorageServer::start(&cluster.dsn("postgres")).await;
     let delay_ms: u64 = std::env::var("SUPABASH_BENCH_STORAGE_DELAY_MS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(if server.is_external() { 0 } else { 5 });
     server.set_delay(Duration::from_millis(delay_ms));
     let config = StorageConfig::new(server.url.clone(), "workspaces");
     let mut rows = five_thousand(&server, &config, "").await;
-    // What upload concurrency buys: first commits of 1,000 files, fresh users, 3 runs each.
-    for concurrency in [1, 4, 8, 16, 32] {
-        let config = config.clone().with_upload_concurrency(concurrency);
+    // The same first commit with every visible object written before its head (as before),
+    // and without visible objects.
+    let inline = config.clone().with_visible_inline_max(usize::MAX);
+    rows.push(
+        first_commit(&server, &inline, ", visible objects before the head")
+            .await
+            .1
+            .remove(0),
+    );
+    let hidden = config.clone().with_visible_objects(false);
+    rows.push(
+        first_commit(&server, &hidden, ", no visible objects")
+            .await
+            .1
+            .remove(0),
+    );
+    // What upload concurrency buys: first commits of 1,000 files, fresh users, 3 runs each,
+    // every visible object before the head (so the commit holds every upload); skipped with
+    // SUPABASH_BENCH_STORAGE_SWEEP=0 (a slow server).
+    let sweep = !std::env::var("SUPABASH_BENCH_STORAGE_SWEEP").is_ok_and(|v| v == "0");
+    for concurrency in [1, 4, 8, 16, 32].into_iter().filter(|_| sweep) {
+        let config = inline.clone().with_upload_concurrency(concurrency);
         let mut first = row(format!(
             "first commit, 1,000 files, upload concurrency {concurrency}"
         ));
@@ -154,15 +195,28 @@ pub async fn storage_backend(cluster: &Cluster, r: &mut Report) {
         }
         rows.push(first);
     }
-    r.section("Storage backend (Storage API test server)");
+    let server_is = if server.is_external() {
+        "an external Supabase Storage server (`SUPABASH_STORAGE_URL`, behind the counting \
+         forwarder of `tests/src/storage_proxy.rs`)"
+            .to_owned()
+    } else {
+        "the Storage API test server (`tests/src/storage_server.rs`: axum on loopback, object \
+         rows in `storage.objects` of the same cluster under the row-level-security policies \
+         of `sql/storage.sql`, bodies on local disk)"
+            .to_owned()
+    };
+    r.section(if server.is_external() {
+        "Storage backend (external Supabase Storage server)"
+    } else {
+        "Storage backend (Storage API test server)"
+    });
     r.line(&format!(
-        "The Storage backend (`client/src/storage/`) against the Storage API test server \
-         (`tests/src/storage_server.rs`: axum on loopback, object rows in `storage.objects` of \
-         the same cluster under the row-level-security policies of `sql/storage.sql`, bodies \
-         on local disk), which adds {delay_ms} ms to every request (a remote server's round \
-         trip; `SUPABASH_BENCH_STORAGE_DELAY_MS`). A fresh user's workspace gets 5,000 files \
-         of 512 B in 50 folders in one commit; then the workspace is opened 5 times (bodies \
-         stay lazy) and one file is edited and committed 20 times. Writes, reads and bytes \
+        "The Storage backend (`client/src/storage/`) against {server_is}, with {delay_ms} ms \
+         added to every request (a remote server's round trip; \
+         `SUPABASH_BENCH_STORAGE_DELAY_MS`). A fresh user's workspace gets 5,000 files of \
+         512 B in 50 folders in one commit (which writes its visible objects after its head: \
+         the next row waits for them); then the workspace is opened 5 times (bodies stay \
+         lazy) and one file is edited and committed 20 times. Writes, reads and bytes \
          uploaded are those of the median run, counted by the server: they do not depend on \
          the machine."
     ));
@@ -178,7 +232,7 @@ pub async fn storage_backend(cluster: &Cluster, r: &mut Report) {
     for row in &rows {
         r.row(&row.cells());
     }
-    let (open, commit) = (stats(&rows[1].times), stats(&rows[2].times));
+    let (open, commit) = (stats(&rows[2].times), stats(&rows[3].times));
     r.summary(
         "Storage backend, 5,000 files: open / single-file commit (test server)",
         format!("{} / {} ms", f2(open.median), f2(commit.median)),

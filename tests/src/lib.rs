@@ -32,6 +32,7 @@ pub mod cluster;
 pub mod memory;
 pub mod sql_rpc;
 pub mod storage_meter;
+pub mod storage_proxy;
 pub mod storage_server;
 pub mod storage_support;
 pub mod support;

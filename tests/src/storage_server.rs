@@ -28,7 +28,8 @@
 //! answer, or answer 429 to everything, see [`Fault`]. [`StorageServer::peak_mutations`] reports
 //! how many mutating requests ran at once; [`StorageServer::counts`] the requests by kind and
 //! the bytes uploaded, and [`StorageServer::set_delay`] adds a fixed delay to every request
-//! (`storage_meter.rs`).
+//! (`storage_meter.rs`). With `SUPABASH_STORAGE_URL` set, [`StorageServer::start`] forwards
+//! to that external server instead, counting the same way (`storage_proxy.rs`).
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -85,7 +86,7 @@ struct Inner {
     /// the next `inject`.
     unavailable: Mutex<Option<(Method, Vec<String>)>>,
     release: tokio::sync::Notify,
-    meter: Meter,
+    meter: Arc<Meter>,
 }
 
 /// A running Storage API test server on a free loopback port.
@@ -94,6 +95,8 @@ pub struct StorageServer {
     pub url: String,
     inner: Arc<Inner>,
     task: tokio::task::JoinHandle<()>,
+    /// Whether this forwards to an external server (`storage_proxy.rs`).
+    external: bool,
 }
 
 impl Drop for StorageServer {
@@ -311,15 +314,35 @@ impl StorageServer {
             fault: Mutex::default(),
             unavailable: Mutex::default(),
             release: tokio::sync::Notify::new(),
-            meter: Meter::default(),
+            meter: Arc::default(),
         });
+        if let Some(external) = crate::storage_proxy::external() {
+            let (url, task) = crate::storage_proxy::start(&external, inner.meter.clone()).await;
+            return StorageServer {
+                url,
+                inner,
+                task,
+                external: true,
+            };
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let task = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        StorageServer { url, inner, task }
+        StorageServer {
+            url,
+            inner,
+            task,
+            external: false,
+        }
+    }
+
+    /// Whether this forwards to an external Storage server (`SUPABASH_STORAGE_URL`, see
+    /// `storage_proxy.rs`) rather than being the test server.
+    pub fn is_external(&self) -> bool {
+        self.external
     }
 
     /// Arms one injected failure (replacing any armed one) and resets the mutation counter.
@@ -370,12 +393,17 @@ impl StorageServer {
         Self::token(json!({ "role": "authenticated", "sub": sub, "aud": "authenticated" }))
     }
 
-    /// The service key (`role: service_role`).
+    /// The service key (`role: service_role`; an external server's
+    /// `SUPABASH_STORAGE_SERVICE_KEY` when set).
     pub fn service_key() -> String {
-        Self::token(json!({ "role": "service_role" }))
+        match crate::storage_proxy::external().and_then(|e| e.service_key) {
+            Some(key) => key,
+            None => Self::token(json!({ "role": "service_role" })),
+        }
     }
 
-    /// A token with any claims (`exp` one hour ahead unless given).
+    /// A token with any claims (`exp` one hour ahead unless given), signed with
+    /// [`STORAGE_JWT_SECRET`] (an external server's `SUPABASH_STORAGE_JWT_SECRET` when set).
     pub fn token(mut claims: Value) -> String {
         if claims.get("exp").is_none() {
             let now = std::time::SystemTime::now()
@@ -387,10 +415,15 @@ impl StorageServer {
         jsonwebtoken::encode(
             &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
             &claims,
-            &jsonwebtoken::EncodingKey::from_secret(STORAGE_JWT_SECRET.as_bytes()),
+            &jsonwebtoken::EncodingKey::from_secret(jwt_secret().as_bytes()),
         )
         .unwrap()
     }
+}
+
+/// The secret tokens are signed with.
+fn jwt_secret() -> String {
+    crate::storage_proxy::external().map_or_else(|| STORAGE_JWT_SECRET.to_owned(), |e| e.jwt_secret)
 }
 
 async fn handle(State(inner): State<Arc<Inner>>, req: Request) -> Response {

@@ -228,6 +228,11 @@ impl StorageApi {
         self
     }
 
+    /// The Storage base URL.
+    pub fn base_url(&self) -> &str {
+        self.base.as_str()
+    }
+
     /// The bucket.
     pub fn bucket(&self) -> &str {
         &self.bucket

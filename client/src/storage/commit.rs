@@ -18,6 +18,10 @@
 //! 8. the idempotency record, then `head.json` naming the new revision: the commit is
 //!    published by this one write.
 //!
+//! A commit of more than `visible_inline_max` entries skips steps 6 and 7: its head says its
+//! visible objects lag (`visibleBehind`), and they are written after it, in the background
+//! (`visible.rs`); step 2 of any later commit finishes them first if they were interrupted.
+//!
 //! A failure before step 6 is a plain error (retryable when its cause is; what step 5 stored
 //! is deleted or left for purge). A failure from step 6 on (from step 8 without visible
 //! objects) is `PARTIAL_COMMIT`
@@ -292,6 +296,8 @@ pub(super) struct Done {
     pub(super) result: CommitResult,
     pub(super) base: Base,
     pub(super) rebased: bool,
+    /// Visible objects to write after the head (`visible.rs`).
+    deferred: Option<super::visible::Deferred>,
 }
 
 impl StorageWorkspace {
@@ -354,15 +360,24 @@ impl StorageWorkspace {
             },
             base,
             rebased: true,
+            deferred: None,
         })
     }
 
     async fn commit_frozen(&self, o: &CommitOptions) -> Result<Done> {
         self.tree.check_limits()?;
+        // This process's visible objects written after an earlier head land first.
+        super::visible::wait_idle(&self.api).await;
         let lease = self.lease("commit").await?;
-        let result = self.commit_leased(o, lease.as_deref()).await;
-        if let Some(l) = lease {
-            l.release().await;
+        let mut result = self.commit_leased(o, lease.as_deref()).await;
+        // Visible objects written after the head keep the lease until they are written.
+        match result.as_mut().ok().and_then(|d| d.deferred.take()) {
+            Some(deferred) => deferred.spawn(lease),
+            None => {
+                if let Some(l) = lease {
+                    l.release().await;
+                }
+            }
         }
         result
     }
@@ -389,10 +404,11 @@ impl StorageWorkspace {
         let built = self.build(&plan, &intent, &target, &bodies, receipt, extra);
         self.publish(&intent, &target, &bodies, built, lease)
             .await
-            .map(|(result, base)| Done {
-                result,
-                base,
+            .map(|p| Done {
+                result: p.result,
+                base: p.base,
                 rebased,
+                deferred: p.deferred,
             })
     }
 
@@ -423,6 +439,7 @@ impl StorageWorkspace {
             own: plan.partial.as_ref().map(|p| p.transaction_id.as_str()),
             stale_after: self.stale_intent_after,
             committing: true,
+            finish_visible: self.visible,
         };
         let base = &plan.base;
         let known = base

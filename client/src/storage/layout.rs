@@ -160,6 +160,19 @@ pub struct HeadRecord {
     /// A commit that may have changed visible objects and is not resolved yet (its intent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<Intent>,
+    /// The head revision, while the visible objects do not show its changes yet: a commit of
+    /// more than `StorageConfig::visible_inline_max` entries publishes its head first and
+    /// writes its visible objects afterwards (`visible.rs`). Any later commit (or
+    /// `sync_visible`) finishes them when this still names the head's revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visible_behind: Option<String>,
+}
+
+impl HeadRecord {
+    /// Whether the visible objects lag behind the head's revision (see `visible_behind`).
+    pub fn visible_lags(&self) -> bool {
+        self.revision.is_some() && self.visible_behind == self.revision
+    }
 }
 
 /// The header of a revision pack: the receipt and the revision's tree.

@@ -18,7 +18,8 @@
 //!   0.6.0's layout is read (`store.rs`) and upgraded by the next commit.
 //! - **Commit** (`commit.rs`, `publish.rs`): one upload batch (pack, snapshot when due, large
 //!   bodies), the intent in the head, visible uploads and deletes, the idempotency record,
-//!   and the head last; recovery (`pending.rs`, and `recover.rs` for 0.6.0's intents) resolves
+//!   and the head last (a commit of more than `visible_inline_max` entries writes its visible
+//!   objects after the head instead, in the background: `visible.rs`); recovery (`pending.rs`, and `recover.rs` for 0.6.0's intents) resolves
 //!   anything unfinished at the next open, commit or discard. An optional [`coordinator`]
 //!   serialises hosts.
 //! - **History** (`history.rs`, `purge.rs`): pages, old revisions, diffs, forward restore,
@@ -42,11 +43,13 @@ mod recover;
 pub mod setup;
 mod store;
 mod tree_io;
+mod visible;
 
 pub use api::StorageApi;
 pub use coordinator::{CommitCoordinator, Lease, PostgresCoordinator};
 pub use history::StoredRevision;
 pub use model::{Entry, EntryKind, Manifest, Touched};
+pub use visible::DEFAULT_VISIBLE_INLINE_MAX;
 
 use crate::auth::Session;
 use crate::error::{Result, SupabashError};
@@ -85,6 +88,11 @@ pub struct StorageConfig {
     /// idempotency record): no intent, no per-entry uploads; the objects already visible are
     /// left as they are. See docs/storage.md, "Visible objects".
     pub visible_objects: bool,
+    /// With visible objects, the most entries a commit changes whose visible objects it writes
+    /// before its head (default [`DEFAULT_VISIBLE_INLINE_MAX`]); a larger commit publishes its
+    /// head first and writes them after, in the background (docs/storage.md, "Visible
+    /// objects"). 0 defers every commit's; `usize::MAX` none.
+    pub visible_inline_max: usize,
     /// The most bytes one Storage answer may hold (1 to
     /// [`crate::transport::MAX_ANSWER_BYTES`]; default
     /// [`crate::transport::DEFAULT_MAX_ANSWER_BYTES`], 256 MiB): a longer one fails with
@@ -105,6 +113,7 @@ crate::setters! {
         with_upload_concurrency(upload_concurrency: usize),
         with_max_answer_bytes(max_answer_bytes: usize),
         with_visible_objects(visible_objects: bool),
+        with_visible_inline_max(visible_inline_max: usize),
     }
 }
 
@@ -125,6 +134,7 @@ impl StorageConfig {
             upload_concurrency: api::DEFAULT_UPLOAD_CONCURRENCY.get(),
             max_answer_bytes: crate::transport::DEFAULT_MAX_ANSWER_BYTES,
             visible_objects: true,
+            visible_inline_max: DEFAULT_VISIBLE_INLINE_MAX,
         }
     }
 
@@ -152,6 +162,7 @@ impl std::fmt::Debug for StorageConfig {
             .field("upload_concurrency", &self.upload_concurrency)
             .field("max_answer_bytes", &self.max_answer_bytes)
             .field("visible_objects", &self.visible_objects)
+            .field("visible_inline_max", &self.visible_inline_max)
             .finish_non_exhaustive()
     }
 }
@@ -184,6 +195,8 @@ pub struct StorageWorkspace {
     stale_intent_after: Duration,
     /// Whether commits keep visible objects ([`StorageConfig::visible_objects`]).
     visible: bool,
+    /// [`StorageConfig::visible_inline_max`].
+    visible_inline_max: usize,
     /// The operations a capability granted (`None`: a user's own workspace, everything).
     operations: Option<OperationSet>,
     state: Mutex<State>,
@@ -288,6 +301,7 @@ impl StorageWorkspace {
             config.stale_intent_after,
         )?;
         ws.visible = config.visible_objects;
+        ws.visible_inline_max = config.visible_inline_max;
         ws.settle(None).await?;
         Ok(ws)
     }
@@ -339,6 +353,7 @@ impl StorageWorkspace {
             coordinator,
             stale_intent_after,
             visible: true,
+            visible_inline_max: DEFAULT_VISIBLE_INLINE_MAX,
             operations: None,
             state: Mutex::new(State {
                 base: Base {
@@ -382,6 +397,7 @@ impl StorageWorkspace {
             own,
             stale_after: self.stale_intent_after,
             committing: false,
+            finish_visible: false,
         };
         let result = pending::settle(&self.api, &self.keys, &policy, None).await;
         if let Some(l) = lease {

@@ -17,9 +17,12 @@ use super::layout::{HeadRecord, LAYOUT_VERSION};
 use super::model::Intent;
 use super::recover::{self, Policy};
 use super::store::{self, Published};
+use super::visible;
 use crate::error::Result;
 
-/// Resolves what `policy` allows, then answers the published state (`None`: nothing
+/// Resolves what `policy` allows (and, for a committer with visible objects, finishes the
+/// visible objects a head published ahead of them: `visible.rs`), then answers the published
+/// state (`None`: nothing
 /// published). A published workspace with nothing unresolved costs two reads, the head and
 /// its snapshot, or one when the head names the `known` revision.
 pub async fn settle(
@@ -46,6 +49,13 @@ pub async fn settle(
                 p.head.pending = None;
             }
         }
+    }
+    if let Some(p) = published
+        .as_mut()
+        .filter(|p| policy.finish_visible && visible::lags(&p.head))
+    {
+        visible::finish(api, keys, p).await?;
+        p.head.visible_behind = None;
     }
     Ok(published)
 }

@@ -1,16 +1,17 @@
 //! The writes of a commit (steps 5 to 8 of `commit.rs`): one upload batch (revision pack,
 //! snapshot when due, large and replaced bodies), the intent in `head.json`, the visible
-//! objects, the idempotency record and the head naming the new revision.
+//! objects (`visible.rs`; after the head for a large commit), the idempotency record and the
+//! head naming the new revision.
 
 use super::api::Upload;
 use super::commit::{partial, Plan, Target};
 use super::coordinator::{self, Lease};
 use super::layout::{only_used, HeadRecord, Loc, Locations, PackHeader, Snapshot, SnapshotRef};
 use super::layout::{TreeState, LAYOUT_VERSION};
-use super::model::{EntryKind, Intent, Touched, FILE_TYPE, RECORD_TYPE};
+use super::model::{Intent, FILE_TYPE, RECORD_TYPE};
 use super::pack::Builder;
 use super::store;
-use super::{pending, Base, Partial, StorageWorkspace};
+use super::{pending, visible, Base, Partial, StorageWorkspace};
 use crate::error::{Result, SupabashError};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -37,6 +38,15 @@ fn pack_budget(limits: &crate::limits::Limits, receipt: &Receipt) -> usize {
     let receipt_len = serde_json::to_vec(receipt).map_or(0, |r| r.len());
     let largest = usize::try_from(super::setup::largest_upload(limits)).unwrap_or(usize::MAX);
     PACK_MAX.min(largest.saturating_sub(receipt_len + HEADER_ROOM))
+}
+
+/// What a published commit answers: its result, the workspace's new base, and the visible
+/// objects still to write after the head (a commit of more than `visible_inline_max`
+/// entries).
+pub(super) struct Published {
+    pub(super) result: CommitResult,
+    pub(super) base: Base,
+    pub(super) deferred: Option<visible::Deferred>,
 }
 
 /// What a commit uploads and publishes.
@@ -124,6 +134,7 @@ impl StorageWorkspace {
             header: Some(span),
             tree,
             pending: None,
+            visible_behind: None,
         };
         let base = Base {
             revision: Some(rev.clone()),
@@ -168,22 +179,37 @@ impl StorageWorkspace {
     /// names what it stored); with visible objects, the intent and the visible objects
     /// (undone, and the commit refused, if another host's recovery rolled it back
     /// meanwhile); then the idempotency record and the head. A failure once the intent (or,
-    /// without visible objects, the head) may exist is left to recovery ([`partial`]).
+    /// without visible objects, the head) may exist is left to recovery ([`partial`]). A
+    /// commit of more than `visible_inline_max` entries writes no intent: its head says its
+    /// visible objects lag, and they are written after it ([`visible::Deferred`]).
     pub(super) async fn publish(
         &self,
         intent: &Intent,
         target: &Target,
         bodies: &BTreeMap<String, Arc<Vec<u8>>>,
-        built: Built,
+        mut built: Built,
         lease: Option<&dyn Lease>,
-    ) -> Result<(CommitResult, Base)> {
+    ) -> Result<Published> {
         if let Err(e) = self.api.upload_all(built.uploads).await {
             self.forget_uploads(&intent.new_revision).await;
             return Err(e);
         }
-        if self.visible {
+        let defer = self.visible && intent.touched.len() > self.visible_inline_max;
+        let mut deferred = None;
+        if defer {
+            built.head.visible_behind = Some(intent.new_revision.clone());
+            deferred = Some(visible::Deferred {
+                api: self.api.clone(),
+                keys: self.keys.clone(),
+                revision: intent.new_revision.clone(),
+                touched: intent.touched.clone(),
+                bodies: bodies.clone(),
+                guard: visible::lock(&self.api).await,
+            });
+            self.mark_partial(intent);
+        } else if self.visible {
             self.write_intent(target.head.as_ref(), intent).await?;
-            self.publish_visible(&intent.touched, bodies)
+            visible::publish(&self.api, &self.keys, &intent.touched, bodies)
                 .await
                 .map_err(partial)?;
             if lease.is_none() && self.rolled_back_elsewhere(intent).await.map_err(partial)? {
@@ -206,7 +232,11 @@ impl StorageWorkspace {
             receipt: built.receipt,
             replayed: false,
         };
-        Ok((result, built.base))
+        Ok(Published {
+            result,
+            base: built.base,
+            deferred,
+        })
     }
 
     /// Deletes the pack and snapshot of revision `rev`, which nothing names (clean-up only:
@@ -240,6 +270,7 @@ impl StorageWorkspace {
             header: None,
             tree: TreeState::default(),
             pending: None,
+            visible_behind: None,
         });
         record.pending = Some(intent.clone());
         match store::write(&self.api, &self.keys.head(), &record, false).await {
@@ -252,42 +283,6 @@ impl StorageWorkspace {
                 written.map_err(partial)
             }
         }
-    }
-
-    /// Step 7: visible uploads, then deletes.
-    async fn publish_visible(
-        &self,
-        touched: &[Touched],
-        bodies: &BTreeMap<String, Arc<Vec<u8>>>,
-    ) -> Result<()> {
-        let mut stale = Vec::new();
-        let mut visible = Vec::new();
-        for t in touched {
-            let after_key = t.after.as_ref().map(|e| self.keys.of_entry(&t.path, e));
-            if let Some(before) = &t.before {
-                let key = self.keys.of_entry(&t.path, before);
-                if Some(&key) != after_key.as_ref() {
-                    stale.push(key);
-                }
-            }
-            let Some(e) = &t.after else { continue };
-            let body = match e.kind {
-                EntryKind::File => bodies[e.hash.as_deref().unwrap_or_default()].to_vec(),
-                EntryKind::Directory => Vec::new(),
-                EntryKind::Symlink => e.target.clone().unwrap_or_default().into_bytes(),
-            };
-            visible.push(Upload {
-                key: self.keys.of_entry(&t.path, e),
-                body,
-                content_type: e.content_type(),
-                metadata: self.keys.metadata(&t.path, e),
-            });
-        }
-        self.api.upload_all(visible).await?;
-        if !stale.is_empty() {
-            self.api.delete(&stale).await?;
-        }
-        Ok(())
     }
 
     /// Without a coordinator another host may have run recovery meanwhile and rolled this

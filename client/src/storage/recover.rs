@@ -190,6 +190,8 @@ pub struct Policy<'a> {
     pub stale_after: Duration,
     /// A commit is about to start: a fresh foreign intent is a coordination error.
     pub committing: bool,
+    /// Visible objects left behind the head are finished first (`visible.rs`).
+    pub finish_visible: bool,
 }
 
 impl Policy<'_> {
