@@ -243,13 +243,17 @@ EOF
 }
 
 # Seeds (once per label) $W_CLIENTS users, each with its own empty workspace, in table
-# public.bench_writers (n = pgbench's client_id, the user's claims, the workspace).
+# public.bench_writers (n = pgbench's client_id, the user's claims, the workspace), and
+# public.bench_head(ws), which a writer asks for the head it commits on (as the owner would
+# know it from its last receipt; the same extra lookup for every label).
 seed_writers() {
   local label=$1 i ws claims
   sql "$label" -U postgres -At -c "SELECT to_regclass('public.bench_writers') IS NOT NULL" | grep -q t && return
   sql "$label" -U postgres -c "CREATE TABLE public.bench_writers (n int PRIMARY KEY, claims text NOT NULL, ws uuid)" \
     -c "INSERT INTO public.bench_writers (n, claims) SELECT i, json_build_object('sub', gen_random_uuid(), 'role', 'authenticated')::text FROM generate_series(0, $W_CLIENTS - 1) i" \
-    -c "GRANT SELECT ON public.bench_writers TO authenticator" >/dev/null
+    -c "GRANT SELECT ON public.bench_writers TO authenticator" \
+    -c "CREATE FUNCTION public.bench_head(ws uuid) RETURNS text LANGUAGE sql STABLE SECURITY DEFINER AS \$\$ SELECT head_revision::text FROM supabash.workspaces WHERE id = ws \$\$" \
+    -c "GRANT EXECUTE ON FUNCTION public.bench_head(uuid) TO authenticator" >/dev/null
   for ((i = 0; i < W_CLIENTS; i++)); do
     claims=$(sql "$label" -U postgres -At -c "SELECT claims FROM public.bench_writers WHERE n = $i")
     ws=$(printf '%s\n' "BEGIN;" "SELECT set_config('request.jwt.claims', :'claims', true) \\g /dev/null" \
@@ -268,10 +272,10 @@ writers() {
   for l in "${labels[@]}"; do seed_writers "$l"; done
   cat >"$DIR/writers.sql" <<SQL
 BEGIN;
-SELECT set_config('request.jwt.claims', claims, true) AS claims_set, ws FROM public.bench_writers WHERE n = :client_id \gset
+SELECT set_config('request.jwt.claims', claims, true) AS claims_set, ws, public.bench_head(ws) AS head FROM public.bench_writers WHERE n = :client_id \gset
 SET LOCAL ROLE authenticated;
 SET LOCAL synchronous_commit = $SYNC;
-SELECT supabash_commit(workspace_id => :'ws', actor => 'bench', changes => json_build_array(json_build_object('op', 'upsert', 'path', '/notes.md', 'text', repeat(md5(random()::text), 16)))) IS NOT NULL AS committed \gset
+SELECT supabash_commit(workspace_id => :ws, actor => 'bench', base_revision => nullif(:head, ''), changes => json_build_array(json_build_object('op', 'upsert', 'path', '/notes.md', 'text', repeat(md5(random()::text), 16)))) IS NOT NULL AS committed \gset
 COMMIT;
 SQL
   printf 'round\tlabel\ttps\n' >"$tsv"

@@ -51,16 +51,18 @@ log "seeding $WORKSPACES workspaces × $FILES files, $REVISIONS revisions each, 
     echo "SET LOCAL ROLE authenticated;"
     echo "SELECT supabash_create_workspace()->>'workspaceId' AS ws \\gset"
     echo "COMMIT;"
+    base=""
     for ((lo = 0; lo < FILES; lo += 1000)); do
       echo "BEGIN; SELECT set_config('request.jwt.claims', :'claims', true) \\g /dev/null"
       echo "SET LOCAL ROLE authenticated;"
-      echo "SELECT supabash_commit(workspace_id => :'ws', actor => 'seed', changes => (SELECT json_agg(json_build_object('op', 'upsert', 'path', format('/d%s/f%s.txt', i / 1000, i), 'text', md5(:'ws' || i) || md5(i::text))) FROM generate_series($lo, $((lo + 999))) i)) IS NOT NULL AS ok \\gset"
+      echo "SELECT supabash_commit(workspace_id => :'ws', actor => 'seed', $base changes => (SELECT json_agg(json_build_object('op', 'upsert', 'path', format('/d%s/f%s.txt', i / 1000, i), 'text', md5(:'ws' || i) || md5(i::text))) FROM generate_series($lo, $((lo + 999))) i))->'receipt'->>'revision' AS head \\gset"
       echo "COMMIT;"
+      base="base_revision => :'head',"
     done
     for ((r = 0; r < REVISIONS; r++)); do
       echo "BEGIN; SELECT set_config('request.jwt.claims', :'claims', true) \\g /dev/null"
       echo "SET LOCAL ROLE authenticated;"
-      echo "SELECT supabash_commit(workspace_id => :'ws', actor => 'seed', changes => json_build_array(json_build_object('op', 'upsert', 'path', '/d0/f1.txt', 'text', 'edit $r'))) IS NOT NULL AS ok \\gset"
+      echo "SELECT supabash_commit(workspace_id => :'ws', actor => 'seed', $base changes => json_build_array(json_build_object('op', 'upsert', 'path', '/d0/f1.txt', 'text', 'edit $r')))->'receipt'->>'revision' AS head \\gset"
       echo "COMMIT;"
     done
   done
